@@ -1,0 +1,26 @@
+// momoka._core: the one native extension module. Each area of the core has
+// its own binding file exposing a register_* function; this file only wires
+// them together, so areas can grow independently.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace momoka::bindings {
+void register_text(py::module_& m);     // text.cpp: sentence / paragraph segmentation
+void register_kernels(py::module_& m);  // kernels.cpp: edit distance, span location, SimHash, Bloom, trie
+void register_mcts(py::module_& m);     // mcts.cpp: the ask/tell MCTS engine
+void register_bm25(py::module_& m);     // bm25.cpp: tokenisation, BM25 index, top-k
+}  // namespace momoka::bindings
+
+#ifndef MOMOKA_VERSION
+#define MOMOKA_VERSION "dev"
+#endif
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "momoka native core (C++17): text kernels, MCTS engine, BM25";
+  m.attr("__version__") = MOMOKA_VERSION;
+  momoka::bindings::register_text(m);
+  momoka::bindings::register_kernels(m);
+  momoka::bindings::register_mcts(m);
+  momoka::bindings::register_bm25(m);
+}

@@ -1,0 +1,3 @@
+from momoka.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""Exceptions raised by momoka.
+
+Every error momoka raises on bad input, bad configuration or a failing
+dependency derives from :class:`MomokaError`, so callers can catch one type.
+The CLI turns any ``MomokaError`` into a one-line message and a non-zero exit.
+Each area of the library keeps its classes in its own section below.
+"""
+
+from __future__ import annotations
+
+
+class MomokaError(Exception):
+    """Base class of every momoka error."""
+
+
+# --- input -----------------------------------------------------------------
+
+
+class InputError(MomokaError, ValueError):
+    """The input (a document, a query, an argument) cannot be used."""
+
+
+class EmptyInputError(InputError):
+    """The input holds no text (empty, or whitespace only)."""
+
+
+class BinaryInputError(InputError):
+    """The input looks like binary data, not text."""
+
+
+class EncodingError(InputError):
+    """The input is not valid in the expected encoding.
+
+    ``offset`` is the byte offset of the first invalid byte when known.
+    """
+
+    def __init__(self, message: str, offset: int | None = None):
+        super().__init__(message)
+        self.offset = offset
+
+
+class InputTooLargeError(InputError):
+    """The input exceeds a documented size limit."""
+
+
+class ParseError(InputError):
+    """A structured input (Markdown, HTML, JSON, model output) could not be parsed."""
+
+
+class ConfigError(MomokaError, ValueError):
+    """An option or parameter has an invalid value."""
+
+
+# --- data sets and evaluation ----------------------------------------------
+
+
+class DatasetError(MomokaError):
+    """An evaluation data set is missing or malformed."""
+
+
+# --- native kernels and search -----------------------------------------------
+
+
+class SearchError(MomokaError):
+    """The MCTS engine was used incorrectly (wrong order of calls, bad rewards)."""
+
+
+# --- models ----------------------------------------------------------------
+
+
+class ModelError(MomokaError):
+    """A model file is missing, corrupted or incompatible."""
+
+
+class ModelNotInstalledError(ModelError):
+    """A default model is not installed and cannot be fetched."""
+
+
+class UnsupportedModelError(ModelError):
+    """A model's architecture or quantisation type is not supported."""
+
+
+# --- LLM layer -------------------------------------------------------------
+
+
+class LLMError(MomokaError):
+    """An LLM request failed for good (after retries)."""
+
+
+class LLMTimeoutError(LLMError):
+    """An LLM request or batch ran past its time budget."""
+
+
+class LLMResponseError(LLMError):
+    """An LLM answer could not be parsed or validated."""
+
+
+class LLMCapabilityError(LLMError):
+    """The LLM server cannot do what was asked (e.g. return log-probabilities)."""
+
+
+# --- index and store -------------------------------------------------------
+
+
+class StoreError(MomokaError):
+    """A store directory is missing, corrupted or incompatible."""
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer (or unknown) format version."""
+
+
+class StoreMismatchError(StoreError):
+    """The store was built with other models or settings than requested."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store open for writing."""
