@@ -1,0 +1,1 @@
+"""momoka.models"""

@@ -1,0 +1,5 @@
+"""momoka.text: the document model (Document, Section, Chunk), parsing and segmentation."""
+
+from .model import Chunk, Section
+
+__all__ = ["Chunk", "Section"]
