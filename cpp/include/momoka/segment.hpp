@@ -15,9 +15,11 @@
 // whitespace). It does not end when
 //   * the next word starts with a lowercase letter ("etc. and", "Stop!" he),
 //   * the terminator is one '.' after a known abbreviation (Dr. Mr. e.g.
-//     i.e. U.S. ...), after a single capital initial (J. R. R. Tolkien), after
+//     i.e. U.S. ...), after capital initials (J. R. R. Tolkien, J.R.R.), after
 //     a number-prefix abbreviation followed by a digit (No. 5, Fig. 3,
 //     Jan. 1), or after a short enumerator starting the sentence ("1. Intro").
+// Bracketed references right after a terminator stay with the sentence
+// ("1978.[citation needed] On"); so does a spaced ellipsis (". . .").
 // A blank line always ends a sentence; a single line break does so only
 // when newline_breaks is set.
 #pragma once
@@ -162,7 +164,7 @@ class Segmenter {
         // titles and honorifics
         "mr", "mrs", "ms", "messrs", "mme", "mlle", "dr", "prof", "rev", "fr", "hon",
         "gen", "col", "lt", "capt", "cpt", "sgt", "cpl", "maj", "adm", "cmdr", "gov",
-        "pres", "sen", "rep", "supt", "insp", "st", "mt", "ft", "ste", "mssr",
+        "pres", "sen", "rep", "supt", "insp", "st", "mt", "ft", "ste", "jr", "sr", "esq",
         // inline Latin and connective abbreviations
         "e.g", "i.e", "cf", "vs", "viz", "approx", "al", "resp", "incl", "esp",
         "ibid",
@@ -211,6 +213,8 @@ class Segmenter {
   }
 
  private:
+  static constexpr std::size_t kMaxReference = 40;
+
   static std::u32string to_key(const char* a) {
     std::u32string s;
     for (; *a; ++a) s.push_back(static_cast<char32_t>(static_cast<unsigned char>(*a)));
@@ -235,6 +239,15 @@ class Segmenter {
     const char32_t first = static_cast<char32_t>(t[tok]);
     // a single capital letter: an initial (J. R. R. Tolkien)
     if (len == 1 && is_upper(first)) return false;
+    // dotted capital initials: J.R.R. Tolkien, U.S.A. (a period after each letter)
+    if (len >= 3 && len % 2 == 1) {
+      bool initials = true;
+      for (std::size_t k = 0; k < len && initials; ++k) {
+        const char32_t c = static_cast<char32_t>(t[tok + k]);
+        initials = (k % 2 == 0) ? is_upper(c) : c == U'.';
+      }
+      if (initials) return false;
+    }
     // a short enumerator starting the sentence: "1. Introduction", "a. The"
     if (tok == sent_start && len <= 3) {
       bool digits = true;
@@ -297,6 +310,18 @@ class Segmenter {
       }
       const bool single_period = c == '.' && j == term + 1;
       while (j < e && is_closer(static_cast<char32_t>(t[j]))) ++j;
+      // bracketed references right after the terminator stay with the
+      // sentence: "... in 1978.[citation needed] On", "known.[12][13] It"
+      while (j < e && t[j] == CharT('[')) {
+        std::size_t k = j + 1;
+        const std::size_t lim = k + kMaxReference < e ? k + kMaxReference : e;
+        while (k < lim && t[k] != CharT(']') && t[k] != CharT('[') &&
+               !is_line_break(static_cast<char32_t>(t[k])))
+          ++k;
+        if (k >= lim || t[k] != CharT(']')) break;
+        j = k + 1;
+        while (j < e && is_closer(static_cast<char32_t>(t[j]))) ++j;
+      }
       bool boundary;
       if (cjk || j >= e) {
         boundary = true;
@@ -309,7 +334,9 @@ class Segmenter {
         // a parenthetical sentence ('(see above.)'): skip only quotes
         while (k < e && is_quote_opener(static_cast<char32_t>(t[k]))) ++k;
         const char32_t next = k < e ? static_cast<char32_t>(t[k]) : U' ';
-        if (is_lower(next)) {
+        if (is_lower(next) || (c == '.' && next == '.')) {
+          // a lowercase word continues the sentence; so does a spaced
+          // ellipsis ". . ."
           boundary = false;
         } else if (single_period) {
           boundary = period_ends(t, tok, term, start, next);
