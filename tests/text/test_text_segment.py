@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from momoka.errors import ConfigError
 from momoka.text import split_paragraphs, split_sentences, split_sentences_within
 
 
@@ -91,10 +92,23 @@ def test_rules(text, expected):
     assert sents(text) == expected
 
 
-def test_newline_breaks_option():
+def test_newline_modes():
     text = "- first item\n- second item\nthird line. Next"
-    assert sents(text) == [text[: text.index(" Next")], "Next"]
-    assert sents(text, newline_breaks=True) == ["- first item", "- second item", "third line.", "Next"]
+    assert sents(text, newlines="ignore") == [text[: text.index(" Next")], "Next"]
+    assert sents(text, newlines="break") == ["- first item", "- second item", "third line.", "Next"]
+    # auto: short lines without final punctuation end before a non-lowercase line
+    assert sents(text) == ["- first item", "- second item\nthird line.", "Next"]
+    paper = "Introduction\nWe study it here. It works.\nOur contributions are:\n- one\n- two"
+    assert sents(paper) == ["Introduction", "We study it here.", "It works.", "Our contributions are:", "- one", "- two"]
+    # hard-wrapped prose stays joined: long lines, or a comma, or a lowercase next line
+    wrapped = (
+        "Nor could he disappear from his cell and appear, as if by magic, several\n"
+        "Miles away near the hulk of his ship. Then he slept,\nKorvin said, and\nthen left."
+    )
+    assert sents(wrapped) == [wrapped[: wrapped.index(" Then")], wrapped[wrapped.index("Then") :]]
+    assert sents("Dr.\nSmith came.") == ["Dr.\nSmith came."]  # a terminator line follows the terminator rules
+    with pytest.raises(ConfigError):
+        split_sentences(text, newlines="sometimes")
 
 
 def test_custom_abbreviations():
@@ -212,7 +226,22 @@ CLOSERS = "\"')]"
 TERMS = ".!?"
 
 
-def ref_sentences(text: str) -> list[tuple[int, int]]:
+SHORT_LINE = 50  # documented: a heading-like line has at most 50 characters
+
+
+def ref_line_ends(text: str, line: int, ws: int, nxt: int, pe: int, mode: str) -> bool:
+    """Whether one line break between the line [line, ws) and text[nxt] ends a sentence."""
+    if mode == "break":
+        return True
+    if mode == "ignore" or nxt >= pe or text[nxt].islower():
+        return False
+    last = text[ws - 1]
+    if last == ":":
+        return True
+    return ws - line <= SHORT_LINE and last not in TERMS + ",;-"
+
+
+def ref_sentences(text: str, mode: str = "auto") -> list[tuple[int, int]]:
     """Simple rules only (inputs without abbreviations, digits or CJK): a run of
     . ! ? plus closers ends a sentence at the paragraph end, or before whitespace
     when the next word (after opening quotes) is not lowercase, except a single
@@ -220,16 +249,19 @@ def ref_sentences(text: str) -> list[tuple[int, int]]:
     letter starting the sentence (an enumerator)."""
     out = []
     for ps, pe in ref_paragraphs(text):
-        i, start, tok = ps, None, ps
+        i, start, tok, line = ps, None, ps, ps
         while i < pe:
             c = text[i]
             if c.isspace():
                 j = i
                 while j < pe and text[j].isspace():
                     j += 1
-                if start is not None and _n_breaks(text[i:j]) >= 2:
+                nb = _n_breaks(text[i:j])
+                if start is not None and (nb >= 2 or (nb == 1 and ref_line_ends(text, line, i, j, pe, mode))):
                     out.append((start, i))
                     start = None
+                if nb:
+                    line = j
                 i = tok = j
                 continue
             if start is None:
@@ -277,15 +309,15 @@ def ref_sentences(text: str) -> list[tuple[int, int]]:
 
 # words that are no abbreviation in any language momoka knows (consonant clusters)
 _word = st.text(alphabet="bkqwxzBKQWXZ\u00e9\u00fc\u0416\u0436\U0001F600\u4e2d", min_size=1, max_size=6)
-_sep = st.sampled_from([" ", " ", " ", "  ", "\n", "\n\n", " \n \n", ". ", "! ", "? ", "... ", '." ', ".) ", "?' ", ".", "!?", ' "', " (", "\r\n\r\n"])
+_sep = st.sampled_from([" ", " ", " ", "  ", "\n", "\n", ": ", ":\n", ",\n", "\n\n", " \n \n", ". ", "! ", "? ", "... ", '." ', ".) ", "?' ", ".", "!?", ' "', " (", "\r\n\r\n"])
 _simple_doc = st.lists(st.tuples(_word, _sep), max_size=40).map(lambda xs: "".join(w + s for w, s in xs))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_simple_doc)
-def test_against_reference(text):
-    s, e = split_sentences(text)
-    assert list(zip(s.tolist(), e.tolist())) == ref_sentences(text)
+@given(_simple_doc, st.sampled_from(["auto", "ignore", "break"]))
+def test_against_reference(text, mode):
+    s, e = split_sentences(text, newlines=mode)
+    assert list(zip(s.tolist(), e.tolist())) == ref_sentences(text, mode)
 
 
 # --- invariants on arbitrary unicode ----------------------------------------------

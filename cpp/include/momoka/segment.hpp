@@ -20,8 +20,14 @@
 //     Jan. 1), or after a short enumerator starting the sentence ("1. Intro").
 // Bracketed references right after a terminator stay with the sentence
 // ("1978.[citation needed] On"); so does a spaced ellipsis (". . .").
-// A blank line always ends a sentence; a single line break does so only
-// when newline_breaks is set.
+// A blank line always ends a sentence. A single line break is whitespace
+// (NewlineMode::kIgnore), always ends a sentence (kBreak), or (kAuto, the
+// default) ends one after a heading-like line: the line holds at most
+// kShortLine code units, does not end in a terminator, comma, semicolon,
+// hyphen or dash, and the next line does not start lowercase (or the line
+// ends with ':' and the next line does not start lowercase). This splits
+// "Introduction\nWe study..." and "Items:\n- one\n- two" while hard-wrapped
+// prose stays joined.
 #pragma once
 
 #include <cstddef>
@@ -155,11 +161,15 @@ SpanList split_paragraphs(const CharT* t, std::size_t n) {
   return out;
 }
 
+enum class NewlineMode : int { kIgnore = 0, kBreak = 1, kAuto = 2 };
+
 class Segmenter {
  public:
+  static constexpr std::size_t kShortLine = 50;
+
   // Abbreviations are stored lowercase (ASCII letters lowered) without the
   // final period: "dr", "e.g", "u.s".
-  explicit Segmenter(bool newline_breaks = false) : newline_breaks_(newline_breaks) {
+  explicit Segmenter(NewlineMode newlines = NewlineMode::kAuto) : newlines_(newlines) {
     static const char* const kAlways[] = {
         // titles and honorifics
         "mr", "mrs", "ms", "messrs", "mme", "mlle", "dr", "prof", "rev", "fr", "hon",
@@ -188,7 +198,7 @@ class Segmenter {
   }
   void add_abbreviation(const char* a) { add_abbreviation(to_key(a)); }
 
-  bool newline_breaks() const { return newline_breaks_; }
+  NewlineMode newlines() const { return newlines_; }
 
   // Sentences of t[0, n): paragraphs first, then sentences inside each.
   template <class CharT>
@@ -266,12 +276,30 @@ class Segmenter {
     return true;
   }
 
+  // Whether a single line break between the line [line, ws) and the text
+  // at next (< e when there is more) ends the open sentence.
+  template <class CharT>
+  bool line_ends(const CharT* t, std::size_t line, std::size_t ws, std::size_t next,
+                 std::size_t e) const {
+    if (newlines_ == NewlineMode::kBreak) return true;
+    if (newlines_ == NewlineMode::kIgnore || next >= e || ws <= line) return false;
+    if (is_lower(static_cast<char32_t>(t[next]))) return false;
+    const char32_t last = static_cast<char32_t>(t[ws - 1]);
+    if (last == ':') return true;
+    if (ws - line > kShortLine) return false;
+    if (is_terminator(last) || last == ',' || last == ';' || last == '-' || last == 0x2013 ||
+        last == 0x2014 || last == 0x3001 || last == 0xFF0C)
+      return false;
+    return true;
+  }
+
   template <class CharT>
   void sentences_in(const CharT* t, std::size_t b, std::size_t e, SpanList& out) const {
     std::size_t i = b;
     std::size_t start = 0;
     bool open = false;
-    std::size_t tok = b;  // start of the current non-whitespace token
+    std::size_t tok = b;   // start of the current non-whitespace token
+    std::size_t line = b;  // first non-whitespace unit of the current line
     while (i < e) {
       const char32_t c = static_cast<char32_t>(t[i]);
       if (is_space(c)) {
@@ -285,10 +313,11 @@ class Segmenter {
           if (is_line_break(d) && !(d == '\r' && i + 1 < e && t[i + 1] == '\n')) ++breaks;
           ++i;
         }
-        if (open && (hard || breaks >= 2 || (newline_breaks_ && breaks >= 1))) {
+        if (open && (hard || breaks >= 2 || (breaks == 1 && line_ends(t, line, ws, i, e)))) {
           out.push(start, ws);
           open = false;
         }
+        if (breaks) line = i;
         tok = i;
         continue;
       }
@@ -357,7 +386,7 @@ class Segmenter {
     }
   }
 
-  bool newline_breaks_;
+  NewlineMode newlines_;
   std::unordered_set<std::u32string> always_;
   std::unordered_set<std::u32string> before_number_;
 };
