@@ -111,6 +111,15 @@ inline bool is_upper(char32_t c) {
 
 inline bool is_digit(char32_t c) { return c >= '0' && c <= '9'; }
 
+// Neither whitespace nor a terminator: the segmenter's inner loop skips these.
+inline bool is_plain(char32_t c) {
+  if (c < 128) {
+    // printable ASCII other than space . ! ?
+    return c > ' ' && c != '.' && c != '!' && c != '?' && c < 127 && !(c >= 0x1c && c <= 0x1f);
+  }
+  return !is_space(c) && !is_terminator(c);
+}
+
 struct SpanList {
   std::vector<std::int64_t> starts;
   std::vector<std::int64_t> ends;
@@ -135,6 +144,7 @@ SpanList split_paragraphs(const CharT* t, std::size_t n) {
         open = true;
       }
       ++i;
+      while (i < n && !is_space(static_cast<char32_t>(t[i]))) ++i;
       continue;
     }
     const std::size_t ws = i;
@@ -326,7 +336,9 @@ class Segmenter {
         open = true;
       }
       if (!is_terminator(c)) {
+        // fast path: skip ordinary characters (not whitespace, not terminators)
         ++i;
+        while (i < e && is_plain(static_cast<char32_t>(t[i]))) ++i;
         continue;
       }
       // a run of terminators, then closing quotes / brackets
