@@ -377,3 +377,21 @@ def test_random_html_offsets(elems):
     assert spans_text(doc, doc.paragraphs) == [txt for _, txt in elems]
     assert doc.text == "\n\n".join(txt for _, txt in elems)
     assert [s.title for s in sorted(doc.sections, key=lambda s: s.start)] == [txt for tag, txt in elems if tag.startswith("h")]
+
+
+def test_html_unclosed_heading_and_nested_lists():
+    # an unclosed <h1>: the text after the next block is body text, not heading
+    doc = Document.from_html("<h1>Title<p>body text</p><ul><li>a<ul><li>b</li></ul>c</li></ul>")
+    assert spans_text(doc, doc.paragraphs) == ["Title", "body text", "a", "b", "c"]
+    assert [s.title for s in doc.sections] == ["Title"]
+
+
+def test_markdown_crlf_line_endings():
+    doc = Document.from_markdown("# T\r\n\r\nline one\r\nline two\r\n\r\n* a\r\n* b\r\n")
+    assert doc.text == "T\n\nline one\nline two\n\n* a\n* b"
+    assert doc.paragraphs.tolist() == [[0, 1], [3, 20], [22, 29]]
+
+
+def test_sections_must_be_section_objects():
+    with pytest.raises(InputError):
+        Document("abc", sections=[("A", 1, 0, 3)])  # type: ignore[list-item]

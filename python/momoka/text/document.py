@@ -83,10 +83,12 @@ class Document:
         self.doc_id = doc_id
         self.source = source
         n = len(text)
-        secs = sorted(sections, key=lambda s: (s.start, -s.end, s.level))
+        secs = list(sections)
         for s in secs:
             if not isinstance(s, Section):
                 raise InputError(f"sections must be Section objects, got {type(s).__name__}")
+        secs.sort(key=lambda s: (s.start, -s.end, s.level))
+        for s in secs:
             if not (0 <= s.start <= s.end <= n and s.start <= s.heading_start <= s.heading_end <= s.end):
                 raise InputError(f"section {s.title!r} has offsets outside the text ({s.start}, {s.end}) / length {n}")
         self.sections: list[Section] = secs
