@@ -395,3 +395,20 @@ def test_markdown_crlf_line_endings():
 def test_sections_must_be_section_objects():
     with pytest.raises(InputError):
         Document("abc", sections=[("A", 1, 0, 3)])  # type: ignore[list-item]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(min_size=1, max_size=200).filter(lambda t: not t.isspace()), st.data())
+def test_random_plain_text_chunks(text, data):
+    doc = Document.from_text(text)
+    n = len(text)
+    spans = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(1, n)).filter(lambda x: x[0] < x[1]), max_size=8))
+    paras = doc.paragraphs.tolist()
+    sents = doc.sentences.tolist()
+    for c, (a, b) in zip(make_chunks(doc, spans, start_index=3), spans):
+        assert c.text == text[a:b] and (c.start, c.end) == (a, b)
+        first = next((k for k in range(a, b) if not text[k].isspace()), a)
+        # brute force: the paragraph / sentence containing or following `first`
+        assert c.paragraph == next((k for k, (_, e) in enumerate(paras) if e > first), len(paras) - 1)
+        assert c.sentence == next((k for k, (_, e) in enumerate(sents) if e > first), len(sents) - 1)
+        assert c.section == ()

@@ -366,3 +366,14 @@ def test_invariants_random_unicode(text):
     # sentences inside the paragraphs equal sentences of the whole text
     ws, we = split_sentences_within(text, ps, pe)
     assert ws.tolist() == ss.tolist() and we.tolist() == se.tolist()
+
+
+def test_threads_share_the_segmenter():
+    # the GIL is released during segmentation: concurrent calls give the same spans
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = "Dr. Smith came. He left!\n\n\u4e2d\u6587\u3002\U0001F600 ok. " * 2000
+    expected = split_sentences(text)
+    with ThreadPoolExecutor(4) as ex:
+        for s, e in ex.map(lambda _: split_sentences(text), range(8)):
+            assert np.array_equal(s, expected[0]) and np.array_equal(e, expected[1])
