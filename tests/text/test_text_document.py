@@ -412,3 +412,17 @@ def test_random_plain_text_chunks(text, data):
         assert c.paragraph == next((k for k, (_, e) in enumerate(paras) if e > first), len(paras) - 1)
         assert c.sentence == next((k for k, (_, e) in enumerate(sents) if e > first), len(sents) - 1)
         assert c.section == ()
+
+
+def test_dict_round_trip():
+    import json
+
+    doc = Document.from_markdown("# A\n\nx y.\n\n## B\n\n- one\n- two", doc_id="d", source="s.md")
+    back = Document.from_dict(json.loads(json.dumps(doc.to_dict())))
+    assert (back.text, back.title, back.doc_id, back.source) == (doc.text, "A", "d", "s.md")
+    assert back.sections == doc.sections
+    assert back.paragraphs.tolist() == doc.paragraphs.tolist() == [[0, 1], [3, 7], [9, 10], [12, 23]]
+    with pytest.raises(InputError):
+        Document.from_dict({"title": "no text"})
+    with pytest.raises(EmptyInputError):
+        Document.from_dict({"text": "  "})

@@ -192,6 +192,58 @@ class Document:
     def __len__(self) -> int:
         return len(self.text)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view: text, metadata, sections and paragraph spans."""
+        return {
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "source": self.source,
+            "text": self.text,
+            "sections": [
+                {
+                    "title": s.title,
+                    "level": s.level,
+                    "start": s.start,
+                    "end": s.end,
+                    "heading_start": s.heading_start,
+                    "heading_end": s.heading_end,
+                    "path": list(s.path),
+                }
+                for s in self.sections
+            ],
+            "paragraphs": self.paragraphs.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Document:
+        """Rebuild a document written by :meth:`to_dict` (``InputError`` if malformed)."""
+        try:
+            sections = [
+                Section(
+                    title=s["title"],
+                    level=int(s["level"]),
+                    start=int(s["start"]),
+                    end=int(s["end"]),
+                    heading_start=int(s["heading_start"]),
+                    heading_end=int(s["heading_end"]),
+                    path=tuple(s["path"]),
+                )
+                for s in d.get("sections") or ()
+            ]
+            paragraphs = d.get("paragraphs")
+            return cls(
+                d["text"],
+                title=d.get("title"),
+                doc_id=d.get("doc_id"),
+                source=d.get("source"),
+                sections=sections,
+                paragraphs=paragraphs if paragraphs else None,
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, InputError):
+                raise
+            raise InputError(f"malformed document dict: {e!r}") from None
+
     def __repr__(self) -> str:
         return (
             f"Document(doc_id={self.doc_id!r}, title={self.title!r}, chars={len(self.text)}, "
