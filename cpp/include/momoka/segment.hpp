@@ -184,7 +184,7 @@ class Segmenter {
         // titles and honorifics
         "mr", "mrs", "ms", "messrs", "mme", "mlle", "dr", "prof", "rev", "fr", "hon",
         "gen", "col", "lt", "capt", "cpt", "sgt", "cpl", "maj", "adm", "cmdr", "gov",
-        "pres", "sen", "rep", "supt", "insp", "st", "mt", "ft", "ste", "jr", "sr", "esq",
+        "pres", "sen", "rep", "supt", "insp", "st", "mt", "ste", "jr", "sr", "esq",
         // inline Latin and connective abbreviations
         "e.g", "i.e", "cf", "vs", "viz", "approx", "al", "resp", "incl", "esp",
         "ibid",
