@@ -120,6 +120,10 @@ def test_make_chunks_rejects_bad_spans():
     with pytest.raises(InputError):
         make_chunks(doc, [(0, 1, 2)])
     with pytest.raises(InputError):
+        make_chunks(doc, [(0, 1), (2,)])  # ragged
+    with pytest.raises(InputError):
+        make_chunks(doc, [("a", "b")])  # not integers
+    with pytest.raises(InputError):
         make_chunks(doc, [(0, 3)], metadata=[{}, {}])
 
 

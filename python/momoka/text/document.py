@@ -25,7 +25,10 @@ __all__ = ["Document", "make_chunks"]
 
 def _as_spans(spans: Any, what: str) -> np.ndarray:
     """An (N, 2) int64 array from an (N, 2) array or a sequence of pairs."""
-    arr = np.asarray(spans if not isinstance(spans, np.ndarray) else spans)
+    try:
+        arr = np.asarray(spans)
+    except (ValueError, TypeError):  # ragged or non-numeric
+        raise InputError(f"{what} must be a sequence of (start, end) pairs or an (N, 2) array") from None
     if arr.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != 2:
