@@ -80,6 +80,11 @@ RULES = [
     ("\u300c\u884c\u304f\u3002\u300d\u5f7c\u306f\u8a00\u3063\u305f\u3002",
      ["\u300c\u884c\u304f\u3002\u300d", "\u5f7c\u306f\u8a00\u3063\u305f\u3002"]),
     ("\u4f60\u597d\uff01\uff1f\u6211\u5f88\u597d\u3002", ["\u4f60\u597d\uff01\uff1f", "\u6211\u5f88\u597d\u3002"]),
+    # Arabic and Devanagari terminators (followed by whitespace)
+    ("مرحبا؟ شكرا۔ نعم",
+     ["مرحبا؟", "شكرا۔", "نعم"]),
+    ("नमस्ते। धन्यवाद॥ ठीक",
+     ["नमस्ते।", "धन्यवाद॥", "ठीक"]),
     # surrounding whitespace is excluded
     ("   padded sentence.   Another one.  \n", ["padded sentence.", "Another one."]),
     ("", []),

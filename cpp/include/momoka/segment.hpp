@@ -10,7 +10,8 @@
 // run holding two or more line breaks; \r\n counts once) or by U+2029.
 //
 // Sentences: inside each paragraph, a sentence ends after a terminator run
-// (. ! ? … ‼ ⁇ ⁈ ⁉, or CJK 。！？｡) plus any closing quotes/brackets, when
+// (. ! ? … ‼ ⁇ ⁈ ⁉, Arabic ؟ ۔, Devanagari । ॥, or CJK 。！？｡) plus any
+// closing quotes/brackets, when
 // followed by whitespace or the end of the paragraph (CJK terminators need no
 // whitespace). It does not end when
 //   * the next word starts with a lowercase letter ("etc. and", "Stop!" he),
@@ -56,7 +57,8 @@ inline bool is_cjk_terminator(char32_t c) {
 
 inline bool is_terminator(char32_t c) {
   return c == '.' || c == '!' || c == '?' || c == 0x2026 || c == 0x203C ||
-         (c >= 0x2047 && c <= 0x2049) || is_cjk_terminator(c);
+         (c >= 0x2047 && c <= 0x2049) || c == 0x061F || c == 0x06D4 || c == 0x0964 ||
+         c == 0x0965 || is_cjk_terminator(c);
 }
 
 // Closing quotes and brackets that stay with the sentence they close.
