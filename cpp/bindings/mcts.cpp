@@ -41,6 +41,7 @@ void register_mcts(py::module_& m) {
       .def_readwrite("n_items", &Config::n_items)
       .def_readwrite("iterations", &Config::iterations)
       .def_readwrite("rollout_len", &Config::rollout_len)
+      .def_readwrite("score_path", &Config::score_path)
       .def_readwrite("max_depth", &Config::max_depth)
       .def_readwrite("path_cap", &Config::path_cap)
       .def_readwrite("c", &Config::c)

@@ -57,12 +57,13 @@ class ReferenceMCTS:
     """One search from `root`. `I(context, cand)`: context is the root item
     (pair mode) or the tuple of the path before cand (path mode)."""
 
-    def __init__(self, n, root, I, *, iterations=100, rollout_len=5, c=math.sqrt(2), backup="sum",
+    def __init__(self, n, root, I, *, iterations=100, rollout_len=5, rollout_scope="path", c=math.sqrt(2), backup="sum",
                  rollout_return="mean", expansion="random", prior=None, top_m=3, neighbors=None,
                  reward="pair", paragraph=None, sentence=None, alpha=3.0, beta=2.0, gamma=1.0, delta=1.0,
                  normalize=True, widening=None, parallel=1, max_depth=None, seed=0):
         self.n, self.root_item, self.I = n, root, I
         self.iterations, self.L, self.c = iterations, rollout_len, c
+        self.scope = rollout_scope
         self.backup, self.ret, self.expansion = backup, rollout_return, expansion
         self.top_m, self.neighbors, self.reward = top_m, neighbors, reward
         self.paragraph, self.sentence = paragraph, sentence
@@ -172,7 +173,10 @@ class ReferenceMCTS:
             return None
         # rollout: the leaf, then random items by the same policy, up to L steps
         path = node.path()
-        steps = [(tuple(path[:-1]), path[-1])]
+        steps = []
+        if self.scope == "path":  # every node on the path below the root is scored
+            steps = [(tuple(path[:k]), path[k]) for k in range(1, len(path) - 1)]
+        steps.append((tuple(path[:-1]), path[-1]))
         used = list(path)
         cur = path[-1]
         while len(steps) < self.L:

@@ -70,6 +70,9 @@ CONFIGS = [
     dict(widening=(1.0, 0.5)),
     dict(max_depth=2, rollout_len=2),
     dict(structural=False),
+    dict(rollout_scope="leaf"),
+    dict(rollout_scope="leaf", backup="mean", parallel=2, expansion="neighbors"),
+    dict(max_depth=3, rollout_len=2, rollout_scope="leaf", c=0.3),
     dict(structural=False, normalize=False, rollout_return="sum"),
 ]
 
@@ -111,7 +114,8 @@ def test_native_pair_matches_reference(ref, cfg, n):
     assert set(asked) == expected
 
 
-@pytest.mark.parametrize("cfg", [dict(), dict(parallel=2, backup="mean"), dict(expansion="topm", top_m=2)])
+@pytest.mark.parametrize("cfg", [dict(), dict(parallel=2, backup="mean"), dict(expansion="topm", top_m=2),
+                                 dict(rollout_scope="leaf", c=0.5)])
 @pytest.mark.parametrize("n", [4, 8])
 def test_path_mode_matches_reference(ref, cfg, n):
     I, para, sent, prior, nbrs, graph = _problem(n, n)
@@ -144,12 +148,13 @@ def test_path_mode_matches_reference(ref, cfg, n):
     ret=st.sampled_from(["mean", "sum", "last"]),
     parallel=st.integers(1, 4),
     c=st.floats(0, 3),
+    scope=st.sampled_from(["path", "leaf"]),
 )
-def test_random_configs_match_reference(ref, n, iterations, rollout_len, seed, backup, ret, parallel, c):
+def test_random_configs_match_reference(ref, n, iterations, rollout_len, seed, backup, ret, parallel, c, scope):
     rng = np.random.default_rng(n * 1000 + iterations)
     I = rng.integers(0, 2, (n, n)).astype(float)
     kw = dict(iterations=iterations, rollout_len=rollout_len, seed=seed, backup=backup, rollout_return=ret,
-              parallel=parallel, c=c)
+              parallel=parallel, c=c, rollout_scope=scope)
     eng = MCTS(n, **kw).run_native(I)
     refs = [ref.ReferenceMCTS(n, r, lambda ctx, cc: I[ctx, cc], **kw).run() for r in range(n)]
     _compare(eng, refs, rollout_len)

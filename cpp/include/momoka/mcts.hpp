@@ -71,6 +71,7 @@ struct Config {
   int32_t n_items = 0;
   int32_t iterations = 100;  // rollouts per root
   int32_t rollout_len = 5;   // steps per rollout, the expanded node included
+  bool score_path = true;    // score the tree path below the root too (else: leaf + rollout only)
   int32_t max_depth = -1;    // tree depth limit (root = 0); -1: none
   int32_t path_cap = 5;      // longest best path returned (root excluded)
   double c = 1.4142135623730951;
@@ -528,12 +529,19 @@ class Engine {
     // rollout: the leaf, then up to rollout_len - 1 further items by the same policy
     tr.leaf = leaf;
     tr.steps.clear();
+    auto key_of = [&](int32_t parent_pid, int32_t item) {
+      return cfg_.key == RewardKey::Path ? pair_key(parent_pid, item) : static_cast<uint64_t>(static_cast<uint32_t>(item));
+    };
+    if (cfg_.score_path) {  // the tree nodes strictly between the root and the leaf, root side first
+      size_t first = tr.steps.size();
+      for (int32_t u = t.parent[leaf]; u > 0; u = t.parent[u]) tr.steps.push_back({key_of(s.pt_parent[t.pid[u]], t.item[u]), t.item[u]});
+      std::reverse(tr.steps.begin() + first, tr.steps.end());
+    }
     int32_t parent_pid = cfg_.key == RewardKey::Path ? s.pt_parent[t.pid[leaf]] : 0;
     int32_t cur = t.item[leaf];
     int32_t cur_pid = t.pid[leaf];
     for (;;) {
-      uint64_t key = cfg_.key == RewardKey::Path ? pair_key(parent_pid, cur) : static_cast<uint64_t>(static_cast<uint32_t>(cur));
-      tr.steps.push_back({key, cur});
+      tr.steps.push_back({key_of(parent_pid, cur), cur});
       if (static_cast<int32_t>(tr.steps.size()) >= cfg_.rollout_len) break;
       int32_t nx;
       switch (cfg_.expansion) {

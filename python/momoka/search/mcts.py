@@ -140,6 +140,13 @@ class MCTS:
     roots: root items (default: every item). Each root gets its own search.
     iterations: rollouts per root (Momoka: 100).
     rollout_len: steps per rollout, the expanded node included (Momoka: 5).
+    rollout_scope: ``"path"`` (default): the steps scored are the tree nodes
+        between the root and the new leaf, the leaf, then random items until
+        ``rollout_len`` steps ("every expanded node along the path participates",
+        Momoka section 3.1); ``"leaf"``: only the leaf and the random items
+        (``METHODS.md`` 3.3). With ``"leaf"`` a node's value measures the items
+        *below* it, not the node itself, and planted paths are not recovered
+        (see ``docs/search.md``).
     max_depth: tree depth limit (root depth 0); ``None``: unlimited.
     path_cap: longest best path returned (default ``rollout_len``).
     c: UCT exploration constant (Momoka eq. 3 / ETS eq. 1 ``w``); default sqrt(2).
@@ -170,6 +177,7 @@ class MCTS:
         *,
         iterations: int = 100,
         rollout_len: int = 5,
+        rollout_scope: str = "path",
         max_depth: int | None = None,
         path_cap: int | None = None,
         c: float = math.sqrt(2.0),
@@ -219,6 +227,7 @@ class MCTS:
         cfg.n_items = n_items
         cfg.iterations = _pos_int("iterations", iterations, 0)
         cfg.rollout_len = _pos_int("rollout_len", rollout_len, 1)
+        cfg.score_path = _choice("rollout_scope", rollout_scope, {"path": True, "leaf": False})
         cfg.max_depth = -1 if max_depth is None else _pos_int("max_depth", max_depth, 0)
         cfg.path_cap = _pos_int("path_cap", rollout_len if path_cap is None else path_cap, 0)
         if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
