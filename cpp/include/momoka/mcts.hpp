@@ -124,18 +124,19 @@ struct Scratch {
 
 // Struct-of-arrays tree of one search. Node 0 is the root.
 struct Tree {
-  std::vector<int32_t> item, parent, first_child, next_sibling, n_children, depth, ncand, pid;
+  std::vector<int32_t> item, parent, first_child, last_child, next_sibling, n_children, depth, ncand, pid;
   std::vector<uint32_t> visits, vl;
   std::vector<double> value;  // Backup::Sum: cumulative R; Backup::Mean: running mean V
   int32_t add(int32_t it, int32_t par, int32_t dep, int32_t nc, int32_t path_id) {
     int32_t id = static_cast<int32_t>(item.size());
-    item.push_back(it); parent.push_back(par); first_child.push_back(-1); next_sibling.push_back(-1);
+    item.push_back(it); parent.push_back(par); first_child.push_back(-1); last_child.push_back(-1); next_sibling.push_back(-1);
     n_children.push_back(0); depth.push_back(dep); ncand.push_back(nc); pid.push_back(path_id);
     visits.push_back(0); vl.push_back(0); value.push_back(0.0);
     if (par >= 0) {
       // append at the end of the sibling list (creation order)
       if (first_child[par] < 0) first_child[par] = id;
-      else { int32_t c = first_child[par]; while (next_sibling[c] >= 0) c = next_sibling[c]; next_sibling[c] = id; }
+      else next_sibling[last_child[par]] = id;
+      last_child[par] = id;
       n_children[par]++;
     }
     return id;
@@ -149,6 +150,20 @@ struct MemoEntry { double value = 0.0; uint8_t state = 0; };
 struct Step { uint64_t key; int32_t cand; };
 struct Trajectory { int32_t leaf; std::vector<Step> steps; };
 
+// The trajectories of the current wave; buffers are reused between waves.
+struct Wave {
+  std::vector<Trajectory> buf;
+  size_t n = 0;
+  Trajectory* begin() { return buf.data(); }
+  Trajectory* end() { return buf.data() + n; }
+  bool empty() const { return n == 0; }
+  void clear() { n = 0; }
+  Trajectory& next() {
+    if (n == buf.size()) buf.emplace_back();
+    return buf[n++];
+  }
+};
+
 enum class Status { Running = 0, Blocked = 1, Done = 2 };
 
 struct Search {
@@ -159,7 +174,7 @@ struct Search {
   std::vector<int32_t> pt_parent, pt_item;
   std::unordered_map<uint64_t, int32_t> pt_index;
   std::unordered_map<uint64_t, MemoEntry> memo;
-  std::vector<Trajectory> wave;
+  Wave wave;
   std::vector<uint64_t> needed;  // keys of the current wave waiting to be queued
   int32_t waiting = 0;           // distinct unknown keys the wave waits for
   int32_t iters_done = 0;
@@ -562,10 +577,9 @@ class Engine {
     s.wave.clear();
     const int32_t want = std::min(cfg_.parallel, cfg_.iterations - s.iters_done);
     for (int32_t w = 0; w < want; ++w) {
-      Trajectory tr;
-      if (!trajectory(s, sc, tr)) break;
+      Trajectory& tr = s.wave.next();
+      if (!trajectory(s, sc, tr)) { s.wave.n--; break; }
       for (int32_t u = tr.leaf; u >= 0; u = s.t.parent[u]) s.t.vl[u]++;
-      s.wave.push_back(std::move(tr));
     }
   }
 
