@@ -50,6 +50,12 @@ def test_roots_out_of_range(roots):
         MCTS(N, roots=roots)
 
 
+def test_duplicate_roots():
+    # tried: the same root twice (its requests would be duplicated)
+    with pytest.raises(InputError, match="once"):
+        MCTS(N, roots=[1, 2, 1])
+
+
 def test_roots_not_integers():
     # tried: float roots
     with pytest.raises(InputError, match="integers"):

@@ -168,6 +168,9 @@ class MCTS:
     seed: seed of the per-root SplitMix64 generators.
     time_limit: wall-clock cap in seconds (``None``: none); results then depend on timing.
     threads: worker threads (``None`` or 0: all cores).
+
+    One engine is driven from one thread at a time (the asyncio loop of
+    :meth:`arun` is fine); the native work inside releases the GIL.
     """
 
     def __init__(
@@ -212,6 +215,8 @@ class MCTS:
         bad = roots_a[(roots_a < 0) | (roots_a >= n_items)]
         if bad.size:
             raise InputError(f"roots: item {int(bad[0])} out of range [0, {n_items})")
+        if np.unique(roots_a).shape[0] != roots_a.shape[0]:
+            raise InputError("roots: each root may appear only once")
 
         def _choice(name, value, table):
             if value not in table:
