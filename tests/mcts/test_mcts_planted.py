@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from momoka.search import MCTS
 
@@ -75,3 +76,15 @@ def test_native_dense_sparse_and_vector_rewards_agree():
     m2 = MCTS(n, seed=2).run_native(np.tile(v.astype(float), (n, 1)))
     assert [p.tolist() for p in m1.paths()] == [p.tolist() for p in m2.paths()]
     assert [p.tolist() for p in m1.top_children(3)] == [p.tolist() for p in m2.top_children(3)]
+
+
+def test_scipy_sparse_reward_matches_dense():
+    sparse = pytest.importorskip("scipy.sparse")
+    n = 12
+    rng = np.random.default_rng(5)
+    I = (rng.random((n, n)) < 0.25) * rng.random((n, n))
+    a = MCTS(n, seed=3).run_native(I)
+    for make in (sparse.csr_matrix, sparse.coo_matrix, sparse.csc_matrix):
+        b = MCTS(n, seed=3).run_native(make(I))
+        assert [p.tolist() for p in a.paths()] == [p.tolist() for p in b.paths()]
+        assert [a.tree(i)["visits"].tolist() for i in range(n)] == [b.tree(i)["visits"].tolist() for i in range(n)]
