@@ -39,11 +39,11 @@ def _engine(threads):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_momoka_native(benchmark, threads):
     benchmark.group = "mcts bookkeeping (500 roots x 100 rollouts)"
-    e = benchmark.pedantic(lambda: _engine(threads).run_native(I), rounds=7, iterations=1, warmup_rounds=1)
+    e = benchmark.pedantic(lambda: _engine(threads).run_native(I), rounds=15, iterations=1, warmup_rounds=2)
     assert (e.stats()["iterations"] == ITERS).all()
     rate = N * ITERS / benchmark.stats.stats.min
     RESULTS[f"momoka {threads} thread(s)"] = rate
-    print(f"\nmomoka native, {threads} thread(s): {rate:,.0f} rollouts/s (best of 7)")
+    print(f"\nmomoka native, {threads} thread(s): {rate:,.0f} rollouts/s (best of 15)")
 
 
 def test_reference_python(benchmark):

@@ -93,17 +93,19 @@ struct Config {
 struct NativeReward {
   enum Kind { Dense = 0, Vector = 1, Sparse = 2 } kind = Dense;
   int32_t n = 0;
-  std::vector<double> data;      // dense n*n row-major, vector n, or CSR values
-  std::vector<int64_t> indptr;   // CSR
-  std::vector<int32_t> indices;  // CSR (sorted per row, unique)
+  // Borrowed arrays (the caller keeps them alive during the run):
+  const double* data = nullptr;      // dense n*n row-major, vector n, or CSR values
+  const int64_t* indptr = nullptr;   // CSR, n + 1 entries
+  const int32_t* indices = nullptr;  // CSR (sorted per row, unique)
   double operator()(int32_t root, int32_t cand) const {
     switch (kind) {
       case Dense: return data[static_cast<size_t>(root) * n + cand];
       case Vector: return data[cand];
       default: {
-        auto b = indices.begin() + indptr[root], e = indices.begin() + indptr[root + 1];
-        auto it = std::lower_bound(b, e, cand);
-        return (it != e && *it == cand) ? data[it - indices.begin()] : 0.0;
+        const int32_t* b = indices + indptr[root];
+        const int32_t* e = indices + indptr[root + 1];
+        const int32_t* it = std::lower_bound(b, e, cand);
+        return (it != e && *it == cand) ? data[it - indices] : 0.0;
       }
     }
   }
@@ -142,6 +144,10 @@ struct Tree {
     return id;
   }
   size_t size() const { return item.size(); }
+  void reserve(size_t k) {
+    for (auto* v : {&item, &parent, &first_child, &last_child, &next_sibling, &n_children, &depth, &ncand, &pid}) v->reserve(k);
+    visits.reserve(k); vl.reserve(k); value.reserve(k);
+  }
 };
 
 enum MemoState : uint8_t { Queued = 1, Requested = 2, Known = 3 };
@@ -237,6 +243,7 @@ class Engine {
     Scratch sc;
     for (auto& s : searches_) {
       sc.reset(n); sc.set(s.root);
+      s.t.reserve(static_cast<size_t>(std::min(cfg_.iterations, 4096)) + 1);
       s.t.add(s.root, -1, 0, count_candidates(s.root, 1, sc), 0);
       if (s.t.ncand[0] == 0 || cfg_.iterations == 0 || cfg_.max_depth == 0) s.status = Status::Done;
     }
