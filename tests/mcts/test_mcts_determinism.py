@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
-import pytest
 
 from momoka.search import MCTS
 

@@ -7,7 +7,6 @@ paths, the top-k root children and the set of reward keys requested.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
