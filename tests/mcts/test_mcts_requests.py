@@ -64,3 +64,11 @@ def test_ask_returns_no_more_than_max_and_keeps_the_rest_queued():
         b = e.ask(1000)
         e.tell(np.zeros(len(b)))
     assert (e.stats()["iterations"] == 100).all()
+
+
+def test_progress_callback_counts_answered_requests():
+    n = 6
+    seen = []
+    e = MCTS(n, seed=1)
+    e.run(lambda b: np.zeros(len(b)), batch_size=3, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == e.stats()["requests"].sum()
