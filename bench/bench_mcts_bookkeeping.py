@@ -12,6 +12,8 @@ in the same run, and the ratios.
 from __future__ import annotations
 
 import importlib.util
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +45,17 @@ def test_momoka_native(benchmark, threads):
     assert (e.stats()["iterations"] == ITERS).all()
     rate = N * ITERS / benchmark.stats.stats.min
     RESULTS[f"momoka {threads} thread(s)"] = rate
-    print(f"\nmomoka native, {threads} thread(s): {rate:,.0f} rollouts/s (best of 15)")
+    cpu = min(_cpu_seconds(threads) for _ in range(5))
+    print(f"\nmomoka native, {threads} thread(s): {rate:,.0f} rollouts/s (best of 15); "
+          f"process CPU time {cpu * 1e3:.1f} ms ({N * ITERS / cpu:,.0f} rollouts per CPU-second); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def _cpu_seconds(threads):
+    e = _engine(threads)
+    c0 = time.process_time()
+    e.run_native(I)
+    return time.process_time() - c0
 
 
 def test_reference_python(benchmark):
