@@ -65,6 +65,14 @@ class SearchError(MomokaError):
     """The MCTS engine was used incorrectly (wrong order of calls, bad rewards)."""
 
 
+class RewardError(SearchError, ValueError):
+    """Rewards given to the MCTS engine are unusable (NaN, infinite, wrong count)."""
+
+
+class JudgeError(SearchError):
+    """The reward judge called by ``MCTS.run`` / ``MCTS.arun`` raised; the cause is chained."""
+
+
 # --- models ----------------------------------------------------------------
 
 
