@@ -124,3 +124,10 @@ class StoreMismatchError(StoreError):
 
 class StoreLockedError(StoreError):
     """Another process holds the store open for writing."""
+
+
+# --- methods ---------------------------------------------------------------
+
+
+class PathsMissingError(StoreError):
+    """The store holds no Momoka-Map paths, and the Trail retriever needs them."""
