@@ -38,7 +38,8 @@ import numpy as np
 from ...errors import ConfigError, InputError
 from .trail import TrailRetriever, distinct_chunk_items, write_store_paths
 
-__all__ = ["VARIANTS", "Corpus", "compute_paths", "run_ablation", "ablation_table", "embedding_paths"]
+__all__ = ["VARIANTS", "Corpus", "ablation_table", "add_eval_arguments", "attach_paths", "compute_paths",
+           "embedding_paths", "eval_command", "run_ablation"]
 
 #: The three rows of the paper's Table 3.
 VARIANTS = ("base", "mm", "momoka")
@@ -237,7 +238,7 @@ def run_ablation(dataset: Any, *, chunker: Any = "fixed", size: int = 128, varia
                  ks: Sequence[int] = (1, 3, 5), limit: int | None = None, referee: str = "embedding",
                  threshold: float = 0.5, iterations: int = 100, rollout: int = 5, seed: int = 0,
                  reranker: Any = None, embedder: Any = None, corpus: Corpus | None = None,
-                 progress: bool = True) -> dict:
+                 doc_scope: str = "all", progress: bool = True) -> dict:
     """Run the ablation on one evaluation set and return a JSON-serialisable report.
 
     Args:
@@ -251,6 +252,9 @@ def run_ablation(dataset: Any, *, chunker: Any = "fixed", size: int = 128, varia
         reranker: the Trail reranker (default: cosine with the embedder).
         embedder: default :meth:`momoka.models.Embedder.default`.
         corpus: a prepared :class:`Corpus` (reuses chunks and embeddings).
+        doc_scope: ``"all"`` (every document of the set is indexed, the default) or
+            ``"questions"`` (only the documents the selected questions refer to: a
+            smaller distractor pool, for big sets under a time budget).
 
     The report holds, per variant, ``item`` and ``chunk`` metric dicts
     (``means`` per K, eq. 6 ``sums``), the latency per question and, for ``momoka``,
@@ -267,8 +271,14 @@ def run_ablation(dataset: Any, *, chunker: Any = "fixed", size: int = 128, varia
         questions = questions[:limit]
     if not questions:
         raise InputError(f"{ds.name}: no question has evidence spans; retrieval metrics need them")
+    if doc_scope not in ("all", "questions"):
+        raise ConfigError(f"doc_scope must be 'all' or 'questions', not {doc_scope!r}")
     ks = tuple(int(k) for k in ks)
     kmax = max(ks)
+    documents = ds.documents
+    if doc_scope == "questions":
+        want = {g[0] for q in questions for g in q.gold} | {q.doc_id for q in questions}
+        documents = [d for d in ds.documents if d.doc_id in want]
     if corpus is None:
         if embedder is None:
             from ...models import Embedder
@@ -279,12 +289,13 @@ def run_ablation(dataset: Any, *, chunker: Any = "fixed", size: int = 128, varia
 
             chunker = get_chunker(chunker, size=size)
         t0 = time.perf_counter()
-        corpus = Corpus(ds.documents, chunker, embedder)
+        corpus = Corpus(documents, chunker, embedder)
         _say(f"{ds.name}: {len(corpus.documents)} documents, {corpus.n_chunks} chunks "
              f"({time.perf_counter() - t0:.1f}s), {len(questions)} questions", progress)
     qtexts = [q.question for q in questions]
     report: dict[str, Any] = {"data": ds.name, "evidence_mode": ds.evidence_mode, "n_questions": len(questions),
-                              "limit": limit, "ks": list(ks), "chunker": corpus.chunker_info,
+                              "limit": limit, "doc_scope": doc_scope, "n_documents": len(corpus.documents),
+                              "ks": list(ks), "chunker": corpus.chunker_info,
                               "n_chunks": corpus.n_chunks, "embedder": getattr(corpus.embedder, "model_id", None),
                               "variants": {}}
     indexes: dict[bool, Any] = {}
@@ -363,3 +374,42 @@ def ablation_table(reports: Sequence[dict], metrics: Sequence[str] = ("recall", 
                 cells.append(f"{1000 * row['seconds_per_question']:.1f}")
                 lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_eval_arguments(p: Any) -> None:
+    """The options ``momoka eval --method base|mm|momoka`` adds to the ``eval`` sub-command."""
+    p.add_argument("--referee", default="embedding",
+                   help="Momoka-Map referee for the paths of --method momoka: embedding (default here), ppl, llm")
+    p.add_argument("--threshold", type=float, default=0.5, help="cosine threshold of the embedding referee (0.5)")
+    p.add_argument("--iterations", type=int, default=100, help="MCTS iterations per chunk (paper: 100)")
+    p.add_argument("--rollout", type=int, default=5, help="MCTS rollout length (paper: 5)")
+    p.add_argument("--seed", type=int, default=0, help="MCTS seed (0)")
+    p.add_argument("--doc-scope", default="all", choices=("all", "questions"),
+                   help="index every document (all) or only those the selected questions refer to")
+
+
+def eval_command(args: Any, methods: Sequence[str]) -> int:
+    """``momoka eval --method base,mm,momoka``: run :func:`run_ablation`, print the table, save JSON."""
+    import json
+    from pathlib import Path
+
+    from ...eval import load_dataset
+
+    ds = load_dataset(args.data)
+    size = args.size if args.size is not None else 128
+    rep = run_ablation(ds, chunker=args.chunker, size=size, variants=methods, limit=args.limit,
+                       referee=getattr(args, "referee", "embedding"), threshold=getattr(args, "threshold", 0.5),
+                       iterations=getattr(args, "iterations", 100), rollout=getattr(args, "rollout", 5),
+                       seed=getattr(args, "seed", 0), doc_scope=getattr(args, "doc_scope", "all"), progress=True)
+    rep["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
+    out = args.out or f"eval-{ds.name}-{'-'.join(methods)}.json"
+    Path(out).write_text(json.dumps(rep, indent=2), encoding="utf-8")
+    if args.json:
+        print(json.dumps(rep, indent=2))
+    else:
+        print(ablation_table([rep]))
+    print(f"saved {out}", file=sys.stderr)
+    return 0

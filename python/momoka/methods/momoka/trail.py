@@ -31,6 +31,7 @@ any mapping ``chunk_id -> sequence of chunk ids``. A store without paths raises
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -414,7 +415,9 @@ class TrailRetriever:
             cands = build_candidates(init, self.path)
             recs = [[self.store.chunks[c] for c in cand.members] for cand in cands]
             texts = [candidate_text([r["text"] for r in rs], self.title(rs[0]["doc_id"]), self.sep) for rs in recs]
-            scores = np.asarray(reranker.score(q, texts), dtype=np.float64) if texts else np.zeros(0)
+            with warnings.catch_warnings():  # truncation is counted here, per composite
+                warnings.filterwarnings("ignore", message=".*truncat")
+                scores = np.asarray(reranker.score(q, texts), dtype=np.float64) if texts else np.zeros(0)
             comp = [i for i, c in enumerate(cands) if len(c.members) > 1]
             over = self._checker(q, [texts[i] for i in comp])
             trunc = {i for i, o in zip(comp, over) if o}
