@@ -4,8 +4,9 @@
 index)`` returns: :class:`Reply` (a chat completion after an optional delay),
 :class:`Status` (an HTTP error, e.g. 429 with Retry-After), :class:`Drop`
 (close the connection), :class:`Garbage` (200 with malformed JSON) or
-:class:`Shape` (200 with any JSON object). It records every request and the
-largest number of requests it had in flight at once.
+:class:`Shape` (200 with any JSON object). It records every request (path, JSON body, headers) and the
+largest number of requests it had in flight at once. ``routes`` maps other
+paths (e.g. ``/v1/completions``) to their own scripts.
 
 The default script answers ``"echo: <last user message>"`` after ``delay``
 seconds, with usage counted in whitespace words.
@@ -92,8 +93,11 @@ def last_user(body: dict) -> str:
 class ScriptedServer(HTTPServer):
     """See the module docstring. ``base_url`` is ``http://127.0.0.1:<port>/v1``."""
 
-    def __init__(self, script: Callable[[dict, int], object] | None = None, *, delay: float = 0.0, port: int = 0):
+    def __init__(self, script: Callable[[dict, int], object] | None = None, *, delay: float = 0.0, port: int = 0,
+                 routes: dict | None = None):
         self.delay = delay
+        self.routes = dict(routes or {})
+        self.headers: list[dict] = []
         self.script = script or (lambda body, i: Reply("echo: " + last_user(body), delay=self.delay))
         self.requests: list[tuple[str, dict | None]] = []
         self.inflight = 0
@@ -126,10 +130,13 @@ class ScriptedServer(HTTPServer):
             body = None
         index = len(self.requests)
         self.requests.append((req.path, body))
+        self.headers.append(dict(req.headers))
         self.inflight += 1
         self.max_inflight = max(self.max_inflight, self.inflight)
         try:
-            action = self.script(body if isinstance(body, dict) else {}, index)
+            route = self.routes.get(req.path.split("?")[0])
+            fn = route if route is not None else self.script
+            action = fn(body if isinstance(body, dict) else {}, index)
             delay = getattr(action, "delay", 0.0)
             if delay:
                 await asyncio.sleep(delay)
