@@ -43,7 +43,7 @@ class BinaryParser:
 
     reminder = "Answer with a single digit: 1 or 0, and nothing else."
     _label = re.compile(r"^(answer|output|result|verdict|judgement|judgment)\s*[:：]\s*", re.I)
-    _token = re.compile(r"(?<![\w.])([01])(?![\w.]|\.\d)")
+    _token = re.compile(r"(?<!\w)(?<!\d\.)([01])(?!\w|\.\d)")
 
     def __call__(self, text: str) -> int:
         if not isinstance(text, str):
@@ -88,16 +88,17 @@ class JSONListParser:
         if i < 0:
             return
         j = t.rfind("]")
-        body = t[i : j + 1] if j > i else t[i:]
-        yield body
-        fixed = body.translate(_SMART)
-        yield fixed
-        fixed = re.sub(r",\s*([\]}])", r"\1", fixed)
-        yield fixed
-        if j <= i:  # unterminated: close the last string and the list
-            stripped = fixed.rstrip().rstrip(",")
-            yield stripped + "]"
-            yield stripped + '"]'
+        bodies = [t[i : j + 1]] if j > i else []
+        bodies.append(t[i:])  # the list may be unterminated (a "]" inside an item is no end)
+        for body in bodies:
+            fixed = body.translate(_SMART)
+            fixed = re.sub(r",\s*([\]}])", r"\1", fixed)
+            yield body
+            yield fixed
+        # unterminated: close the last string and the list
+        stripped = re.sub(r",\s*([\]}])", r"\1", t[i:].translate(_SMART)).rstrip().rstrip(",")
+        yield stripped + "]"
+        yield stripped + '"]'
 
     def __call__(self, text: str) -> list:
         if not isinstance(text, str):
