@@ -385,7 +385,8 @@ def install(
             _say("causal LM step unavailable: this momoka has no GGUF converter (momoka.models.gguf)", quiet)
             todo = [m for m in todo if MODELS[m].kind != "causal-lm"]
         if not todo:
-            _say(f"models already installed in {root}: {', '.join(ids)}", quiet)
+            have = [m for m in ids if m in present]
+            _say(f"already installed in {root}: {', '.join(have) or 'nothing to do'}", quiet)
             return read_manifest(root)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
         try:
