@@ -12,31 +12,37 @@ from .accounting import Accounting
 from .base import BaseClient
 from .types import Completion
 
+#: Environment variable naming the local causal LM directory (else the registry's default).
+ENV_LOCAL_MODEL = "MOMOKA_LLM_LOCAL_MODEL"
+
 _PARAMS = {"max_tokens", "max_new_tokens", "temperature", "top_p", "seed", "stop"}
 
 
 def _load_default_lm(model_dir: str | os.PathLike | None):
+    """Load ``model_dir``, or the registry's default causal LM (never installs anything)."""
     try:
-        from ..models import causal_lm as _clm  # type: ignore[attr-defined]
+        from ..models.causal_lm import CausalLM
     except ImportError as exc:
-        raise ModelError(
-            "the local causal LM (momoka.models.causal_lm) is not available in this build"
-        ) from exc
+        raise ModelError("the local causal LM (momoka.models.causal_lm) is not available in this build") from exc
+    if model_dir is None and os.environ.get(ENV_LOCAL_MODEL):
+        model_dir = os.environ[ENV_LOCAL_MODEL]
     if model_dir is not None:
-        return _clm.CausalLM(model_dir)
+        return CausalLM(model_dir)
     from .. import models as _models
 
-    for factory in (getattr(_models, "default_causal_lm", None), getattr(_clm, "default_causal_lm", None),
-                    getattr(_clm.CausalLM, "default", None)):
-        if callable(factory):
-            return factory()
-    raise ModelError("no default causal LM is registered; pass model_dir= or an lm object")
+    default_id = getattr(_models, "DEFAULT_CAUSAL_LM", None)
+    locate = getattr(_models, "model_dir", None)
+    if default_id is None or not callable(locate):
+        raise ModelError("no default causal LM is registered; pass model_dir= or an lm object")
+    return CausalLM(locate(default_id, auto_install=False))
 
 
 class LocalClient(BaseClient):
     """The :class:`~momoka.llm.types.LLMClient` protocol on a local ``CausalLM``.
 
-    ``LocalClient()`` loads the default model of ``momoka.models``;
+    ``LocalClient()`` loads ``$MOMOKA_LLM_LOCAL_MODEL`` if set, else the default causal LM of ``momoka.models`` (raises
+    :class:`~momoka.errors.ModelNotInstalledError` when ``momoka models install``
+    has not been run);
     ``LocalClient(model_dir=...)`` a given directory; ``LocalClient(lm)`` wraps
     any object with ``generate(messages, *, max_new_tokens, temperature,
     top_p, seed, stop)`` (returning ``.text``, ``.prompt_tokens``,

@@ -34,9 +34,10 @@ ENV_BASE_URL = "MOMOKA_LLM_BASE_URL"
 ENV_MODEL = "MOMOKA_LLM_MODEL"
 ENV_API_KEY = "MOMOKA_LLM_API_KEY"
 
-#: Status codes that are retried: rate limiting, request timeout, server errors.
 def _retryable_status(status: int) -> bool:
-    return status == 429 or status == 408 or status >= 500
+    """Status codes that are retried: 429 (rate limit), 408 (request timeout) and 5xx server errors,
+    except 501 Not Implemented, which no retry can change."""
+    return status == 429 or status == 408 or (status >= 500 and status != 501)
 
 
 _UNSUPPORTED = {"stream": "streaming is not supported by the batch client", "n": "only n=1 is supported"}

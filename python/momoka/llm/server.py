@@ -190,6 +190,11 @@ class HTTPServer:
                 self._server.close()
             for w in list(self._writers):
                 w.transport.abort()
+            me = asyncio.current_task()
+            others = [t for t in asyncio.all_tasks() if t is not me]
+            for t in others:
+                t.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
             loop.stop()
 
         asyncio.run_coroutine_threadsafe(shutdown(), loop)
