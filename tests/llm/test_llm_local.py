@@ -145,34 +145,37 @@ def real_lm():
         pytest.skip(f"the default causal LM is not installed (run `momoka models install`): {exc}")
 
 
+QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
+
+
+@pytest.fixture(scope="module")
+def direct_answer(real_lm):
+    """The model's own greedy answer, computed without momoka.llm (the reference)."""
+    return real_lm.generate(QUESTION, max_new_tokens=4, temperature=0.0, top_p=1.0, seed=None, stop=None)
+
+
 @pytest.mark.models
-def test_local_client_on_the_real_model(real_lm):
+def test_local_client_on_the_real_model(real_lm, direct_answer):
     c = LocalClient(real_lm, cache=False, progress=False)
-    msgs = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
-    direct = real_lm.generate(msgs, max_new_tokens=12, temperature=0.0, top_p=1.0, seed=None, stop=None)
-    res = c.complete_batch([msgs], max_tokens=12)[0]
-    assert res.text == direct.text and res.completion_tokens == direct.completion_tokens
-    assert c.logprob("The capital of France is", " Paris") == pytest.approx(
-        real_lm.continuation_logprob("The capital of France is", " Paris"), abs=1e-4)
-    assert c.logprob("The capital of France is", " Paris") > c.logprob("The capital of France is", " banana")
+    res = c.complete_batch([QUESTION], max_tokens=4)[0]
+    assert res.text == direct_answer.text and res.completion_tokens == direct_answer.completion_tokens
+    good, bad = c.logprob_many([("The capital of France is", " Paris"), ("The capital of France is", " banana")])
+    assert good == pytest.approx(real_lm.continuation_logprob("The capital of France is", " Paris"), abs=1e-4)
+    assert good > bad
 
 
 @pytest.mark.models
-def test_openai_protocol_end_to_end_on_the_real_model(real_lm, cache_path):
+def test_openai_protocol_end_to_end_on_the_real_model(real_lm, direct_answer, cache_path):
     local = LocalClient(real_lm, cache=False, progress=False)
     srv = serve_openai(local, model_name="smollm2")
     try:
         c = OpenAIClient("smollm2", base_url=srv.url + "/v1", cache=cache_path, progress=False, concurrency=2)
-        qs = ["Name a colour.", "Name a fruit.", "Name a colour."]
-        res = c.complete_batch(qs, max_tokens=8, temperature=0)
-        for q, r in zip(qs, res):
-            direct = real_lm.generate([{"role": "user", "content": q}], max_new_tokens=8, temperature=0.0,
-                                      top_p=1.0, seed=None, stop=None)
-            assert r.text == direct.text
-            assert (r.prompt_tokens, r.completion_tokens) == (direct.prompt_tokens, direct.completion_tokens)
-        assert c.accounting.total.requests == 2  # the repeated question was sent once
-        n = local.accounting.total.requests
-        c.complete_many(qs, max_tokens=8, temperature=0)
-        assert local.accounting.total.requests == n  # second run: answered from the client's cache
+        res = c.complete_batch([QUESTION, QUESTION], max_tokens=4, temperature=0)
+        for r in res:
+            assert r.text == direct_answer.text
+            assert (r.prompt_tokens, r.completion_tokens) == (direct_answer.prompt_tokens, direct_answer.completion_tokens)
+        assert c.accounting.total.requests == 1  # the repeated question was sent once
+        c.complete_many([QUESTION], max_tokens=4, temperature=0)
+        assert local.accounting.total.requests == 1  # second run: answered from the client's cache
     finally:
         srv.stop()
