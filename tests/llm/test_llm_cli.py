@@ -54,3 +54,26 @@ def test_prompts_list_and_show(capsys):
     assert "one short phrase" in capsys.readouterr().out
     # an unknown name
     assert main(["llm", "prompts", "nope"]) == 2
+
+
+def test_client_options_for_other_commands(make_server, cache_path, capsys, monkeypatch):
+    import argparse
+
+    from momoka.cli.llm import add_client_args, client_from_args, print_usage
+    from momoka.llm import LocalClient, OpenAIClient
+
+    srv = make_server()
+    ap = argparse.ArgumentParser()
+    add_client_args(ap)
+    a = ap.parse_args(["--base-url", srv.base_url, "--model", "m", "--concurrency", "3", "--llm-cache", str(cache_path)])
+    c = client_from_args(a, progress=False)
+    assert isinstance(c, OpenAIClient) and c.concurrency == 3 and c.cache.path == cache_path
+    c.complete_many(["a"], method="demo")
+    print_usage(c)
+    assert "demo" in capsys.readouterr().err
+    monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
+    a = ap.parse_args(["--local", "--llm-cache", "off"])
+    monkeypatch.setattr("momoka.llm.local._load_default_lm", lambda d: type("LM", (), {
+        "generate": lambda self, *x, **k: None, "continuation_logprob": lambda self, p, q: 0.0})())
+    c = client_from_args(a)
+    assert isinstance(c, LocalClient) and c.cache is None

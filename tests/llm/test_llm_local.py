@@ -155,6 +155,7 @@ def direct_answer(real_lm):
 
 
 @pytest.mark.models
+@pytest.mark.slow
 def test_local_client_on_the_real_model(real_lm, direct_answer):
     c = LocalClient(real_lm, cache=False, progress=False)
     res = c.complete_batch([QUESTION], max_tokens=4)[0]
@@ -165,6 +166,7 @@ def test_local_client_on_the_real_model(real_lm, direct_answer):
 
 
 @pytest.mark.models
+@pytest.mark.slow
 def test_openai_protocol_end_to_end_on_the_real_model(real_lm, direct_answer, cache_path):
     local = LocalClient(real_lm, cache=False, progress=False)
     srv = serve_openai(local, model_name="smollm2")

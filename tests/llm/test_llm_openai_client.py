@@ -526,3 +526,60 @@ def test_async_api_from_a_users_event_loop(make_server):
         return await c.acomplete_many(["u", "v"])
 
     assert asyncio.run(main()) == ["echo: u", "echo: v"]
+
+
+# --- progress, protocol, fork ---------------------------------------------------
+
+
+def test_progress_bar_only_when_asked_or_on_a_tty(make_server, capsys, monkeypatch):
+    from momoka.llm.base import _progress_enabled
+
+    class Tty:
+        def isatty(self):
+            return True
+
+    assert _progress_enabled(None) is False  # pytest's captured stderr is not a terminal
+    monkeypatch.setattr("sys.stderr", Tty())
+    assert _progress_enabled(None) is True
+    assert _progress_enabled(False) is False
+    monkeypatch.undo()
+    srv = make_server(delay=0.01)
+    c = client_for(srv, progress=True)
+    c.progress_delay = 0.0
+    c.complete_many([f"q{i}" for i in range(20)], method="referee")
+    assert "llm referee" in capsys.readouterr().err
+    c2 = client_for(srv)  # progress=False
+    c2.complete_many([f"z{i}" for i in range(20)])
+    assert "llm" not in capsys.readouterr().err
+
+
+def test_clients_satisfy_the_protocol(make_server):
+    from momoka.llm import LLMClient, LocalClient
+
+    assert isinstance(client_for(make_server()), LLMClient)
+
+    class Tiny:
+        def generate(self, *a, **k): ...
+        def continuation_logprob(self, p, c): return 0.0
+
+    assert isinstance(LocalClient(Tiny(), cache=False), LLMClient)
+
+
+def _fork_child(client, q):
+    q.put(client.complete_many(["from the child"]))
+
+
+def test_a_forked_child_can_use_the_parents_client(make_server, cache_path):
+    import multiprocessing as mp
+
+    srv = make_server()
+    c = client_for(srv, cache=cache_path)
+    c.complete_many(["from the parent"])  # the parent's loop, session and connection exist
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_fork_child, args=(c, q))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0 and q.get(timeout=5) == ["echo: from the child"]
+    assert c.complete_many(["from the parent", "from the child"]) == ["echo: from the parent", "echo: from the child"]
+    assert srv.count == 2  # the child's answer reached the shared cache

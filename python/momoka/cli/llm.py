@@ -40,6 +40,35 @@ def register(subparsers) -> None:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
+def add_client_args(p: argparse.ArgumentParser) -> None:
+    """Add the LLM client options (``--base-url``, ``--model``, ``--api-key``, ``--local``, ``--model-dir``,
+    ``--timeout``, ``--concurrency``, ``--llm-cache``) to another command's parser."""
+    _client_args(p)
+    p.add_argument("--concurrency", type=int, default=16, help="LLM requests in flight (default 16)")
+    p.add_argument("--llm-cache", default=None,
+                   help="LLM response cache file (default $MOMOKA_LLM_CACHE or ~/.cache/momoka/llm.sqlite); 'off' disables it")
+
+
+def client_from_args(a, **kwargs):
+    """Build the client ``add_client_args`` describes: an OpenAIClient when ``--base-url`` or
+    ``$MOMOKA_LLM_BASE_URL`` is given and ``--local`` is not, else a LocalClient."""
+    import os
+
+    from ..llm import LocalClient, OpenAIClient
+
+    cache = getattr(a, "llm_cache", None)
+    cache = False if cache == "off" else (cache or True)
+    if not a.local and (a.base_url or os.environ.get("MOMOKA_LLM_BASE_URL")):
+        return OpenAIClient(a.model, base_url=a.base_url, api_key=a.api_key, timeout=a.timeout,
+                            concurrency=getattr(a, "concurrency", 16), cache=cache, **kwargs)
+    return LocalClient(model_dir=a.model_dir, cache=cache, **kwargs)
+
+
+def print_usage(client, file=None) -> None:
+    """Print the client's accounting table (for the end of CLI runs) to stderr."""
+    print(client.stats(), file=file or sys.stderr)
+
+
 def _client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", default=None, help="API root, e.g. http://127.0.0.1:8000/v1 (default $MOMOKA_LLM_BASE_URL)")
     p.add_argument("--model", default=None, help="model name (default $MOMOKA_LLM_MODEL)")

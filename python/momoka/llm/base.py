@@ -100,6 +100,9 @@ class BaseClient:
             self.accounting.set_prices(prices)
         self.default_params = self._check_params(dict(default_params or {}))
         self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: asyncio.AbstractEventLoop | None = None
+        #: Seconds a batch must run before its progress bar appears.
+        self.progress_delay = 2.0
         self._rng = random.Random(seed)
 
     # -- to implement --------------------------------------------------------
@@ -270,8 +273,10 @@ class BaseClient:
         return "chat", payloads, ctl
 
     def _get_sem(self) -> asyncio.Semaphore:
-        if self._sem is None:
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
             self._sem = asyncio.Semaphore(self.concurrency)
+            self._sem_loop = loop
         return self._sem
 
     async def _run(
@@ -311,7 +316,7 @@ class BaseClient:
         if todo and _progress_enabled(progress if progress is not None else self.progress):
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(todo), desc=f"llm {method}", unit="req", delay=2.0, leave=False, file=sys.stderr)
+            bar = tqdm(total=len(todo), desc=f"llm {method}", unit="req", delay=self.progress_delay, leave=False, file=sys.stderr)
 
         pending: list[tuple[str, str, str, dict]] = []
         state = {"last_flush": time.monotonic()}

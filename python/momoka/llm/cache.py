@@ -63,6 +63,10 @@ class ResponseCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.timeout = float(timeout)
         self._lock = threading.Lock()
+        self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        self._pid = os.getpid()
         try:
             conn = sqlite3.connect(
                 str(self.path), timeout=self.timeout, isolation_level=None, check_same_thread=False
@@ -75,7 +79,14 @@ class ResponseCache:
             self._retry_locked(lambda: conn.execute(_SCHEMA))
         except sqlite3.DatabaseError as exc:
             raise ConfigError(f"LLM cache {self.path} is not a usable SQLite file: {exc}") from exc
-        self._conn = conn
+        return conn
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection of this process (a forked child opens its own)."""
+        if self._pid != os.getpid():
+            self._conn = self._open()
+        return self._conn
 
     # -- internals ---------------------------------------------------------
 
@@ -105,7 +116,7 @@ class ResponseCache:
             for i in range(0, len(keys), 500):
                 part = keys[i : i + 500]
                 q = f"SELECT key, value FROM responses WHERE key IN ({','.join('?' * len(part))})"
-                rows = self._retry_locked(lambda: self._conn.execute(q, part).fetchall())
+                rows = self._retry_locked(lambda: self._db.execute(q, part).fetchall())
                 for k, v in rows:
                     out[k] = json.loads(v)
         return out
@@ -119,7 +130,7 @@ class ResponseCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     # -- writes --------------------------------------------------------------
 
@@ -134,16 +145,17 @@ class ResponseCache:
             return 0
 
         def write():
-            self._conn.execute("BEGIN IMMEDIATE")
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
             try:
-                cur = self._conn.executemany(
+                cur = db.executemany(
                     "INSERT OR IGNORE INTO responses(key, kind, model, value, created) VALUES (?,?,?,?,?)", data
                 )
                 n = cur.rowcount
-                self._conn.execute("COMMIT")
+                db.execute("COMMIT")
                 return n
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
 
         with self._lock:
@@ -161,8 +173,8 @@ class ResponseCache:
         with self._lock:
             def wipe():
                 if model is None:
-                    return self._conn.execute("DELETE FROM responses").rowcount
-                return self._conn.execute("DELETE FROM responses WHERE model = ?", (model,)).rowcount
+                    return self._db.execute("DELETE FROM responses").rowcount
+                return self._db.execute("DELETE FROM responses WHERE model = ?", (model,)).rowcount
 
             return self._retry_locked(wipe)
 
@@ -171,7 +183,7 @@ class ResponseCache:
     def stats(self) -> dict:
         """Entries per (model, kind), total entries and file size in bytes."""
         with self._lock:
-            rows = self._conn.execute(
+            rows = self._db.execute(
                 "SELECT model, kind, COUNT(*) FROM responses GROUP BY model, kind ORDER BY model, kind"
             ).fetchall()
         size = sum(p.stat().st_size for p in [self.path, Path(str(self.path) + "-wal")] if p.exists())
@@ -185,7 +197,7 @@ class ResponseCache:
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` answer (``"ok"`` when sound)."""
         with self._lock:
-            return self._conn.execute("PRAGMA integrity_check").fetchone()[0]
+            return self._db.execute("PRAGMA integrity_check").fetchone()[0]
 
     def close(self) -> None:
         """Close the connection (the file stays)."""

@@ -100,6 +100,7 @@ class OpenAIClient(BaseClient):
         if headers:
             self._headers.update({str(k): str(v) for k, v in headers.items()})
         self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
         self._logprob_capable: bool | None = None
         super().__init__(
             model=model,
@@ -138,7 +139,11 @@ class OpenAIClient(BaseClient):
 
     async def _get_session(self) -> aiohttp.ClientSession:
         s = self._session
+        loop = asyncio.get_running_loop()
+        if s is not None and self._session_loop is not loop:
+            s = None  # a forked child runs a new loop: the parent's session cannot be used
         if s is None or s.closed:
+            self._session_loop = loop
             connector = aiohttp.TCPConnector(limit=self.concurrency, keepalive_timeout=60, ttl_dns_cache=300)
             s = self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
         return s
