@@ -583,3 +583,20 @@ def test_a_forked_child_can_use_the_parents_client(make_server, cache_path):
     assert p.exitcode == 0 and q.get(timeout=5) == ["echo: from the child"]
     assert c.complete_many(["from the parent", "from the child"]) == ["echo: from the parent", "echo: from the child"]
     assert srv.count == 2  # the child's answer reached the shared cache
+
+
+def test_concurrency_bound_holds_across_threads_sharing_a_client(make_server):
+    srv = make_server(delay=0.02)
+    c = client_for(srv, concurrency=4)
+    outs = {}
+
+    def run(tag):
+        outs[tag] = c.complete_many([f"{tag}{i}" for i in range(30)])
+
+    ts = [threading.Thread(target=run, args=(t,)) for t in "ab"]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert outs["a"][5] == "echo: a5" and outs["b"][29] == "echo: b29"
+    assert srv.count == 60 and srv.max_inflight == 4
