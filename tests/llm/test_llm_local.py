@@ -165,19 +165,30 @@ def test_local_client_on_the_real_model(real_lm, direct_answer):
     assert good > bad
 
 
+@pytest.fixture(scope="module")
+def local_model_server(real_lm, tmp_path_factory):
+    """A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions protocol, answering from the local model."""
+    local = LocalClient(real_lm, cache=tmp_path_factory.mktemp("server") / "cache.sqlite", progress=False)
+    srv = serve_openai(local, model_name="smollm2")
+    yield srv, local
+    srv.stop()
+
+
 @pytest.mark.models
 @pytest.mark.slow
-def test_openai_protocol_end_to_end_on_the_real_model(real_lm, direct_answer, cache_path):
-    local = LocalClient(real_lm, cache=False, progress=False)
-    srv = serve_openai(local, model_name="smollm2")
-    try:
-        c = OpenAIClient("smollm2", base_url=srv.url + "/v1", cache=cache_path, progress=False, concurrency=2)
-        res = c.complete_batch([QUESTION, QUESTION], max_tokens=4, temperature=0)
-        for r in res:
-            assert r.text == direct_answer.text
-            assert (r.prompt_tokens, r.completion_tokens) == (direct_answer.prompt_tokens, direct_answer.completion_tokens)
-        assert c.accounting.total.requests == 1  # the repeated question was sent once
-        c.complete_many([QUESTION], max_tokens=4, temperature=0)
-        assert local.accounting.total.requests == 1  # second run: answered from the client's cache
-    finally:
-        srv.stop()
+def test_openai_protocol_end_to_end_on_the_real_model(local_model_server, direct_answer, cache_path):
+    srv, local = local_model_server
+    c = OpenAIClient("smollm2", base_url=srv.url + "/v1", cache=cache_path, progress=False, concurrency=2)
+    res = c.complete_batch([QUESTION, QUESTION], max_tokens=4, temperature=0)
+    for r in res:
+        assert r.text == direct_answer.text
+        assert (r.prompt_tokens, r.completion_tokens) == (direct_answer.prompt_tokens, direct_answer.completion_tokens)
+    assert c.accounting.total.requests == 1  # the repeated question was sent once
+    n = local.accounting.total.requests
+    c.complete_many([QUESTION], max_tokens=4, temperature=0)
+    assert local.accounting.total.requests == n  # second run: answered from the client's cache
+    # the reference SDK reads the same answer (the server answers it from its own cache)
+    openai = pytest.importorskip("openai")
+    sdk = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0)
+    r = sdk.chat.completions.create(model="smollm2", messages=QUESTION, max_tokens=4, temperature=0)
+    assert r.choices[0].message.content == direct_answer.text
