@@ -97,8 +97,9 @@ class CausalLM:
     ``model_dir`` holds ``model.onnx``, ``tokenizer.json`` and ``config.json``;
     ``device`` is ``"cpu"`` or ``"cuda"`` (default: ``MOMOKA_DEVICE`` or cpu);
     ``threads`` sets onnxruntime's intra-op thread count (default: onnxruntime's).
-    ``block`` is the number of tokens run per call when streaming, ``window`` the
-    most tokens the KV cache holds (default: the model's context length).
+    ``block`` is the number of tokens run per call when streaming (at most
+    ``window // 2``), ``window`` the most tokens the KV cache holds (default: the
+    model's context length).
     """
 
     def __init__(
@@ -135,10 +136,10 @@ class CausalLM:
             raise ModelError(f"{cfg_path} lacks model dimensions: {exc}") from exc
         if block < 1:
             raise ConfigError("block must be at least 1")
-        self.block = int(block)
         self.window = int(window or self.max_context)
-        if self.window < 2 * self.block:
-            raise ConfigError(f"window ({self.window}) must be at least twice block ({self.block})")
+        if self.window < 2:
+            raise ConfigError("window must be at least 2 tokens")
+        self.block = min(int(block), self.window // 2)
 
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

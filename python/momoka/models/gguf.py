@@ -71,12 +71,8 @@ class GGUFModel:
         except Exception as exc:  # the reader raises assorted errors on bad bytes
             raise ModelError(f"{self.path.name} is not a readable GGUF file (corrupted or truncated): {exc}") from exc
         self.reader = reader
-        self.meta: dict[str, object] = {}
-        for key, field in reader.fields.items():
-            try:
-                self.meta[key] = field.contents()
-            except Exception as exc:
-                raise ModelError(f"{self.path.name}: unreadable metadata field {key!r}: {exc}") from exc
+        self._fields = reader.fields
+        self._meta: dict[str, object] = {}
         self.tensors = {}
         for t in reader.tensors:
             end = int(t.data_offset) + int(t.n_bytes)
@@ -86,15 +82,23 @@ class GGUFModel:
                     f"but the file has {size} bytes"
                 )
             self.tensors[t.name] = t
-        self.arch = str(self.meta.get("general.architecture", ""))
+        self.arch = str(self.get("general.architecture", ""))
 
     def get(self, key: str, default=None, *, required: bool = False):
-        """A metadata value; ``required`` raises ModelError when it is missing."""
-        if key in self.meta:
-            return self.meta[key]
-        if required:
-            raise ModelError(f"{self.path.name}: GGUF metadata {key!r} is missing")
-        return default
+        """A metadata value (decoded on first use); ``required`` raises ModelError when missing."""
+        if key in self._meta:
+            return self._meta[key]
+        field = self._fields.get(key)
+        if field is None:
+            if required:
+                raise ModelError(f"{self.path.name}: GGUF metadata {key!r} is missing")
+            return default
+        try:
+            value = field.contents()
+        except Exception as exc:
+            raise ModelError(f"{self.path.name}: unreadable metadata field {key!r}: {exc}") from exc
+        self._meta[key] = value
+        return value
 
     def arch_key(self, suffix: str, default=None, *, required: bool = False):
         """``{architecture}.{suffix}`` metadata."""
