@@ -13,7 +13,7 @@ from tokenizers import Tokenizer
 
 from momoka.errors import InputError, InputTooLargeError, ModelError
 from momoka.models import Embedder, TruncationWarning
-from momoka.models.install import fold_constants
+from momoka.models.installer import fold_constants
 
 pytestmark = pytest.mark.models
 

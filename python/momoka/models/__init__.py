@@ -12,7 +12,7 @@ The causal LM (``momoka.models.causal_lm.CausalLM``) and the GGUF converter
 """
 
 from .embedder import Embedder, TruncationWarning
-from .install import ensure_installed, install, verify
+from .installer import ensure_installed, install, verify
 from .registry import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,

@@ -195,7 +195,7 @@ def model_dir(model_id: str, path: str | os.PathLike | None = None, *, auto_inst
     """The folder of an installed model.
 
     When the model is missing and ``auto_install`` is true, runs the install
-    once (saying so on stderr) through :func:`momoka.models.install.ensure_installed`.
+    once (saying so on stderr) through :func:`momoka.models.installer.ensure_installed`.
     Raises ModelNotInstalledError when it is still missing, ModelError for an unknown id.
     """
     if model_id not in MODELS:
@@ -207,7 +207,7 @@ def model_dir(model_id: str, path: str | os.PathLike | None = None, *, auto_inst
                 f"model {model_id!r} is not installed in {root}; run `momoka models install`"
                 + (f" --dir {root}" if path is not None else "")
             )
-        from .install import ensure_installed
+        from .installer import ensure_installed
 
         ensure_installed([model_id], root if path is not None else None)
     entry = installed_models(root)[model_id]

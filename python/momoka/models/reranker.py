@@ -234,7 +234,7 @@ class QueryLikelihoodReranker:
 def _default_lm_dir() -> Path:
     from .registry import DEFAULT_CAUSAL_LM, model_dir
 
-    from .install import ensure_installed
+    from .installer import ensure_installed
 
     ensure_installed([DEFAULT_CAUSAL_LM])
     return model_dir(DEFAULT_CAUSAL_LM)

@@ -479,7 +479,10 @@ def ensure_installed(models: Iterable[str] | None = None, path: str | os.PathLik
         )
     key = str(root.resolve())
     if key in _AUTO_ATTEMPTS and _AUTO_ATTEMPTS[key] is not None:
-        raise ModelNotInstalledError(f"model(s) {', '.join(missing)} not installed in {root}: {_AUTO_ATTEMPTS[key]}")
+        raise ModelNotInstalledError(
+            f"model(s) {', '.join(missing)} are not installed in {root} and could not be fetched "
+            f"(tried once in this process): {_AUTO_ATTEMPTS[key]}"
+        )
     _say(f"model(s) {', '.join(missing)} not installed in {root}; running `momoka models install` once")
     try:
         install(root, models=missing)
