@@ -164,3 +164,36 @@ def test_cross_encoder_wrong_inputs(models_root, tmp_path):
 def test_query_likelihood_template_check():
     with pytest.raises(ConfigError, match="passage"):
         QueryLikelihoodReranker(causal_lm=object(), template="no placeholder")
+
+
+@pytest.fixture(scope="module")
+def lm(lm_root):
+    from momoka.models import default_causal_lm
+
+    return default_causal_lm()
+
+
+def test_query_likelihood_matches_unbatched_lm(lm):
+    ql = QueryLikelihoodReranker(lm)
+    q = "What river flows through Warsaw?"
+    ps = [
+        "Warsaw is the capital and largest city of Poland. It stands on the Vistula River.",
+        "Bananas are rich in potassium and grow in tropical climates.",
+    ]
+    got = ql.score(q, ps)
+    # Reference: the LM's one-pair path (no batching), mean over the query's tokens.
+    ref = [lm.continuation_logprob(ql.prompt(p), " " + q, mean=True) for p in ps]
+    np.testing.assert_allclose(got, ref, atol=2e-3)
+    assert (got < 0).all()
+
+
+def test_query_likelihood_ranks_the_answering_passage_first(lm):
+    ql = get_reranker("upr", causal_lm=lm)
+    ps = [
+        "Warsaw is the capital and largest city of Poland. It stands on the Vistula River.",
+        "Photosynthesis lets plants turn sunlight, water and carbon dioxide into sugar.",
+        "The Super Bowl is the annual championship game of the National Football League.",
+    ]
+    queries = ["What river flows through Warsaw?", "How do plants make sugar?", "Which game decides the NFL champion?"]
+    for gold, q in enumerate(queries):
+        assert rank(ql, q, ps)[0][0] == gold, (q, ql.score(q, ps))
