@@ -307,6 +307,8 @@ def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
 
 def _converter_available() -> bool:
     try:
+        import gguf  # noqa: F401  (the GGUF reader the converter uses)
+
         from .gguf import convert_gguf  # noqa: F401
     except ImportError:
         return False
@@ -406,7 +408,7 @@ def install(
         present = installed_models(root)
         todo = [m for m in ids if force or m not in present]
         if any(MODELS[m].kind == "causal-lm" for m in todo) and not _converter_available():
-            _say("causal LM step unavailable: this momoka has no GGUF converter (momoka.models.gguf)", quiet)
+            _say("causal LM step unavailable: the GGUF converter (momoka.models.gguf, package gguf) is missing", quiet)
             todo = [m for m in todo if MODELS[m].kind != "causal-lm"]
         if not todo:
             have = [m for m in ids if m in present]
