@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
+import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -62,51 +64,74 @@ def test_bad_cache_files(tmp_path):
         ResponseCache(bad)
 
 
-def _writer(path: str, start: int, stop: int, seed: int, python_dir: str) -> None:
-    sys.path.insert(0, python_dir)
-    import random
+# The worker processes run these snippets with a fresh interpreter (like spawn, but independent of how
+# pytest imported this module).
+WRITER = """
+import os, random, sys, time
+from momoka.llm.cache import ResponseCache
+path, start, stop, seed, barrier = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+rng = random.Random(seed)
+c = ResponseCache(path, timeout=60)
+keys = list(range(start, stop))
+rng.shuffle(keys)
+open(os.path.join(barrier, f"ready{seed}"), "w").close()
+deadline = time.time() + 60
+while len(os.listdir(barrier)) < 2 and time.time() < deadline:  # both writers start together
+    time.sleep(0.001)
+first = time.time()
+i = 0
+while i < len(keys):
+    n = rng.randint(1, 6)
+    c.put_many([(f"key{k}", "chat", "m", {"text": f"value {k}"}) for k in keys[i : i + n]])
+    i += n
+print(first, time.time())
+c.close()
+"""
 
-    from momoka.llm.cache import ResponseCache
+READER = """
+import sys
+from momoka.llm.cache import ResponseCache
+c = ResponseCache(sys.argv[1], timeout=60)
+bad = 0
+for _ in range(int(sys.argv[2])):
+    got = c.get_many([f"key{k}" for k in range(0, 1500, 7)])
+    bad += sum(1 for k, v in got.items() if v != {"text": f"value {k[3:]}"})
+print(bad)
+"""
 
-    rng = random.Random(seed)
-    c = ResponseCache(path, timeout=60)
-    keys = list(range(start, stop))
-    rng.shuffle(keys)
-    i = 0
-    while i < len(keys):
-        n = rng.randint(1, 25)
-        c.put_many([(f"key{k}", "chat", "m", {"text": f"value {k}"}) for k in keys[i : i + n]])
-        i += n
-    c.close()
+CLIENT = """
+import json, sys
+from momoka.llm import OpenAIClient
+path, url, prompts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+c = OpenAIClient("m", base_url=url, cache=path, concurrency=8, progress=False)
+res = c.complete_many(prompts)
+print(res == [f"echo: {p}" for p in prompts])
+"""
 
 
-def _reader(path: str, rounds: int, python_dir: str, out) -> None:
-    sys.path.insert(0, python_dir)
-    from momoka.llm.cache import ResponseCache
+def _spawn(code: str, *args: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE, text=True, env=env)
 
-    c = ResponseCache(path, timeout=60)
-    bad = 0
-    for _ in range(rounds):
-        got = c.get_many([f"key{k}" for k in range(0, 1500, 7)])
-        bad += sum(1 for k, v in got.items() if v != {"text": f"value {k[3:]}"})
-    out.put(bad)
+
+def _finish(p: subprocess.Popen) -> str:
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0
+    return out.strip()
 
 
 def test_two_writer_processes_lose_nothing(cache_path):
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    # overlapping ranges: 0..999 and 500..1499 (500 keys written by both)
-    procs = [
-        ctx.Process(target=_writer, args=(str(cache_path), 0, 1000, 1, PYTHON_DIR)),
-        ctx.Process(target=_writer, args=(str(cache_path), 500, 1500, 2, PYTHON_DIR)),
-        ctx.Process(target=_reader, args=(str(cache_path), 40, PYTHON_DIR, q)),
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    assert q.get(timeout=5) == 0  # a reader never saw a torn or wrong value
+    # overlapping ranges: 0..999 and 500..1499 (500 keys written by both), about 300 transactions each,
+    # started at the same instant, and a reader beside them
+    barrier = cache_path.parent / "barrier"
+    barrier.mkdir()
+    procs = [_spawn(WRITER, cache_path, 0, 1000, 1, barrier), _spawn(WRITER, cache_path, 500, 1500, 2, barrier),
+             _spawn(READER, cache_path, 40)]
+    outs = [_finish(p) for p in procs]
+    (a0, a1), (b0, b1) = (map(float, o.split()) for o in outs[:2])
+    assert max(a0, b0) < min(a1, b1)  # the two writers really ran at the same time
+    assert outs[2] == "0"  # the reader never saw a torn or wrong value
     c = ResponseCache(cache_path)
     assert len(c) == 1500
     got = c.get_many([f"key{k}" for k in range(1500)])
@@ -114,28 +139,12 @@ def test_two_writer_processes_lose_nothing(cache_path):
     assert c.integrity_check() == "ok"
 
 
-def _client_run(path: str, base_url: str, prompts: list, python_dir: str, out) -> None:
-    sys.path.insert(0, python_dir)
-    from momoka.llm import OpenAIClient
-
-    c = OpenAIClient("m", base_url=base_url, cache=path, concurrency=8, progress=False)
-    res = c.complete_many(prompts)
-    out.put(res == [f"echo: {p}" for p in prompts])
-
-
 def test_two_client_processes_share_one_cache(make_server, cache_path):
     srv = make_server(delay=0.005)
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
     a = [f"q{i}" for i in range(0, 150)]
     b = [f"q{i}" for i in range(100, 250)]
-    procs = [ctx.Process(target=_client_run, args=(str(cache_path), srv.base_url, p, PYTHON_DIR, q)) for p in (a, b)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    assert q.get(timeout=5) and q.get(timeout=5)
+    procs = [_spawn(CLIENT, cache_path, srv.base_url, json.dumps(p)) for p in (a, b)]
+    assert [_finish(p) for p in procs] == ["True", "True"]
     assert len(ResponseCache(cache_path)) == 250
     srv.reset()
     from momoka.llm import OpenAIClient

@@ -85,6 +85,9 @@ def test_local_client_rejects_unknown_parameters():
     # a negative temperature
     with pytest.raises(ConfigError, match="temperature"):
         c.complete("x", temperature=-1)
+    # a nucleus outside (0, 1]
+    with pytest.raises(ConfigError, match="top_p"):
+        c.complete("x", top_p=0)
     # an object without the model methods
     with pytest.raises(ConfigError, match="generate"):
         LocalClient(object(), cache=False)

@@ -103,6 +103,9 @@ class LocalClient(BaseClient):
         t = params.get("temperature")
         if t is not None and (not isinstance(t, (int, float)) or t < 0):
             raise ConfigError(f"temperature must be >= 0, got {t!r}")
+        tp = params.get("top_p")
+        if tp is not None and (not isinstance(tp, (int, float)) or not 0 < tp <= 1):
+            raise ConfigError(f"top_p must lie in (0, 1], got {tp!r}")
         stop = params.get("stop")
         if isinstance(stop, str):
             params = dict(params)
