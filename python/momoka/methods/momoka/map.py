@@ -19,8 +19,10 @@ capped at ``path_cap`` (default: the rollout length).
 Long documents. With more candidate chunks than iterations the paper's
 procedure never grows past depth 1 (every root child has one visit), so the
 tie-breaks decide. ``long_docs`` picks a remedy applied to documents with
-more than ``iterations + 1`` chunks: ``"window"`` (candidates are the chunks
-within ``window`` positions of the current node), ``"widening"`` (progressive
+more than ``iterations + 1`` chunks: ``"window"`` (a candidate window: roots
+are searched in blocks of ``window`` consecutive chunks, each block over the
+chunks within ``window`` positions of it, so a root's candidates lie within
+``2 * window`` positions and number at most ``3 * window - 1``), ``"widening"`` (progressive
 widening ``(1, 0.5)``), ``"scale"`` (iterations grow with the chunk count up
 to ``max_iterations``), or None (the paper's procedure as is).
 
@@ -29,7 +31,7 @@ candidate) pair, and a root's search scores at most ``iterations * rollout``
 steps, so a document of n chunks costs at most ``n * min(n - 1, iterations *
 rollout)`` referee answers and ``O(n * iterations * rollout)`` engine work:
 linear in n for long documents. With ``long_docs="window"`` the pairs per root
-are also bounded by ``2 * window``. The embedding referee runs natively on a
+are also bounded by ``3 * window - 1`` (and the engines hold ``3 * window`` items). The embedding referee runs natively on a
 sparse similarity matrix holding at most ``max_edges`` entries per chunk
 (``O(n * max_edges)`` memory).
 
@@ -298,6 +300,7 @@ class MomokaMap:
     # ------------------------------------------------------------------ paths
 
     def _engine_kwargs(self, chunks: Sequence[Any], vectors: np.ndarray | None) -> tuple[dict, dict]:
+        """Engine settings for one document (or one window block of it) and the search record."""
         n = len(chunks)
         sent = np.asarray([int(c.sentence) for c in chunks], dtype=np.int64)
         para = np.asarray([int(c.paragraph) for c in chunks], dtype=np.int64)
@@ -319,15 +322,27 @@ class MomokaMap:
             record["expansion"] = f"top{self.top_m}"
         if long and self.long_docs is not None:
             record["remedy"] = self.long_docs
-            if self.long_docs == "window" and self.expansion != "topm":
-                kw["expansion"] = "neighbors"
-                kw["graph"] = window_graph(n, self.window)
-            elif self.long_docs == "widening":
+            if self.long_docs == "widening":
                 kw["widening"] = (1.0, 0.5)
             elif self.long_docs == "scale":
                 kw["iterations"] = min(self.max_iterations, max(iters, math.ceil(self.scale * (n - 1))))
+            elif self.long_docs == "window" and self.expansion != "topm":
+                record["window"] = self.window
         record["iterations"] = kw["iterations"]
         return kw, record
+
+    def _blocks(self, n: int, record: dict) -> list[tuple[int, int, int, int]]:
+        """``(lo, hi, r0, r1)``: engines over items ``[lo, hi)`` searching roots ``[r0, r1)``.
+
+        One block for the whole document, except with the window remedy: roots in
+        blocks of ``window`` consecutive chunks, each searching the chunks within
+        ``window`` positions of its block (so a root's candidates lie within
+        ``2 * window`` positions of it, at most ``3 * window`` of them).
+        """
+        if record.get("window") is None:
+            return [(0, n, 0, n)]
+        w = self.window
+        return [(max(0, r0 - w), min(n, r0 + 2 * w), r0, min(n, r0 + w)) for r0 in range(0, n, w)]
 
     def paths_for_chunks(self, chunks: Sequence[Any], *, vectors: np.ndarray | None = None) -> list[list[int]]:
         """P_i for each chunk of ONE document: lists of chunk positions (root excluded).
@@ -346,7 +361,7 @@ class MomokaMap:
 
         Returns ``(paths, records)``: ``paths[d][i]`` is P_i of chunk ``i`` of
         document ``d`` (positions within the document), ``records[d]`` the
-        search record (chunk count, iterations, remedy, requests, seconds).
+        search record (chunk count, iterations, remedy, requests).
         """
         from ...search import MCTS
 
@@ -355,9 +370,9 @@ class MomokaMap:
         lists = [list(cs) for cs in chunk_lists]
         if vectors is not None and len(vectors) != len(lists):
             raise InputError("one vector array (or None) per document is needed")
-        out: list[list[list[int]] | None] = [None] * len(lists)
+        out: list[list[list[int]]] = [[[] for _ in cs] for cs in lists]
         records: list[dict] = [{} for _ in lists]
-        pending: list[tuple[int, Any, list[str]]] = []
+        jobs: list[tuple[int, Any, list[str], int, int, int]] = []  # (doc, engine, texts, lo, r0, r1)
         native = isinstance(ref, EmbeddingReferee) and self.reward == "pair"
         for d, cs in enumerate(lists):
             for c in cs:
@@ -367,7 +382,6 @@ class MomokaMap:
             self.stats.documents += 1
             self.stats.chunks += n
             if n <= 1:
-                out[d] = [[] for _ in cs]
                 records[d] = {"n_chunks": n, "requests": 0, "note": "fewer than two chunks: no paths"}
                 self.stats.single_chunk_documents += 1
                 continue
@@ -375,31 +389,40 @@ class MomokaMap:
             v = None if vectors is None else vectors[d]
             if v is None and (native or self.expansion == "topm"):
                 v = self._embed(texts)
-            if v is not None and np.asarray(v).shape[0] != n:
-                raise InputError(f"document {d}: {np.asarray(v).shape[0]} vectors for {n} chunks")
-            kw, rec = self._engine_kwargs(cs, v)
-            if rec["remedy"] is not None or n - 1 > self.iterations:
+            if v is not None:
+                v = np.asarray(v, dtype=np.float32)
+                if v.ndim != 2 or v.shape[0] != n:
+                    raise InputError(f"document {d}: vectors of shape {v.shape} for {n} chunks")
+            _, rec = self._engine_kwargs(cs, v)
+            if n - 1 > self.iterations:
                 self.stats.long_documents += 1
+            rec["requests"] = 0
             records[d] = rec
-            e = MCTS(n, **kw)
+            for lo, hi, r0, r1 in self._blocks(n, rec):
+                kw, _ = self._engine_kwargs(cs[lo:hi], None if v is None else v[lo:hi])
+                if rec.get("window") is not None:
+                    kw["iterations"] = rec["iterations"]  # the block is short; keep the document's setting
+                e = MCTS(hi - lo, roots=list(range(r0 - lo, r1 - lo)), **kw)
+                if native:
+                    data, indices, indptr = ref.matrix(v[lo:hi])
+                    e.run_native((data, indices, indptr), threads=self.threads)
+                    rec["requests"] += int(len(data))
+                    rec["native"] = True
+                    for k, p in enumerate(e.paths()):
+                        out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
+                else:
+                    jobs.append((d, e, texts[lo:hi], lo, r0, r1))
             if native:
-                data, indices, indptr = ref.matrix(v)
-                e.run_native((data, indices, indptr), threads=self.threads)
-                rec["requests"] = int(len(data))
-                rec["native"] = True
                 self.stats.native_documents += 1
-                out[d] = [p.tolist() for p in e.paths()]
-            else:
-                rec["requests"] = 0
-                pending.append((d, e, texts))
-        self._ask_tell(pending, records)
-        for d, e, _ in pending:
-            out[d] = [p.tolist() for p in e.paths()]
+        self._ask_tell(jobs, records)
+        for d, e, _, lo, r0, _ in jobs:
+            for k, p in enumerate(e.paths()):
+                out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
         for ps in out:
-            for p in ps or ():
+            for p in ps:
                 self.stats.path_lengths[len(p)] = self.stats.path_lengths.get(len(p), 0) + 1
         self.stats.seconds += time.monotonic() - t0
-        return out, records  # type: ignore[return-value]
+        return out, records
 
     def _ask_tell(self, pending: list, records: list[dict]) -> None:
         """One joint ask/tell loop over the engines of several documents."""
@@ -409,7 +432,7 @@ class MomokaMap:
         while live:
             batch_pairs: list[tuple[str, str]] = []
             parts = []
-            for d, e, texts in live:
+            for d, e, texts, *_ in live:
                 if e.done:
                     continue
                 req = e.ask(self.batch_size)
@@ -423,7 +446,7 @@ class MomokaMap:
                 parts.append((d, e, req, len(batch_pairs), len(pairs)))
                 batch_pairs.extend(pairs)
             if not parts:
-                if any(not e.done for _, e, _ in live):  # pragma: no cover - engine invariant
+                if any(not x[1].done for x in live):  # pragma: no cover - engine invariant
                     raise RuntimeError("MCTS engines stalled without requests")
                 break
             try:
@@ -443,7 +466,7 @@ class MomokaMap:
             self.stats.referee_batches += 1
             rounds += 1
             if self.progress:
-                left = sum(1 for _, e, _ in live if not e.done)
+                left = len({x[0] for x in live if not x[1].done})
                 print(f"\rmomoka map: {self.stats.referee_requests} referee answers, {left} documents searching",
                       end="", file=sys.stderr, flush=True)
             live = [x for x in live if not x[1].done]
@@ -546,7 +569,7 @@ class MomokaMap:
             iters = self.iterations
             cands = n - 1
             if n - 1 > self.iterations and self.long_docs == "window" and self.expansion != "topm":
-                cands = min(n - 1, 2 * self.window)
+                cands = min(n - 1, 3 * self.window - 1)
             if self.expansion == "topm":
                 cands = min(n - 1, self.top_m * (self.path_cap + 1))
             if n - 1 > self.iterations and self.long_docs == "scale":
