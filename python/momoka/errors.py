@@ -107,6 +107,26 @@ class LLMCapabilityError(LLMError):
     """The LLM server cannot do what was asked (e.g. return log-probabilities)."""
 
 
+class LLMHTTPError(LLMError):
+    """The LLM server answered with an HTTP error status (``status``)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class LLMConnectionError(LLMError):
+    """The LLM server could not be reached, or dropped the connection."""
+
+
+class LLMBatchError(LLMError):
+    """Some requests of a batch failed for good; ``results`` holds every item's outcome."""
+
+    def __init__(self, message: str, results: list | None = None):
+        super().__init__(message)
+        self.results = results or []
+
+
 # --- index and store -------------------------------------------------------
 
 
