@@ -177,10 +177,13 @@ class Splitter:
                 i += 1
                 continue
             out.append((Bl[i], Bl[j]))
-            if j >= m:
+            if j >= m or hi_v[j] >= hi_v[m]:  # nothing left to measure
                 break
             if overlap > 0:
-                k = int(ss(lo_v, hi_v[j] - overlap, side="left"))
+                # earliest start sharing at most `overlap` with this span that
+                # still leaves room for the next piece (else the next span
+                # would add nothing)
+                k = int(ss(lo_v, max(hi_v[j] - overlap, hi_v[j + 1] - size), side="left"))
                 i = min(max(k, i + 1), j)
             else:
                 i = j
@@ -194,7 +197,15 @@ class Splitter:
                 out.append((pos, hi))
                 break
             out.append((pos, end))
-            pos = self.first_nonws(end - overlap, hi)
+            nxt = self.first_nonws(end, hi)  # first character not covered yet
+            if nxt >= hi:  # only whitespace left
+                break
+            if overlap:
+                # overlap the trimmed end of this window, but reach nxt
+                e = self.last_nonws_end(end, pos)
+                pos = self.first_nonws(max(e - overlap, nxt - size + 1), hi)
+            else:
+                pos = nxt
 
     def token_windows(self, lo: int, hi: int, size: int, out: Spans, overlap: int = 0) -> None:
         """Spans of at most ``size`` tokens over [lo, hi), cut at token starts."""
