@@ -23,7 +23,11 @@ md_line = st.one_of(
     .map("".join)
     .filter(lambda s: s.strip() != ""),
 )
-markdown_text = st.lists(md_line, min_size=1, max_size=25).map("\n\n".join)
+markdown_text = (
+    st.lists(md_line, min_size=1, max_size=25)
+    .filter(lambda ls: any(not x.startswith("#") for x in ls))  # a document needs body text
+    .map("\n\n".join)
+)
 
 
 def check_tiling(text: str, chunks, overlap: bool = False) -> None:

@@ -108,7 +108,7 @@ def test_structure_tiles_and_respects_sections(text, size, unit, merge):
     chunks = StructureChunker(size, unit=unit, merge_headings=merge)(doc)
     check_tiling(doc.text, chunks)
     for c in chunks:
-        assert size_of(text, c, unit) <= size
+        assert size_of(doc.text, c, unit) <= size
     # a chunk crosses a section start only when merging headings, and then
     # everything before that start in the chunk is heading text
     heads = [(t.start, t.heading_end) for t in doc.sections]
