@@ -229,8 +229,10 @@ class _CallableSource(TokenSource):
 
     def _one(self, text: str) -> int:
         out = self.fn(text)
-        if isinstance(out, (bool, np.bool_)):
-            raise ConfigError("tokenizer callable returned a bool; expected an int or a sequence of tokens")
+        if isinstance(out, (bool, np.bool_, str, bytes)):
+            raise ConfigError(
+                f"tokenizer callable returned a {type(out).__name__}; expected an int or a sequence of tokens"
+            )
         if isinstance(out, (int, np.integer)):
             if out < 0:
                 raise ConfigError(f"tokenizer callable returned a negative count ({out})")
