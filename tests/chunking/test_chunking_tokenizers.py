@@ -1,0 +1,84 @@
+"""Token counting with a ``tokenizers.Tokenizer`` and with plain callables.
+
+Sizes are checked against the tokenizer itself (encoding each chunk, or the
+whole text with offsets), not against the chunkers' own counts.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from momoka.chunking import FixedChunker, RecursiveChunker, StructureChunker, WhitespaceTokenizer
+from momoka.text import Document
+
+from .conftest import check_tiling, doc_text
+
+SETTINGS = settings(max_examples=40, deadline=None)
+
+
+def n_tokens(tok, s: str) -> int:
+    return len(tok.encode(s, add_special_tokens=False).ids)
+
+
+@SETTINGS
+@given(text=doc_text, size=st.integers(1, 15))
+def test_wordpiece_fixed_chunks_fit_and_are_maximal(wordlevel_tokenizer, text, size):
+    tok = wordlevel_tokenizer
+    doc = Document(text)
+    chunks = FixedChunker(size, tokenizer=tok)(doc)
+    check_tiling(text, chunks)
+    words = text.split()
+    for k, c in enumerate(chunks):
+        cnt = n_tokens(tok, c.text)
+        nwords = len(c.text.split())
+        assert cnt <= size or nwords == 1  # only a lone word may exceed the limit
+        if k + 1 < len(chunks) and nwords >= 1:
+            nxt_word = chunks[k + 1].text.split()[0]
+            assert cnt + n_tokens(tok, nxt_word) > size  # greedy: the next word did not fit
+    assert sum(len(c.text.split()) for c in chunks) == len(words)
+
+
+@SETTINGS
+@given(text=doc_text, size=st.integers(1, 20))
+def test_bytelevel_bpe_counts_tokens_in_context(bytelevel_tokenizer, text, size):
+    tok = bytelevel_tokenizer
+    doc = Document(text)
+    chunks = RecursiveChunker(size, tokenizer=tok)(doc)
+    check_tiling(text, chunks)
+    enc = tok.encode(text, add_special_tokens=False)
+    starts = [a for a, b in enc.offsets if b > a]
+    for c in chunks:
+        inside = sum(1 for s in starts if c.start <= s < c.end)
+        # tokens that start on the whitespace just before the chunk belong to it
+        before = sum(1 for s in starts if s < c.start and text[s:c.start].isspace())
+        assert inside + before <= size or c.end - c.start == 1 or len(c.text.split()) == 1
+
+
+def test_callable_returning_lists_counts_characters():
+    # a "tokenizer" that makes one token per character: sizes are sums of word lengths
+    text = "aa bbb c dddd ee"
+    chunks = FixedChunker(6, tokenizer=list)(Document(text))
+    assert [c.text for c in chunks] == ["aa bbb c", "dddd ee"]  # 2+3+1, 4+2
+
+
+def test_callable_returning_counts_matches_default():
+    text = "alpha beta gamma delta.\n\nepsilon zeta eta theta iota kappa."
+    d = Document(text)
+    for size in (1, 2, 3, 5):
+        a = FixedChunker(size, tokenizer=lambda s: len(s.split())).spans(d).tolist()
+        b = FixedChunker(size).spans(d).tolist()
+        assert a == b
+
+
+def test_structure_with_tokenizer(wordlevel_tokenizer):
+    d = Document.from_markdown("# Title\n\nThe word café. The word naïve.\n\n## Next\n\nSee it.\n")
+    for c in StructureChunker(6, tokenizer=wordlevel_tokenizer)(d):
+        assert n_tokens(wordlevel_tokenizer, c.text) <= 6
+
+
+def test_whitespace_tokenizer_spans_and_count():
+    tok = WhitespaceTokenizer()
+    text = " ab\u3000c\xa0d  東京 "
+    assert tok(text) == len(text.split()) == 4
+    assert tok.spans(text).tolist() == [[1, 3], [4, 5], [6, 7], [9, 11]]
