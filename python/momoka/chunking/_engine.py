@@ -19,7 +19,12 @@ from typing import Callable
 
 import numpy as np
 
+from .. import _core
 from ._tokens import Atoms, TokenSource
+
+# Native kernels (cpp/include/momoka/chunk.hpp); pure-Python fallbacks below.
+_native_trim = getattr(_core, "chunk_trim_bounds", None)
+_native_find = getattr(_core, "chunk_find_all", None)
 
 _NONWS = re.compile(r"\S")
 
@@ -87,6 +92,8 @@ class Splitter:
     def values(self, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-boundary values (lo, hi) with size(B[i]..B[j]) == hi[j] - lo[i]."""
         if self.unit == "chars":
+            if _native_trim is not None:
+                return _native_trim(self.text, B)
             n = self.n
             fn, ln = self.first_nonws, self.last_nonws_end
             bl = B.tolist()
@@ -112,7 +119,13 @@ class Splitter:
         cuts = np.asarray(cuts, dtype=np.int64)
         if cuts.size:
             cuts = cuts[(cuts > lo) & (cuts < hi)]
-            cuts = np.unique(cuts)
+        if cuts.size > 1:
+            if not bool((cuts[1:] >= cuts[:-1]).all()):
+                cuts = np.sort(cuts)
+            keep = np.empty(cuts.size, dtype=bool)
+            keep[0] = True
+            np.not_equal(cuts[1:], cuts[:-1], out=keep[1:])
+            cuts = cuts[keep]
         return np.concatenate([np.array([lo], dtype=np.int64), cuts, np.array([hi], dtype=np.int64)])
 
     def cuts(self, sep: str, lo: int, hi: int) -> np.ndarray:
@@ -128,6 +141,10 @@ class Splitter:
             a = np.searchsorted(starts, lo, side="right")
             b = np.searchsorted(starts, hi, side="left")
             return starts[a:b]
+        if _native_find is not None:
+            occ = _native_find(self.text, sep, lo, hi)
+            occ += len(sep)
+            return occ[occ < hi]
         t = self.text
         find = t.find
         L = len(sep)
@@ -162,28 +179,27 @@ class Splitter:
         if lo_v is None or hi_v is None:
             lo_v, hi_v = self.values(B)
         m = len(B) - 1
-        Bl = B.tolist()
-        ss = np.searchsorted
+        Bl = B.tolist() if m < 4096 else B  # big arrays: index lazily
         i = 0
         while i < m:
-            j = int(ss(hi_v, lo_v[i] + size, side="right")) - 1
+            j = int(hi_v.searchsorted(lo_v[i] + size, side="right")) - 1
             if j > m:
                 j = m
             if j <= i:
                 if oversize is None:
-                    out.append((Bl[i], Bl[i + 1]))
+                    out.append((int(Bl[i]), int(Bl[i + 1])))
                 else:
-                    oversize(Bl[i], Bl[i + 1], out)
+                    oversize(int(Bl[i]), int(Bl[i + 1]), out)
                 i += 1
                 continue
-            out.append((Bl[i], Bl[j]))
+            out.append((int(Bl[i]), int(Bl[j])))
             if j >= m or hi_v[j] >= hi_v[m]:  # nothing left to measure
                 break
             if overlap > 0:
                 # earliest start sharing at most `overlap` with this span that
                 # still leaves room for the next piece (else the next span
                 # would add nothing)
-                k = int(ss(lo_v, max(hi_v[j] - overlap, hi_v[j + 1] - size), side="left"))
+                k = int(lo_v.searchsorted(max(hi_v[j] - overlap, hi_v[j + 1] - size), side="left"))
                 i = min(max(k, i + 1), j)
             else:
                 i = j
@@ -249,12 +265,20 @@ class Splitter:
 
     def finish(self, spans: Spans) -> np.ndarray:
         """Trim every span, drop empty ones, return an ``(K, 2)`` int64 array."""
+        if not spans:
+            return np.zeros((0, 2), dtype=np.int64)
+        arr = np.array(spans, dtype=np.int64).reshape(-1, 2)
+        if _native_trim is not None:
+            s, _ = _native_trim(self.text, arr[:, 0])
+            _, e = _native_trim(self.text, arr[:, 1])
+            keep = (s < arr[:, 1]) & (e > s)
+            return np.stack([s[keep], e[keep]], axis=1)
         res = []
         trim = self.trim
-        for a, b in spans:
-            s, e = trim(a, b)
-            if s < e:
-                res.append((s, e))
+        for a, b in arr.tolist():
+            s2, e2 = trim(a, b)
+            if s2 < e2:
+                res.append((s2, e2))
         if not res:
             return np.zeros((0, 2), dtype=np.int64)
         return np.array(res, dtype=np.int64)

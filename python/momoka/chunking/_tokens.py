@@ -27,7 +27,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _core
 from ..errors import ConfigError
+
+# Native kernels (cpp/include/momoka/chunk.hpp); numpy fallbacks below.
+_native_word_starts = getattr(_core, "chunk_word_starts", None)
 
 # Whitespace exactly as ``str.isspace`` (and ``str.split()``) define it. No
 # code point above U+3000 is whitespace, so a table of 0x3002 entries with
@@ -55,6 +59,8 @@ def word_starts(text: str, ws: np.ndarray | None = None) -> np.ndarray:
     They are in the same order as the words of ``text.split()``.
     """
     if ws is None:
+        if _native_word_starts is not None:
+            return _native_word_starts(text)
         ws = whitespace_mask(text)
     if ws.size == 0:
         return np.zeros(0, dtype=np.int64)
@@ -211,9 +217,14 @@ class _HFSource(TokenSource):
             offs = offs[offs[:, 1] > offs[:, 0]]  # drop empty (special) tokens
             parts.append(offs[:, 0] + base)
         starts = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-        uniq, counts = np.unique(starts, return_counts=True)
-        weights = None if uniq.size == starts.size else counts.astype(np.int64)
-        return Atoms(uniq.astype(np.int64), weights)
+        # several tokens may start at one offset (bytes of one character)
+        first = np.ones(starts.size, dtype=bool)
+        np.not_equal(starts[1:], starts[:-1], out=first[1:])
+        if first.all():
+            return Atoms(starts, None)
+        idx = np.flatnonzero(first)
+        counts = np.diff(np.append(idx, starts.size)).astype(np.int64)
+        return Atoms(starts[idx], counts)
 
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
