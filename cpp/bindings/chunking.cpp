@@ -5,7 +5,9 @@
 #include <pybind11/pybind11.h>
 
 #include <cstring>
+#include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "momoka/chunk.hpp"
@@ -60,6 +62,53 @@ py::array_t<std::int64_t> find_all(py::handle text, py::handle sep, std::int64_t
   return vec_to_array(v);
 }
 
+using I64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+// ranges: (R, 2) spans processed in order; levels: list of (cuts, sep_len).
+py::array_t<std::int64_t> recursive_pack(py::handle text, I64Array ranges, py::list levels, std::int64_t size,
+                                         py::object atom_starts, py::object cum, bool keep_oversize) {
+  if (size < 1) throw py::value_error("size must be >= 1");
+  if (ranges.ndim() != 2 || ranges.shape(1) != 2) throw py::value_error("ranges must be an (R, 2) array");
+  std::vector<I64Array> keep;  // keep converted arrays alive
+  std::vector<momoka::chunk::CutLevel> lv;
+  for (py::handle item : levels) {
+    auto tup = item.cast<py::tuple>();
+    I64Array cuts = tup[0].cast<I64Array>();
+    if (cuts.ndim() != 1) throw py::value_error("cut arrays must be 1-d");
+    keep.push_back(cuts);
+    lv.push_back({cuts.data(), static_cast<std::size_t>(cuts.size()), tup[1].cast<std::int64_t>()});
+  }
+  const std::int64_t* as = nullptr;
+  const std::int64_t* cm = nullptr;
+  std::size_t na = 0;
+  I64Array a_arr, c_arr;
+  if (!atom_starts.is_none()) {
+    a_arr = atom_starts.cast<I64Array>();
+    c_arr = cum.cast<I64Array>();
+    if (c_arr.size() != a_arr.size() + 1) throw py::value_error("cum must have one more entry than atom_starts");
+    as = a_arr.data();
+    cm = c_arr.data();
+    na = static_cast<std::size_t>(a_arr.size());
+  }
+  const std::int64_t* r = ranges.data();
+  const auto R = static_cast<std::size_t>(ranges.shape(0));
+  std::vector<std::int64_t> flat = visit_str(text, [&](const auto* p, std::size_t n) {
+    py::gil_scoped_release release;
+    using CharT = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
+    momoka::chunk::RecursivePacker<CharT> packer(p, n, lv, size, as, cm, na, keep_oversize);
+    const auto N = static_cast<std::int64_t>(n);
+    for (std::size_t k = 0; k < R; ++k) {
+      const std::int64_t lo = std::clamp<std::int64_t>(r[2 * k], 0, N);
+      const std::int64_t hi = std::clamp<std::int64_t>(r[2 * k + 1], lo, N);
+      if (lo < hi) packer.run(lo, hi);
+    }
+    return std::move(packer.out);
+  });
+  py::array_t<std::int64_t> out({static_cast<py::ssize_t>(flat.size() / 2), static_cast<py::ssize_t>(2)});
+  if (!flat.empty()) std::memcpy(out.mutable_data(), flat.data(), flat.size() * sizeof(std::int64_t));
+  return out;
+}
+
 }  // namespace
 
 void register_chunking(py::module_& m) {
@@ -70,6 +119,11 @@ void register_chunking(py::module_& m) {
         "non-whitespace offset before it), as two int64 arrays.");
   m.def("chunk_find_all", &find_all, py::arg("text"), py::arg("sep"), py::arg("lo"), py::arg("hi"),
         "Offsets where sep occurs inside text[lo:hi] (overlapping occurrences included).");
+  m.def("chunk_recursive_pack", &recursive_pack, py::arg("text"), py::arg("ranges"), py::arg("levels"),
+        py::arg("size"), py::arg("atom_starts") = py::none(), py::arg("cum") = py::none(),
+        py::arg("keep_oversize") = false,
+        "Recursive greedy packing of each (lo, hi) range under size (chars, or tokens when atom_starts/cum "
+        "are given) over levels of (sorted cut offsets, separator length); returns untrimmed (K, 2) spans.");
 }
 
 }  // namespace momoka::bindings

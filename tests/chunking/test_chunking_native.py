@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from momoka import _core
-from momoka.chunking import FixedChunker, RecursiveChunker, StructureChunker, _engine, _tokens
+from momoka.chunking import FixedChunker, ParagraphChunker, RecursiveChunker, StructureChunker, _engine, _tokens
 from momoka.text import Document
 
 from .conftest import doc_text, markdown_text
@@ -49,12 +49,20 @@ def test_trim_bounds_and_find_all_match_python(text, cuts):
 @given(doc_text, st.integers(1, 30), st.sampled_from(["tokens", "chars"]))
 def test_python_fallback_gives_the_same_chunks(text, size, unit):
     doc = Document(text)
-    chunkers = [RecursiveChunker(size, unit=unit), FixedChunker(size, unit=unit)]
+    chunkers = [
+        RecursiveChunker(size, unit=unit),
+        RecursiveChunker(size, separators=("e", ". ", "\n"), unit=unit),
+        FixedChunker(size, unit=unit),
+        FixedChunker(size, unit=unit, align="sentence"),
+        ParagraphChunker(size, unit=unit),
+        StructureChunker(size, unit=unit),
+    ]
     fast = [c.spans(doc).tolist() for c in chunkers]
     mp = pytest.MonkeyPatch()
     try:
         mp.setattr(_engine, "_native_trim", None)
         mp.setattr(_engine, "_native_find", None)
+        mp.setattr(_engine, "_native_pack", None)
         mp.setattr(_tokens, "_native_word_starts", None)
         slow = [c.spans(doc).tolist() for c in chunkers]
     finally:
@@ -71,6 +79,7 @@ def test_structure_python_fallback(text, size):
     try:
         mp.setattr(_engine, "_native_trim", None)
         mp.setattr(_engine, "_native_find", None)
+        mp.setattr(_engine, "_native_pack", None)
         slow = StructureChunker(size, unit="chars").spans(doc).tolist()
     finally:
         mp.undo()

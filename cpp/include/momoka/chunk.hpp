@@ -4,8 +4,10 @@
 // Whitespace is exactly Python's str.isspace().
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace momoka::chunk {
@@ -65,5 +67,156 @@ std::vector<std::int64_t> find_all(const CharT* s, std::size_t lo, std::size_t h
   }
   return out;
 }
+
+// One level of the separator hierarchy: sorted cut offsets over the whole
+// text; a cut c is used inside [lo, hi) only when lo + sep_len <= c and
+// lo < c < hi (the separator itself lies inside the range; sep_len is 0 for
+// sentence or paragraph starts).
+struct CutLevel {
+  const std::int64_t* cuts = nullptr;
+  std::size_t n = 0;
+  std::int64_t sep_len = 0;
+};
+
+// Greedy recursive packing (see python/momoka/chunking/_engine.py, whose
+// pure-Python Splitter.recursive and Splitter.pack this mirrors exactly).
+// Sizes are characters (length after trimming whitespace) when atom_starts
+// is null, else tokens: cum[k] tokens start before atom k, and a span holds
+// the tokens whose start lies inside it. Emits untrimmed (start, end) spans.
+template <class CharT>
+class RecursivePacker {
+ public:
+  RecursivePacker(const CharT* s, std::size_t n, std::vector<CutLevel> levels, std::int64_t size,
+                  const std::int64_t* atom_starts, const std::int64_t* cum, std::size_t n_atoms,
+                  bool keep_oversize)
+      : s_(s), n_(static_cast<std::int64_t>(n)), levels_(std::move(levels)), size_(size),
+        atoms_(atom_starts), cum_(cum), n_atoms_(n_atoms), keep_oversize_(keep_oversize) {}
+
+  std::vector<std::int64_t> out;  // flat (start, end) pairs
+
+  void run(std::int64_t lo, std::int64_t hi) { split(lo, hi, 0); }
+
+ private:
+  const CharT* s_;
+  std::int64_t n_;
+  std::vector<CutLevel> levels_;
+  std::int64_t size_;
+  const std::int64_t* atoms_;
+  const std::int64_t* cum_;
+  std::size_t n_atoms_;
+  bool keep_oversize_;
+
+  bool space(std::int64_t i) const { return is_space(static_cast<std::uint32_t>(s_[i])); }
+  std::int64_t first_nonws(std::int64_t b) const {
+    while (b < n_ && space(b)) ++b;
+    return b;
+  }
+  std::int64_t last_nonws_end(std::int64_t b) const {
+    while (b > 0 && space(b - 1)) --b;
+    return b;
+  }
+  std::int64_t tokens_before(std::int64_t pos) const {
+    const std::int64_t* it = std::lower_bound(atoms_, atoms_ + n_atoms_, pos);
+    return cum_[it - atoms_];
+  }
+  std::int64_t lo_val(std::int64_t b) const { return atoms_ ? tokens_before(b) : first_nonws(b); }
+  std::int64_t hi_val(std::int64_t b) const { return atoms_ ? tokens_before(b) : last_nonws_end(b); }
+  std::int64_t measure(std::int64_t a, std::int64_t b) const {
+    if (atoms_) return tokens_before(b) - tokens_before(a);
+    const std::int64_t x = first_nonws(a);
+    if (x >= b) return 0;
+    const std::int64_t e = last_nonws_end(b);
+    return e > x ? e - x : 0;
+  }
+  void emit(std::int64_t a, std::int64_t b) {
+    out.push_back(a);
+    out.push_back(b);
+  }
+
+  // Greedy join of the pieces of B; pieces too big alone go to split(level).
+  void pack(const std::vector<std::int64_t>& B, std::size_t level, bool hard) {
+    const std::size_t m = B.size() - 1;
+    std::vector<std::int64_t> lo(B.size()), hi(B.size());
+    for (std::size_t k = 0; k < B.size(); ++k) {
+      lo[k] = lo_val(B[k]);
+      hi[k] = hi_val(B[k]);
+    }
+    std::size_t i = 0;
+    while (i < m) {
+      const std::int64_t limit = lo[i] + size_;
+      // last j with hi[j] <= limit (hi is non-decreasing)
+      std::size_t j = static_cast<std::size_t>(std::upper_bound(hi.begin(), hi.end(), limit) - hi.begin());
+      j = j == 0 ? 0 : j - 1;
+      if (j > m) j = m;
+      if (j <= i) {
+        if (hard || keep_oversize_) {
+          emit(B[i], B[i + 1]);
+        } else {
+          split(B[i], B[i + 1], level);
+        }
+        ++i;
+        continue;
+      }
+      emit(B[i], B[j]);
+      i = j;
+    }
+  }
+
+  void hard_split(std::int64_t lo, std::int64_t hi) {
+    if (keep_oversize_) {
+      emit(lo, hi);
+      return;
+    }
+    if (!atoms_) {
+      std::int64_t pos = lo;
+      while (pos < hi && space(pos)) ++pos;
+      while (pos < hi) {
+        const std::int64_t end = pos + size_;
+        if (end >= hi) {
+          emit(pos, hi);
+          break;
+        }
+        emit(pos, end);
+        std::int64_t nxt = end;
+        while (nxt < hi && space(nxt)) ++nxt;
+        if (nxt >= hi) break;
+        pos = nxt;
+      }
+      return;
+    }
+    const std::int64_t* a = std::upper_bound(atoms_, atoms_ + n_atoms_, lo);
+    const std::int64_t* b = std::lower_bound(atoms_, atoms_ + n_atoms_, hi);
+    std::vector<std::int64_t> B;
+    B.reserve(static_cast<std::size_t>(b - a) + 2);
+    B.push_back(lo);
+    B.insert(B.end(), a, b);
+    B.push_back(hi);
+    pack(B, 0, true);
+  }
+
+  void split(std::int64_t lo, std::int64_t hi, std::size_t level) {
+    if (measure(lo, hi) <= size_) {
+      emit(lo, hi);
+      return;
+    }
+    for (; level < levels_.size(); ++level) {
+      const CutLevel& L = levels_[level];
+      const std::int64_t first = std::max(lo + 1, lo + L.sep_len);
+      const std::int64_t* a = std::lower_bound(L.cuts, L.cuts + L.n, first);
+      const std::int64_t* b = std::lower_bound(L.cuts, L.cuts + L.n, hi);
+      if (a >= b) continue;
+      std::vector<std::int64_t> B;
+      B.reserve(static_cast<std::size_t>(b - a) + 2);
+      B.push_back(lo);
+      for (const std::int64_t* c = a; c < b; ++c) {
+        if (*c != B.back()) B.push_back(*c);
+      }
+      B.push_back(hi);
+      pack(B, level + 1, false);
+      return;
+    }
+    hard_split(lo, hi);
+  }
+};
 
 }  // namespace momoka::chunk

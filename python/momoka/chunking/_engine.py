@@ -25,6 +25,7 @@ from ._tokens import Atoms, TokenSource
 # Native kernels (cpp/include/momoka/chunk.hpp); pure-Python fallbacks below.
 _native_trim = getattr(_core, "chunk_trim_bounds", None)
 _native_find = getattr(_core, "chunk_find_all", None)
+_native_pack = getattr(_core, "chunk_recursive_pack", None)
 
 _NONWS = re.compile(r"\S")
 
@@ -261,13 +262,46 @@ class Splitter:
 
         self.pack(B, size, out, oversize=oversize)
 
+    def level_cuts(self, sep: str) -> tuple[np.ndarray, int]:
+        """All cut offsets of one separator over the whole text, with its length (0 for SENTENCE/PARAGRAPH)."""
+        if sep == SENTENCE or sep == PARAGRAPH:
+            spans = self.doc.sentences if sep == SENTENCE else self.doc.paragraphs
+            starts = np.ascontiguousarray(np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 0])
+            return starts, 0
+        occ = _native_find(self.text, sep, 0, self.n)
+        occ += len(sep)
+        return occ, len(sep)
+
+    def split_ranges(self, ranges: list, seps: tuple, size: int, keep_oversize: bool = False):
+        """Recursive splitting of each (lo, hi) range, in order (native when built).
+
+        With ``keep_oversize``, a piece still too big after the last separator
+        is kept whole instead of being cut by characters or tokens.
+        """
+        if _native_pack is not None and _native_find is not None:
+            levels = [self.level_cuts(sep) for sep in seps]
+            if self.unit == "chars":
+                starts = cum = None
+            else:
+                starts, cum = self.atoms.starts, self.atoms.cum
+            arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+            return _native_pack(self.text, arr, levels, size, starts, cum, keep_oversize)
+        out: Spans = []
+        for lo, hi in ranges:
+            if keep_oversize:
+                c = self.cuts(seps[0], lo, hi) if seps else np.zeros(0, dtype=np.int64)
+                self.pack(self.bounds(c, lo, hi), size, out)
+            else:
+                self.recursive(lo, hi, seps, 0, size, out)
+        return out
+
     # -- output --------------------------------------------------------------
 
     def finish(self, spans: Spans) -> np.ndarray:
         """Trim every span, drop empty ones, return an ``(K, 2)`` int64 array."""
-        if not spans:
+        if len(spans) == 0:
             return np.zeros((0, 2), dtype=np.int64)
-        arr = np.array(spans, dtype=np.int64).reshape(-1, 2)
+        arr = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
         if _native_trim is not None:
             s, _ = _native_trim(self.text, arr[:, 0])
             _, e = _native_trim(self.text, arr[:, 1])
