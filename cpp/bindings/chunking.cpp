@@ -64,7 +64,8 @@ py::array_t<std::int64_t> find_all(py::handle text, py::handle sep, std::int64_t
 
 using I64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 
-// ranges: (R, 2) spans processed in order; levels: list of (cuts, sep_len).
+// ranges: (R, 2) spans processed in order; levels: list of separator strings
+// (searched inside each range) or 1-d arrays of sorted cut offsets.
 py::array_t<std::int64_t> recursive_pack(py::handle text, I64Array ranges, py::list levels, std::int64_t size,
                                          py::object atom_starts, py::object cum, bool keep_oversize) {
   if (size < 1) throw py::value_error("size must be >= 1");
@@ -72,11 +73,20 @@ py::array_t<std::int64_t> recursive_pack(py::handle text, I64Array ranges, py::l
   std::vector<I64Array> keep;  // keep converted arrays alive
   std::vector<momoka::chunk::CutLevel> lv;
   for (py::handle item : levels) {
-    auto tup = item.cast<py::tuple>();
-    I64Array cuts = tup[0].cast<I64Array>();
-    if (cuts.ndim() != 1) throw py::value_error("cut arrays must be 1-d");
-    keep.push_back(cuts);
-    lv.push_back({cuts.data(), static_cast<std::size_t>(cuts.size()), tup[1].cast<std::int64_t>()});
+    momoka::chunk::CutLevel level;
+    if (py::isinstance<py::str>(item)) {  // a separator searched on demand
+      std::u32string u = to_u32(item);
+      if (u.empty()) throw py::value_error("separator must not be empty");
+      level.pattern.assign(u.begin(), u.end());
+      level.sep_len = static_cast<std::int64_t>(u.size());
+    } else {  // sorted cut offsets
+      I64Array cuts = item.cast<I64Array>();
+      if (cuts.ndim() != 1) throw py::value_error("cut arrays must be 1-d");
+      keep.push_back(cuts);
+      level.cuts = cuts.data();
+      level.n = static_cast<std::size_t>(cuts.size());
+    }
+    lv.push_back(std::move(level));
   }
   const std::int64_t* as = nullptr;
   const std::int64_t* cm = nullptr;
@@ -123,7 +133,7 @@ void register_chunking(py::module_& m) {
         py::arg("size"), py::arg("atom_starts") = py::none(), py::arg("cum") = py::none(),
         py::arg("keep_oversize") = false,
         "Recursive greedy packing of each (lo, hi) range under size (chars, or tokens when atom_starts/cum "
-        "are given) over levels of (sorted cut offsets, separator length); returns untrimmed (K, 2) spans.");
+        "are given) over levels (a separator str, or a sorted array of cut offsets); returns untrimmed (K, 2) spans.");
 }
 
 }  // namespace momoka::bindings

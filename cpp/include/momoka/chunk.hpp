@@ -68,14 +68,16 @@ std::vector<std::int64_t> find_all(const CharT* s, std::size_t lo, std::size_t h
   return out;
 }
 
-// One level of the separator hierarchy: sorted cut offsets over the whole
-// text; a cut c is used inside [lo, hi) only when lo + sep_len <= c and
-// lo < c < hi (the separator itself lies inside the range; sep_len is 0 for
-// sentence or paragraph starts).
+// One level of the separator hierarchy. Either sorted cut offsets over the
+// whole text (sentence or paragraph starts; sep_len 0), or a separator
+// string searched on demand inside the range being split (a cut right after
+// each occurrence lying inside the range). A cut c is used inside [lo, hi)
+// only when lo < c < hi.
 struct CutLevel {
   const std::int64_t* cuts = nullptr;
   std::size_t n = 0;
   std::int64_t sep_len = 0;
+  std::vector<std::uint32_t> pattern;  // non-empty: search this string instead of using cuts
 };
 
 // Greedy recursive packing (see python/momoka/chunking/_engine.py, whose
@@ -133,19 +135,36 @@ class RecursivePacker {
     out.push_back(b);
   }
 
+  // Per-boundary values: size(B[i]..B[j]) == hi[j] - lo[i]. Boundaries are
+  // sorted, so token counts come from one forward walk over the atoms.
+  void values(const std::vector<std::int64_t>& B, std::vector<std::int64_t>& lo,
+              std::vector<std::int64_t>& hi) const {
+    lo.resize(B.size());
+    hi.resize(B.size());
+    if (atoms_) {
+      std::size_t p = static_cast<std::size_t>(std::lower_bound(atoms_, atoms_ + n_atoms_, B[0]) - atoms_);
+      for (std::size_t k = 0; k < B.size(); ++k) {
+        while (p < n_atoms_ && atoms_[p] < B[k]) ++p;
+        lo[k] = hi[k] = cum_[p];
+      }
+      return;
+    }
+    for (std::size_t k = 0; k < B.size(); ++k) {
+      lo[k] = first_nonws(B[k]);
+      hi[k] = last_nonws_end(B[k]);
+    }
+  }
+
   // Greedy join of the pieces of B; pieces too big alone go to split(level).
   void pack(const std::vector<std::int64_t>& B, std::size_t level, bool hard) {
     const std::size_t m = B.size() - 1;
-    std::vector<std::int64_t> lo(B.size()), hi(B.size());
-    for (std::size_t k = 0; k < B.size(); ++k) {
-      lo[k] = lo_val(B[k]);
-      hi[k] = hi_val(B[k]);
-    }
+    std::vector<std::int64_t> lo, hi;
+    values(B, lo, hi);
     std::size_t i = 0;
     while (i < m) {
       const std::int64_t limit = lo[i] + size_;
       // last j with hi[j] <= limit (hi is non-decreasing)
-      std::size_t j = static_cast<std::size_t>(std::upper_bound(hi.begin(), hi.end(), limit) - hi.begin());
+      std::size_t j = static_cast<std::size_t>(std::upper_bound(hi.begin() + i, hi.end(), limit) - hi.begin());
       j = j == 0 ? 0 : j - 1;
       if (j > m) j = m;
       if (j <= i) {
@@ -160,6 +179,33 @@ class RecursivePacker {
       emit(B[i], B[j]);
       i = j;
     }
+  }
+
+  // Cuts of one level strictly inside (lo, hi), sorted and unique, framed by lo and hi.
+  bool level_bounds(const CutLevel& L, std::int64_t lo, std::int64_t hi, std::vector<std::int64_t>& B) const {
+    B.clear();
+    B.push_back(lo);
+    if (!L.pattern.empty()) {
+      const std::size_t len = L.pattern.size();
+      const std::uint32_t first = L.pattern[0];
+      for (std::int64_t i = lo; i + static_cast<std::int64_t>(len) < hi + 1; ++i) {
+        if (static_cast<std::uint32_t>(s_[i]) != first) continue;
+        std::size_t j = 1;
+        while (j < len && static_cast<std::uint32_t>(s_[i + static_cast<std::int64_t>(j)]) == L.pattern[j]) ++j;
+        if (j < len) continue;
+        const std::int64_t c = i + static_cast<std::int64_t>(len);
+        if (c > lo && c < hi && c != B.back()) B.push_back(c);
+      }
+    } else {
+      const std::int64_t* a = std::upper_bound(L.cuts, L.cuts + L.n, lo);
+      const std::int64_t* b = std::lower_bound(L.cuts, L.cuts + L.n, hi);
+      for (const std::int64_t* c = a; c < b; ++c) {
+        if (*c != B.back()) B.push_back(*c);
+      }
+    }
+    if (B.size() == 1) return false;
+    B.push_back(hi);
+    return true;
   }
 
   void hard_split(std::int64_t lo, std::int64_t hi) {
@@ -199,19 +245,9 @@ class RecursivePacker {
       emit(lo, hi);
       return;
     }
+    std::vector<std::int64_t> B;
     for (; level < levels_.size(); ++level) {
-      const CutLevel& L = levels_[level];
-      const std::int64_t first = std::max(lo + 1, lo + L.sep_len);
-      const std::int64_t* a = std::lower_bound(L.cuts, L.cuts + L.n, first);
-      const std::int64_t* b = std::lower_bound(L.cuts, L.cuts + L.n, hi);
-      if (a >= b) continue;
-      std::vector<std::int64_t> B;
-      B.reserve(static_cast<std::size_t>(b - a) + 2);
-      B.push_back(lo);
-      for (const std::int64_t* c = a; c < b; ++c) {
-        if (*c != B.back()) B.push_back(*c);
-      }
-      B.push_back(hi);
+      if (!level_bounds(levels_[level], lo, hi, B)) continue;
       pack(B, level + 1, false);
       return;
     }

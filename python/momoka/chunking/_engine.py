@@ -262,15 +262,12 @@ class Splitter:
 
         self.pack(B, size, out, oversize=oversize)
 
-    def level_cuts(self, sep: str) -> tuple[np.ndarray, int]:
-        """All cut offsets of one separator over the whole text, with its length (0 for SENTENCE/PARAGRAPH)."""
+    def level_cuts(self, sep: str):
+        """A level for the native packer: sentence/paragraph starts as an array, else the separator itself."""
         if sep == SENTENCE or sep == PARAGRAPH:
             spans = self.doc.sentences if sep == SENTENCE else self.doc.paragraphs
-            starts = np.ascontiguousarray(np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 0])
-            return starts, 0
-        occ = _native_find(self.text, sep, 0, self.n)
-        occ += len(sep)
-        return occ, len(sep)
+            return np.ascontiguousarray(np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 0])
+        return sep
 
     def split_ranges(self, ranges: list, seps: tuple, size: int, keep_oversize: bool = False):
         """Recursive splitting of each (lo, hi) range, in order (native when built).
@@ -278,7 +275,7 @@ class Splitter:
         With ``keep_oversize``, a piece still too big after the last separator
         is kept whole instead of being cut by characters or tokens.
         """
-        if _native_pack is not None and _native_find is not None:
+        if _native_pack is not None:
             levels = [self.level_cuts(sep) for sep in seps]
             if self.unit == "chars":
                 starts = cum = None
