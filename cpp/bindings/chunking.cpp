@@ -32,6 +32,14 @@ py::array_t<std::int64_t> word_starts(py::handle text) {
   return vec_to_array(v);
 }
 
+py::tuple word_ids(py::handle text) {
+  auto w = visit_str(text, [](const auto* p, std::size_t n) {
+    py::gil_scoped_release release;
+    return momoka::chunk::word_ids(p, n);
+  });
+  return py::make_tuple(vec_to_array(w.starts), vec_to_array(w.ends), vec_to_array(w.ids), vec_to_array(w.first));
+}
+
 py::tuple trim_bounds(py::handle text, py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> cuts) {
   if (cuts.ndim() != 1) throw py::value_error("cuts must be a 1-d array of offsets");
   const auto m = static_cast<std::size_t>(cuts.size());
@@ -124,6 +132,9 @@ py::array_t<std::int64_t> recursive_pack(py::handle text, I64Array ranges, py::l
 void register_chunking(py::module_& m) {
   m.def("chunk_word_starts", &word_starts, py::arg("text"),
         "Start offsets (int64) of the maximal non-whitespace runs of text (whitespace as str.isspace).");
+  m.def("chunk_word_ids", &word_ids, py::arg("text"),
+        "Words of text (maximal non-whitespace runs) as (starts, ends, ids, first): ids[k] numbers word k "
+        "by distinct content in order of first appearance; first[d] is the word index of distinct word d.");
   m.def("chunk_trim_bounds", &trim_bounds, py::arg("text"), py::arg("cuts"),
         "For each cut offset: (first non-whitespace offset at or after it, one past the last "
         "non-whitespace offset before it), as two int64 arrays.");

@@ -84,3 +84,31 @@ def test_structure_python_fallback(text, size):
     finally:
         mp.undo()
     assert fast == slow
+
+
+@native
+@settings(max_examples=60, deadline=None)
+@given(doc_text)
+def test_word_ids_match_python_words(text):
+    starts, ends, ids, first = _core.chunk_word_ids(text)
+    words = text.split()
+    assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == words
+    order = list(dict.fromkeys(words))  # distinct words in order of first appearance
+    assert ids.tolist() == [order.index(w) for w in words]
+    assert [words[k] for k in first.tolist()] == order
+
+
+@native
+@settings(max_examples=30, deadline=None)
+@given(doc_text, st.integers(1, 12))
+def test_word_counting_fallback_same_chunks(text, size):
+    doc = Document(text)
+    ch = FixedChunker(size, tokenizer=list)  # one token per character of each word
+    fast = ch.spans(doc).tolist()
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(_tokens, "_native_word_ids", None)
+        slow = ch.spans(doc).tolist()
+    finally:
+        mp.undo()
+    assert fast == slow

@@ -68,6 +68,67 @@ std::vector<std::int64_t> find_all(const CharT* s, std::size_t lo, std::size_t h
   return out;
 }
 
+// Words (maximal non-whitespace runs) with an id per distinct word: ids[k]
+// is the index of word k's first occurrence among the distinct words, in
+// order of first appearance. Equal words are found by hashing and confirmed
+// by comparing code units, so the ids are exact.
+struct WordIds {
+  std::vector<std::int64_t> starts, ends, ids;
+  std::vector<std::int64_t> first;  // word index of each distinct word's first occurrence
+};
+
+template <class CharT>
+WordIds word_ids(const CharT* s, std::size_t n) {
+  WordIds w;
+  std::size_t i = 0;
+  while (i < n) {
+    while (i < n && is_space(static_cast<std::uint32_t>(s[i]))) ++i;
+    if (i >= n) break;
+    std::size_t j = i;
+    while (j < n && !is_space(static_cast<std::uint32_t>(s[j]))) ++j;
+    w.starts.push_back(static_cast<std::int64_t>(i));
+    w.ends.push_back(static_cast<std::int64_t>(j));
+    i = j;
+  }
+  const std::size_t nw = w.starts.size();
+  w.ids.resize(nw);
+  // open addressing on a 64-bit FNV-1a hash
+  std::size_t cap = 16;
+  while (cap < nw * 2) cap <<= 1;
+  std::vector<std::int64_t> slot(cap, -1);  // distinct-word index
+  std::vector<std::uint64_t> slot_hash(cap, 0);
+  for (std::size_t k = 0; k < nw; ++k) {
+    const CharT* p = s + w.starts[k];
+    const std::size_t len = static_cast<std::size_t>(w.ends[k] - w.starts[k]);
+    std::uint64_t h = 1469598103934665603ULL;
+    for (std::size_t t = 0; t < len; ++t) {
+      h ^= static_cast<std::uint64_t>(p[t]);
+      h *= 1099511628211ULL;
+    }
+    std::size_t pos = static_cast<std::size_t>(h) & (cap - 1);
+    while (true) {
+      const std::int64_t d = slot[pos];
+      if (d < 0) {
+        slot[pos] = static_cast<std::int64_t>(w.first.size());
+        slot_hash[pos] = h;
+        w.ids[k] = static_cast<std::int64_t>(w.first.size());
+        w.first.push_back(static_cast<std::int64_t>(k));
+        break;
+      }
+      if (slot_hash[pos] == h) {
+        const std::size_t f = static_cast<std::size_t>(w.first[static_cast<std::size_t>(d)]);
+        const std::size_t flen = static_cast<std::size_t>(w.ends[f] - w.starts[f]);
+        if (flen == len && std::equal(p, p + len, s + w.starts[f])) {
+          w.ids[k] = d;
+          break;
+        }
+      }
+      pos = (pos + 1) & (cap - 1);
+    }
+  }
+  return w;
+}
+
 // One level of the separator hierarchy. Either sorted cut offsets over the
 // whole text (sentence or paragraph starts; sep_len 0), or a separator
 // string searched on demand inside the range being split (a cut right after

@@ -32,6 +32,7 @@ from ..errors import ConfigError
 
 # Native kernels (cpp/include/momoka/chunk.hpp); numpy fallbacks below.
 _native_word_starts = getattr(_core, "chunk_word_starts", None)
+_native_word_ids = getattr(_core, "chunk_word_ids", None)
 
 # Whitespace exactly as ``str.isspace`` (and ``str.split()``) define it. No
 # code point above U+3000 is whitespace, so a table of 0x3002 entries with
@@ -154,14 +155,22 @@ class _WhitespaceSource(TokenSource):
         return len(text.split())
 
 
-def _word_weights(text: str, starts: np.ndarray, count_unique: Callable[[list[str]], list[int]]) -> np.ndarray:
+def _word_atoms(text: str, count_unique: Callable[[list[str]], list[int]]) -> Atoms:
+    """Word starts weighted by each word's token count, counting each distinct word once."""
+    if _native_word_ids is not None:
+        starts, ends, ids, first = _native_word_ids(text)
+        fs, fe = starts[first].tolist(), ends[first].tolist()
+        uniq = [text[a:b] for a, b in zip(fs, fe)]
+        counts = np.asarray(count_unique(uniq), dtype=np.int64).reshape(-1)
+        return Atoms(starts, counts[ids] if ids.size else np.zeros(0, dtype=np.int64))
+    starts = word_starts(text)
     words = text.split()
     if len(words) != starts.size:  # cannot happen: same definition of whitespace
         raise ConfigError("internal error: word split and word offsets disagree")
     uniq = list(dict.fromkeys(words))
     counts = count_unique(uniq)
     table = dict(zip(uniq, counts))
-    return np.fromiter(map(table.__getitem__, words), dtype=np.int64, count=len(words))
+    return Atoms(starts, np.fromiter(map(table.__getitem__, words), dtype=np.int64, count=len(words)))
 
 
 _WORD_SAFE_PRETOKENIZERS = {"Whitespace", "WhitespaceSplit", "BertPreTokenizer"}
@@ -184,8 +193,7 @@ class _HFSource(TokenSource):
 
     def atoms(self, text: str) -> Atoms:
         if self.word_safe:
-            starts = word_starts(text)
-            return Atoms(starts, _word_weights(text, starts, self._count_unique))
+            return _word_atoms(text, self._count_unique)
         return self._atoms_by_offsets(text)
 
     def _atoms_by_offsets(self, text: str) -> Atoms:
@@ -259,8 +267,7 @@ class _CallableSource(TokenSource):
         return [self._one(w) for w in words]
 
     def atoms(self, text: str) -> Atoms:
-        starts = word_starts(text)
-        return Atoms(starts, _word_weights(text, starts, self._count_unique))
+        return _word_atoms(text, self._count_unique)
 
     def count(self, text: str) -> int:
         return self._one(text)
