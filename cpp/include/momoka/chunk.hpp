@@ -80,6 +80,8 @@ struct WordIds {
 template <class CharT>
 WordIds word_ids(const CharT* s, std::size_t n) {
   WordIds w;
+  w.starts.reserve(n / 6 + 16);
+  w.ends.reserve(n / 6 + 16);
   std::size_t i = 0;
   while (i < n) {
     while (i < n && is_space(static_cast<std::uint32_t>(s[i]))) ++i;
@@ -92,11 +94,19 @@ WordIds word_ids(const CharT* s, std::size_t n) {
   }
   const std::size_t nw = w.starts.size();
   w.ids.resize(nw);
-  // open addressing on a 64-bit FNV-1a hash
-  std::size_t cap = 16;
-  while (cap < nw * 2) cap <<= 1;
-  std::vector<std::int64_t> slot(cap, -1);  // distinct-word index
-  std::vector<std::uint64_t> slot_hash(cap, 0);
+  // open addressing on a 64-bit FNV-1a hash; the table grows with the number
+  // of distinct words (small, cache-resident), not with the number of words
+  struct Slot {
+    std::uint64_t hash;
+    std::int64_t id;  // -1: empty
+  };
+  std::size_t cap = 1024;
+  std::vector<Slot> table(cap, Slot{0, -1});
+  auto insert_slot = [&](std::vector<Slot>& t, std::uint64_t h, std::int64_t id) {
+    std::size_t pos = static_cast<std::size_t>(h) & (t.size() - 1);
+    while (t[pos].id >= 0) pos = (pos + 1) & (t.size() - 1);
+    t[pos] = Slot{h, id};
+  };
   for (std::size_t k = 0; k < nw; ++k) {
     const CharT* p = s + w.starts[k];
     const std::size_t len = static_cast<std::size_t>(w.ends[k] - w.starts[k]);
@@ -107,19 +117,26 @@ WordIds word_ids(const CharT* s, std::size_t n) {
     }
     std::size_t pos = static_cast<std::size_t>(h) & (cap - 1);
     while (true) {
-      const std::int64_t d = slot[pos];
-      if (d < 0) {
-        slot[pos] = static_cast<std::int64_t>(w.first.size());
-        slot_hash[pos] = h;
-        w.ids[k] = static_cast<std::int64_t>(w.first.size());
+      const Slot& sl = table[pos];
+      if (sl.id < 0) {
+        const auto id = static_cast<std::int64_t>(w.first.size());
+        w.ids[k] = id;
         w.first.push_back(static_cast<std::int64_t>(k));
+        table[pos] = Slot{h, id};
+        if (w.first.size() * 2 > cap) {  // keep the load under 1/2
+          cap <<= 1;
+          std::vector<Slot> bigger(cap, Slot{0, -1});
+          for (const Slot& o : table)
+            if (o.id >= 0) insert_slot(bigger, o.hash, o.id);
+          table.swap(bigger);
+        }
         break;
       }
-      if (slot_hash[pos] == h) {
-        const std::size_t f = static_cast<std::size_t>(w.first[static_cast<std::size_t>(d)]);
+      if (sl.hash == h) {
+        const std::size_t f = static_cast<std::size_t>(w.first[static_cast<std::size_t>(sl.id)]);
         const std::size_t flen = static_cast<std::size_t>(w.ends[f] - w.starts[f]);
         if (flen == len && std::equal(p, p + len, s + w.starts[f])) {
-          w.ids[k] = d;
+          w.ids[k] = sl.id;
           break;
         }
       }
