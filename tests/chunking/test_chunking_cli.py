@@ -72,6 +72,27 @@ def test_errors_give_one_line_and_exit_2(tmp_path, capsys, content, args):
     assert err.startswith("momoka: error:") and "\n" not in err
 
 
+def test_tokenizer_file(tmp_path, txt, capsys, wordlevel_tokenizer):
+    tj = tmp_path / "tok.json"
+    wordlevel_tokenizer.save(str(tj))
+    assert main(["chunk", str(txt), "--method", "fixed", "--size", "3", "--tokenizer", str(tj), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    for r in rows:
+        assert TEXT[r["start"] : r["end"]] == r["text"]
+        assert len(wordlevel_tokenizer.encode(r["text"], add_special_tokens=False).ids) <= 3 or " " not in r["text"]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    for args in (
+        ["--tokenizer", str(bad)],  # malformed tokenizer file
+        ["--tokenizer", str(tmp_path / "missing.json")],  # missing tokenizer file
+        ["--tokenizer", str(tj), "--unit", "chars"],  # a tokenizer makes no sense with chars
+        ["--tokenizer", str(tj), "--method", "sentence"],  # the sentence chunker counts sentences
+    ):
+        assert main(["chunk", str(txt), *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("momoka: error:") and "\n" not in err
+
+
 def test_unknown_method_is_rejected_by_the_parser(txt, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["chunk", str(txt), "--method", "nope"])

@@ -31,6 +31,12 @@ def register(subparsers) -> None:
     p.add_argument("--size", type=int, default=None, help="chunk size (tokens or chars; sentences for 'sentence')")
     p.add_argument("--overlap", type=int, default=None, help="overlap between chunks (fixed, sentence)")
     p.add_argument("--unit", choices=("tokens", "chars"), default=None, help="size unit (default: tokens)")
+    p.add_argument(
+        "--tokenizer",
+        metavar="JSON",
+        default=None,
+        help="count tokens with this tokenizers.Tokenizer file (tokenizer.json; default: whitespace tokens)",
+    )
     p.add_argument("--format", choices=("text", "markdown", "html"), default=None, help="override the parser")
     p.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     p.set_defaults(func=run)
@@ -50,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"is a directory, not a file: {args.file}") from None
     except PermissionError:
         raise InputError(f"cannot read {args.file}: permission denied") from None
-    chunker = get_chunker(args.method, size=args.size, overlap=args.overlap, unit=args.unit)
+    tokenizer = _load_tokenizer(args.tokenizer) if args.tokenizer else None
+    chunker = get_chunker(args.method, size=args.size, overlap=args.overlap, unit=args.unit, tokenizer=tokenizer)
     chunks = chunker(doc)
     out = sys.stdout
     if args.json:
@@ -63,3 +70,22 @@ def run(args: argparse.Namespace) -> int:
             out.write(head + (f"  section {section}" if section else "") + "\n")
             out.write("    " + c.text.replace("\n", "\n    ") + "\n\n")
     return 0
+
+
+def _load_tokenizer(path: str):
+    """A ``tokenizers.Tokenizer`` from a tokenizer.json file, or a momoka error saying why not."""
+    from pathlib import Path
+
+    from ..errors import ConfigError, InputError
+
+    if not Path(path).is_file():
+        raise InputError(f"no such tokenizer file: {path}")
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise ConfigError("--tokenizer needs the 'tokenizers' package (pip install tokenizers)") from None
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception for malformed files
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"cannot load tokenizer {path}: {msg}") from None
