@@ -82,3 +82,28 @@ def test_whitespace_tokenizer_spans_and_count():
     text = " ab\u3000c\xa0d  東京 "
     assert tok(text) == len(text.split()) == 4
     assert tok.spans(text).tolist() == [[1, 3], [4, 5], [6, 7], [9, 11]]
+
+
+def test_transformers_like_callable_and_encode_objects():
+    text = "aa bbb c dddd ee"
+    d = Document(text)
+    expected = FixedChunker(6, tokenizer=list).spans(d).tolist()  # one token per character
+
+    def batch_encoding(s):  # what a transformers tokenizer returns when called
+        return {"input_ids": list(s), "attention_mask": [1] * len(s)}
+
+    class Encoder:  # an object with encode() only, like a tiktoken Encoding
+        def encode(self, s):
+            return list(s)
+
+    assert FixedChunker(6, tokenizer=batch_encoding).spans(d).tolist() == expected
+    assert FixedChunker(6, tokenizer=Encoder()).spans(d).tolist() == expected
+
+
+def test_mapping_without_input_ids_is_rejected():
+    import pytest
+
+    from momoka.errors import ConfigError
+
+    with pytest.raises(ConfigError):  # a mapping that is not a tokenizer output
+        FixedChunker(3, tokenizer=lambda s: {"tokens": s.split()})(Document("a b c"))

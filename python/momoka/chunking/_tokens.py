@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -252,6 +253,10 @@ class _CallableSource(TokenSource):
             raise ConfigError(
                 f"tokenizer callable returned a {type(out).__name__}; expected an int or a sequence of tokens"
             )
+        if isinstance(out, Mapping):  # e.g. a transformers tokenizer's BatchEncoding
+            if "input_ids" not in out:
+                raise ConfigError("tokenizer callable returned a mapping without 'input_ids'")
+            out = out["input_ids"]
         if isinstance(out, (int, np.integer)):
             if out < 0:
                 raise ConfigError(f"tokenizer callable returned a negative count ({out})")
@@ -273,17 +278,29 @@ class _CallableSource(TokenSource):
         return self._one(text)
 
 
+def _is_hf_tokenizer(obj: Any) -> bool:
+    try:
+        import tokenizers
+    except ImportError:
+        return False
+    return isinstance(obj, tokenizers.Tokenizer)
+
+
 def resolve_tokenizer(tokenizer: Any) -> TokenSource:
     """Turn ``None`` (whitespace), a ``tokenizers.Tokenizer`` or a callable into a :class:`TokenSource`."""
     if tokenizer is None or isinstance(tokenizer, WhitespaceTokenizer):
         return _WhitespaceSource(tokenizer)
     if isinstance(tokenizer, TokenSource):
         return tokenizer
-    if hasattr(tokenizer, "encode_batch") and hasattr(tokenizer, "encode"):
+    if _is_hf_tokenizer(tokenizer):
         return _HFSource(tokenizer)
     if callable(tokenizer):
         return _CallableSource(tokenizer)
+    encode = getattr(tokenizer, "encode_ordinary", None) or getattr(tokenizer, "encode", None)
+    if callable(encode):  # e.g. a tiktoken Encoding: count the tokens it returns
+        return _CallableSource(encode)
     raise ConfigError(
-        f"tokenizer must be a tokenizers.Tokenizer or a callable str -> int / str -> list, "
+        f"tokenizer must be a tokenizers.Tokenizer, a callable str -> int / str -> list, "
+        f"or an object with an encode(str) method, "
         f"not {type(tokenizer).__name__}"
     )
