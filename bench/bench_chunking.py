@@ -5,7 +5,7 @@ Inputs:
     repeated, blank-line separated, to about 5 MB;
   * repetitive: its first paragraph repeated 3000 times (offset check).
 
-Character-based chunking uses 1000-character chunks; token-counted chunking
+Character-based chunking uses 1000- and 4000-character chunks; token-counted chunking
 uses 256-token chunks with ONE tokenizer for everyone: a ``tokenizers``
 word-level tokenizer (WhitespaceSplit) trained in-process on the document.
 Peers that cannot be imported are skipped. Prints MB/s for each and each
@@ -25,11 +25,13 @@ from momoka.chunking import FixedChunker, RecursiveChunker
 from momoka.text import Document
 
 CHARS = 1000
+CHAR_SIZES = (1000, 4000)
 TOKENS = 256
 TARGET_BYTES = 5_000_000
 LC_SEPARATORS = ("\n\n", "\n", " ")  # langchain's defaults, minus the empty string
 
-RESULTS: dict[str, dict[str, float]] = {"chars": {}, "tokens": {}}
+RESULTS: dict[str, dict[str, float]] = {f"chars-{n}": {} for n in CHAR_SIZES}
+RESULTS["tokens"] = {}
 OFFSETS: dict[str, str] = {}
 
 
@@ -71,13 +73,13 @@ def report():
     yield
     mb = REPORT_MB.get("mb", 0.0)
     print(f"\n\nchunking throughput on {mb:.1f} MB of real text (MB/s = UTF-8 megabytes per second, best round)")
-    for kind in ("chars", "tokens"):
-        res = RESULTS[kind]
+    for kind, res in RESULTS.items():
         if not res:
             continue
         peers = {k: v for k, v in res.items() if not k.startswith("momoka")}
         best_peer = max(peers.items(), key=lambda kv: kv[1]) if peers else None
-        print(f"\n  {kind}-based ({CHARS if kind == 'chars' else TOKENS} {kind} per chunk)")
+        unit, _, n = kind.partition("-")
+        print(f"\n  {unit}-based ({n or TOKENS} {unit} per chunk)")
         for name, v in sorted(res.items(), key=lambda kv: -kv[1]):
             ratio = f"  x{v / best_peer[1]:.2f} vs {best_peer[0]}" if best_peer and name.startswith("momoka") else ""
             print(f"    {name:48s} {v:9.1f} MB/s{ratio}")
@@ -102,20 +104,21 @@ def _run(benchmark, kind: str, name: str, text: str, fn, rounds: int = 3):
 # -- momoka ---------------------------------------------------------------------
 
 MOMOKA_CHARS = {
-    "momoka recursive (langchain separators), spans": lambda: RecursiveChunker(
-        CHARS, separators=LC_SEPARATORS, unit="chars"
+    "momoka recursive (langchain separators), spans": lambda n: RecursiveChunker(
+        n, separators=LC_SEPARATORS, unit="chars"
     ),
-    "momoka recursive (default: + sentences), spans": lambda: RecursiveChunker(CHARS, unit="chars"),
-    "momoka fixed, spans": lambda: FixedChunker(CHARS, unit="chars"),
+    "momoka recursive (default: + sentences), spans": lambda n: RecursiveChunker(n, unit="chars"),
+    "momoka fixed, spans": lambda n: FixedChunker(n, unit="chars"),
 }
 
 
+@pytest.mark.parametrize("size", CHAR_SIZES)
 @pytest.mark.parametrize("name", list(MOMOKA_CHARS))
-def test_momoka_chars(benchmark, real_text, name):
-    chunker = MOMOKA_CHARS[name]()
+def test_momoka_chars(benchmark, real_text, name, size):
+    chunker = MOMOKA_CHARS[name](size)
     needs_sentences = "sentences" in name
     # Document(text) is free; sentences (native segmenter) are computed when needed, inside the timing
-    _run(benchmark, "chars", name, real_text, lambda: chunker.spans(_fresh(real_text, needs_sentences)))
+    _run(benchmark, f"chars-{size}", name, real_text, lambda: chunker.spans(_fresh(real_text, needs_sentences)))
 
 
 def _fresh(text: str, sentences: bool) -> Document:
@@ -128,7 +131,7 @@ def _fresh(text: str, sentences: bool) -> Document:
 def test_momoka_chars_chunk_objects(benchmark, real_text):
     chunker = RecursiveChunker(CHARS, separators=LC_SEPARATORS, unit="chars")
     # full output: Chunk objects with paragraph/sentence/section indices (segmentation included)
-    _run(benchmark, "chars", "momoka recursive (langchain seps), Chunk objects", real_text, lambda: chunker(Document(real_text)))
+    _run(benchmark, f"chars-{CHARS}", "momoka recursive (langchain seps), Chunk objects", real_text, lambda: chunker(Document(real_text)))
 
 
 MOMOKA_TOKENS = {
@@ -150,26 +153,30 @@ def test_momoka_tokens(benchmark, real_text, tok, name):
 # -- peers ----------------------------------------------------------------------
 
 
-def test_langchain_chars(benchmark, real_text):
+@pytest.mark.parametrize("size", CHAR_SIZES)
+def test_langchain_chars(benchmark, real_text, size):
     lts = pytest.importorskip("langchain_text_splitters")
-    sp = lts.RecursiveCharacterTextSplitter(chunk_size=CHARS, chunk_overlap=0)
-    _run(benchmark, "chars", "langchain RecursiveCharacterTextSplitter", real_text, lambda: sp.split_text(real_text))
+    sp = lts.RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0)
+    name = "langchain RecursiveCharacterTextSplitter"
+    _run(benchmark, f"chars-{size}", name, real_text, lambda: sp.split_text(real_text))
 
 
-def test_chonkie_chars(benchmark, real_text):
+@pytest.mark.parametrize("size", CHAR_SIZES)
+def test_chonkie_chars(benchmark, real_text, size):
     chonkie = pytest.importorskip("chonkie")
-    ch = chonkie.RecursiveChunker(tokenizer="character", chunk_size=CHARS)
-    _run(benchmark, "chars", "chonkie RecursiveChunker", real_text, lambda: ch(real_text))
+    ch = chonkie.RecursiveChunker(tokenizer="character", chunk_size=size)
+    _run(benchmark, f"chars-{size}", "chonkie RecursiveChunker", real_text, lambda: ch(real_text))
 
 
-def test_semchunk_chars(benchmark, real_text):
+@pytest.mark.parametrize("size", CHAR_SIZES)
+def test_semchunk_chars(benchmark, real_text, size):
     semchunk = pytest.importorskip("semchunk")
     _run(
         benchmark,
-        "chars",
+        f"chars-{size}",
         "semchunk (len)",
         real_text,
-        lambda: semchunk.chunk(real_text, CHARS, len, offsets=True, memoize=False),
+        lambda: semchunk.chunk(real_text, size, len, offsets=True, memoize=False),
         rounds=1,
     )
 
