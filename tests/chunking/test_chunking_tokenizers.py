@@ -107,3 +107,21 @@ def test_mapping_without_input_ids_is_rejected():
 
     with pytest.raises(ConfigError):  # a mapping that is not a tokenizer output
         FixedChunker(3, tokenizer=lambda s: {"tokens": s.split()})(Document("a b c"))
+
+
+@SETTINGS
+@given(text=doc_text, size=st.integers(2, 12), overlap=st.integers(0, 11))
+def test_bytelevel_fixed_with_overlap(bytelevel_tokenizer, text, size, overlap):
+    # byte-level BPE gives several tokens per CJK character (weighted atoms); overlap on top
+    overlap = overlap % size
+    tok = bytelevel_tokenizer
+    doc = Document(text)
+    chunks = FixedChunker(size, overlap=overlap, tokenizer=tok)(doc)
+    check_tiling(text, chunks, overlap=overlap > 0)
+    enc = tok.encode(text, add_special_tokens=False)
+    starts = [a for a, b in enc.offsets if b > a]
+    for c in chunks:
+        inside = sum(1 for s in starts if c.start <= s < c.end)
+        first = min((s for s in starts if s >= c.start), default=c.start)
+        alone = sum(1 for s in starts if s == first)  # tokens sharing the chunk's first offset
+        assert inside <= size or inside == alone  # only one oversized character may exceed
