@@ -112,3 +112,22 @@ def test_word_counting_fallback_same_chunks(text, size):
     finally:
         mp.undo()
     assert fast == slow
+
+
+@native
+@settings(max_examples=30, deadline=None)
+@given(doc_text, st.integers(2, 12), st.integers(0, 11))
+def test_offsets_tokenizer_fallback_same_chunks(bytelevel_tokenizer, text, size, overlap):
+    overlap = overlap % size
+    doc = Document(text)
+    ch = FixedChunker(size, overlap=overlap, tokenizer=bytelevel_tokenizer)
+    fast = ch.spans(doc).tolist()
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(_tokens, "_native_trim", None)
+        mp.setattr(_engine, "_native_trim", None)
+        mp.setattr(_engine, "_native_pack", None)
+        slow = ch.spans(doc).tolist()
+    finally:
+        mp.undo()
+    assert fast == slow

@@ -34,6 +34,7 @@ from ..errors import ConfigError
 # Native kernels (cpp/include/momoka/chunk.hpp); numpy fallbacks below.
 _native_word_starts = getattr(_core, "chunk_word_starts", None)
 _native_word_ids = getattr(_core, "chunk_word_ids", None)
+_native_trim = getattr(_core, "chunk_trim_bounds", None)
 
 # Whitespace exactly as ``str.isspace`` (and ``str.split()``) define it. No
 # code point above U+3000 is whitespace, so a table of 0x3002 entries with
@@ -226,6 +227,16 @@ class _HFSource(TokenSource):
             offs = offs[offs[:, 1] > offs[:, 0]]  # drop empty (special) tokens
             parts.append(offs[:, 0] + base)
         starts = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        # a token starting on whitespace (a lone space token, or a word token
+        # carrying its leading space) is counted from the next non-whitespace
+        # character, so every atom, hence every cut, starts on text
+        if _native_trim is not None:
+            starts = _native_trim(text, starts)[0]
+        else:
+            ws = whitespace_mask(text)
+            nonws = np.flatnonzero(~ws)
+            idx = np.searchsorted(nonws, starts, side="left")
+            starts = np.where(idx < nonws.size, nonws[np.minimum(idx, nonws.size - 1)], n)
         # several tokens may start at one offset (bytes of one character)
         first = np.ones(starts.size, dtype=bool)
         np.not_equal(starts[1:], starts[:-1], out=first[1:])
