@@ -145,3 +145,11 @@ def test_bad_arguments(tiny_docs, word_embedder):
         tr.retrieve("apples", k=0)
     with pytest.raises(InputError):  # a bare string where a list of queries is expected
         tr.retrieve_batch("apples", k=1)
+
+
+def test_keys_agree_with_momoka_map():
+    # the Trail retriever reads what Momoka-Map writes
+    from momoka.methods.momoka import map as mmap
+    from momoka.methods.momoka import trail
+
+    assert (trail.PATH_KEY, trail.TITLE_KEY, trail.SEPARATOR) == (mmap.PATH_KEY, mmap.TITLE_KEY, mmap.PATH_SEPARATOR)

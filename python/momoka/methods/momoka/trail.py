@@ -55,9 +55,10 @@ __all__ = [
 #: Separator between the title and the members of a composite candidate.
 SEPARATOR = "\n\n"
 
-#: Chunk-record metadata key holding a chunk's path as chunk indices within its document.
+#: Chunk-record metadata key holding a chunk's path as chunk indices within its document
+#: (the key Momoka-Map writes, ``momoka.methods.momoka.map.PATH_KEY``).
 PATH_KEY = "momoka_path"
-#: Document metadata key holding the generated title T_D.
+#: Document metadata key holding the title T_D (``momoka.methods.momoka.map.TITLE_KEY``).
 TITLE_KEY = "momoka_title"
 #: Manifest ``extra`` key under which the path settings are recorded.
 MANIFEST_KEY = "momoka_map"
@@ -188,6 +189,9 @@ def store_has_paths(store: Any) -> bool:
     """Whether ``store`` (a :class:`momoka.index.Store`) holds Momoka-Map paths for its chunks."""
     extra = (store.manifest.get("extra") or {}) if isinstance(store.manifest, dict) else {}
     if extra.get(MANIFEST_KEY):
+        return True
+    enrich = extra.get("enrich")  # written by an index built with MomokaMap as its enrich hook
+    if isinstance(enrich, dict) and enrich.get("method") == "momoka-map":
         return True
     if not store.chunks:
         return False
