@@ -54,7 +54,7 @@ def sensitivity(data_dir: Path, name: str, limit: int) -> tuple[str, list[dict]]
             d = {"iterations": it, "rollout": ro, "paths_seconds": how["seconds"],
                  "mean_path_len": how["mean_path_len"], "seconds_per_question": dt, "sums": rep.sums}
             out.append(d)
-            rows.append([f"momoka", str(it), str(ro)]
+            rows.append(["momoka", str(it), str(ro)]
                         + [f"{rep.sums[m] * (100 if m in ('recall', 'precision') else 1):.2f}"
                            for m in ("recall", "precision", "mrr", "f1")]
                         + [f"{how['seconds']:.2f}", f"{how['mean_path_len']:.2f}"])

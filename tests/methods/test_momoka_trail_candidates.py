@@ -65,7 +65,7 @@ def test_candidates_random_against_reference():
         n = rng.randint(1, 12)
         paths = {i: rng.sample(range(n), rng.randint(0, min(5, n))) for i in range(n)}
         initial = rng.sample(range(n), rng.randint(1, n))
-        cands = build_candidates(initial, lambda c: paths[c])
+        cands = build_candidates(initial, paths.__getitem__)
         got = members(cands)
         assert len(got) == len(set(got))  # deduplicated
         assert set(got) == _reference(initial, paths)
@@ -90,6 +90,6 @@ def test_distinct_chunk_items_by_hand():
     rs = [_res([3, 1], 1), _res([1], 2), _res([4, 3, 9], 3)]
     assert distinct_chunk_items(rs) == [3, 1, 4, 9]
     assert distinct_chunk_items(rs, 3) == [3, 1, 4]
-    span = lambda c: ("d", c * 10, c * 10 + 5)  # noqa: E731
+    span = lambda c: ("d", c * 10, c * 10 + 5)
     assert distinct_chunk_items(rs, 2, span) == [[("d", 30, 35)], [("d", 10, 15)]]
     assert distinct_chunk_items([[2, 2], [5]], None) == [2, 5]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from momoka.chunking import get_chunker
 from momoka.methods.momoka.ablation import Corpus, attach_paths, embedding_paths
 from momoka.methods.momoka.trail import TrailRetriever

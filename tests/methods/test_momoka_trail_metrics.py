@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from momoka.eval import evaluate_retrieval
 from momoka.eval.datasets import Question
 from momoka.methods.momoka.trail import TrailResult, distinct_chunk_items

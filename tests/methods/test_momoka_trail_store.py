@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from momoka.chunking import get_chunker
 from momoka.errors import ConfigError, InputError, PathsMissingError, StoreError
 from momoka.index import Store
 from momoka.methods.momoka.ablation import Corpus, attach_paths
-from momoka.methods.momoka.trail import PATH_KEY, StorePaths, TrailRetriever, store_has_paths, write_store_paths
+from momoka.methods.momoka.trail import (
+    PATH_KEY,
+    StorePaths,
+    TrailRetriever,
+    store_has_paths,
+    write_store_paths,
+)
 
 
 class Recorder:
@@ -39,7 +44,7 @@ def make_index(docs, embedder, with_paths=True):
 
 
 def test_spans_are_exact_and_text_is_members(tiny_docs, word_embedder):
-    corpus, ix = make_index(tiny_docs, word_embedder)
+    _, ix = make_index(tiny_docs, word_embedder)
     tr = TrailRetriever(ix, reranker=Recorder())
     by_id = {d.doc_id: d for d in tiny_docs}
     seen_composite = False
@@ -74,7 +79,7 @@ def test_one_batch_title_for_reranking_only(tiny_docs, word_embedder):
     assert len(rec.calls) == 1  # every candidate scored in one call
     texts = rec.calls[0][1]
     o = ix.store.documents["orchard"].chunk_ids
-    ch = lambda i: ix.store.chunks[o[i]]["text"]  # noqa: E731
+    ch = lambda i: ix.store.chunks[o[i]]["text"]
     # retrieved chunk 0 with path [1, 3]: (0), (0,1,3), (1), (0,1), (3), (0,3); title once, in front
     assert texts == [
         "Orchard\n\n" + ch(0),

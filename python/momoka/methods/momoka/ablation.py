@@ -31,7 +31,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,9 +43,9 @@ from ...errors import ConfigError, InputError, PathsMissingError
 __all__ = [
     "SEPARATOR",
     "Candidate",
+    "StorePaths",
     "TrailResult",
     "TrailRetriever",
-    "StorePaths",
     "build_candidates",
     "candidate_text",
     "distinct_chunk_items",
