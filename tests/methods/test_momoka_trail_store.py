@@ -206,8 +206,7 @@ def test_ablation_paths_match_momoka_map(word_embedder):
     from momoka.methods.momoka.ablation import compute_paths
     from momoka.text import Document
 
-    words = ("apple orchard harvest cider bees rocket engine orbit thrust launch violin bow string "
-             "volcano magma lava chess king pawn").split()
+    words = ["apple", "orchard", "harvest", "cider", "bees", "rocket", "engine", "orbit", "thrust", "launch", "violin", "bow", "string", "volcano", "magma", "lava", "chess", "king", "pawn"]
     rng = np.random.default_rng(3)
     text = "\n\n".join(" ".join(rng.choice(words, 12)) + "." for _ in range(30))
     corpus = Corpus([Document.from_text(text, title="Mixed", doc_id="mixed")], get_chunker("paragraph"),
