@@ -31,6 +31,8 @@ def test_trail_latency(benchmark, shared_data):
     ix = corpus.index(with_titles=True)
     paths, how = compute_paths(corpus, use_map=False)
     attach_paths(ix, corpus, paths, how)
+    firsts = [(i, p[0]) for ps in paths for i, p in enumerate(ps) if p]
+    adjacent = sum(abs(i - j) == 1 for i, j in firsts) / max(len(firsts), 1)
 
     def per_question(fn):
         out = []
@@ -53,7 +55,8 @@ def test_trail_latency(benchmark, shared_data):
                 f"{1000 * max(xs):.1f}", f"{statistics.mean(xs) / statistics.mean(dense):.1f}x"]
 
     print(f"\n{len(qs)} questions, {corpus.n_chunks} chunks, paths built in {how['seconds']:.2f}s, "
-          f"{cands} candidates for the last question; load average {os.getloadavg()[0]:.1f}")
+          f"{cands} candidates for the last question; first path node adjacent to its root for "
+          f"{100 * adjacent:.0f}% of chunks; load average {os.getloadavg()[0]:.1f}")
     print(format_table(["retriever", "median ms", "mean ms", "max ms", "mean vs dense"],
                        [row("dense top-5", dense), row("trail (cold reranker)", cold),
                         row("trail (warm reranker cache)", warm)]))
