@@ -1,0 +1,95 @@
+"""Sentence and paragraph segmentation (native, GIL released).
+
+Offsets are Python ``str`` offsets (code points), exact for any text
+(Latin-1, CJK, emoji), returned as two ``int64`` numpy arrays
+``(starts, ends)``: span ``k`` is ``text[starts[k]:ends[k]]``. Spans never
+include surrounding whitespace (as ``str.isspace`` defines it), are sorted and
+do not overlap; sentences never cross a paragraph boundary.
+
+Rules (see ``docs/text.md`` for the full list): a sentence ends after
+``. ! ? …`` (and runs like ``?!`` or ``...``) plus closing quotes/brackets
+when whitespace follows and the next word does not start lowercase; after
+CJK ``。！？`` (plus closing quotes) without needing whitespace; never after an
+abbreviation (Dr. Mr. e.g. i.e. U.S. ...), a capital initial (J. R. R.
+Tolkien), ``No. 5``-style prefixes before a digit, or inside a number
+(3.14). A blank line always ends a sentence; a single line break does when
+``newline_breaks=True``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+import numpy as np
+
+from .. import _core
+
+__all__ = ["split_sentences", "split_paragraphs", "get_segmenter"]
+
+
+@lru_cache(maxsize=32)
+def _segmenter(newline_breaks: bool, abbreviations: tuple[str, ...]) -> _core.Segmenter:
+    return _core.Segmenter(newline_breaks, abbreviations)
+
+
+def get_segmenter(newline_breaks: bool = False, abbreviations: Iterable[str] = ()) -> _core.Segmenter:
+    """A (cached) native segmenter.
+
+    ``abbreviations`` extends the built-in list with words that never end a
+    sentence (case-insensitive; a trailing period is ignored: ``"Ph.D"``,
+    ``"approx."``). ``newline_breaks`` makes every single line break end a
+    sentence (a blank line always does).
+    """
+    abbr = tuple(sorted(set(abbreviations))) if abbreviations else ()
+    for a in abbr:
+        if not isinstance(a, str):
+            raise TypeError(f"abbreviations must be str, got {type(a).__name__}")
+    return _segmenter(bool(newline_breaks), abbr)
+
+
+def _check_str(text: object) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
+
+
+def split_sentences(
+    text: str, *, newline_breaks: bool = False, abbreviations: Iterable[str] = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence spans of ``text`` as ``(starts, ends)`` int64 arrays of str offsets.
+
+    Paragraphs (blank-line separated) are found first and sentences are split
+    inside each, so no sentence crosses a blank line.
+    """
+    _check_str(text)
+    return get_segmenter(newline_breaks, abbreviations).split(text)
+
+
+def split_sentences_within(
+    text: str,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    *,
+    newline_breaks: bool = False,
+    abbreviations: Iterable[str] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence spans inside each ``[starts[k], ends[k])`` region (e.g. parsed paragraphs).
+
+    Regions must be sorted and disjoint for the result to be sorted; blank
+    lines inside a region still end sentences.
+    """
+    _check_str(text)
+    return get_segmenter(newline_breaks, abbreviations).split_within(
+        text, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(ends, dtype=np.int64)
+    )
+
+
+def split_paragraphs(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Paragraph spans of ``text`` as ``(starts, ends)`` int64 arrays.
+
+    Paragraphs are separated by a blank line (a whitespace run holding two or
+    more line breaks; ``\\r\\n`` counts once) or by U+2029, and are trimmed of
+    surrounding whitespace.
+    """
+    _check_str(text)
+    return _core.split_paragraphs(text)
