@@ -1,0 +1,237 @@
+"""Loading evaluation sets in the layout of ``shared/data/<name>/``.
+
+A set is a folder with ``documents.jsonl`` (``doc_id``, ``title``, ``text``)
+and ``questions.jsonl`` (``qid``, ``doc_id``, ``question``, ``answers``,
+``evidence``: ``[[start, end], ...]`` char offsets into that document's text,
+plus per-set extra fields). Cross-document evidence is read from
+``evidence_multi`` (``[[doc_id, start, end], ...]``) where a set has it.
+
+How gold evidence counts differs by set. ``evidence_mode="all"``: every gold
+span is needed (HotpotQA's two supporting paragraphs, DragonBall's reference
+sentences). ``evidence_mode="any"``: the spans are alternatives (SQuAD's
+annotator answers, every occurrence of an NQ or Qasper answer), so retrieving
+one is enough. Known sets get their mode from :data:`EVIDENCE_MODES`; others
+default to ``"all"`` unless told.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import DatasetError
+
+#: Evidence semantics of the sets in ``shared/data`` (see each set's README).
+EVIDENCE_MODES: dict[str, str] = {
+    "squad_v1_dev_half_a": "any",
+    "hotpotqa_dev500_long": "all",
+    "dragonball_finance_en": "all",
+    "leval_nq": "any",
+    "leval_qasper": "any",
+    "quality_leval": "all",
+}
+
+Span = tuple[str, int, int]  # (doc_id, start, end)
+
+
+@dataclass(frozen=True)
+class DocRecord:
+    """One document of an evaluation set."""
+
+    doc_id: str
+    title: str
+    text: str
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_document(self):
+        """This record as a :class:`momoka.text.Document` (plain-text parsing)."""
+        from ..text import Document
+
+        return Document.from_text(self.text, title=self.title or None, doc_id=self.doc_id)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of an evaluation set.
+
+    ``gold`` holds the evidence as ``(doc_id, start, end)`` spans (empty when
+    the set has none for this question); ``extra`` keeps the set's other fields.
+    """
+
+    qid: str
+    doc_id: str
+    question: str
+    answers: tuple[str, ...]
+    gold: tuple[Span, ...]
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def has_evidence(self) -> bool:
+        return bool(self.gold)
+
+
+@dataclass
+class Dataset:
+    """An evaluation set: its documents, its questions and how evidence counts."""
+
+    name: str
+    path: Path
+    documents: list[DocRecord]
+    questions: list[Question]
+    evidence_mode: str = "all"
+
+    def __post_init__(self) -> None:
+        self._by_id = {d.doc_id: d for d in self.documents}
+
+    def document(self, doc_id: str) -> DocRecord:
+        try:
+            return self._by_id[doc_id]
+        except KeyError:
+            raise DatasetError(f"{self.name}: no document {doc_id!r}") from None
+
+    def questions_with_evidence(self) -> list[Question]:
+        return [q for q in self.questions if q.gold]
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({self.name!r}, documents={len(self.documents)}, "
+            f"questions={len(self.questions)}, evidence_mode={self.evidence_mode!r})"
+        )
+
+
+def data_roots() -> list[Path]:
+    """Folders searched for a set given by name: ``$MOMOKA_DATA``, then
+    ``./shared/data`` and ``../shared/data`` relative to the working directory."""
+    roots = []
+    env = os.environ.get("MOMOKA_DATA")
+    if env:
+        roots.append(Path(env))
+    cwd = Path.cwd()
+    roots += [cwd / "shared" / "data", cwd.parent / "shared" / "data"]
+    return roots
+
+
+def resolve_dataset_path(name_or_path: str | os.PathLike) -> Path:
+    """The folder of a set given as a path or as a name found in :func:`data_roots`."""
+    p = Path(name_or_path).expanduser()
+    if p.is_dir():
+        return p
+    if not p.is_absolute() and len(p.parts) == 1:
+        for root in data_roots():
+            if (root / p).is_dir():
+                return root / p
+    raise DatasetError(
+        f"no data set at {str(name_or_path)!r} (give a folder holding documents.jsonl and "
+        "questions.jsonl, or a set name under $MOMOKA_DATA)"
+    )
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    if not path.is_file():
+        raise DatasetError(f"missing file {path}")
+    with path.open("r", encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise DatasetError(f"{path}:{lineno}: expected a JSON object")
+            yield lineno, obj
+
+
+def _require(obj: dict, key: str, where: str, typ: type | tuple[type, ...]) -> Any:
+    if key not in obj:
+        raise DatasetError(f"{where}: missing field {key!r}")
+    val = obj[key]
+    if not isinstance(val, typ):
+        raise DatasetError(f"{where}: field {key!r} has type {type(val).__name__}")
+    return val
+
+
+def load_dataset(
+    name_or_path: str | os.PathLike,
+    *,
+    evidence_mode: str | None = None,
+    limit: int | None = None,
+) -> Dataset:
+    """Load an evaluation set.
+
+    Args:
+        name_or_path: a folder (``../shared/data/squad_v1_dev_half_a``) or a
+            set name looked up in :func:`data_roots`.
+        evidence_mode: ``"all"`` or ``"any"`` (see the module docstring);
+            defaults to the set's known mode, else ``"all"``.
+        limit: keep only the first ``limit`` questions (documents are all kept).
+
+    Raises:
+        DatasetError: a missing file, invalid JSON, a missing field, or
+            evidence offsets outside their document.
+    """
+    path = resolve_dataset_path(name_or_path)
+    name = path.name
+    mode = evidence_mode or EVIDENCE_MODES.get(name, "all")
+    if mode not in ("all", "any"):
+        raise DatasetError(f"evidence_mode must be 'all' or 'any', not {mode!r}")
+
+    docs: list[DocRecord] = []
+    lengths: dict[str, int] = {}
+    for lineno, obj in _read_jsonl(path / "documents.jsonl"):
+        where = f"{path / 'documents.jsonl'}:{lineno}"
+        doc_id = str(_require(obj, "doc_id", where, (str, int)))
+        text = _require(obj, "text", where, str)
+        if doc_id in lengths:
+            raise DatasetError(f"{where}: duplicate doc_id {doc_id!r}")
+        title = obj.get("title") or ""
+        extra = {k: v for k, v in obj.items() if k not in ("doc_id", "title", "text")}
+        docs.append(DocRecord(doc_id, str(title), text, extra))
+        lengths[doc_id] = len(text)
+    if not docs:
+        raise DatasetError(f"{path / 'documents.jsonl'} holds no documents")
+
+    questions: list[Question] = []
+    for lineno, obj in _read_jsonl(path / "questions.jsonl"):
+        where = f"{path / 'questions.jsonl'}:{lineno}"
+        qid = str(_require(obj, "qid", where, (str, int)))
+        doc_id = str(_require(obj, "doc_id", where, (str, int)))
+        question = _require(obj, "question", where, str)
+        answers = obj.get("answers") or []
+        if isinstance(answers, str):
+            answers = [answers]
+        raw_multi = obj.get("evidence_multi")
+        spans: list[Span] = []
+        if raw_multi:
+            for item in raw_multi:
+                if not (isinstance(item, list) and len(item) == 3):
+                    raise DatasetError(f"{where}: evidence_multi items must be [doc_id, start, end]")
+                spans.append((str(item[0]), int(item[1]), int(item[2])))
+        else:
+            for item in obj.get("evidence") or []:
+                if not (isinstance(item, list) and len(item) == 2):
+                    raise DatasetError(f"{where}: evidence items must be [start, end]")
+                spans.append((doc_id, int(item[0]), int(item[1])))
+        for d, s, e in spans:
+            if d not in lengths:
+                raise DatasetError(f"{where}: evidence names unknown document {d!r}")
+            if not 0 <= s < e <= lengths[d]:
+                raise DatasetError(
+                    f"{where}: evidence span [{s}, {e}] outside document {d!r} of length {lengths[d]}"
+                )
+        if doc_id not in lengths and spans:
+            raise DatasetError(f"{where}: unknown document {doc_id!r}")
+        extra = {
+            k: v
+            for k, v in obj.items()
+            if k not in ("qid", "doc_id", "question", "answers", "evidence", "evidence_multi")
+        }
+        questions.append(
+            Question(qid, doc_id, question, tuple(str(a) for a in answers), tuple(dict.fromkeys(spans)), extra)
+        )
+        if limit is not None and len(questions) >= limit:
+            break
+    return Dataset(name=name, path=path, documents=docs, questions=questions, evidence_mode=mode)

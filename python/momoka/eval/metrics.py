@@ -1,0 +1,389 @@
+"""Retrieval and answer metrics.
+
+Retrieval metrics compare what a retriever returned with gold evidence spans.
+A returned *item* is a sequence of ``(doc_id, start, end)`` spans: one span
+for a plain chunk, several for a composite (Momoka-Trail joins a chunk with
+its path). An item is *relevant* when any of its spans overlaps gold evidence.
+
+Gold spans that overlap are merged into evidence *units* first (SQuAD lists
+several annotators' spans of one answer). With ``mode="all"`` every unit is
+needed; with ``mode="any"`` the units are alternatives and the best one counts
+(see :mod:`momoka.eval.datasets`).
+
+Per question, at cut-off k:
+
+* ``recall@k``: fraction of units that a top-k item overlaps ("any": 1 if one does);
+* ``precision@k``: relevant items among the top k, divided by k;
+* ``mrr@k``: 1 / rank of the first relevant item (0 if none in the top k);
+* ``f1@k``: harmonic mean of that question's precision and recall;
+* ``span_recall@k``: MC-indexing's recall: the fraction of gold evidence
+  characters covered by the union of the top-k spans ("any": the best unit);
+* ``hit@k``: 1 if some gold unit lies wholly inside one returned span.
+
+Scores are averaged over the questions that have evidence. The Momoka paper's
+tables report Metric@1 + Metric@3 + Metric@5 (its eq. 6); :class:`RetrievalReport`
+gives those sums too.
+
+Answer metrics: SQuAD exact match and token F1 (with SQuAD's answer
+normalisation, best over the gold answers), ROUGE-L (LCS F-measure) and
+sentence BLEU-1..4 (clipped n-gram precision with brevity penalty, multiple
+references, optional smoothing).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from ..errors import InputError
+
+Span = tuple[str, int, int]
+Item = Sequence[Span]
+
+RETRIEVAL_METRICS = ("recall", "precision", "mrr", "f1", "span_recall", "hit")
+
+
+# --- span arithmetic ---------------------------------------------------------
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Merge overlapping spans of the same document (touching ones stay apart)."""
+    out: list[list] = []
+    for d, s, e in sorted((str(d), int(s), int(e)) for d, s, e in spans):
+        if e <= s:
+            continue
+        if out and out[-1][0] == d and s < out[-1][2]:
+            out[-1][2] = max(out[-1][2], e)
+        else:
+            out.append([d, s, e])
+    return [tuple(x) for x in out]  # type: ignore[misc]
+
+
+def _overlap(a: Span, b: Span) -> int:
+    if a[0] != b[0]:
+        return 0
+    return max(0, min(a[2], b[2]) - max(a[1], b[1]))
+
+
+def _covered(unit: Span, union: list[Span]) -> int:
+    """Characters of ``unit`` covered by ``union`` (merged, disjoint spans)."""
+    return sum(_overlap(unit, u) for u in union)
+
+
+# --- per question ------------------------------------------------------------
+
+
+def question_metrics(
+    retrieved: Sequence[Item], gold: Iterable[Span], k: int, mode: str = "all"
+) -> dict[str, float]:
+    """The retrieval metrics of one question at cut-off ``k`` (see module doc)."""
+    if k <= 0:
+        raise InputError(f"k must be positive, got {k}")
+    if mode not in ("all", "any"):
+        raise InputError(f"mode must be 'all' or 'any', not {mode!r}")
+    units = merge_spans(gold)
+    if not units:
+        raise InputError("a question without gold evidence has no retrieval metrics")
+    top = [list(item) for item in retrieved[:k]]
+
+    relevant = [any(_overlap(s, u) > 0 for s in item for u in units) for item in top]
+    precision = sum(relevant) / k
+    mrr = next((1.0 / (i + 1) for i, r in enumerate(relevant) if r), 0.0)
+
+    member_spans = [s for item in top for s in item]
+    touched = [any(_overlap(s, u) > 0 for s in member_spans) for u in units]
+    union = merge_spans(member_spans)
+    covered = [_covered(u, union) for u in units]
+    lengths = [u[2] - u[1] for u in units]
+    inside = [any(s[0] == u[0] and s[1] <= u[1] and u[2] <= s[2] for s in member_spans) for u in units]
+
+    if mode == "all":
+        recall = sum(touched) / len(units)
+        span_recall = sum(covered) / sum(lengths)
+    else:
+        recall = 1.0 if any(touched) else 0.0
+        span_recall = max(c / n for c, n in zip(covered, lengths))
+    hit = 1.0 if any(inside) else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return {
+        "recall": recall,
+        "precision": precision,
+        "mrr": mrr,
+        "f1": f1,
+        "span_recall": span_recall,
+        "hit": hit,
+    }
+
+
+@dataclass
+class RetrievalReport:
+    """Mean retrieval metrics over a set of questions.
+
+    ``means["recall@3"]`` etc.; ``sums["recall"]`` is the Momoka eq. 6 sum of
+    recall@k over the cut-offs; ``per_question[qid]["recall@3"]`` keeps the rows.
+    """
+
+    ks: tuple[int, ...]
+    n_questions: int
+    n_skipped: int
+    means: dict[str, float] = field(default_factory=dict)
+    per_question: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def sums(self) -> dict[str, float]:
+        return {m: sum(self.means[f"{m}@{k}"] for k in self.ks) for m in RETRIEVAL_METRICS}
+
+    def to_dict(self) -> dict:
+        return {
+            "ks": list(self.ks),
+            "n_questions": self.n_questions,
+            "n_skipped_without_evidence": self.n_skipped,
+            "means": self.means,
+            "sums": self.sums,
+        }
+
+    def table(self, metrics: Sequence[str] = RETRIEVAL_METRICS) -> str:
+        """A plain-text table: one row per metric, one column per k."""
+        header = ["metric"] + [f"@{k}" for k in self.ks] + ["sum"]
+        rows = [
+            [m] + [f"{self.means[f'{m}@{k}']:.4f}" for k in self.ks] + [f"{self.sums[m]:.4f}"]
+            for m in metrics
+        ]
+        return format_table(header, rows)
+
+
+def evaluate_retrieval(
+    results: Mapping[str, Sequence[Item]],
+    questions: Iterable,
+    ks: Sequence[int] = (1, 3, 5),
+    mode: str = "all",
+) -> RetrievalReport:
+    """Average :func:`question_metrics` over ``questions`` at each k.
+
+    Args:
+        results: ``qid -> ranked items`` (each item a sequence of spans).
+        questions: :class:`momoka.eval.datasets.Question` objects (anything with
+            ``qid`` and ``gold``). Questions without gold evidence are skipped
+            and counted in ``n_skipped``.
+        ks: cut-offs.
+        mode: ``"all"`` or ``"any"`` evidence semantics.
+
+    Raises:
+        InputError: a question with evidence has no entry in ``results``.
+    """
+    ks = tuple(int(k) for k in ks)
+    report = RetrievalReport(ks=ks, n_questions=0, n_skipped=0)
+    totals: Counter = Counter()
+    for q in questions:
+        if not q.gold:
+            report.n_skipped += 1
+            continue
+        if q.qid not in results:
+            raise InputError(f"no retrieval results for question {q.qid!r}")
+        row: dict[str, float] = {}
+        for k in ks:
+            for m, v in question_metrics(results[q.qid], q.gold, k, mode).items():
+                row[f"{m}@{k}"] = v
+        report.per_question[q.qid] = row
+        totals.update(row)
+        report.n_questions += 1
+    n = max(report.n_questions, 1)
+    report.means = {f"{m}@{k}": totals[f"{m}@{k}"] / n for k in ks for m in RETRIEVAL_METRICS}
+    return report
+
+
+# --- chunking statistics -----------------------------------------------------
+
+
+def evidence_containment(
+    chunk_spans: Mapping[str, Sequence[tuple[int, int]]], questions: Iterable
+) -> dict[str, float | int]:
+    """The chunking-error statistic of MC-indexing (appendix A).
+
+    ``chunk_spans`` maps a doc_id to its chunks' ``(start, end)`` spans. Each
+    gold evidence unit (overlapping gold spans merged) is counted as *contained*
+    when one chunk holds it whole. Returns the counts and the fraction.
+    """
+    import bisect
+
+    index: dict[str, tuple[list[int], list[int]]] = {}
+    for d, spans in chunk_spans.items():
+        ss = sorted((int(s), int(e)) for s, e in spans)
+        reach, best = [], -1
+        for _, e in ss:
+            best = max(best, e)
+            reach.append(best)  # furthest end among chunks starting at or before this one
+        index[d] = ([s for s, _ in ss], reach)
+    total = contained = 0
+    for q in questions:
+        for d, s, e in merge_spans(q.gold):
+            total += 1
+            if d not in index:
+                continue
+            starts, reach = index[d]
+            i = bisect.bisect_right(starts, s) - 1
+            if i >= 0 and reach[i] >= e:
+                contained += 1
+    return {
+        "evidence_units": total,
+        "contained": contained,
+        "fraction_contained": contained / total if total else float("nan"),
+    }
+
+
+# --- answer metrics -------------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD normalisation: lower case, drop punctuation and articles, fold spaces."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def exact_match(prediction: str, answers: Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals a normalised gold answer."""
+    if not answers:
+        raise InputError("exact_match needs at least one gold answer")
+    p = normalize_answer(prediction)
+    return float(any(p == normalize_answer(a) for a in answers))
+
+
+def _f1_tokens(pred: list[str], gold: list[str]) -> float:
+    if not pred or not gold:
+        return float(pred == gold)
+    common = Counter(pred) & Counter(gold)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    p, r = same / len(pred), same / len(gold)
+    return 2 * p * r / (p + r)
+
+
+def token_f1(prediction: str, answers: Sequence[str]) -> float:
+    """SQuAD token F1 of the prediction against the best gold answer."""
+    if not answers:
+        raise InputError("token_f1 needs at least one gold answer")
+    pred = normalize_answer(prediction).split()
+    return max(_f1_tokens(pred, normalize_answer(a).split()) for a in answers)
+
+
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (letters and digits of any script)."""
+    return _NON_WORD.sub(" ", text.lower()).split()
+
+
+def _lcs(a: Sequence[str], b: Sequence[str]) -> int:
+    if not a or not b:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b, 1):
+            cur[j] = prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1])
+        prev = cur
+    return prev[-1]
+
+
+def rouge_l(prediction: str, references: str | Sequence[str]) -> float:
+    """ROUGE-L F-measure (LCS over word tokens), best over the references."""
+    refs = [references] if isinstance(references, str) else list(references)
+    if not refs:
+        raise InputError("rouge_l needs at least one reference")
+    pred = tokenize(prediction)
+    best = 0.0
+    for ref in refs:
+        r = tokenize(ref)
+        lcs = _lcs(pred, r)
+        if lcs == 0:
+            continue
+        p, rc = lcs / len(pred), lcs / len(r)
+        best = max(best, 2 * p * rc / (p + rc))
+    return best
+
+
+def _ngrams(tokens: Sequence[str], n: int) -> Counter:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def bleu(
+    prediction: str | Sequence[str],
+    references: str | Sequence[str] | Sequence[Sequence[str]],
+    max_n: int = 4,
+    smoothing: str | None = None,
+) -> float:
+    """Sentence BLEU-``max_n`` (uniform weights over 1..max_n).
+
+    Clipped n-gram precisions against all references, brevity penalty with the
+    reference length closest to the prediction's. ``smoothing="epsilon"`` adds
+    0.1 to zero numerators (Chen and Cherry's method 1); without smoothing a
+    zero precision gives 0. Strings are tokenised with :func:`tokenize`.
+    """
+    if max_n < 1:
+        raise InputError("max_n must be at least 1")
+    if smoothing not in (None, "epsilon"):
+        raise InputError(f"unknown smoothing {smoothing!r}")
+    hyp = tokenize(prediction) if isinstance(prediction, str) else list(prediction)
+    if isinstance(references, str):
+        refs = [tokenize(references)]
+    else:
+        refs = [tokenize(r) if isinstance(r, str) else list(r) for r in references]
+    if not refs:
+        raise InputError("bleu needs at least one reference")
+    if not hyp:
+        return 0.0
+    log_sum = 0.0
+    for n in range(1, max_n + 1):
+        counts = _ngrams(hyp, n)
+        denom = sum(counts.values())
+        max_ref: Counter = Counter()
+        for r in refs:
+            for g, c in _ngrams(r, n).items():
+                max_ref[g] = max(max_ref[g], c)
+        num = sum(min(c, max_ref[g]) for g, c in counts.items())
+        if denom == 0:
+            return 0.0
+        if num == 0:
+            if smoothing is None:
+                return 0.0
+            num = 0.1
+        log_sum += math.log(num / denom) / max_n
+    hl = len(hyp)
+    closest = min((abs(len(r) - hl), len(r)) for r in refs)[1]
+    bp = 1.0 if hl > closest else math.exp(1 - closest / hl)
+    return bp * math.exp(log_sum)
+
+
+def answer_metrics(prediction: str, answers: Sequence[str]) -> dict[str, float]:
+    """EM, token F1, ROUGE-L and BLEU-1..4 of one prediction."""
+    out = {
+        "em": exact_match(prediction, answers),
+        "f1": token_f1(prediction, answers),
+        "rouge_l": rouge_l(prediction, answers),
+    }
+    for n in range(1, 5):
+        out[f"bleu{n}"] = bleu(prediction, answers, max_n=n)
+    return out
+
+
+# --- tables ---------------------------------------------------------------------
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table with aligned columns."""
+    cells = [list(map(str, header))] + [list(map(str, r)) for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,71 @@
+"""Loading evaluation sets: the real shared sets, and malformed folders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from momoka.errors import DatasetError
+from momoka.eval import load_dataset
+
+
+def _write(tmp_path, docs, questions):
+    (tmp_path / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "questions.jsonl").write_text(
+        "".join((q if isinstance(q, str) else json.dumps(q)) + "\n" for q in questions)
+    )
+    return tmp_path
+
+
+def test_squad_evidence_offsets_hold(shared_data):
+    ds = load_dataset(shared_data / "squad_v1_dev_half_a", limit=300)
+    assert ds.evidence_mode == "any" and len(ds.documents) == 24 and len(ds.questions) == 300
+    for q in ds.questions:
+        text = ds.document(q.doc_id).text
+        # The set's README: every evidence span equals one of the answers.
+        assert all(text[s:e] in q.answers for _, s, e in q.gold)
+
+
+def test_dragonball_cross_document_evidence(shared_data):
+    ds = load_dataset(shared_data / "dragonball_finance_en")
+    multi = [q for q in ds.questions if len({d for d, _, _ in q.gold}) > 1]
+    assert multi, "the set has 2-document questions"
+    assert sum(not q.gold for q in ds.questions) == 38  # unanswerable ones, per its README
+
+
+def test_set_found_by_name(shared_data, monkeypatch):
+    monkeypatch.setenv("MOMOKA_DATA", str(shared_data))
+    assert load_dataset("leval_qasper").name == "leval_qasper"
+
+
+def test_missing_folder_and_files(tmp_path):
+    with pytest.raises(DatasetError, match="no data set"):
+        load_dataset(tmp_path / "nope")
+    with pytest.raises(DatasetError, match="missing file"):
+        load_dataset(tmp_path)
+
+
+def test_malformed_json_line_names_the_line(tmp_path):
+    _write(tmp_path, [{"doc_id": "d", "title": "t", "text": "abc"}], ['{"qid": 1,'])
+    with pytest.raises(DatasetError, match=r"questions.jsonl:1: invalid JSON"):
+        load_dataset(tmp_path)
+
+
+def test_evidence_outside_document(tmp_path):
+    _write(
+        tmp_path,
+        [{"doc_id": "d", "title": "t", "text": "abc"}],
+        [{"qid": "q", "doc_id": "d", "question": "?", "answers": ["a"], "evidence": [[1, 9]]}],
+    )
+    with pytest.raises(DatasetError, match="outside document"):
+        load_dataset(tmp_path)
+
+
+def test_missing_field_and_duplicate_doc(tmp_path):
+    _write(tmp_path, [{"doc_id": "d", "text": "abc"}], [{"doc_id": "d", "question": "?"}])
+    with pytest.raises(DatasetError, match="missing field 'qid'"):
+        load_dataset(tmp_path)
+    _write(tmp_path, [{"doc_id": "d", "text": "a"}, {"doc_id": "d", "text": "b"}], [])
+    with pytest.raises(DatasetError, match="duplicate doc_id"):
+        load_dataset(tmp_path)
