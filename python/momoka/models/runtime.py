@@ -1,0 +1,138 @@
+"""onnxruntime sessions: execution providers, thread counts, clear load errors.
+
+Every ONNX model in :mod:`momoka.models` (embedder, cross-encoder, causal LM)
+is opened through :func:`create_session`, so device selection and thread
+configuration behave the same everywhere:
+
+- ``device=None`` reads ``MOMOKA_DEVICE`` (default ``"cpu"``);
+- ``"cpu"`` uses ``CPUExecutionProvider``;
+- ``"cuda"`` or ``"cuda:N"`` uses ``CUDAExecutionProvider`` on GPU ``N`` (CPU as
+  fallback for unsupported nodes) and raises :class:`~momoka.errors.ConfigError`
+  when the installed onnxruntime has no CUDA provider (``pip install
+  onnxruntime-gpu``);
+- ``threads=None`` reads ``MOMOKA_THREADS`` (default: onnxruntime's choice, one
+  thread per physical core).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ModelError
+
+__all__ = [
+    "resolve_device",
+    "resolve_providers",
+    "resolve_threads",
+    "create_session",
+    "cuda_available",
+    "sha256_file",
+]
+
+
+def _ort():
+    try:
+        import onnxruntime
+    except ImportError as exc:  # pragma: no cover - declared dependency
+        raise ModelError(
+            "onnxruntime is not installed; momoka's models need it (pip install onnxruntime)"
+        ) from exc
+    return onnxruntime
+
+
+def cuda_available() -> bool:
+    """True when the installed onnxruntime offers ``CUDAExecutionProvider``."""
+    return "CUDAExecutionProvider" in _ort().get_available_providers()
+
+
+def resolve_device(device: str | None = None) -> str:
+    """Normalise a device name: ``None`` -> ``$MOMOKA_DEVICE`` or ``"cpu"``.
+
+    Returns ``"cpu"`` or ``"cuda:N"``. Raises ConfigError on anything else.
+    """
+    if device is None:
+        device = os.environ.get("MOMOKA_DEVICE", "").strip() or "cpu"
+    if not isinstance(device, str):
+        raise ConfigError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
+    d = device.strip().lower()
+    if d == "cpu":
+        return "cpu"
+    if d in ("cuda", "gpu"):
+        return "cuda:0"
+    if d.startswith("cuda:"):
+        idx = d[5:]
+        if idx.isdigit():
+            return f"cuda:{int(idx)}"
+    raise ConfigError(f"unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+
+
+def resolve_providers(device: str | None = None) -> list[Any]:
+    """The onnxruntime provider list for ``device`` (see module docstring)."""
+    d = resolve_device(device)
+    if d == "cpu":
+        return ["CPUExecutionProvider"]
+    if not cuda_available():
+        raise ConfigError(
+            f"device {d!r} requested but this onnxruntime has no CUDAExecutionProvider "
+            f"(available: {', '.join(_ort().get_available_providers())}); "
+            "install onnxruntime-gpu, or use device='cpu'"
+        )
+    return [("CUDAExecutionProvider", {"device_id": int(d.split(":")[1])}), "CPUExecutionProvider"]
+
+
+def resolve_threads(threads: int | None = None) -> int | None:
+    """Intra-op thread count: ``threads``, else ``$MOMOKA_THREADS``, else None (onnxruntime default)."""
+    if threads is None:
+        env = os.environ.get("MOMOKA_THREADS", "").strip()
+        if not env:
+            return None
+        try:
+            threads = int(env)
+        except ValueError:
+            raise ConfigError(f"MOMOKA_THREADS must be a positive integer, got {env!r}") from None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
+def create_session(path: str | os.PathLike, *, device: str | None = None, threads: int | None = None):
+    """Open an ONNX model with onnxruntime, turning load failures into ModelError.
+
+    A missing file, a truncated or corrupted file, or a graph onnxruntime
+    cannot run all raise :class:`~momoka.errors.ModelError` naming the file.
+    """
+    ort = _ort()
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"model file not found: {p}")
+    providers = resolve_providers(device)
+    n = resolve_threads(threads)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    if n is not None:
+        so.intra_op_num_threads = n
+        so.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(str(p), sess_options=so, providers=providers)
+    except Exception as exc:  # onnxruntime raises its own pybind exception types
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(
+            f"cannot load ONNX model {p} ({p.stat().st_size} bytes): {msg}. "
+            "The file may be corrupted or truncated; reinstall it with `momoka models install --force`"
+        ) from exc
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
