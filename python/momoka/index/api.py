@@ -13,8 +13,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -312,10 +314,26 @@ class Index:
             pr = _Progress("embedding chunks", len(flat), progress)
             parts = []
             step = 256
-            for i in range(0, len(flat), step):
-                parts.append(np.asarray(emb.embed(flat[i : i + step]), dtype=np.float32))
-                pr.update(len(flat[i : i + step]))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for i in range(0, len(flat), step):
+                    parts.append(np.asarray(emb.embed(flat[i : i + step]), dtype=np.float32))
+                    pr.update(len(flat[i : i + step]))
             pr.close()
+            n_trunc = 0
+            for w in caught:
+                if type(w.message).__name__ == "TruncationWarning":
+                    m = re.match(r"(\d+) of", str(w.message))
+                    n_trunc += int(m.group(1)) if m else 1
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            if n_trunc:
+                warnings.warn(
+                    f"{n_trunc} of {len(flat)} chunks are longer than the embedder's input limit and were embedded "
+                    "truncated (BM25 indexes them whole); a smaller chunk size avoids this",
+                    UserWarning,
+                    stacklevel=2,
+                )
             allv = np.concatenate(parts, axis=0) if parts else np.zeros((0, self.store.dim), np.float32)
             vectors, pos = [], 0
             for cs in chunks:
