@@ -295,3 +295,20 @@ def test_overwrite_existing_store(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs[:1], embedder, overwrite=True)
     ix.close()
     assert Index.open(tmp_path / "s").doc_ids == [docs[0]["doc_id"]]
+
+
+def test_search_batch_per_query_filters(tmp_path, docs, embedder):
+    ix = _build(tmp_path, docs, embedder)
+    qs = ["violin strings lava", "violin strings lava"]
+    for method in ("dense", "bm25", "hybrid"):
+        got = ix.search_batch(qs, k=3, method=method, per_query_doc_ids=["volcano", ["violins"]])
+        assert {h.doc_id for h in got[0]} == {"volcano"} and {h.doc_id for h in got[1]} == {"violins"}
+        # each equals the single-query search with the same filter
+        single = ix.search(qs[0], k=3, method=method, doc_ids=["volcano"])
+        assert [h.chunk_id for h in got[0]] == [h.chunk_id for h in single]
+    # tried: both kinds of filter at once, a filter list of the wrong length
+    with pytest.raises(ConfigError):
+        ix.search_batch(qs, doc_ids=["chess"], per_query_doc_ids=["a", "b"])
+    with pytest.raises(ConfigError):
+        ix.search_batch(qs, per_query_doc_ids=["volcano"])
+    ix.close()

@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunker", default="recursive", help="chunker name (default recursive)")
     p.add_argument("--size", type=int, default=None, help="chunk size (default 200 tokens for recursive)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--scope", default="corpus", choices=("corpus", "document"),
+                   help="search all documents (corpus, default) or only the question's own document")
     p.add_argument("--store", default=None, help="reuse / save the data set's index in this directory")
     p.add_argument("--out", default=None, help="JSON report path (default eval-<set>-<method>.json)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -144,21 +146,22 @@ def _eval(args: argparse.Namespace) -> int:
     reports = {}
     for method in methods:
         t1 = time.monotonic()
-        hits = ix.search_batch([q.question for q in questions], k=5, method=method)
+        per_doc = [q.doc_id for q in questions] if args.scope == "document" else None
+        hits = ix.search_batch([q.question for q in questions], k=5, method=method, per_query_doc_ids=per_doc)
         t_q = time.monotonic() - t1
         results = {q.qid: [[h.span] for h in hs] for q, hs in zip(questions, hits)}
         rep = evaluate_retrieval(results, ds.questions, ks=(1, 3, 5), mode=ds.evidence_mode)
         d = rep.to_dict()
-        d.update({"data": ds.name, "method": method, "chunker": chunker, "n_chunks": ix.store.n_chunks,
+        d.update({"data": ds.name, "method": method, "scope": args.scope, "chunker": chunker, "n_chunks": ix.store.n_chunks,
                   "embedder": ix.store.embedder_info, "evidence_mode": ds.evidence_mode,
                   "index_seconds": round(t_index, 2), "query_seconds": round(t_q, 2),
                   "command": "momoka " + " ".join(sys.argv[1:]) if sys.argv else None})
         reports[method] = d
         if not args.json:
-            print(f"\n{ds.name} - {method} ({rep.n_questions} questions, evidence mode {ds.evidence_mode}, "
+            print(f"\n{ds.name} - {method}, scope {args.scope} ({rep.n_questions} questions, evidence mode {ds.evidence_mode}, "
                   f"{ix.store.n_chunks} chunks)")
             print(rep.table())
-        out = args.out or f"eval-{ds.name}-{method}.json"
+        out = args.out or f"eval-{ds.name}-{method}{'-doc' if args.scope == 'document' else ''}.json"
         if len(methods) > 1 and args.out:
             out = str(Path(args.out).with_suffix("")) + f"-{method}.json"
         with open(out, "w", encoding="utf-8") as f:

@@ -433,23 +433,37 @@ class Index:
         return np.asarray(v, dtype=np.float32)[0]
 
     def search_batch(self, queries: Sequence[str], k: int = 5, method: str = "hybrid",
-                     doc_ids: Iterable[str] | None = None, **kw: Any) -> list[list[Hit]]:
-        """:meth:`search` for many queries (dense queries are embedded in one batch)."""
+                     doc_ids: Iterable[str] | None = None, *, per_query_doc_ids: Sequence[Any] | None = None,
+                     **kw: Any) -> list[list[Hit]]:
+        """:meth:`search` for many queries (dense queries are embedded in one batch).
+
+        ``doc_ids`` filters every query alike; ``per_query_doc_ids`` gives one
+        filter per query instead (a doc id, a list of ids, or None).
+        """
         queries = list(queries)
+        if per_query_doc_ids is not None:
+            if doc_ids is not None:
+                raise ConfigError("give doc_ids or per_query_doc_ids, not both")
+            filters = [[f] if isinstance(f, str) else f for f in per_query_doc_ids]
+            if len(filters) != len(queries):
+                raise ConfigError("per_query_doc_ids needs one entry per query")
+        else:
+            filters = [doc_ids] * len(queries)
         for q in queries:
             self._check_query(q, kw.get("max_query_chars", MAX_QUERY_CHARS))
+        if method not in METHODS:
+            raise ConfigError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
         if method in ("dense", "hybrid") and self.store.embedder_info is not None and queries:
             emb = self.embedder
             embed_query = getattr(emb, "embed_query", None)
             vecs = np.asarray(embed_query(queries) if callable(embed_query) else emb.embed(queries), np.float32)
             out = []
             st = self.store
-            for q, v in zip(queries, vecs):
+            d = kw.get("depth") or max(50, 4 * k)
+            for q, v, f in zip(queries, vecs, filters):
                 if method == "dense":
-                    out.append(st.hits(st.search_dense(v, k, doc_ids), "dense"))
+                    out.append(st.hits(st.search_dense(v, k, f), "dense"))
                 else:
-                    d = kw.get("depth") or max(50, 4 * k)
-                    out.append(st.hits(Store.fuse([st.search_dense(v, d, doc_ids), st.search_bm25(q, d, doc_ids)], k),
-                                       "hybrid"))
+                    out.append(st.hits(Store.fuse([st.search_dense(v, d, f), st.search_bm25(q, d, f)], k), "hybrid"))
             return out
-        return [self.search(q, k, method, doc_ids, **kw) for q in queries]
+        return [self.search(q, k, method, f, **kw) for q, f in zip(queries, filters)]
