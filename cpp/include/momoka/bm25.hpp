@@ -319,6 +319,7 @@ class Index {
     n_terms_live_ = o.n_terms_live_;
     idf_ = std::move(o.idf_);
     norm_ = std::move(o.norm_);
+    weight_ = std::move(o.weight_);
     dirty_ = true;
   }
 
@@ -376,6 +377,14 @@ class Index {
     norm_.assign(doc_len_.size(), 0.0);
     for (std::size_t d = 0; d < doc_len_.size(); ++d)
       norm_[d] = params_.k1 * (1.0 - params_.b + (avg > 0 ? params_.b * doc_len_[d] / avg : 0.0));
+    // Term part of every posting, so that a query only multiplies and adds.
+    weight_.resize(postings_.size());
+    for (std::size_t t = 0; t < postings_.size(); ++t) {
+      const auto& pl = postings_[t];
+      auto& w = weight_[t];
+      w.resize(pl.size());
+      for (std::size_t i = 0; i < pl.size(); ++i) w[i] = tf_part(pl[i]);
+    }
     dirty_ = false;
   }
 
@@ -414,13 +423,17 @@ class Index {
     s.touched.clear();
     for (const auto& tw : query_terms(query)) {
       const double w = idf_[tw.first] * tw.second;
-      for (const Posting& p : postings_[tw.first]) {
-        if (mask && (p.doc >= mask_len || !mask[p.doc])) continue;
-        if (!s.seen[p.doc]) {
-          s.seen[p.doc] = 1;
-          s.touched.push_back(p.doc);
+      const auto& pl = postings_[tw.first];
+      const double* wt = weight_[tw.first].data();
+      const std::size_t np = pl.size();
+      for (std::size_t i = 0; i < np; ++i) {
+        const std::uint32_t d = pl[i].doc;
+        if (mask && (d >= mask_len || !mask[d])) continue;
+        if (!s.seen[d]) {
+          s.seen[d] = 1;
+          s.touched.push_back(d);
         }
-        s.acc[p.doc] += w * tf_part(p);
+        s.acc[d] += w * wt[i];
       }
     }
     hits.reserve(s.touched.size());
@@ -452,6 +465,7 @@ class Index {
   mutable bool dirty_ = true;
   mutable std::vector<double> idf_;
   mutable std::vector<double> norm_;
+  mutable std::vector<std::vector<double>> weight_;
 };
 
 }  // namespace momoka::bm25
