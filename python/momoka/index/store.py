@@ -329,6 +329,13 @@ class Store:
                         raise StoreError(
                             f"{root} is already a momoka store; open it to add documents, or overwrite it"
                         )
+                    # Continue the old store's generation numbers, so the new generation never
+                    # replaces files the old manifest still points at.
+                    try:
+                        old_gen = int(json.loads((root / MANIFEST).read_text(encoding="utf-8")).get("generation", 0))
+                    except (OSError, ValueError, TypeError, AttributeError):
+                        old_gen = 0
+                    manifest["generation"] = max(old_gen, 0)
                 elif any(p.name != LOCK for p in root.iterdir()):
                     raise StoreError(f"{root} is a non-empty directory that is not a momoka store; refusing to use it")
             root.mkdir(parents=True, exist_ok=True)
