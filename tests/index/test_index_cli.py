@@ -106,3 +106,14 @@ def test_quickstart(tmp_path, capsys):
     out = capsys.readouterr().out
     first = out.split("#1", 1)[1].split("#2", 1)[0]
     assert "automated in 1986" in first  # the answer's section comes first
+
+
+def test_eval_refuses_a_set_without_evidence(tmp_path, capsys):
+    data = tmp_path / "noev"
+    data.mkdir()
+    (data / "documents.jsonl").write_text(json.dumps({"doc_id": "a", "title": "a", "text": "some text"}) + "\n")
+    (data / "questions.jsonl").write_text(json.dumps({"qid": "1", "doc_id": "a", "question": "q?", "answers": ["x"],
+                                                      "evidence": []}) + "\n")
+    # tried: a data set whose questions have no gold evidence (metrics would be all zero)
+    assert main(["eval", "--data", str(data), "--method", "bm25"]) == 2
+    assert "no questions with gold evidence" in capsys.readouterr().err

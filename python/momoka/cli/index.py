@@ -129,6 +129,10 @@ def _eval(args: argparse.Namespace) -> int:
         raise ConfigError(f"--method takes {', '.join(METHODS)} (comma-separated), not {args.method!r}")
     ds = load_dataset(args.data, limit=args.limit)
     questions = [q for q in ds.questions if q.gold]
+    if not questions:
+        from ..errors import DatasetError
+
+        raise DatasetError(f"{ds.name} has no questions with gold evidence; retrieval metrics cannot be computed")
     need_dense = any(m != "bm25" for m in methods)
     t0 = time.monotonic()
     if args.store and (Path(args.store) / MANIFEST).exists():
