@@ -137,22 +137,25 @@ class OutlineRecoverer {
     }
     return {best, be};
   }
-  // Cost of the pattern starting at p or right after the whitespace at p.
+  // Cost of the pattern starting anywhere in the whitespace run at p (the
+  // run itself included, so chunks that begin with a space are found);
+  // ties go to the rightmost start.
   std::int64_t start_cost(const PreparedPattern& pat, std::size_t p, std::size_t tau,
                           std::size_t* where = nullptr, std::size_t* end = nullptr) const {
-    const std::size_t q = skip_ws(p);
-    auto a = anchored(pat, q, tau);
+    std::size_t q = p;
+    while (q < n_ && q - p < 64 && is_space_cp(t_[q])) ++q;
+    std::pair<std::int64_t, std::size_t> best{-1, 0};
     std::size_t w = q;
-    if (q != p) {
-      auto b = anchored(pat, p, tau);
-      if (b.first < a.first) {
-        a = b;
-        w = p;
+    for (std::size_t x = q + 1; x-- > p;) {
+      auto a = anchored(pat, x, tau);
+      if (best.first < 0 || a.first < best.first) {
+        best = a;
+        w = x;
       }
     }
     if (where) *where = w;
-    if (end) *end = a.second;
-    return a.first;
+    if (end) *end = best.second;
+    return best.first;
   }
   Match find_head(const PreparedPattern& h, std::size_t c, std::size_t tau_h) const {
     Match r;
@@ -184,14 +187,20 @@ class OutlineRecoverer {
                                                  const PreparedPattern* next) const {
     const std::size_t tau_n = next ? tau(next->size()) : 0;
     const std::int64_t no_next_penalty = static_cast<std::int64_t>(tau_t) + 1;
+    (void)no_next_penalty;
     auto next_cost = [&](std::size_t e) -> std::int64_t {
       if (!next) return skip_ws(e) == n_ ? 0 : no_next_penalty;
       if (next->size() == 0) return 0;
       return start_cost(*next, e, tau_n);
     };
     detail::MyersScanner sc(tl.fwd, /*global=*/false);
-    std::int64_t best_cost = -1, best_d = -1;
+    // Candidates are ranked by (tail distance + next-head cost), then by
+    // whether the tail's last character matches the text, then leftmost.
+    std::int64_t best_key = -1, best_d = -1;
     std::size_t best_e = 0;
+    const std::uint32_t last = tl.p.back();
+    const std::int64_t good = std::max<std::int64_t>(1, static_cast<std::int64_t>(tau_t + tau_n) / 2);
+    const std::size_t slack = tl.size() + 2 * tau_t + 72;
     std::size_t width = std::max<std::size_t>(window_, 1024);
     std::size_t pos = head_start;
     for (;;) {
@@ -202,15 +211,17 @@ class OutlineRecoverer {
         if (e < head_end) continue;
         const std::int64_t d = sc.score();
         if (d > static_cast<std::int64_t>(tau_t)) continue;
-        const std::int64_t cost = d + next_cost(e);
-        if (best_cost < 0 || cost < best_cost) {
-          best_cost = cost;
+        const std::int64_t key = 2 * (d + next_cost(e)) + (t_[e - 1] == last ? 0 : 1);
+        if (best_key < 0 || key < best_key) {
+          best_key = key;
           best_d = d;
           best_e = e;
         }
       }
-      if (best_cost >= 0 && best_cost <= static_cast<std::int64_t>(tau_t + tau_n)) break;
       if (stop == n_) break;
+      // Stop early once a candidate is clearly good and its neighbourhood
+      // has been scanned completely.
+      if (best_key >= 0 && best_key / 2 <= good && best_e + slack <= stop) break;
       width *= 2;
     }
     return {best_e, best_d};

@@ -43,9 +43,9 @@ def split_outline(outline: str, mask: Sequence[str] = DEFAULT_MASKS) -> tuple[st
     """Split an outline into (head, tail, has_mask).
 
     The head is the text before the first mask token, the tail the text after
-    the last one; outer whitespace is stripped. Without any mask token the
-    whole outline is the head and ``has_mask`` is False (the outline is then
-    located verbatim as a whole chunk).
+    the last one, both kept verbatim (whitespace included: chunks can start or
+    end with spaces). Without any mask token the whole outline is the head and
+    ``has_mask`` is False (the outline is then located as a whole chunk).
     """
     first, last_end = -1, -1
     for tok in mask:
@@ -57,8 +57,8 @@ def split_outline(outline: str, mask: Sequence[str] = DEFAULT_MASKS) -> tuple[st
         j = outline.rfind(tok)
         last_end = max(last_end, j + len(tok))
     if first < 0:
-        return outline.strip(), "", False
-    return outline[:first].lstrip(), outline[last_end:].rstrip(), True
+        return outline, "", False
+    return outline[:first], outline[last_end:], True
 
 
 def recover_outlines(
