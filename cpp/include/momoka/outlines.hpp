@@ -191,7 +191,9 @@ class OutlineRecoverer {
     auto next_cost = [&](std::size_t e) -> std::int64_t {
       if (!next) return skip_ws(e) == n_ ? 0 : no_next_penalty;
       if (next->size() == 0) return 0;
-      return start_cost(*next, e, tau_n);
+      // A next head that matches nowhere here says nothing: cap its cost so
+      // that the tail distance and position decide.
+      return std::min<std::int64_t>(start_cost(*next, e, tau_n), static_cast<std::int64_t>(tau_n) + 1);
     };
     detail::MyersScanner sc(tl.fwd, /*global=*/false);
     // Candidates are ranked by (tail distance + next-head cost), then by
