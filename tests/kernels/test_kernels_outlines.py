@@ -111,7 +111,7 @@ def test_outlines_out_of_order():
     assert [c.placed for c in chunks] == [True, True, False, True]
     assert chunks[1].match_start == _spans(paras)[2][0]  # Charlie found after Alpha ...
     assert chunks[2].start == chunks[2].end == chunks[3].start  # ... Bravo cannot follow it
-    assert chunks[0].end == chunks[1].start == _spans(paras)[1][0]  # Bravo's text goes to Alpha's chunk
+    assert chunks[0].end == chunks[1].start == _spans(paras)[2][0]  # Bravo's text goes to Alpha's chunk
 
 
 def test_outline_without_mask_is_a_whole_chunk():
