@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -39,10 +40,11 @@ def chinese_text(n: int = 200_000, seed: int = 0) -> str:
                 words.append(parts[0])
                 freqs.append(int(parts[1]))
     rng = random.Random(seed)
+    cum = list(itertools.accumulate(freqs))
     out: list[str] = []
     size = 0
     while size < n:
-        clause = "".join(rng.choices(words, weights=freqs, k=rng.randint(4, 12)))
+        clause = "".join(rng.choices(words, cum_weights=cum, k=rng.randint(4, 12)))
         clause += rng.choice("，，，。。；！？")
         out.append(clause)
         size += len(clause)
