@@ -478,15 +478,24 @@ void register_kernels(py::module_& m) {
            })
       .def("insert_many",
            [](Trie& t, const py::sequence& keys) {
+             const std::size_t n = py::len(keys);
+             if (n > 0 && PyUnicode_Check(py::handle(keys[0]).ptr())) {
+               auto refs = str_refs(keys, "keys");
+               std::size_t fresh = 0;
+               {
+                 py::gil_scoped_release nogil;
+                 for (const auto& r : refs)
+                   fresh += dispatch(r, [&](const auto* p, std::size_t m) { return t.insert(p, m) ? 1 : 0; });
+               }
+               return py::make_tuple(fresh, 0);
+             }
              std::vector<std::vector<std::uint32_t>> all;
-             all.reserve(py::len(keys));
-             int first = -1;
+             all.reserve(n);
              std::size_t i = 0;
              for (py::handle k : keys) {
                int kind;
                all.push_back(symbols(k, kind));
-               if (first < 0) first = kind;
-               else if (kind != first)
+               if (kind != 1)
                  throw py::type_error("keys[" + std::to_string(i) + "]: mixes str and token-id keys");
                ++i;
              }
@@ -495,7 +504,7 @@ void register_kernels(py::module_& m) {
                py::gil_scoped_release nogil;
                for (auto& s : all) fresh += t.insert(s.data(), s.size()) ? 1 : 0;
              }
-             return py::make_tuple(fresh, first);
+             return py::make_tuple(fresh, 1);
            })
       .def("contains",
            [](const Trie& t, py::handle key) {
@@ -504,21 +513,33 @@ void register_kernels(py::module_& m) {
              return py::make_tuple(t.contains(s.data(), s.size()), kind);
            })
       .def("contains_many",
-           [](const Trie& t, const py::sequence& keys) {
-             std::vector<std::vector<std::uint32_t>> all;
-             std::vector<int> kinds;
-             for (py::handle k : keys) {
-               int kind;
-               all.push_back(symbols(k, kind));
-               kinds.push_back(kind);
-             }
-             py::array_t<bool> out(static_cast<py::ssize_t>(all.size()));
+           [](const Trie& t, const py::sequence& keys, int kind) {
+             const std::size_t n = py::len(keys);
+             py::array_t<bool> out(static_cast<py::ssize_t>(n));
              bool* o = out.mutable_data();
+             if (kind == 0) {
+               auto refs = str_refs(keys, "keys");
+               {
+                 py::gil_scoped_release nogil;
+                 for (std::size_t i = 0; i < n; ++i)
+                   o[i] = dispatch(refs[i], [&](const auto* p, std::size_t m) { return t.contains(p, m); });
+               }
+               return out;
+             }
+             std::vector<std::vector<std::uint32_t>> all;
+             all.reserve(n);
+             std::size_t i = 0;
+             for (py::handle k : keys) {
+               int kd;
+               all.push_back(symbols(k, kd));
+               if (kd != 1) throw py::type_error("keys[" + std::to_string(i) + "]: expected a token-id sequence, got str");
+               ++i;
+             }
              {
                py::gil_scoped_release nogil;
-               for (std::size_t i = 0; i < all.size(); ++i) o[i] = t.contains(all[i].data(), all[i].size());
+               for (std::size_t j = 0; j < n; ++j) o[j] = t.contains(all[j].data(), all[j].size());
              }
-             return py::make_tuple(out, kinds);
+             return out;
            })
       .def("count_prefix",
            [](const Trie& t, py::handle key) {

@@ -32,16 +32,17 @@ class Trie {
 
   // Inserts a key; returns true when it was new. With count_duplicates, every
   // call (new or not) adds one to the counts along the path.
-  bool insert(const std::uint32_t* s, std::size_t n, bool count_duplicates = false) {
+  template <class T>
+  bool insert(const T* s, std::size_t n, bool count_duplicates = false) {
     std::uint32_t v = 0;
-    for (std::size_t i = 0; i < n; ++i) v = child_or_add(v, s[i]);
+    for (std::size_t i = 0; i < n; ++i) v = child_or_add(v, static_cast<std::uint32_t>(s[i]));
     const bool fresh = !nodes_[v].terminal;
     nodes_[v].terminal = true;
     if (fresh || count_duplicates) {
       std::uint32_t u = 0;
       ++nodes_[0].count;
       for (std::size_t i = 0; i < n; ++i) {
-        u = child(u, s[i]);
+        u = child(u, static_cast<std::uint32_t>(s[i]));
         ++nodes_[u].count;
       }
     }
@@ -49,12 +50,14 @@ class Trie {
     return fresh;
   }
   // Node reached by the sequence, or kNone.
-  std::uint32_t walk(const std::uint32_t* s, std::size_t n) const {
+  template <class T>
+  std::uint32_t walk(const T* s, std::size_t n) const {
     std::uint32_t v = 0;
-    for (std::size_t i = 0; i < n && v != kNone; ++i) v = child(v, s[i]);
+    for (std::size_t i = 0; i < n && v != kNone; ++i) v = child(v, static_cast<std::uint32_t>(s[i]));
     return v;
   }
-  bool contains(const std::uint32_t* s, std::size_t n) const {
+  template <class T>
+  bool contains(const T* s, std::size_t n) const {
     const std::uint32_t v = walk(s, n);
     return v != kNone && nodes_[v].terminal;
   }

@@ -61,7 +61,7 @@ class Trie:
 
     def insert_many(self, keys: Iterable[Key]) -> int:
         """Insert many keys; returns how many were new."""
-        items = list(keys)
+        items = keys if isinstance(keys, list) else list(keys)
         if not items:
             return 0
         kind = self._check(items[0])
@@ -82,14 +82,10 @@ class Trie:
 
     def contains_many(self, keys: Iterable[Key]) -> np.ndarray:
         """Exact membership of many keys as a bool array."""
-        items = list(keys)
-        for i, k in enumerate(items):
-            if self._kind is not None and _kind_of(k) != self._kind:
-                raise KernelInputError(f"keys[{i}]: wrong key kind for this Trie ({type(k).__name__})")
+        items = keys if isinstance(keys, list) else list(keys)
         if self._kind is None:
             return np.zeros(len(items), dtype=bool)
-        out, _ = native_call(self._native.contains_many, items)
-        return out
+        return native_call(self._native.contains_many, items, self._kind)
 
     def count_prefix(self, prefix: Key) -> int:
         """Number of keys that start with ``prefix``."""
