@@ -123,6 +123,7 @@ class BloomFilter:
     (ln 2)^2`` bits and ``k = round(m / n ln 2)`` probes from one 64-bit key
     hash (enhanced double hashing). A str and its UTF-8 bytes are different
     keys; ints must fit in 64 bits (numpy integer arrays are taken whole).
+    Batch calls release the GIL: do not add from two threads at once.
 
     >>> bf = BloomFilter(1000, 0.01)
     >>> bf.add("apple")

@@ -30,7 +30,8 @@ class Trie:
 
     One trie holds one kind of key; mixing kinds raises
     :class:`KernelInputError`. Keys are reported back as str, or as tuples of
-    ints for token sequences.
+    ints for token sequences. Batch calls release the GIL: do not insert from
+    two threads at once.
 
     >>> t = Trie(["car", "cart", "cat"])
     >>> t.keys_with_prefix("car")
