@@ -126,6 +126,9 @@ def test_mask_only_outline_and_nothing_placed():
     chunks = recover_outlines(TEXT, ["[MASK]"])
     assert len(chunks) == 1 and not chunks[0].placed
     assert (chunks[0].start, chunks[0].end) == (0, len(TEXT))  # documented: the text stays covered
+    chunks = recover_outlines(TEXT, ["<pad>", "Zebras quickly[MASK]jumped over it"])
+    assert [c.placed for c in chunks] == [False, False]
+    _check_tiling(chunks, len(TEXT))
 
 
 def test_non_ascii_offsets():

@@ -106,8 +106,9 @@ class OutlineRecoverer {
       }
     }
     if (last_placed < 0 && count > 0) {
+      // Nothing placed: the first outline keeps the whole text (flagged).
+      for (auto& r : out) r.start = r.end = static_cast<std::int64_t>(n_);
       out[0].start = 0;
-      out[0].end = static_cast<std::int64_t>(n_);
     }
     return out;
   }
