@@ -47,6 +47,22 @@ inline bool is_word_cp(std::uint32_t c) {
 }
 inline std::uint32_t lower_ascii(std::uint32_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
+// Whitespace and word-character tables for code points below 256.
+struct CharClasses {
+  unsigned char space[256];
+  unsigned char word[256];
+  CharClasses() {
+    for (std::uint32_t c = 0; c < 256; ++c) {
+      space[c] = is_space_cp(c) ? 1 : 0;
+      word[c] = is_word_cp(c) ? 1 : 0;
+    }
+  }
+};
+inline const CharClasses& char_classes() {
+  static const CharClasses t;
+  return t;
+}
+
 using FeatureWeights = std::unordered_map<std::uint64_t, double>;
 
 inline std::uint64_t feature_hash_finish(std::uint64_t fnv) { return mix64(fnv); }
@@ -78,6 +94,33 @@ class BitCounter {
     for (int j = 0; j < 8; ++j) lanes_[j] += t[(h >> (8 * j)) & 0xFF];
     ++total_;
     if (++pending_ == 255) flush();
+  }
+  // Adds many hashes with the lane counters held in locals (registers).
+  void add_all(const std::uint64_t* hs, std::size_t n) {
+    const std::uint64_t* t = byte_expand().t;
+    std::size_t i = 0;
+    while (i < n) {
+      const std::size_t stop = std::min<std::size_t>(n, i + (255 - pending_));
+      std::uint64_t l0 = lanes_[0], l1 = lanes_[1], l2 = lanes_[2], l3 = lanes_[3];
+      std::uint64_t l4 = lanes_[4], l5 = lanes_[5], l6 = lanes_[6], l7 = lanes_[7];
+      for (std::size_t x = i; x < stop; ++x) {
+        const std::uint64_t h = hs[x];
+        l0 += t[h & 0xFF];
+        l1 += t[(h >> 8) & 0xFF];
+        l2 += t[(h >> 16) & 0xFF];
+        l3 += t[(h >> 24) & 0xFF];
+        l4 += t[(h >> 32) & 0xFF];
+        l5 += t[(h >> 40) & 0xFF];
+        l6 += t[(h >> 48) & 0xFF];
+        l7 += t[h >> 56];
+      }
+      lanes_[0] = l0; lanes_[1] = l1; lanes_[2] = l2; lanes_[3] = l3;
+      lanes_[4] = l4; lanes_[5] = l5; lanes_[6] = l6; lanes_[7] = l7;
+      pending_ += static_cast<unsigned>(stop - i);
+      total_ += stop - i;
+      i = stop;
+      if (pending_ == 255) flush();
+    }
   }
   std::uint64_t fingerprint() {
     flush();
@@ -128,35 +171,47 @@ void for_each_feature(const T* s, std::size_t n, SimTokenizer tok, std::size_t n
   buf.clear();
   if (tok == SimTokenizer::Char) {
     // Normalise: lower-case ASCII, collapse whitespace runs, strip the ends.
+    buf.resize(n + 1);
+    std::uint32_t* out = buf.data();
+    std::size_t len = 0;
     bool pending_space = false;
+    const auto& cls = char_classes();
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t c = static_cast<std::uint32_t>(s[i]);
-      if (is_space_cp(c)) {
-        pending_space = !buf.empty();
+      const bool space = c < 256 ? (cls.space[c] != 0) : is_space_cp(c);
+      if (space) {
+        pending_space = len > 0;
         continue;
       }
-      if (pending_space) buf.push_back(0x20);
+      if (pending_space) out[len++] = 0x20;
       pending_space = false;
-      buf.push_back(lower_ascii(c));
+      out[len++] = lower_ascii(c);
     }
-    if (buf.empty()) return;
-    const std::size_t g = std::min(ngram, buf.size());
-    for (std::size_t i = 0; i + g <= buf.size(); ++i) {
+    buf.resize(len);
+    if (len == 0) return;
+    const std::size_t g = std::min(ngram, len);
+    for (std::size_t i = 0; i + g <= len; ++i) {
       std::uint64_t h = kFnvOffset;
-      for (std::size_t j = 0; j < g; ++j) h = fnv_step(h, buf[i + j]);
+      for (std::size_t j = 0; j < g; ++j) h = fnv_step(h, out[i + j]);
       f(feature_hash_finish(h));
     }
     return;
   }
   words.clear();
+  const auto& cls = char_classes();
+  auto wordc = [&](std::uint32_t c) { return c < 256 ? cls.word[c] != 0 : is_word_cp(c); };
+  buf.resize(n);
+  std::uint32_t* out = buf.data();
+  std::size_t len = 0;
   std::size_t i = 0;
   while (i < n) {
-    while (i < n && !is_word_cp(static_cast<std::uint32_t>(s[i]))) ++i;
+    while (i < n && !wordc(static_cast<std::uint32_t>(s[i]))) ++i;
     if (i >= n) break;
-    const std::size_t b = buf.size();
-    while (i < n && is_word_cp(static_cast<std::uint32_t>(s[i]))) buf.push_back(lower_ascii(static_cast<std::uint32_t>(s[i++])));
-    words.emplace_back(static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(buf.size() - b));
+    const std::size_t b = len;
+    while (i < n && wordc(static_cast<std::uint32_t>(s[i]))) out[len++] = lower_ascii(static_cast<std::uint32_t>(s[i++]));
+    words.emplace_back(static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(len - b));
   }
+  buf.resize(len);
   if (words.empty()) return;
   const std::size_t g = std::min(ngram, words.size());
   for (std::size_t w = 0; w + g <= words.size(); ++w) {
@@ -174,14 +229,19 @@ void for_each_feature(const T* s, std::size_t n, SimTokenizer tok, std::size_t n
 struct SimhashScratch {
   std::vector<std::uint32_t> buf;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> words;
+  std::vector<std::uint64_t> hashes;
 };
 
 template <class T>
 std::uint64_t simhash(const T* s, std::size_t n, SimTokenizer tok, std::size_t ngram,
                       const FeatureWeights* weights, SimhashScratch& scratch) {
   if (weights == nullptr) {
+    // Hash all features first (independent work that pipelines well), then count.
+    scratch.hashes.clear();
+    for_each_feature(s, n, tok, ngram, scratch.buf, scratch.words,
+                     [&](std::uint64_t h) { scratch.hashes.push_back(h); });
     detail::BitCounter acc;
-    for_each_feature(s, n, tok, ngram, scratch.buf, scratch.words, [&](std::uint64_t h) { acc.add(h); });
+    acc.add_all(scratch.hashes.data(), scratch.hashes.size());
     return acc.fingerprint();
   }
   detail::WeightedCounter acc;
