@@ -15,10 +15,10 @@
 
 #include "momoka/bloom.hpp"
 #include "momoka/edit_distance.hpp"
-#include "momoka/hash.hpp"
+#include "momoka/kernel_hash.hpp"
 #include "momoka/locate.hpp"
 #include "momoka/outlines.hpp"
-#include "momoka/parallel.hpp"
+#include "momoka/kernel_parallel.hpp"
 #include "momoka/simhash.hpp"
 #include "momoka/trie.hpp"
 #include "ustr.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "momoka/hash.hpp"
+#include "momoka/kernel_hash.hpp"
 
 namespace momoka {
 

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "momoka/hash.hpp"
+#include "momoka/kernel_hash.hpp"
 #include "momoka/outlines.hpp"  // is_space_cp
 
 namespace momoka {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "momoka/hash.hpp"
+#include "momoka/kernel_hash.hpp"
 
 namespace momoka {
 
