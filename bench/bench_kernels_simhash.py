@@ -124,7 +124,7 @@ def test_near_duplicate_search(benchmark):
                 peer_pairs.add(tuple(sorted((int(i), int(j)))))
     t_peer = time.perf_counter() - t0
     assert peer_pairs == {tuple(p) for p in p_small.tolist()}  # same answer as the peer
-    print(f"\nnear-duplicate search, max_hamming=3")
+    print("\nnear-duplicate search, max_hamming=3")
     print(f"  momoka near_duplicates, 1,000,000 hashes: {t_1m:8.3f} s, {len(out['p']):,} pairs")
     print(f"  momoka near_duplicates, {len(small):,} hashes: {t_small * 1e3:8.1f} ms")
     print(f"  simhash SimhashIndex build + query all, {len(small):,} hashes: {t_peer:8.3f} s "

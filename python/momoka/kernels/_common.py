@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -80,4 +80,4 @@ def slice_bounds(n: int, start: Any, end: Any) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
-__all__ = ["check_bound", "check_threads", "check_str", "str_list", "native_call", "slice_bounds", "Sequence"]
+__all__ = ["check_bound", "check_threads", "check_str", "str_list", "native_call", "slice_bounds"]
