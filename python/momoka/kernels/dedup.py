@@ -32,7 +32,7 @@ def simhash(
     ngram: int = 3,
     tokenizer: Literal["word", "char"] = "word",
     weights: Mapping[str, float] | None = None,
-    threads: int | None = 1,
+    threads: int | None = None,
 ) -> np.ndarray:
     """64-bit SimHash fingerprints of many texts, as a ``uint64`` array.
 
@@ -43,6 +43,7 @@ def simhash(
     space and ASCII lower-cased. A text with fewer units than ``ngram`` has
     one feature (all of them); a text without any has fingerprint 0.
     ``weights`` maps feature strings to weights (default 1.0 each), e.g. IDF.
+    ``threads``: ``None`` spreads the texts over every core.
     """
     if isinstance(ngram, bool) or not isinstance(ngram, (int, np.integer)) or ngram < 1:
         raise ConfigError(f"ngram must be an int >= 1, got {ngram!r}")
