@@ -46,17 +46,30 @@ void register_text(py::module_& m) {
   py::class_<Segmenter>(m, "Segmenter", R"doc(
 Rule-based sentence segmenter over Python str code points.
 
-Segmenter(newline_breaks=False, abbreviations=()) builds a segmenter;
+Segmenter(newlines="auto", abbreviations=()) builds a segmenter;
+``newlines`` says what a single line break does: "ignore" (whitespace),
+"break" (ends a sentence) or "auto" (ends one after a heading-like line);
 ``abbreviations`` adds words that never end a sentence (case-insensitive,
 a trailing period is ignored: "Ph.D", "approx.").
 )doc")
-      .def(py::init([](bool newline_breaks, const py::iterable& abbreviations) {
-             auto s = std::make_unique<Segmenter>(newline_breaks);
+      .def(py::init([](const std::string& newlines, const py::iterable& abbreviations) {
+             momoka::text::NewlineMode mode;
+             if (newlines == "auto") mode = momoka::text::NewlineMode::kAuto;
+             else if (newlines == "break") mode = momoka::text::NewlineMode::kBreak;
+             else if (newlines == "ignore") mode = momoka::text::NewlineMode::kIgnore;
+             else throw py::value_error("newlines must be 'auto', 'break' or 'ignore', got '" + newlines + "'");
+             auto s = std::make_unique<Segmenter>(mode);
              for (py::handle a : abbreviations) s->add_abbreviation(to_u32(a));
              return s;
            }),
-           py::arg("newline_breaks") = false, py::arg("abbreviations") = py::tuple())
-      .def_property_readonly("newline_breaks", &Segmenter::newline_breaks)
+           py::arg("newlines") = "auto", py::arg("abbreviations") = py::tuple())
+      .def_property_readonly("newlines", [](const Segmenter& s) {
+        switch (s.newlines()) {
+          case momoka::text::NewlineMode::kBreak: return "break";
+          case momoka::text::NewlineMode::kIgnore: return "ignore";
+          default: return "auto";
+        }
+      })
       .def(
           "split",
           [](const Segmenter& seg, py::object text) {

@@ -65,6 +65,28 @@ class SearchError(MomokaError):
     """The MCTS engine was used incorrectly (wrong order of calls, bad rewards)."""
 
 
+class RewardError(SearchError, ValueError):
+    """Rewards given to the MCTS engine are unusable (NaN, infinite, wrong count)."""
+
+
+class JudgeError(SearchError):
+    """The reward judge called by ``MCTS.run`` / ``MCTS.arun`` raised; the cause is chained."""
+
+
+class KernelInputError(InputError):
+    """A text kernel got an unusable argument: a non-str item in a batch, a NaN,
+    a key of the wrong type, a negative bound. The message names the argument
+    and, in batches, the index of the bad item."""
+
+
+class OutlineError(KernelInputError):
+    """Meta-chunker outlines cannot be recovered at all (no outlines, no text)."""
+
+
+class BloomFormatError(KernelInputError):
+    """Bytes given to ``BloomFilter.from_bytes`` are not a serialised filter."""
+
+
 # --- models ----------------------------------------------------------------
 
 
@@ -97,6 +119,26 @@ class LLMResponseError(LLMError):
 
 class LLMCapabilityError(LLMError):
     """The LLM server cannot do what was asked (e.g. return log-probabilities)."""
+
+
+class LLMHTTPError(LLMError):
+    """The LLM server answered with an HTTP error status (``status``)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class LLMConnectionError(LLMError):
+    """The LLM server could not be reached, or dropped the connection."""
+
+
+class LLMBatchError(LLMError):
+    """Some requests of a batch failed for good; ``results`` holds every item's outcome."""
+
+    def __init__(self, message: str, results: list | None = None):
+        super().__init__(message)
+        self.results = results or []
 
 
 # --- index and store -------------------------------------------------------

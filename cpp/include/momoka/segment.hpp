@@ -10,16 +10,25 @@
 // run holding two or more line breaks; \r\n counts once) or by U+2029.
 //
 // Sentences: inside each paragraph, a sentence ends after a terminator run
-// (. ! ? … ‼ ⁇ ⁈ ⁉, or CJK 。！？｡) plus any closing quotes/brackets, when
+// (. ! ? … ‼ ⁇ ⁈ ⁉, Arabic ؟ ۔, Devanagari । ॥, or CJK 。！？｡) plus any
+// closing quotes/brackets, when
 // followed by whitespace or the end of the paragraph (CJK terminators need no
 // whitespace). It does not end when
 //   * the next word starts with a lowercase letter ("etc. and", "Stop!" he),
 //   * the terminator is one '.' after a known abbreviation (Dr. Mr. e.g.
-//     i.e. U.S. ...), after a single capital initial (J. R. R. Tolkien), after
+//     i.e. U.S. ...), after capital initials (J. R. R. Tolkien, J.R.R.), after
 //     a number-prefix abbreviation followed by a digit (No. 5, Fig. 3,
 //     Jan. 1), or after a short enumerator starting the sentence ("1. Intro").
-// A blank line always ends a sentence; a single line break does so only
-// when newline_breaks is set.
+// Bracketed references right after a terminator stay with the sentence
+// ("1978.[citation needed] On"); so does a spaced ellipsis (". . .").
+// A blank line always ends a sentence. A single line break is whitespace
+// (NewlineMode::kIgnore), always ends a sentence (kBreak), or (kAuto, the
+// default) ends one after a heading-like line: the line holds at most
+// kShortLine code units, does not end in a terminator, comma, semicolon,
+// hyphen or dash, and the next line does not start lowercase (or the line
+// ends with ':' and the next line does not start lowercase). This splits
+// "Introduction\nWe study..." and "Items:\n- one\n- two" while hard-wrapped
+// prose stays joined.
 #pragma once
 
 #include <cstddef>
@@ -48,7 +57,8 @@ inline bool is_cjk_terminator(char32_t c) {
 
 inline bool is_terminator(char32_t c) {
   return c == '.' || c == '!' || c == '?' || c == 0x2026 || c == 0x203C ||
-         (c >= 0x2047 && c <= 0x2049) || is_cjk_terminator(c);
+         (c >= 0x2047 && c <= 0x2049) || c == 0x061F || c == 0x06D4 || c == 0x0964 ||
+         c == 0x0965 || is_cjk_terminator(c);
 }
 
 // Closing quotes and brackets that stay with the sentence they close.
@@ -103,6 +113,15 @@ inline bool is_upper(char32_t c) {
 
 inline bool is_digit(char32_t c) { return c >= '0' && c <= '9'; }
 
+// Neither whitespace nor a terminator: the segmenter's inner loop skips these.
+inline bool is_plain(char32_t c) {
+  if (c < 128) {
+    // printable ASCII other than space . ! ?
+    return c > ' ' && c != '.' && c != '!' && c != '?' && c < 127 && !(c >= 0x1c && c <= 0x1f);
+  }
+  return !is_space(c) && !is_terminator(c);
+}
+
 struct SpanList {
   std::vector<std::int64_t> starts;
   std::vector<std::int64_t> ends;
@@ -127,6 +146,7 @@ SpanList split_paragraphs(const CharT* t, std::size_t n) {
         open = true;
       }
       ++i;
+      while (i < n && !is_space(static_cast<char32_t>(t[i]))) ++i;
       continue;
     }
     const std::size_t ws = i;
@@ -153,16 +173,20 @@ SpanList split_paragraphs(const CharT* t, std::size_t n) {
   return out;
 }
 
+enum class NewlineMode : int { kIgnore = 0, kBreak = 1, kAuto = 2 };
+
 class Segmenter {
  public:
+  static constexpr std::size_t kShortLine = 50;
+
   // Abbreviations are stored lowercase (ASCII letters lowered) without the
   // final period: "dr", "e.g", "u.s".
-  explicit Segmenter(bool newline_breaks = false) : newline_breaks_(newline_breaks) {
+  explicit Segmenter(NewlineMode newlines = NewlineMode::kAuto) : newlines_(newlines) {
     static const char* const kAlways[] = {
         // titles and honorifics
         "mr", "mrs", "ms", "messrs", "mme", "mlle", "dr", "prof", "rev", "fr", "hon",
         "gen", "col", "lt", "capt", "cpt", "sgt", "cpl", "maj", "adm", "cmdr", "gov",
-        "pres", "sen", "rep", "supt", "insp", "st", "mt", "ft", "ste", "mssr",
+        "pres", "sen", "rep", "supt", "insp", "st", "mt", "ste", "jr", "sr", "esq",
         // inline Latin and connective abbreviations
         "e.g", "i.e", "cf", "vs", "viz", "approx", "al", "resp", "incl", "esp",
         "ibid",
@@ -186,7 +210,7 @@ class Segmenter {
   }
   void add_abbreviation(const char* a) { add_abbreviation(to_key(a)); }
 
-  bool newline_breaks() const { return newline_breaks_; }
+  NewlineMode newlines() const { return newlines_; }
 
   // Sentences of t[0, n): paragraphs first, then sentences inside each.
   template <class CharT>
@@ -211,6 +235,8 @@ class Segmenter {
   }
 
  private:
+  static constexpr std::size_t kMaxReference = 40;
+
   static std::u32string to_key(const char* a) {
     std::u32string s;
     for (; *a; ++a) s.push_back(static_cast<char32_t>(static_cast<unsigned char>(*a)));
@@ -235,6 +261,15 @@ class Segmenter {
     const char32_t first = static_cast<char32_t>(t[tok]);
     // a single capital letter: an initial (J. R. R. Tolkien)
     if (len == 1 && is_upper(first)) return false;
+    // dotted capital initials: J.R.R. Tolkien, U.S.A. (a period after each letter)
+    if (len >= 3 && len % 2 == 1) {
+      bool initials = true;
+      for (std::size_t k = 0; k < len && initials; ++k) {
+        const char32_t c = static_cast<char32_t>(t[tok + k]);
+        initials = (k % 2 == 0) ? is_upper(c) : c == U'.';
+      }
+      if (initials) return false;
+    }
     // a short enumerator starting the sentence: "1. Introduction", "a. The"
     if (tok == sent_start && len <= 3) {
       bool digits = true;
@@ -253,12 +288,30 @@ class Segmenter {
     return true;
   }
 
+  // Whether a single line break between the line [line, ws) and the text
+  // at next (< e when there is more) ends the open sentence.
+  template <class CharT>
+  bool line_ends(const CharT* t, std::size_t line, std::size_t ws, std::size_t next,
+                 std::size_t e) const {
+    if (newlines_ == NewlineMode::kBreak) return true;
+    if (newlines_ == NewlineMode::kIgnore || next >= e || ws <= line) return false;
+    if (is_lower(static_cast<char32_t>(t[next]))) return false;
+    const char32_t last = static_cast<char32_t>(t[ws - 1]);
+    if (last == ':') return true;
+    if (ws - line > kShortLine) return false;
+    if (is_terminator(last) || last == ',' || last == ';' || last == '-' || last == 0x2013 ||
+        last == 0x2014 || last == 0x3001 || last == 0xFF0C)
+      return false;
+    return true;
+  }
+
   template <class CharT>
   void sentences_in(const CharT* t, std::size_t b, std::size_t e, SpanList& out) const {
     std::size_t i = b;
     std::size_t start = 0;
     bool open = false;
-    std::size_t tok = b;  // start of the current non-whitespace token
+    std::size_t tok = b;   // start of the current non-whitespace token
+    std::size_t line = b;  // first non-whitespace unit of the current line
     while (i < e) {
       const char32_t c = static_cast<char32_t>(t[i]);
       if (is_space(c)) {
@@ -272,10 +325,11 @@ class Segmenter {
           if (is_line_break(d) && !(d == '\r' && i + 1 < e && t[i + 1] == '\n')) ++breaks;
           ++i;
         }
-        if (open && (hard || breaks >= 2 || (newline_breaks_ && breaks >= 1))) {
+        if (open && (hard || breaks >= 2 || (breaks == 1 && line_ends(t, line, ws, i, e)))) {
           out.push(start, ws);
           open = false;
         }
+        if (breaks) line = i;
         tok = i;
         continue;
       }
@@ -284,7 +338,9 @@ class Segmenter {
         open = true;
       }
       if (!is_terminator(c)) {
+        // fast path: skip ordinary characters (not whitespace, not terminators)
         ++i;
+        while (i < e && is_plain(static_cast<char32_t>(t[i]))) ++i;
         continue;
       }
       // a run of terminators, then closing quotes / brackets
@@ -297,6 +353,18 @@ class Segmenter {
       }
       const bool single_period = c == '.' && j == term + 1;
       while (j < e && is_closer(static_cast<char32_t>(t[j]))) ++j;
+      // bracketed references right after the terminator stay with the
+      // sentence: "... in 1978.[citation needed] On", "known.[12][13] It"
+      while (j < e && t[j] == CharT('[')) {
+        std::size_t k = j + 1;
+        const std::size_t lim = k + kMaxReference < e ? k + kMaxReference : e;
+        while (k < lim && t[k] != CharT(']') && t[k] != CharT('[') &&
+               !is_line_break(static_cast<char32_t>(t[k])))
+          ++k;
+        if (k >= lim || t[k] != CharT(']')) break;
+        j = k + 1;
+        while (j < e && is_closer(static_cast<char32_t>(t[j]))) ++j;
+      }
       bool boundary;
       if (cjk || j >= e) {
         boundary = true;
@@ -309,7 +377,9 @@ class Segmenter {
         // a parenthetical sentence ('(see above.)'): skip only quotes
         while (k < e && is_quote_opener(static_cast<char32_t>(t[k]))) ++k;
         const char32_t next = k < e ? static_cast<char32_t>(t[k]) : U' ';
-        if (is_lower(next)) {
+        if (is_lower(next) || (c == '.' && next == '.')) {
+          // a lowercase word continues the sentence; so does a spaced
+          // ellipsis ". . ."
           boundary = false;
         } else if (single_period) {
           boundary = period_ends(t, tok, term, start, next);
@@ -330,7 +400,7 @@ class Segmenter {
     }
   }
 
-  bool newline_breaks_;
+  NewlineMode newlines_;
   std::unordered_set<std::u32string> always_;
   std::unordered_set<std::u32string> before_number_;
 };

@@ -19,7 +19,13 @@ from typing import Callable
 
 import numpy as np
 
+from .. import _core
 from ._tokens import Atoms, TokenSource
+
+# Native kernels (cpp/include/momoka/chunk.hpp); pure-Python fallbacks below.
+_native_trim = getattr(_core, "chunk_trim_bounds", None)
+_native_find = getattr(_core, "chunk_find_all", None)
+_native_pack = getattr(_core, "chunk_recursive_pack", None)
 
 _NONWS = re.compile(r"\S")
 
@@ -87,6 +93,8 @@ class Splitter:
     def values(self, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-boundary values (lo, hi) with size(B[i]..B[j]) == hi[j] - lo[i]."""
         if self.unit == "chars":
+            if _native_trim is not None:
+                return _native_trim(self.text, B)
             n = self.n
             fn, ln = self.first_nonws, self.last_nonws_end
             bl = B.tolist()
@@ -112,7 +120,13 @@ class Splitter:
         cuts = np.asarray(cuts, dtype=np.int64)
         if cuts.size:
             cuts = cuts[(cuts > lo) & (cuts < hi)]
-            cuts = np.unique(cuts)
+        if cuts.size > 1:
+            if not bool((cuts[1:] >= cuts[:-1]).all()):
+                cuts = np.sort(cuts)
+            keep = np.empty(cuts.size, dtype=bool)
+            keep[0] = True
+            np.not_equal(cuts[1:], cuts[:-1], out=keep[1:])
+            cuts = cuts[keep]
         return np.concatenate([np.array([lo], dtype=np.int64), cuts, np.array([hi], dtype=np.int64)])
 
     def cuts(self, sep: str, lo: int, hi: int) -> np.ndarray:
@@ -128,6 +142,10 @@ class Splitter:
             a = np.searchsorted(starts, lo, side="right")
             b = np.searchsorted(starts, hi, side="left")
             return starts[a:b]
+        if _native_find is not None:
+            occ = _native_find(self.text, sep, lo, hi)
+            occ += len(sep)
+            return occ[occ < hi]
         t = self.text
         find = t.find
         L = len(sep)
@@ -162,25 +180,27 @@ class Splitter:
         if lo_v is None or hi_v is None:
             lo_v, hi_v = self.values(B)
         m = len(B) - 1
-        Bl = B.tolist()
-        ss = np.searchsorted
+        Bl = B.tolist() if m < 4096 else B  # big arrays: index lazily
         i = 0
         while i < m:
-            j = int(ss(hi_v, lo_v[i] + size, side="right")) - 1
+            j = int(hi_v.searchsorted(lo_v[i] + size, side="right")) - 1
             if j > m:
                 j = m
             if j <= i:
                 if oversize is None:
-                    out.append((Bl[i], Bl[i + 1]))
+                    out.append((int(Bl[i]), int(Bl[i + 1])))
                 else:
-                    oversize(Bl[i], Bl[i + 1], out)
+                    oversize(int(Bl[i]), int(Bl[i + 1]), out)
                 i += 1
                 continue
-            out.append((Bl[i], Bl[j]))
-            if j >= m:
+            out.append((int(Bl[i]), int(Bl[j])))
+            if j >= m or hi_v[j] >= hi_v[m]:  # nothing left to measure
                 break
             if overlap > 0:
-                k = int(ss(lo_v, hi_v[j] - overlap, side="left"))
+                # earliest start sharing at most `overlap` with this span that
+                # still leaves room for the next piece (else the next span
+                # would add nothing)
+                k = int(lo_v.searchsorted(max(hi_v[j] - overlap, hi_v[j + 1] - size), side="left"))
                 i = min(max(k, i + 1), j)
             else:
                 i = j
@@ -194,7 +214,15 @@ class Splitter:
                 out.append((pos, hi))
                 break
             out.append((pos, end))
-            pos = self.first_nonws(end - overlap, hi)
+            nxt = self.first_nonws(end, hi)  # first character not covered yet
+            if nxt >= hi:  # only whitespace left
+                break
+            if overlap:
+                # overlap the trimmed end of this window, but reach nxt
+                e = self.last_nonws_end(end, pos)
+                pos = self.first_nonws(max(e - overlap, nxt - size + 1), hi)
+            else:
+                pos = nxt
 
     def token_windows(self, lo: int, hi: int, size: int, out: Spans, overlap: int = 0) -> None:
         """Spans of at most ``size`` tokens over [lo, hi), cut at token starts."""
@@ -234,16 +262,54 @@ class Splitter:
 
         self.pack(B, size, out, oversize=oversize)
 
+    def level_cuts(self, sep: str):
+        """A level for the native packer: sentence/paragraph starts as an array, else the separator itself."""
+        if sep == SENTENCE or sep == PARAGRAPH:
+            spans = self.doc.sentences if sep == SENTENCE else self.doc.paragraphs
+            return np.ascontiguousarray(np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 0])
+        return sep
+
+    def split_ranges(self, ranges: list, seps: tuple, size: int, keep_oversize: bool = False):
+        """Recursive splitting of each (lo, hi) range, in order (native when built).
+
+        With ``keep_oversize``, a piece still too big after the last separator
+        is kept whole instead of being cut by characters or tokens.
+        """
+        if _native_pack is not None:
+            levels = [self.level_cuts(sep) for sep in seps]
+            if self.unit == "chars":
+                starts = cum = None
+            else:
+                starts, cum = self.atoms.starts, self.atoms.cum
+            arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+            return _native_pack(self.text, arr, levels, size, starts, cum, keep_oversize)
+        out: Spans = []
+        for lo, hi in ranges:
+            if keep_oversize:
+                c = self.cuts(seps[0], lo, hi) if seps else np.zeros(0, dtype=np.int64)
+                self.pack(self.bounds(c, lo, hi), size, out)
+            else:
+                self.recursive(lo, hi, seps, 0, size, out)
+        return out
+
     # -- output --------------------------------------------------------------
 
     def finish(self, spans: Spans) -> np.ndarray:
         """Trim every span, drop empty ones, return an ``(K, 2)`` int64 array."""
+        if len(spans) == 0:
+            return np.zeros((0, 2), dtype=np.int64)
+        arr = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+        if _native_trim is not None:
+            s, _ = _native_trim(self.text, arr[:, 0])
+            _, e = _native_trim(self.text, arr[:, 1])
+            keep = (s < arr[:, 1]) & (e > s)
+            return np.stack([s[keep], e[keep]], axis=1)
         res = []
         trim = self.trim
-        for a, b in spans:
-            s, e = trim(a, b)
-            if s < e:
-                res.append((s, e))
+        for a, b in arr.tolist():
+            s2, e2 = trim(a, b)
+            if s2 < e2:
+                res.append((s2, e2))
         if not res:
             return np.zeros((0, 2), dtype=np.int64)
         return np.array(res, dtype=np.int64)

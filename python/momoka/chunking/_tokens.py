@@ -23,11 +23,18 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import _core
 from ..errors import ConfigError
+
+# Native kernels (cpp/include/momoka/chunk.hpp); numpy fallbacks below.
+_native_word_starts = getattr(_core, "chunk_word_starts", None)
+_native_word_ids = getattr(_core, "chunk_word_ids", None)
+_native_trim = getattr(_core, "chunk_trim_bounds", None)
 
 # Whitespace exactly as ``str.isspace`` (and ``str.split()``) define it. No
 # code point above U+3000 is whitespace, so a table of 0x3002 entries with
@@ -55,6 +62,8 @@ def word_starts(text: str, ws: np.ndarray | None = None) -> np.ndarray:
     They are in the same order as the words of ``text.split()``.
     """
     if ws is None:
+        if _native_word_starts is not None:
+            return _native_word_starts(text)
         ws = whitespace_mask(text)
     if ws.size == 0:
         return np.zeros(0, dtype=np.int64)
@@ -148,14 +157,22 @@ class _WhitespaceSource(TokenSource):
         return len(text.split())
 
 
-def _word_weights(text: str, starts: np.ndarray, count_unique: Callable[[list[str]], list[int]]) -> np.ndarray:
+def _word_atoms(text: str, count_unique: Callable[[list[str]], list[int]]) -> Atoms:
+    """Word starts weighted by each word's token count, counting each distinct word once."""
+    if _native_word_ids is not None:
+        starts, ends, ids, first = _native_word_ids(text)
+        fs, fe = starts[first].tolist(), ends[first].tolist()
+        uniq = [text[a:b] for a, b in zip(fs, fe)]
+        counts = np.asarray(count_unique(uniq), dtype=np.int64).reshape(-1)
+        return Atoms(starts, counts[ids] if ids.size else np.zeros(0, dtype=np.int64))
+    starts = word_starts(text)
     words = text.split()
     if len(words) != starts.size:  # cannot happen: same definition of whitespace
         raise ConfigError("internal error: word split and word offsets disagree")
     uniq = list(dict.fromkeys(words))
     counts = count_unique(uniq)
     table = dict(zip(uniq, counts))
-    return np.fromiter(map(table.__getitem__, words), dtype=np.int64, count=len(words))
+    return Atoms(starts, np.fromiter(map(table.__getitem__, words), dtype=np.int64, count=len(words)))
 
 
 _WORD_SAFE_PRETOKENIZERS = {"Whitespace", "WhitespaceSplit", "BertPreTokenizer"}
@@ -178,8 +195,7 @@ class _HFSource(TokenSource):
 
     def atoms(self, text: str) -> Atoms:
         if self.word_safe:
-            starts = word_starts(text)
-            return Atoms(starts, _word_weights(text, starts, self._count_unique))
+            return _word_atoms(text, self._count_unique)
         return self._atoms_by_offsets(text)
 
     def _atoms_by_offsets(self, text: str) -> Atoms:
@@ -211,9 +227,24 @@ class _HFSource(TokenSource):
             offs = offs[offs[:, 1] > offs[:, 0]]  # drop empty (special) tokens
             parts.append(offs[:, 0] + base)
         starts = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-        uniq, counts = np.unique(starts, return_counts=True)
-        weights = None if uniq.size == starts.size else counts.astype(np.int64)
-        return Atoms(uniq.astype(np.int64), weights)
+        # a token starting on whitespace (a lone space token, or a word token
+        # carrying its leading space) is counted from the next non-whitespace
+        # character, so every atom, hence every cut, starts on text
+        if _native_trim is not None:
+            starts = _native_trim(text, starts)[0]
+        else:
+            ws = whitespace_mask(text)
+            nonws = np.flatnonzero(~ws)
+            idx = np.searchsorted(nonws, starts, side="left")
+            starts = np.where(idx < nonws.size, nonws[np.minimum(idx, nonws.size - 1)], n)
+        # several tokens may start at one offset (bytes of one character)
+        first = np.ones(starts.size, dtype=bool)
+        np.not_equal(starts[1:], starts[:-1], out=first[1:])
+        if first.all():
+            return Atoms(starts, None)
+        idx = np.flatnonzero(first)
+        counts = np.diff(np.append(idx, starts.size)).astype(np.int64)
+        return Atoms(starts[idx], counts)
 
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
@@ -229,8 +260,14 @@ class _CallableSource(TokenSource):
 
     def _one(self, text: str) -> int:
         out = self.fn(text)
-        if isinstance(out, (bool, np.bool_)):
-            raise ConfigError("tokenizer callable returned a bool; expected an int or a sequence of tokens")
+        if isinstance(out, (bool, np.bool_, str, bytes)):
+            raise ConfigError(
+                f"tokenizer callable returned a {type(out).__name__}; expected an int or a sequence of tokens"
+            )
+        if isinstance(out, Mapping):  # e.g. a transformers tokenizer's BatchEncoding
+            if "input_ids" not in out:
+                raise ConfigError("tokenizer callable returned a mapping without 'input_ids'")
+            out = out["input_ids"]
         if isinstance(out, (int, np.integer)):
             if out < 0:
                 raise ConfigError(f"tokenizer callable returned a negative count ({out})")
@@ -246,11 +283,18 @@ class _CallableSource(TokenSource):
         return [self._one(w) for w in words]
 
     def atoms(self, text: str) -> Atoms:
-        starts = word_starts(text)
-        return Atoms(starts, _word_weights(text, starts, self._count_unique))
+        return _word_atoms(text, self._count_unique)
 
     def count(self, text: str) -> int:
         return self._one(text)
+
+
+def _is_hf_tokenizer(obj: Any) -> bool:
+    try:
+        import tokenizers
+    except ImportError:
+        return False
+    return isinstance(obj, tokenizers.Tokenizer)
 
 
 def resolve_tokenizer(tokenizer: Any) -> TokenSource:
@@ -259,11 +303,15 @@ def resolve_tokenizer(tokenizer: Any) -> TokenSource:
         return _WhitespaceSource(tokenizer)
     if isinstance(tokenizer, TokenSource):
         return tokenizer
-    if hasattr(tokenizer, "encode_batch") and hasattr(tokenizer, "encode"):
+    if _is_hf_tokenizer(tokenizer):
         return _HFSource(tokenizer)
     if callable(tokenizer):
         return _CallableSource(tokenizer)
+    encode = getattr(tokenizer, "encode_ordinary", None) or getattr(tokenizer, "encode", None)
+    if callable(encode):  # e.g. a tiktoken Encoding: count the tokens it returns
+        return _CallableSource(encode)
     raise ConfigError(
-        f"tokenizer must be a tokenizers.Tokenizer or a callable str -> int / str -> list, "
+        f"tokenizer must be a tokenizers.Tokenizer, a callable str -> int / str -> list, "
+        f"or an object with an encode(str) method, "
         f"not {type(tokenizer).__name__}"
     )

@@ -146,6 +146,10 @@ class FixedChunker(Chunker):
     def _spans(self, sp: Splitter) -> list:
         out: list = []
         lo, hi = sp.first_nonws(0, sp.n), sp.n
+        if self.overlap == 0:
+            if self.align == "sentence":
+                return sp.split_ranges([(lo, hi)], (SENTENCE,), self.size, keep_oversize=True)
+            return sp.split_ranges([(lo, hi)], (), self.size)
         if self.align == "sentence":
             B = sp.bounds(sp.cuts(SENTENCE, lo, hi), lo, hi)
             sp.pack(B, self.size, out, overlap=self.overlap)
@@ -201,9 +205,7 @@ class ParagraphChunker(Chunker):
         if self.size is None:
             Bl = B.tolist()
             return list(zip(Bl[:-1], Bl[1:]))
-        out: list = []
-        sp.pack(B, self.size, out)
-        return out
+        return sp.split_ranges([(lo, hi)], (PARAGRAPH,), self.size, keep_oversize=True)
 
 
 def _check_separators(separators: Any) -> tuple:
@@ -247,9 +249,7 @@ class RecursiveChunker(Chunker):
         return {"size": self.size, "separators": self.separators, "unit": self.unit}
 
     def _spans(self, sp: Splitter) -> list:
-        out: list = []
-        sp.recursive(sp.first_nonws(0, sp.n), sp.n, self.separators, 0, self.size, out)
-        return out
+        return sp.split_ranges([(sp.first_nonws(0, sp.n), sp.n)], self.separators, self.size)
 
 
 class StructureChunker(Chunker):
@@ -307,8 +307,4 @@ class StructureChunker(Chunker):
         return segs
 
     def _spans(self, sp: Splitter) -> list:
-        out: list = []
-        seps = (SENTENCE, " ")
-        for a, b in self.segments(sp):
-            sp.recursive(a, b, seps, 0, self.max_size, out)
-        return out
+        return sp.split_ranges(self.segments(sp), (SENTENCE, " "), self.max_size)

@@ -45,7 +45,7 @@ def register(subparsers) -> None:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from ..models.install import install
+    from ..models.installer import install
     from ..models.registry import models_dir
 
     man = install(
@@ -101,7 +101,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..models.install import verify
+    from ..models.installer import verify
 
     report = verify(args.dir)
     if not report:

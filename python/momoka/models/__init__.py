@@ -12,11 +12,12 @@ The causal LM (``momoka.models.causal_lm.CausalLM``) and the GGUF converter
 """
 
 from .embedder import Embedder, TruncationWarning
-from .install import ensure_installed, install, verify
+from .installer import ensure_installed, install, verify
 from .registry import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,
     MODELS,
+    default_causal_lm,
     SOURCES,
     installed_models,
     is_installed,
@@ -46,6 +47,7 @@ __all__ = [
     "rank",
     "install",
     "ensure_installed",
+    "default_causal_lm",
     "verify",
     "models_dir",
     "model_dir",

@@ -45,6 +45,7 @@ __all__ = [
     "installed_models",
     "is_installed",
     "model_dir",
+    "default_causal_lm",
 ]
 
 MANIFEST_NAME = "manifest.json"
@@ -195,7 +196,7 @@ def model_dir(model_id: str, path: str | os.PathLike | None = None, *, auto_inst
     """The folder of an installed model.
 
     When the model is missing and ``auto_install`` is true, runs the install
-    once (saying so on stderr) through :func:`momoka.models.install.ensure_installed`.
+    once (saying so on stderr) through :func:`momoka.models.installer.ensure_installed`.
     Raises ModelNotInstalledError when it is still missing, ModelError for an unknown id.
     """
     if model_id not in MODELS:
@@ -207,8 +208,22 @@ def model_dir(model_id: str, path: str | os.PathLike | None = None, *, auto_inst
                 f"model {model_id!r} is not installed in {root}; run `momoka models install`"
                 + (f" --dir {root}" if path is not None else "")
             )
-        from .install import ensure_installed
+        from .installer import ensure_installed
 
         ensure_installed([model_id], root if path is not None else None)
     entry = installed_models(root)[model_id]
     return root / entry["dir"]
+
+
+def default_causal_lm(*, path: str | os.PathLike | None = None, **kwargs):
+    """The default causal LM (``smollm2-135m-instruct``) as a :class:`momoka.models.causal_lm.CausalLM`.
+
+    Installs it once when missing (saying so on stderr); ``kwargs`` (``device``,
+    ``threads``, ...) go to ``CausalLM``. Raises ModelNotInstalledError when it
+    cannot be installed (no index reachable, or no GGUF converter in this build).
+    """
+    try:
+        from .causal_lm import CausalLM
+    except ImportError as exc:  # pragma: no cover - shipped together
+        raise ModelNotInstalledError("this momoka has no causal LM runtime (momoka.models.causal_lm)") from exc
+    return CausalLM(model_dir(DEFAULT_CAUSAL_LM, path), **kwargs)

@@ -198,46 +198,43 @@ class CrossEncoderReranker:
 
 
 class QueryLikelihoodReranker:
-    """Unsupervised passage reranking by query likelihood (UPR).
+    """Unsupervised passage reranking by query likelihood (UPR, Sachan et al. 2022).
 
-    ``score = mean over query tokens of log P(query token | prompt(passage), earlier query tokens)``
-    from a causal LM (default: the installed ``smollm2-135m-instruct``).
-    ``template`` builds the prompt from ``{passage}``; the query follows it
-    after a space. ``causal_lm`` must offer ``continuation_logprob(prompt,
-    continuation, ...)`` (see :class:`momoka.models.causal_lm.CausalLM`).
+    ``score = mean over the query's tokens of log P(token | prompt(passage), earlier query tokens)``
+    from a causal LM (default: the installed ``smollm2-135m-instruct``, see
+    :func:`momoka.models.default_causal_lm`). ``template`` builds the prompt
+    from ``{passage}`` (passages are cut to ``max_passage_chars``); the query
+    follows it after a space. ``causal_lm`` must offer
+    ``token_logprobs_batch(texts, contexts)`` like
+    :class:`momoka.models.causal_lm.CausalLM`; all pairs of one call are
+    scored in padded batches.
     """
 
     name = "query-likelihood"
 
-    def __init__(self, causal_lm=None, *, template: str = UPR_TEMPLATE, max_passage_chars: int = 4000):
-        if causal_lm is None:
-            from .causal_lm import CausalLM
-
-            causal_lm = CausalLM.default() if hasattr(CausalLM, "default") else CausalLM(_default_lm_dir())
+    def __init__(self, causal_lm=None, *, template: str = UPR_TEMPLATE, max_passage_chars: int = 2000):
         if "{passage}" not in template:
             raise ConfigError("template must contain '{passage}'")
+        if causal_lm is None:
+            from .registry import default_causal_lm
+
+            causal_lm = default_causal_lm()
         self.lm = causal_lm
         self.template = template
         self.max_passage_chars = int(max_passage_chars)
 
+    def prompt(self, passage: str) -> str:
+        """The prompt the query is scored after."""
+        return self.template.format(passage=passage[: self.max_passage_chars])
+
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Mean log-probability of the query's tokens after each passage's prompt (float32, <= 0)."""
         passages = _check(query, passages)
-        out = np.empty(len(passages), dtype=np.float32)
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
         cont = " " + query.strip()
-        for i, p in enumerate(passages):
-            prompt = self.template.format(passage=p[: self.max_passage_chars])
-            out[i] = self.lm.continuation_logprob(prompt, cont, reduction="mean")
-        return out
-
-
-def _default_lm_dir() -> Path:
-    from .registry import DEFAULT_CAUSAL_LM, model_dir
-
-    from .install import ensure_installed
-
-    ensure_installed([DEFAULT_CAUSAL_LM])
-    return model_dir(DEFAULT_CAUSAL_LM)
+        lps = self.lm.token_logprobs_batch([cont] * len(passages), [self.prompt(p) for p in passages])
+        return np.asarray([float(np.mean(lp)) for lp in lps], dtype=np.float32)
 
 
 _ALIASES = {

@@ -1,1 +1,9 @@
-"""momoka.search"""
+"""momoka.search: the native MCTS engine behind Momoka-Map, ETS and JERR.
+
+See :class:`momoka.search.MCTS` and ``docs/search.md``.
+"""
+
+from .mcts import MCTS, RewardRequests, root_rng_state, splitmix64_stream
+from ..errors import JudgeError, RewardError, SearchError
+
+__all__ = ["MCTS", "RewardRequests", "root_rng_state", "splitmix64_stream", "JudgeError", "RewardError", "SearchError"]

@@ -25,7 +25,10 @@ __all__ = ["Document", "make_chunks"]
 
 def _as_spans(spans: Any, what: str) -> np.ndarray:
     """An (N, 2) int64 array from an (N, 2) array or a sequence of pairs."""
-    arr = np.asarray(spans if not isinstance(spans, np.ndarray) else spans)
+    try:
+        arr = np.asarray(spans)
+    except (ValueError, TypeError):  # ragged or non-numeric
+        raise InputError(f"{what} must be a sequence of (start, end) pairs or an (N, 2) array") from None
     if arr.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != 2:
@@ -83,10 +86,12 @@ class Document:
         self.doc_id = doc_id
         self.source = source
         n = len(text)
-        secs = sorted(sections, key=lambda s: (s.start, -s.end, s.level))
+        secs = list(sections)
         for s in secs:
             if not isinstance(s, Section):
                 raise InputError(f"sections must be Section objects, got {type(s).__name__}")
+        secs.sort(key=lambda s: (s.start, -s.end, s.level))
+        for s in secs:
             if not (0 <= s.start <= s.end <= n and s.start <= s.heading_start <= s.heading_end <= s.end):
                 raise InputError(f"section {s.title!r} has offsets outside the text ({s.start}, {s.end}) / length {n}")
         self.sections: list[Section] = secs
@@ -189,6 +194,58 @@ class Document:
 
     def __len__(self) -> int:
         return len(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view: text, metadata, sections and paragraph spans."""
+        return {
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "source": self.source,
+            "text": self.text,
+            "sections": [
+                {
+                    "title": s.title,
+                    "level": s.level,
+                    "start": s.start,
+                    "end": s.end,
+                    "heading_start": s.heading_start,
+                    "heading_end": s.heading_end,
+                    "path": list(s.path),
+                }
+                for s in self.sections
+            ],
+            "paragraphs": self.paragraphs.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Document:
+        """Rebuild a document written by :meth:`to_dict` (``InputError`` if malformed)."""
+        try:
+            sections = [
+                Section(
+                    title=s["title"],
+                    level=int(s["level"]),
+                    start=int(s["start"]),
+                    end=int(s["end"]),
+                    heading_start=int(s["heading_start"]),
+                    heading_end=int(s["heading_end"]),
+                    path=tuple(s["path"]),
+                )
+                for s in d.get("sections") or ()
+            ]
+            paragraphs = d.get("paragraphs")
+            return cls(
+                d["text"],
+                title=d.get("title"),
+                doc_id=d.get("doc_id"),
+                source=d.get("source"),
+                sections=sections,
+                paragraphs=paragraphs if paragraphs else None,
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, InputError):
+                raise
+            raise InputError(f"malformed document dict: {e!r}") from None
 
     def __repr__(self) -> str:
         return (

@@ -58,7 +58,10 @@ class _Parser(HTMLParser):
         if not text:
             return
         if self.heading:
+            # one heading per <hN>: text after a block inside an unclosed
+            # heading ("<h1>Title<p>body") is body text
             self.b.heading(text, self.heading)
+            self.heading = 0
         else:
             self.b.block(text)
 

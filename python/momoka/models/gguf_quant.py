@@ -1,0 +1,202 @@
+"""GGUF tensor blocks in numpy: dequantisation and re-packing for MatMulNBits.
+
+GGUF stores a 2-D weight as rows of ``K`` values (``K`` = input features, the
+contiguous dimension), one row per output feature, each row cut into blocks
+of 32 values.  This module reads those blocks without any native helper:
+
+* :func:`dequantize` turns the raw rows of a supported type into float32.
+* :func:`to_nbits` maps a tensor onto onnxruntime's ``MatMulNBits`` layout
+  (``B`` packed ``[N, n_blocks, blob]``, ``scales`` and ``zero_points`` per
+  block).  Q4_0 and Q4_1 blocks map onto 4-bit blocks *exactly* (Q4_1's
+  ``d * q + m`` becomes ``(q - zp) * d`` with the float zero point
+  ``zp = -m / d``); Q8_0 maps onto 8-bit blocks exactly; any other source is
+  re-quantised from float32 with asymmetric 8-bit blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UnsupportedModelError
+
+QK = 32  # values per block, for every type handled here
+
+# GGML type ids (ggml.h); names are used in error messages.
+F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16 = 0, 1, 2, 3, 6, 7, 8, 30
+TYPE_NAMES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
+    9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K",
+    16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S",
+    22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64",
+    29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0",
+}
+# bytes per block of QK values
+BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q5_0: 22, Q5_1: 24, Q8_0: 34}
+SUPPORTED = (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)
+
+
+def type_name(t: int) -> str:
+    """The GGML name of a tensor type id (``"Q4_1"``), or ``"type <id>"``."""
+    return TYPE_NAMES.get(int(t), f"type {int(t)}")
+
+
+def check_supported(t: int, tensor: str) -> None:
+    """Raise :class:`UnsupportedModelError` unless type ``t`` can be read."""
+    if int(t) not in SUPPORTED:
+        names = ", ".join(type_name(s) for s in SUPPORTED)
+        raise UnsupportedModelError(
+            f"tensor {tensor!r} uses the unsupported GGUF quantisation type {type_name(t)} "
+            f"(supported: {names})"
+        )
+
+
+def row_bytes(t: int, k: int) -> int:
+    """Bytes of one row of ``k`` values of type ``t``."""
+    t = int(t)
+    if t == F32:
+        return 4 * k
+    if t in (F16, BF16):
+        return 2 * k
+    return (k // QK) * BLOCK_BYTES[t]
+
+
+def _f16(raw: np.ndarray) -> np.ndarray:
+    """Little-endian float16 stored as 2 uint8 columns -> float32."""
+    return np.ascontiguousarray(raw).view("<f2").astype(np.float32)
+
+
+def _blocks(raw: np.ndarray, t: int, k: int) -> np.ndarray:
+    rows = raw.shape[0]
+    return np.asarray(raw, dtype=np.uint8).reshape(rows, k // QK, BLOCK_BYTES[t])
+
+
+def _nibbles(qs: np.ndarray) -> np.ndarray:
+    """16 bytes per block -> 32 values: low nibbles are values 0..15, high 16..31."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
+def _high_bits(qh: np.ndarray) -> np.ndarray:
+    """4 bytes per block (little-endian uint32) -> bit j of value j, as 0/16."""
+    bits = np.unpackbits(qh, axis=-1, bitorder="little")  # (..., 32), bit j = value j
+    return bits.astype(np.uint8) << 4
+
+
+def quant_values(raw: np.ndarray, t: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Integer codes, scales and offsets of a block-quantised tensor.
+
+    Returns ``(q, d, m)`` with ``q`` of shape ``(rows, n_blocks, 32)`` (uint8 for
+    the unsigned types, int8 for Q8_0) and ``d``, ``m`` of shape ``(rows, n_blocks)``
+    such that ``value = d * q + m`` (Q4_0: ``m = -8 d``; Q5_0: ``m = -16 d``; Q8_0: ``m = 0``).
+    """
+    t = int(t)
+    b = _blocks(raw, t, k)
+    d = _f16(b[..., 0:2])[..., 0]
+    if t == Q8_0:
+        q = np.ascontiguousarray(b[..., 2:34]).view(np.int8)
+        return q, d, np.zeros_like(d)
+    if t == Q4_0:
+        return _nibbles(b[..., 2:18]), d, -8.0 * d
+    if t == Q4_1:
+        m = _f16(b[..., 2:4])[..., 0]
+        return _nibbles(b[..., 4:20]), d, m
+    if t == Q5_0:
+        q = _nibbles(b[..., 6:22]) | _high_bits(b[..., 2:6])
+        return q, d, -16.0 * d
+    if t == Q5_1:
+        m = _f16(b[..., 2:4])[..., 0]
+        q = _nibbles(b[..., 8:24]) | _high_bits(b[..., 4:8])
+        return q, d, m
+    raise UnsupportedModelError(f"{type_name(t)} is not a block-quantised type")
+
+
+def dequantize(raw: np.ndarray, t: int, k: int) -> np.ndarray:
+    """Float32 values ``(rows, k)`` of the raw GGUF rows ``raw`` of type ``t``."""
+    t = int(t)
+    if t == F32:
+        return np.asarray(raw).view(np.float32).reshape(-1, k).astype(np.float32, copy=False)
+    if t == F16:
+        return np.asarray(raw).view("<f2").reshape(-1, k).astype(np.float32)
+    if t == BF16:
+        u = np.asarray(raw).view("<u2").reshape(-1, k).astype(np.uint32) << 16
+        return u.view(np.float32)
+    q, d, m = quant_values(raw, t, k)
+    v = q.astype(np.float32) * d[..., None] + m[..., None]
+    return v.reshape(raw.shape[0], k)
+
+
+@dataclass
+class NBits:
+    """A weight in onnxruntime ``MatMulNBits`` layout (``N`` outputs, ``K`` inputs)."""
+
+    bits: int
+    packed: np.ndarray  # uint8 [N, n_blocks, blob]
+    scales: np.ndarray  # float32 [N * n_blocks]
+    zero_points: np.ndarray  # float32 [N * n_blocks] (4-bit) or uint8 [N * n_blocks] (8-bit)
+    exact: bool  # True when the dequantised values equal the GGUF's exactly
+
+
+def _pack4(q: np.ndarray) -> np.ndarray:
+    """(N, nb, 32) codes 0..15 -> (N, nb, 16) bytes, value 2i low nibble, 2i+1 high."""
+    return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+
+
+def requant8(w: np.ndarray) -> NBits:
+    """Asymmetric 8-bit blocks of 32 from float32 ``w`` of shape (N, K)."""
+    n, k = w.shape
+    blocks = w.reshape(n, k // QK, QK)
+    mn = np.minimum(blocks.min(axis=-1), 0.0)
+    mx = np.maximum(blocks.max(axis=-1), 0.0)
+    scale = (mx - mn) / 255.0
+    scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
+    zp = np.clip(np.rint(-mn / scale), 0, 255)
+    q = np.clip(np.rint(blocks / scale[..., None]) + zp[..., None], 0, 255).astype(np.uint8)
+    return NBits(8, q, scale.reshape(-1), zp.astype(np.uint8).reshape(-1), False)
+
+
+def to_nbits(raw: np.ndarray, t: int, k: int, bits: int) -> NBits:
+    """Map a GGUF tensor onto ``MatMulNBits`` blocks of 32 with ``bits`` 4 or 8.
+
+    Exact where the source allows it (Q4_0/Q4_1 to 4 bits with float zero points,
+    Q4_0/Q8_0 to 8 bits with integer zero points); otherwise re-quantised to 8 bits
+    from float32.  A 4-bit request for a tensor with more than 4 bits of precision
+    (Q5_x, Q8_0, floats) is answered with 8 bits, so no precision is lost.
+    """
+    t = int(t)
+    if k % QK:
+        raise UnsupportedModelError(f"input width {k} is not a multiple of {QK}")
+    if bits == 4 and t in (Q4_0, Q4_1):
+        q, d, m = quant_values(raw, t, k)
+        q = q.copy()
+        zero = d == 0
+        scale = np.where(zero, m, d).astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zp = np.where(zero, -1.0, -m / np.where(zero, 1.0, d)).astype(np.float32)
+        q[zero] = 0  # constant block: value = m * (0 - (-1)) = m
+        return NBits(4, _pack4(q), scale.reshape(-1), zp.reshape(-1), True)
+    if t == Q8_0:
+        q, d, _ = quant_values(raw, t, k)
+        u = (q.astype(np.int16) + 128).astype(np.uint8)
+        zp = np.full(d.size, 128, dtype=np.uint8)
+        return NBits(8, u, d.astype(np.float32).reshape(-1), zp, True)
+    if t == Q4_0:
+        q, d, _ = quant_values(raw, t, k)
+        zp = np.full(d.size, 8, dtype=np.uint8)
+        return NBits(8, q, d.astype(np.float32).reshape(-1), zp, True)
+    return requant8(dequantize(raw, t, k))
+
+
+def nbits_dequantize(nb: NBits, k: int) -> np.ndarray:
+    """Float32 (N, K) values a ``MatMulNBits`` weight stands for (for checks)."""
+    n = nb.packed.shape[0]
+    if nb.bits == 4:
+        p = nb.packed
+        q = np.empty(p.shape[:-1] + (p.shape[-1] * 2,), dtype=np.uint8)
+        q[..., 0::2] = p & 0x0F
+        q[..., 1::2] = p >> 4
+    else:
+        q = nb.packed
+    s = nb.scales.reshape(n, -1, 1)
+    z = nb.zero_points.astype(np.float32).reshape(n, -1, 1)
+    return ((q.astype(np.float32) - z) * s).reshape(n, k)
