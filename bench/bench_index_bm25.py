@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 import pytest
-
 from momoka.index import BM25
 
 N_PASSAGES = 10_000
@@ -34,7 +33,7 @@ def corpus(shared_data):
         f = d / "documents.jsonl"
         if not f.exists():
             continue
-        for line in open(f, encoding="utf-8"):
+        for line in f.read_text(encoding="utf-8").splitlines():
             words = json.loads(line)["text"].split()
             for i in range(0, len(words) - WORDS + 1, WORDS):
                 passages.append(" ".join(words[i : i + WORDS]))
@@ -43,7 +42,7 @@ def corpus(shared_data):
     for d in sorted(shared_data.iterdir()):
         f = d / "questions.jsonl"
         if f.exists():
-            queries += [json.loads(l)["question"] for l in open(f, encoding="utf-8")]
+            queries += [json.loads(line)["question"] for line in f.read_text(encoding="utf-8").splitlines()]
     rng = np.random.default_rng(0)
     queries = [q for q in rng.permutation(np.array(queries, dtype=object)).tolist() if q.strip()][:N_QUERIES]
     return passages, queries

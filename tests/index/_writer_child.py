@@ -10,9 +10,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conftest import HashEmbedder  # noqa: E402
-
-from momoka.index import Index  # noqa: E402
+from conftest import HashEmbedder
+from momoka.index import Index
 
 
 def doc(i: int) -> dict:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from momoka.cli import main
 
 DOCS = {
@@ -69,8 +68,7 @@ def test_eval_bm25_on_a_tiny_set(tmp_path, capsys):
     data = tmp_path / "tiny"
     data.mkdir()
     with open(data / "documents.jsonl", "w") as f:
-        for name, text in DOCS.items():
-            f.write(json.dumps({"doc_id": name, "title": name, "text": text}) + "\n")
+        f.writelines(json.dumps({"doc_id": name, "title": name, "text": text}) + "\n" for name, text in DOCS.items())
     qs = [("q1", "birds", "Which bird swims?", "Penguins"), ("q2", "stars", "What is very dense?", "Neutron stars"),
           ("q3", "birds", "Who hunts at night?", "Owls")]
     with open(data / "questions.jsonl", "w") as f:

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from momoka.errors import StoreLockedError
 from momoka.index import Index, Store
 
@@ -36,7 +35,7 @@ def _spawn(store, start, count, *extra):
 def expected_docs(last: int) -> set[str]:
     """Documents present after the child saved step ``last`` (mirrors _writer_child.main)."""
     present = {"seed"}
-    for i in range(0, last + 1):
+    for i in range(last + 1):
         present.add(f"d{i}")
         if i % 3 == 2:
             present.discard(f"d{i - 1}")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-
-import numpy as np
-import pytest
 
 import momoka
+import numpy as np
+import pytest
 from momoka.errors import (
     ConfigError,
     EmptyInputError,
@@ -19,7 +17,7 @@ from momoka.errors import (
     StoreMismatchError,
     StoreVersionError,
 )
-from momoka.index import Index, Store
+from momoka.index import Index
 from momoka.index.store import FORMAT_VERSION
 
 from .conftest import HashEmbedder

@@ -202,7 +202,7 @@ def _quickstart(args: argparse.Namespace) -> int:
         print(f"document: {QUICKSTART_DOCUMENT}")
         print(f"question: {question}\n")
         _print_hits(ix.search(question, k=args.k, method="hybrid"), False)
-        print(f"\nnext: momoka index YOUR_FILES --store my.store && momoka query my.store \"your question\"")
+        print("\nnext: momoka index YOUR_FILES --store my.store && momoka query my.store \"your question\"")
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -12,5 +12,14 @@ from .api import METHODS, Index
 from .bm25 import BM25, ENGLISH_STOPWORDS, tokenize
 from .store import FORMAT_VERSION, Hit, Store, read_manifest
 
-__all__ = ["BM25", "ENGLISH_STOPWORDS", "FORMAT_VERSION", "Hit", "Index", "METHODS", "Store", "read_manifest",
-           "tokenize"]
+__all__ = [
+           "BM25",
+           "ENGLISH_STOPWORDS",
+           "FORMAT_VERSION",
+           "METHODS",
+           "Hit",
+           "Index",
+           "Store",
+           "read_manifest",
+           "tokenize",
+]

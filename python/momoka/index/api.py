@@ -17,12 +17,19 @@ import re
 import sys
 import time
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeError, StoreError
+from ..errors import (
+    ConfigError,
+    EmptyInputError,
+    InputError,
+    InputTooLargeError,
+    StoreError,
+)
 from ..text.model import Chunk
 from .store import Hit, Store, check_embedder, read_manifest
 
@@ -241,7 +248,7 @@ class Index:
         if self._embedder is None:
             try:
                 emb = _default_embedder(info["model_id"])
-            except Exception as exc:  # noqa: BLE001 - reported as a store problem with the cause
+            except Exception as exc:
                 from ..errors import MomokaError
 
                 if isinstance(exc, MomokaError):

@@ -38,9 +38,10 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -385,14 +386,17 @@ class Store:
             raise FileNotFoundError(gdir)
         try:
             documents: dict[str, DocEntry] = {}
-            for line in open(gdir / "documents.jsonl", encoding="utf-8"):
-                r = json.loads(line)
-                documents[r["doc_id"]] = DocEntry(r["doc_id"], r.get("title"), r.get("source"), r.get("length", 0),
-                                                  list(r["chunk_ids"]), r.get("metadata") or {})
+            with open(gdir / "documents.jsonl", encoding="utf-8") as f:
+                for line in f:
+                    r = json.loads(line)
+                    documents[r["doc_id"]] = DocEntry(r["doc_id"], r.get("title"), r.get("source"),
+                                                      r.get("length", 0), list(r["chunk_ids"]),
+                                                      r.get("metadata") or {})
             chunks: dict[int, dict] = {}
-            for line in open(gdir / "chunks.jsonl", encoding="utf-8"):
-                r = json.loads(line)
-                chunks[int(r["id"])] = r
+            with open(gdir / "chunks.jsonl", encoding="utf-8") as f:
+                for line in f:
+                    r = json.loads(line)
+                    chunks[int(r["id"])] = r
             bm25 = BM25.load(gdir / "bm25.bin")
         except FileNotFoundError:
             raise
