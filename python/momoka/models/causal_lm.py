@@ -32,13 +32,19 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeError, ModelError
+from ..errors import (
+    ConfigError,
+    EmptyInputError,
+    InputError,
+    InputTooLargeError,
+    ModelError,
+)
 
 __all__ = ["CausalLM", "GenerationResult", "log_softmax"]
 
@@ -84,7 +90,7 @@ def _providers(device: str | None) -> list[str]:
 class _Cache:
     """KV cache of one or more sequences: OrtValues per layer plus its length."""
 
-    __slots__ = ("values", "length")
+    __slots__ = ("length", "values")
 
     def __init__(self, values: dict, length: int):
         self.values = values
@@ -312,14 +318,12 @@ class CausalLM:
         short.sort(key=lambda i: len(batch[i][0]) + len(batch[i][1]))
         j = 0
         while j < len(short):
-            longest = len(batch[short[j]][0]) + len(batch[short[j]][1])
             group = [short[j]]
             j += 1
             while j < len(short):
                 L = len(batch[short[j]][0]) + len(batch[short[j]][1])
                 if L * (len(group) + 1) > batch_tokens:
                     break
-                longest = L
                 group.append(short[j])
                 j += 1
             seqs = [list(batch[i][0]) + list(batch[i][1]) for i in group]
@@ -397,9 +401,12 @@ class CausalLM:
             if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
                 raise InputError(f"bad chat message {m!r}: need str 'role' and 'content'")
         template = self.config.get("chat_template") or ""
-        if "<|im_start|>" in template or not template:
+        # the ChatML loop body (with real newlines inside the quotes, or escaped ones)
+        chatml_body = "'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'"
+        tnorm = template.replace("\\n", "\n")
+        if not template or chatml_body in tnorm:
             default_system = None
-            mt = re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", template, re.S)
+            mt = re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", tnorm, re.DOTALL)
             if mt:
                 default_system = mt.group(1)
             parts = []
