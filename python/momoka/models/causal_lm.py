@@ -163,6 +163,7 @@ class CausalLM:
             raise ModelError(f"cannot load {onnx_path} (corrupted or incompatible): {exc}") from exc
         self._check_io()
         self.providers = self.session.get_providers()
+        self._cpu = self.providers[0] == "CPUExecutionProvider"
 
         tok = self.tokenizer
         self.bos_id = (self.config.get("bos_token") or {}).get("id")
@@ -205,7 +206,7 @@ class CausalLM:
         import onnxruntime as ort
 
         z = np.zeros((batch, self.n_kv_heads, 0, self.head_dim), dtype=np.float32)
-        v = ort.OrtValue.ortvalue_from_numpy(z)
+        v = ort.OrtValue.ortvalue_from_numpy(z) if self._cpu else z
         return _Cache({name: v for name in self._past}, 0)
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray, pos: np.ndarray, cache: _Cache) -> tuple[np.ndarray, _Cache]:
@@ -213,6 +214,14 @@ class CausalLM:
         import onnxruntime as ort
 
         feeds = dict(cache.values)
+        if not self._cpu:
+            # other providers: plain numpy feeds and fetches (onnxruntime copies to and from the device)
+            feeds.update(input_ids=np.ascontiguousarray(ids, dtype=np.int64),
+                         attention_mask=np.ascontiguousarray(mask, dtype=np.int64),
+                         position_ids=np.ascontiguousarray(pos, dtype=np.int64))
+            outs = self.session.run(["logits"] + self._present, feeds)
+            return outs[0], _Cache(dict(zip(self._past, outs[1:])), cache.length + ids.shape[1])
+        # CPU: the cache stays in onnxruntime's OrtValues between runs (no numpy round trip)
         feeds["input_ids"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
         feeds["attention_mask"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(mask, dtype=np.int64))
         feeds["position_ids"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(pos, dtype=np.int64))
@@ -222,7 +231,7 @@ class CausalLM:
         return logits, _Cache(values, cache.length + ids.shape[1])
 
     # ------------------------------------------------------------- streaming
-    def _stream(self, ids: Sequence[int], *, n_scored: int | None = None, want_logits_last: bool = False):
+    def _stream(self, ids: Sequence[int], *, n_scored: int | None = None):
         """Run ``ids`` (one sequence) through the cache in blocks.
 
         Returns ``(logprobs, last_logits, cache, cache_ids)``: ``logprobs[j]`` is

@@ -311,3 +311,13 @@ def test_chat_template_paths(lm_fp32, monkeypatch):
     other = dict(lm_fp32.config, chat_template="{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }};{% endfor %}")
     monkeypatch.setattr(lm_fp32, "config", other)
     assert lm_fp32.apply_chat_template(msgs) == "[user] Hi;"
+
+
+def test_numpy_feed_path_matches_ortvalue_path(lm_int4, monkeypatch):
+    """The plain-numpy run path (used for non-CPU providers) gives the same scores and tokens."""
+    text = "Hello there, how are you today?"
+    a = lm_int4.perplexity([text])
+    g = lm_int4.generate("Once upon a time", max_new_tokens=6).token_ids
+    monkeypatch.setattr(lm_int4, "_cpu", False)
+    np.testing.assert_allclose(lm_int4.perplexity([text]), a, rtol=1e-6)
+    assert lm_int4.generate("Once upon a time", max_new_tokens=6).token_ids == g
