@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,7 +231,7 @@ class CausalLM:
         return logits, _Cache(values, cache.length + ids.shape[1])
 
     # ------------------------------------------------------------- streaming
-    def _stream(self, ids: Sequence[int], *, n_scored: int | None = None):
+    def _stream(self, ids: Sequence[int], *, n_scored: int | None = None, on_block=None):
         """Run ``ids`` (one sequence) through the cache in blocks.
 
         Returns ``(logprobs, last_logits, cache, cache_ids)``: ``logprobs[j]`` is
@@ -262,6 +262,8 @@ class CausalLM:
             chunk = list(ids[start:stop])
             logits, cache = self._run_one(chunk, cache)
             cache_ids.extend(chunk)
+            if on_block is not None:
+                on_block(len(chunk))
             # log P(ids[j] | ids[:j]) for j in [lo, stop): j == start comes from the
             # previous block's last row, j > start from row j - start - 1 of this block
             lo = max(first_scored, start, 1)
@@ -305,23 +307,39 @@ class CausalLM:
         return res
 
     def score_ids(
-        self, batch: Sequence[tuple[Sequence[int], Sequence[int]]], *, batch_tokens: int = 4096
+        self,
+        batch: Sequence[tuple[Sequence[int], Sequence[int]]],
+        *,
+        batch_tokens: int = 4096,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[np.ndarray]:
         """Log P of each target id given its context ids, for many (context, target) pairs.
 
         Each context must hold at least one id (a document start token, for
         example).  Short pairs run together in padded batches of about
         ``batch_tokens`` tokens; pairs longer than ``block`` stream through the cache.
+        ``progress(tokens_done, tokens_total)`` is called after each run.
         """
+        for ctx, _ in batch:
+            if len(ctx) < 1:
+                raise InputError("a scoring context needs at least one token")
+        total = sum(len(c) + len(t) for c, t in batch)
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress is not None:
+                progress(done, total)
+
         results: list[np.ndarray | None] = [None] * len(batch)
         short: list[int] = []
         for i, (ctx, tgt) in enumerate(batch):
-            if len(ctx) < 1:
-                raise InputError("a scoring context needs at least one token")
             if len(tgt) == 0:
                 results[i] = np.empty(0, dtype=np.float64)
+                advance(len(ctx))
             elif len(ctx) + len(tgt) > self.block:
-                results[i] = self._stream(list(ctx) + list(tgt), n_scored=len(tgt))[0]
+                results[i] = self._stream(list(ctx) + list(tgt), n_scored=len(tgt), on_block=advance)[0]
             else:
                 short.append(i)
         short.sort(key=lambda i: len(batch[i][0]) + len(batch[i][1]))
@@ -338,6 +356,7 @@ class CausalLM:
             seqs = [list(batch[i][0]) + list(batch[i][1]) for i in group]
             for i, r in zip(group, self._batch(seqs, [len(batch[i][1]) for i in group])):
                 results[i] = r
+            advance(sum(len(x) for x in seqs))
         return results  # type: ignore[return-value]
 
     # -------------------------------------------------------------- scoring
@@ -347,7 +366,7 @@ class CausalLM:
             ids += self.encode(context)
         return ids
 
-    def token_logprobs(self, text: str, *, context: str | None = None) -> np.ndarray:
+    def token_logprobs(self, text: str, *, context: str | None = None, progress=None) -> np.ndarray:
         """log P of each token of ``text`` given ``context`` (or the document start token).
 
         Returns a float64 array with one entry per token of ``self.encode(text)``.
@@ -355,10 +374,12 @@ class CausalLM:
         ids = self.encode(text)
         if not ids:
             raise EmptyInputError("cannot score an empty text")
-        return self.score_ids([(self._ctx_ids(context), ids)])[0]
+        return self.score_ids([(self._ctx_ids(context), ids)], progress=progress)[0]
 
-    def token_logprobs_batch(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[np.ndarray]:
-        """:meth:`token_logprobs` for many texts at once (batched)."""
+    def token_logprobs_batch(
+        self, texts: Sequence[str], contexts: Sequence[str | None] | None = None, *, progress=None
+    ) -> list[np.ndarray]:
+        """:meth:`token_logprobs` for many texts at once (batched); ``progress`` as in :meth:`score_ids`."""
         if contexts is not None and len(contexts) != len(texts):
             raise InputError("texts and contexts must have the same length")
         pairs = []
@@ -367,16 +388,16 @@ class CausalLM:
             if not ids:
                 raise EmptyInputError(f"text {i} is empty: cannot score it")
             pairs.append((self._ctx_ids(contexts[i] if contexts is not None else None), ids))
-        return self.score_ids(pairs)
+        return self.score_ids(pairs, progress=progress)
 
-    def perplexity(self, texts: str | Sequence[str]) -> np.ndarray:
+    def perplexity(self, texts: str | Sequence[str], *, progress=None) -> np.ndarray:
         """Perplexity ``exp(-mean log p)`` of each text (given the document start token).
 
         An empty list gives an empty array; an empty text raises EmptyInputError.
         """
         if isinstance(texts, str):
             texts = [texts]
-        lps = self.token_logprobs_batch(list(texts))
+        lps = self.token_logprobs_batch(list(texts), progress=progress)
         return np.asarray([float(np.exp(-lp.mean())) for lp in lps], dtype=np.float64)
 
     def conditional_perplexity(self, q: str, d: str) -> float:

@@ -321,3 +321,12 @@ def test_numpy_feed_path_matches_ortvalue_path(lm_int4, monkeypatch):
     monkeypatch.setattr(lm_int4, "_cpu", False)
     np.testing.assert_allclose(lm_int4.perplexity([text]), a, rtol=1e-6)
     assert lm_int4.generate("Once upon a time", max_new_tokens=6).token_ids == g
+
+
+def test_progress_counts_every_token(lm_int4):
+    calls = []
+    texts = ["short one.", "another short text here.", " ".join([PARAGRAPH] * 6)]
+    lm_int4.perplexity(texts, progress=lambda done, total: calls.append((done, total)))
+    total = sum(1 + len(lm_int4.encode(t)) for t in texts)
+    assert calls[-1] == (total, total)
+    assert all(a[0] < b[0] for a, b in zip(calls, calls[1:])) and len(calls) >= 3
