@@ -151,6 +151,11 @@ class Embedder:
                 f"{expected_sha256}; reinstall with `momoka models install --force`"
             )
         self.tokenizer = load_tokenizer(tok_path)
+        # Truncation is configured once (the tokenizer is private to this embedder and never
+        # reconfigured, so concurrent embed() calls are safe).
+        self.tokenizer.enable_truncation(
+            self.max_length, strategy="longest_first", direction="left" if truncation == "start" else "right"
+        )
         self._session = create_session(onnx_path, device=device, threads=threads)
         self._inputs = _session_io_check(
             self._session, onnx_path, ("input_ids", "attention_mask"), ("token_type_ids",)
@@ -206,13 +211,7 @@ class Embedder:
 
     def tokenize(self, texts: Sequence[str]):
         """Encode ``texts`` with the truncation policy applied; returns (encodings, n_truncated)."""
-        self.tokenizer.enable_truncation(
-            self.max_length, strategy="longest_first", direction="left" if self.truncation == "start" else "right"
-        )
-        try:
-            encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        finally:
-            self.tokenizer.no_truncation()
+        encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         over = [i for i, e in enumerate(encs) if e.overflowing]
         if over and self.truncation == "error":
             raise InputTooLargeError(
