@@ -248,3 +248,13 @@ def test_threads_setting_gives_same_vectors(models_root):
     a = Embedder(d, threads=1).embed(["thread count check"])
     b = Embedder(d, threads=2).embed(["thread count check"])
     np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_stale_build_is_rebuilt(models_root, tmp_path, monkeypatch):
+    # A model recorded by an older builder version no longer counts as installed.
+    root = _copy_cache(models_root, tmp_path / "cache")
+    man = json.loads((root / "manifest.json").read_text())
+    assert "minilm-l6-v2-int8" in installed_models(root)
+    man["models"]["minilm-l6-v2-int8"]["build"] = -1
+    (root / "manifest.json").write_text(json.dumps(man))
+    assert "minilm-l6-v2-int8" not in installed_models(root)

@@ -51,6 +51,7 @@ from .registry import (
     MODELS,
     SOURCES,
     SourcePackage,
+    build_version,
     installed_models,
     models_dir,
     read_manifest,
@@ -458,6 +459,7 @@ def install(
                         }
                         for s in spec.sources
                     ],
+                    "build": build_version(mid),
                     "installed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                     "momoka_version": _momoka_version(),
                 }
