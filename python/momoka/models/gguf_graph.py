@@ -17,8 +17,8 @@ Weights are plain ``MatMul`` initialisers (float32) or ``com.microsoft``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import onnx
@@ -81,7 +81,7 @@ class _Builder:
 
 def build_llama_graph(
     dims: LlamaDims,
-    weight: Callable[[str], "np.ndarray | NBits | None"],
+    weight: Callable[[str], np.ndarray | NBits | None],
     *,
     progress: Callable[[int, int, str], None] | None = None,
     name: str = "llama",

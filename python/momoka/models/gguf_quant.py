@@ -146,7 +146,7 @@ class NBits:
     zero_points: np.ndarray  # uint8: [N * ceil(n_blocks / 2)] packed nibbles (4-bit) or [N * n_blocks] (8-bit)
     exact: bool  # True when the represented values equal the GGUF's exactly
     correction: np.ndarray | None = None
-    extra: "NBits | None" = None  # a second 4-bit plane whose product is added (exact 8-bit codes)
+    extra: NBits | None = None  # a second 4-bit plane whose product is added (exact 8-bit codes)
 
 
 def _pack4(q: np.ndarray) -> np.ndarray:

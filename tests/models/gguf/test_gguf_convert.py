@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from momoka.errors import ConfigError, ModelError, UnsupportedModelError
 from momoka.models import gguf_quant as gq
 
@@ -96,7 +95,6 @@ def test_float_sources_requantise_to_8_bits():
 def test_file_tensors_dequantize_like_gguf_package(gguf_reader, smollm_gguf):
     """Every tensor type present in the SmolLM2 file (Q4_1, Q8_0, F32) reads identically."""
     from gguf.quants import dequantize
-
     from momoka.models.gguf import GGUFModel
 
     m = GGUFModel(smollm_gguf)
@@ -267,7 +265,6 @@ def _tiny_gguf(path, arch="llama", qtype=None, *, vocab=None, n_layers=1, tied=T
 def test_tiny_untied_q8_model_matches_reference(tmp_path, weights):
     """A crafted 2-layer GGUF with an untied Q8_0 head converts and matches the numpy reference."""
     import gguf
-
     from momoka.models.causal_lm import CausalLM
     from momoka.models.gguf import convert_gguf
 
@@ -328,7 +325,6 @@ def test_unsupported_architecture(tmp_path):
 
 def test_unsupported_quantisation(tmp_path):
     import gguf
-
     from momoka.models.gguf import convert_gguf
 
     # llama tensors stored as Q4_K (256-value super-blocks), which momoka does not read
