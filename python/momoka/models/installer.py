@@ -428,7 +428,7 @@ def install(
     *,
     models: Iterable[str] | None = None,
     force: bool = False,
-    weights: str = "int8",
+    weights: str = "int4",
     index_url: str | None = None,
     quiet: bool = False,
 ) -> dict:
