@@ -144,8 +144,11 @@ class MomokaMap:
         path_cap: longest stored path (default: ``rollout``).
         structure: ``"auto"`` (p := s when every chunk has the same paragraph,
             as for chunkers that ignore paragraphs), ``"paragraph"`` or ``"sentence"`` (p := s).
-        title: ``"llm"``, ``"prefer-document"``, ``"document"`` or ``"none"``
-            (see :func:`momoka.methods.momoka.title.make_titles`).
+        title: ``"auto"`` (default: LLM titles when an LLM endpoint is configured,
+            i.e. ``llm`` was given or ``MOMOKA_LLM_BASE_URL`` is set; otherwise the
+            document's own title, first heading or first sentence, because the small
+            local model writes poor titles slowly), ``"llm"``, ``"prefer-document"``,
+            ``"document"`` or ``"none"`` (see :func:`momoka.methods.momoka.title.make_titles`).
         llm: LLM client for titles and the LLM referee (default ``client_from_env()``).
         embedder: embedder for the appendix-H prior (default: the embedding
             referee's, else ``Embedder.default()``).
@@ -179,7 +182,7 @@ class MomokaMap:
         max_iterations: int = 1000,
         path_cap: int | None = None,
         structure: str = "auto",
-        title: str = "llm",
+        title: str = "auto",
         llm: Any = None,
         embedder: Any = None,
         parallel: int = 1,
@@ -196,7 +199,7 @@ class MomokaMap:
             raise ConfigError(f"long_docs must be one of {LONG_DOC_REMEDIES}, not {long_docs!r}")
         if structure not in ("auto", "paragraph", "sentence"):
             raise ConfigError(f"structure must be 'auto', 'paragraph' or 'sentence', not {structure!r}")
-        if title not in TITLE_MODES:
+        if title not in TITLE_MODES + ("auto",):
             raise ConfigError(f"title must be one of {', '.join(TITLE_MODES)}, not {title!r}")
         for nm, v in (("iterations", iterations), ("rollout", rollout), ("top_m", top_m), ("window", window),
                       ("max_iterations", max_iterations), ("parallel", parallel), ("batch_size", batch_size)):
@@ -291,7 +294,7 @@ class MomokaMap:
             "path_cap": self.path_cap,
             "best_path": "most visits per level; ties: higher mean reward, then lower chunk index",
             "structure": self.structure,
-            "title": self.title,
+            "title": self.title_mode,
             "parallel": self.parallel,
             "seed": self.seed,
             "path_positions": "chunk positions within the document (DocEntry.chunk_ids[position])",
@@ -475,10 +478,18 @@ class MomokaMap:
 
     # ------------------------------------------------------------------ index hook
 
+    @property
+    def title_mode(self) -> str:
+        """The effective title mode (``"auto"`` resolved)."""
+        if self.title != "auto":
+            return self.title
+        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "document"
+
     def titles(self, documents: Sequence[Any]) -> tuple[list[str | None], list[str]]:
         """T_D per document (see ``title``); counts go to :attr:`title_stats`."""
-        llm = self.llm if self.title in ("llm", "prefer-document") else None
-        titles, sources, st = make_titles(documents, mode=self.title, llm=llm)
+        mode = self.title_mode
+        llm = self.llm if mode in ("llm", "prefer-document") else None
+        titles, sources, st = make_titles(documents, mode=mode, llm=llm)
         for k, v in st.to_dict().items():
             if isinstance(v, int):
                 self.title_stats[k] = self.title_stats.get(k, 0) + v
@@ -586,7 +597,7 @@ class MomokaMap:
             calls_max += n * per_max
             calls_exp += n * per_exp
             tok_exp += n * per_exp * tok
-        titles = len(documents) if self.title in ("llm", "prefer-document") else 0
+        titles = len(documents) if self.title_mode in ("llm", "prefer-document") else 0
         title_tok = sum(min(len(d.text), 4000) for d in documents) / 4 + 100 * titles if titles else 0
         return {
             "documents": len(documents),
