@@ -10,6 +10,7 @@ void register_text(py::module_& m);     // text.cpp: sentence / paragraph segmen
 void register_kernels(py::module_& m);  // kernels.cpp: edit distance, span location, SimHash, Bloom, trie
 void register_mcts(py::module_& m);     // mcts.cpp: the ask/tell MCTS engine
 void register_bm25(py::module_& m);     // bm25.cpp: tokenisation, BM25 index, top-k
+void register_chunking(py::module_& m);  // chunking.cpp: word starts, whitespace trimming, separator search
 }  // namespace momoka::bindings
 
 #ifndef MOMOKA_VERSION
@@ -23,4 +24,5 @@ PYBIND11_MODULE(_core, m) {
   momoka::bindings::register_kernels(m);
   momoka::bindings::register_mcts(m);
   momoka::bindings::register_bm25(m);
+  momoka::bindings::register_chunking(m);
 }

@@ -1,1 +1,36 @@
-"""momoka.chunking"""
+"""momoka.chunking: chunkers that cut a :class:`momoka.text.Document` into chunks.
+
+Every chunker is a class called as ``chunker(document) -> list[Chunk]``; the
+chunks tile the document's non-whitespace text exactly once, with exact
+offsets. Pick one by name with :func:`get_chunker`::
+
+    from momoka.chunking import get_chunker
+    chunks = get_chunker("recursive", size=256)(document)
+"""
+
+from ._engine import PARAGRAPH, SENTENCE
+from ._tokens import WhitespaceTokenizer, resolve_tokenizer
+from .chunkers import (
+    Chunker,
+    FixedChunker,
+    ParagraphChunker,
+    RecursiveChunker,
+    SentenceChunker,
+    StructureChunker,
+)
+from .registry import available_chunkers, get_chunker
+
+__all__ = [
+    "Chunker",
+    "FixedChunker",
+    "SentenceChunker",
+    "ParagraphChunker",
+    "RecursiveChunker",
+    "StructureChunker",
+    "SENTENCE",
+    "PARAGRAPH",
+    "WhitespaceTokenizer",
+    "resolve_tokenizer",
+    "get_chunker",
+    "available_chunkers",
+]

@@ -1,0 +1,317 @@
+"""Token counting for the chunkers.
+
+A chunker measured in tokens needs, for a whole document, the positions where
+tokens start and how many tokens start there ("atoms"). Three sources are
+supported, all turned into atoms by :func:`resolve_tokenizer`:
+
+* the default :class:`WhitespaceTokenizer` (a token is a maximal run of
+  non-whitespace characters, as ``str.split()`` defines it), vectorised with
+  numpy;
+* a ``tokenizers.Tokenizer``: when its pre-tokenizer never joins text across
+  whitespace (``Whitespace``, ``WhitespaceSplit``, ``BertPreTokenizer``), each
+  distinct word is encoded once (``encode_batch``) and its token count reused
+  for every occurrence, which is exact for those pre-tokenizers and fast on
+  long documents; otherwise the text is encoded in pieces cut before
+  whitespace with ``encode_batch`` and token start offsets are used;
+* any callable ``str -> int`` (a count) or ``str -> sequence`` (a token list):
+  it is called once per distinct whitespace word and a span counts the sum of
+  its words' counts (exact for word-level tokenizers, a close estimate for
+  sub-word tokenizers whose tokens may cross spaces).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _core
+from ..errors import ConfigError
+
+# Native kernels (cpp/include/momoka/chunk.hpp); numpy fallbacks below.
+_native_word_starts = getattr(_core, "chunk_word_starts", None)
+_native_word_ids = getattr(_core, "chunk_word_ids", None)
+_native_trim = getattr(_core, "chunk_trim_bounds", None)
+
+# Whitespace exactly as ``str.isspace`` (and ``str.split()``) define it. No
+# code point above U+3000 is whitespace, so a table of 0x3002 entries with
+# every larger code point clipped to the last (False) entry is complete.
+_WS_LIMIT = 0x3001
+_WS_TABLE = np.array([chr(i).isspace() for i in range(_WS_LIMIT + 1)], dtype=bool)
+_WS_TABLE_8 = np.ascontiguousarray(_WS_TABLE[:256])
+
+
+def whitespace_mask(text: str) -> np.ndarray:
+    """Boolean array, True where ``text[i].isspace()`` (vectorised)."""
+    if not text:
+        return np.zeros(0, dtype=bool)
+    try:
+        units = np.frombuffer(text.encode("latin-1"), dtype=np.uint8)
+        return _WS_TABLE_8[units]
+    except UnicodeEncodeError:
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        return _WS_TABLE[np.minimum(cps, _WS_LIMIT)]
+
+
+def word_starts(text: str, ws: np.ndarray | None = None) -> np.ndarray:
+    """Start offsets (int64) of the maximal non-whitespace runs of ``text``.
+
+    They are in the same order as the words of ``text.split()``.
+    """
+    if ws is None:
+        if _native_word_starts is not None:
+            return _native_word_starts(text)
+        ws = whitespace_mask(text)
+    if ws.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    nonws = ~ws
+    starts = nonws.copy()
+    starts[1:] &= ws[:-1]
+    return np.flatnonzero(starts).astype(np.int64, copy=False)
+
+
+def word_spans(text: str) -> np.ndarray:
+    """``(N, 2)`` int64 array of the (start, end) offsets of the words of ``text``."""
+    ws = whitespace_mask(text)
+    if ws.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    nonws = ~ws
+    starts = nonws.copy()
+    starts[1:] &= ws[:-1]
+    ends = nonws.copy()
+    ends[:-1] &= ws[1:]
+    return np.stack([np.flatnonzero(starts), np.flatnonzero(ends) + 1], axis=1).astype(np.int64)
+
+
+class WhitespaceTokenizer:
+    """The default tokenizer: a token is a maximal run of non-whitespace characters.
+
+    ``tok(text)`` returns the number of tokens (``len(text.split())``);
+    :meth:`spans` returns their ``(start, end)`` offsets as an ``(N, 2)`` array.
+    """
+
+    name = "whitespace"
+
+    def __call__(self, text: str) -> int:
+        return len(text.split())
+
+    def spans(self, text: str) -> np.ndarray:
+        """``(N, 2)`` int64 array of token offsets in ``text``."""
+        return word_spans(text)
+
+    def __repr__(self) -> str:
+        return "WhitespaceTokenizer()"
+
+
+@dataclass
+class Atoms:
+    """Where tokens start in a text, and how many start there.
+
+    ``starts`` is sorted, int64. ``weights`` is None when every atom is one
+    token. ``cum[k]`` is the number of tokens starting before atom ``k``
+    (length ``len(starts) + 1``).
+    """
+
+    starts: np.ndarray
+    weights: np.ndarray | None
+
+    def __post_init__(self) -> None:
+        if self.weights is None:
+            self.cum = np.arange(self.starts.size + 1, dtype=np.int64)
+        else:
+            self.cum = np.zeros(self.starts.size + 1, dtype=np.int64)
+            np.cumsum(self.weights, out=self.cum[1:])
+
+    def tokens_before(self, positions: np.ndarray) -> np.ndarray:
+        """Number of tokens that start before each position."""
+        return self.cum[np.searchsorted(self.starts, positions, side="left")]
+
+
+class TokenSource:
+    """Adapter turning a tokenizer into :class:`Atoms` for a text."""
+
+    name = "tokens"
+
+    def atoms(self, text: str) -> Atoms:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` as this source counts them."""
+        a = self.atoms(text)
+        return int(a.cum[-1])
+
+
+class _WhitespaceSource(TokenSource):
+    name = "whitespace"
+
+    def __init__(self, tok: WhitespaceTokenizer | None = None):
+        self.tokenizer = tok or WhitespaceTokenizer()
+
+    def atoms(self, text: str) -> Atoms:
+        return Atoms(word_starts(text), None)
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+def _word_atoms(text: str, count_unique: Callable[[list[str]], list[int]]) -> Atoms:
+    """Word starts weighted by each word's token count, counting each distinct word once."""
+    if _native_word_ids is not None:
+        starts, ends, ids, first = _native_word_ids(text)
+        fs, fe = starts[first].tolist(), ends[first].tolist()
+        uniq = [text[a:b] for a, b in zip(fs, fe)]
+        counts = np.asarray(count_unique(uniq), dtype=np.int64).reshape(-1)
+        return Atoms(starts, counts[ids] if ids.size else np.zeros(0, dtype=np.int64))
+    starts = word_starts(text)
+    words = text.split()
+    if len(words) != starts.size:  # cannot happen: same definition of whitespace
+        raise ConfigError("internal error: word split and word offsets disagree")
+    uniq = list(dict.fromkeys(words))
+    counts = count_unique(uniq)
+    table = dict(zip(uniq, counts))
+    return Atoms(starts, np.fromiter(map(table.__getitem__, words), dtype=np.int64, count=len(words)))
+
+
+_WORD_SAFE_PRETOKENIZERS = {"Whitespace", "WhitespaceSplit", "BertPreTokenizer"}
+
+
+class _HFSource(TokenSource):
+    """A ``tokenizers.Tokenizer`` (anything with ``encode_batch`` returning encodings)."""
+
+    name = "tokenizers"
+    piece_chars = 32768
+
+    def __init__(self, tok: Any):
+        self.tokenizer = tok
+        pre = getattr(tok, "pre_tokenizer", None)
+        self.word_safe = type(pre).__name__ in _WORD_SAFE_PRETOKENIZERS
+
+    def _count_unique(self, words: list[str]) -> list[int]:
+        encs = self.tokenizer.encode_batch(words, add_special_tokens=False)
+        return [len(e.ids) for e in encs]
+
+    def atoms(self, text: str) -> Atoms:
+        if self.word_safe:
+            return _word_atoms(text, self._count_unique)
+        return self._atoms_by_offsets(text)
+
+    def _atoms_by_offsets(self, text: str) -> Atoms:
+        # Cut the text into pieces just before a whitespace character so no
+        # token spans a cut, encode the pieces in parallel, shift offsets.
+        n = len(text)
+        bases = [0]
+        pos = 0
+        while pos + self.piece_chars < n:
+            cut = pos + self.piece_chars
+            k = cut
+            while k > pos and not text[k].isspace():
+                k -= 1
+            if k == pos:  # no whitespace in the window: cut forward instead
+                k = cut
+                while k < n and not text[k].isspace():
+                    k += 1
+                if k >= n:
+                    break
+            bases.append(k)
+            pos = k
+        ends = bases[1:] + [n]
+        pieces = [text[a:b] for a, b in zip(bases, ends)]
+        encs = self.tokenizer.encode_batch(pieces, add_special_tokens=False)
+        parts = []
+        for base, enc in zip(bases, encs):
+            offs = np.fromiter(itertools.chain.from_iterable(enc.offsets), dtype=np.int64)
+            offs = offs.reshape(-1, 2)
+            offs = offs[offs[:, 1] > offs[:, 0]]  # drop empty (special) tokens
+            parts.append(offs[:, 0] + base)
+        starts = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        # a token starting on whitespace (a lone space token, or a word token
+        # carrying its leading space) is counted from the next non-whitespace
+        # character, so every atom, hence every cut, starts on text
+        if _native_trim is not None:
+            starts = _native_trim(text, starts)[0]
+        else:
+            ws = whitespace_mask(text)
+            nonws = np.flatnonzero(~ws)
+            idx = np.searchsorted(nonws, starts, side="left")
+            starts = np.where(idx < nonws.size, nonws[np.minimum(idx, nonws.size - 1)], n)
+        # several tokens may start at one offset (bytes of one character)
+        first = np.ones(starts.size, dtype=bool)
+        np.not_equal(starts[1:], starts[:-1], out=first[1:])
+        if first.all():
+            return Atoms(starts, None)
+        idx = np.flatnonzero(first)
+        counts = np.diff(np.append(idx, starts.size)).astype(np.int64)
+        return Atoms(starts[idx], counts)
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+class _CallableSource(TokenSource):
+    """Any callable ``str -> int`` or ``str -> sequence of tokens``."""
+
+    name = "callable"
+
+    def __init__(self, fn: Callable[[str], Any]):
+        self.fn = fn
+
+    def _one(self, text: str) -> int:
+        out = self.fn(text)
+        if isinstance(out, (bool, np.bool_, str, bytes)):
+            raise ConfigError(
+                f"tokenizer callable returned a {type(out).__name__}; expected an int or a sequence of tokens"
+            )
+        if isinstance(out, Mapping):  # e.g. a transformers tokenizer's BatchEncoding
+            if "input_ids" not in out:
+                raise ConfigError("tokenizer callable returned a mapping without 'input_ids'")
+            out = out["input_ids"]
+        if isinstance(out, (int, np.integer)):
+            if out < 0:
+                raise ConfigError(f"tokenizer callable returned a negative count ({out})")
+            return int(out)
+        try:
+            return len(out)
+        except TypeError:
+            raise ConfigError(
+                f"tokenizer callable returned {type(out).__name__}; expected an int or a sequence of tokens"
+            ) from None
+
+    def _count_unique(self, words: list[str]) -> list[int]:
+        return [self._one(w) for w in words]
+
+    def atoms(self, text: str) -> Atoms:
+        return _word_atoms(text, self._count_unique)
+
+    def count(self, text: str) -> int:
+        return self._one(text)
+
+
+def _is_hf_tokenizer(obj: Any) -> bool:
+    try:
+        import tokenizers
+    except ImportError:
+        return False
+    return isinstance(obj, tokenizers.Tokenizer)
+
+
+def resolve_tokenizer(tokenizer: Any) -> TokenSource:
+    """Turn ``None`` (whitespace), a ``tokenizers.Tokenizer`` or a callable into a :class:`TokenSource`."""
+    if tokenizer is None or isinstance(tokenizer, WhitespaceTokenizer):
+        return _WhitespaceSource(tokenizer)
+    if isinstance(tokenizer, TokenSource):
+        return tokenizer
+    if _is_hf_tokenizer(tokenizer):
+        return _HFSource(tokenizer)
+    if callable(tokenizer):
+        return _CallableSource(tokenizer)
+    encode = getattr(tokenizer, "encode_ordinary", None) or getattr(tokenizer, "encode", None)
+    if callable(encode):  # e.g. a tiktoken Encoding: count the tokens it returns
+        return _CallableSource(encode)
+    raise ConfigError(
+        f"tokenizer must be a tokenizers.Tokenizer, a callable str -> int / str -> list, "
+        f"or an object with an encode(str) method, "
+        f"not {type(tokenizer).__name__}"
+    )

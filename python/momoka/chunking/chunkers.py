@@ -1,0 +1,310 @@
+"""The chunkers: one class each, every one called as ``chunker(document) -> list[Chunk]``.
+
+All chunkers share one contract: the chunks, in order, tile every
+non-whitespace character of ``document.text`` exactly once (chunks start and
+end on non-whitespace; only whitespace lies between two chunks), unless an
+overlap was asked for, in which case consecutive chunks may share text but
+still leave no gap. Offsets are exact: ``document.text[c.start:c.end] == c.text``.
+Chunk objects are built by :func:`momoka.text.make_chunks`, which fills the
+paragraph, sentence and section indices.
+
+Sizes are measured either in characters (``unit="chars"``: the length of the
+chunk's span) or in tokens (``unit="tokens"``: tokens starting inside the
+span, counted by the ``tokenizer``; whitespace tokens by default).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, InputError
+from ._engine import PARAGRAPH, SENTENCE, Splitter
+from ._tokens import TokenSource, resolve_tokenizer
+
+__all__ = [
+    "Chunker",
+    "FixedChunker",
+    "SentenceChunker",
+    "ParagraphChunker",
+    "RecursiveChunker",
+    "StructureChunker",
+    "SENTENCE",
+    "PARAGRAPH",
+]
+
+_UNITS = ("tokens", "chars")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_overlap(overlap: Any, size: int, what: str = "size") -> int:
+    overlap = _check_int("overlap", overlap, 0)
+    if overlap >= size:
+        raise ConfigError(f"overlap ({overlap}) must be smaller than {what} ({size})")
+    return overlap
+
+
+def _check_unit(unit: Any, tokenizer: Any) -> str:
+    if unit not in _UNITS:
+        raise ConfigError(f"unit must be one of {', '.join(_UNITS)}; got {unit!r}")
+    if unit == "chars" and tokenizer is not None:
+        raise ConfigError("a tokenizer is only used with unit='tokens'")
+    return unit
+
+
+def _as_document(document: Any):
+    from .. import text as _text
+
+    if isinstance(document, str):
+        return _text.Document.from_text(document)
+    if not hasattr(document, "text") or not isinstance(getattr(document, "text"), str):
+        raise InputError(f"expected a momoka.text.Document (or a str), got {type(document).__name__}")
+    return document
+
+
+class Chunker:
+    """Base class: ``chunker(document)`` returns the document's chunks.
+
+    Subclasses implement :meth:`_spans`, returning (start, end) pairs in
+    document order (whitespace around them is trimmed here).
+    """
+
+    name = "base"
+    unit = "chars"
+    _source: TokenSource | None = None
+
+    def __call__(self, document) -> list:
+        """Chunk ``document`` (a :class:`momoka.text.Document`, or a str read as plain text)."""
+        from .. import text as _text
+
+        document = _as_document(document)
+        return _text.make_chunks(document, self.spans(document))
+
+    def spans(self, document) -> np.ndarray:
+        """The chunks' ``(start, end)`` offsets as a ``(K, 2)`` int64 array, without building Chunks."""
+        document = _as_document(document)
+        sp = Splitter(document, self.unit, self._source)
+        if sp.n == 0:
+            return np.zeros((0, 2), dtype=np.int64)
+        return sp.finish(self._spans(sp))
+
+    def _spans(self, sp: Splitter) -> list:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _params(self) -> dict:
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        return f"{type(self).__name__}({args})"
+
+
+class FixedChunker(Chunker):
+    """Fixed-size chunks of ``size`` tokens or characters, with optional ``overlap``.
+
+    ``unit="tokens"`` (default) cuts at token starts (word starts with the
+    default whitespace tokenizer), so each chunk holds at most ``size``
+    tokens; ``unit="chars"`` cuts every ``size`` characters (a chunk never
+    exceeds ``size`` characters). With ``align="sentence"`` chunks are made
+    of whole sentences packed up to ``size`` and a sentence is never cut; a
+    sentence longer than ``size`` becomes a chunk of its own (this is the
+    fixed-length baseline of MC-indexing). ``overlap`` (same unit, smaller
+    than ``size``) makes consecutive chunks share their last/first part;
+    with ``align="sentence"`` the shared part is whole sentences.
+    """
+
+    name = "fixed"
+
+    def __init__(
+        self,
+        size: int = 256,
+        overlap: int = 0,
+        unit: str = "tokens",
+        tokenizer: Any = None,
+        align: str | None = None,
+    ):
+        self.size = _check_int("size", size, 1)
+        self.overlap = _check_overlap(overlap, self.size)
+        self.unit = _check_unit(unit, tokenizer)
+        if align not in (None, "sentence"):
+            raise ConfigError(f"align must be None or 'sentence', got {align!r}")
+        self.align = align
+        self.tokenizer = tokenizer
+        self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
+
+    def _params(self) -> dict:
+        return {"size": self.size, "overlap": self.overlap, "unit": self.unit, "align": self.align}
+
+    def _spans(self, sp: Splitter) -> list:
+        out: list = []
+        lo, hi = sp.first_nonws(0, sp.n), sp.n
+        if self.overlap == 0:
+            if self.align == "sentence":
+                return sp.split_ranges([(lo, hi)], (SENTENCE,), self.size, keep_oversize=True)
+            return sp.split_ranges([(lo, hi)], (), self.size)
+        if self.align == "sentence":
+            B = sp.bounds(sp.cuts(SENTENCE, lo, hi), lo, hi)
+            sp.pack(B, self.size, out, overlap=self.overlap)
+        else:
+            sp.hard_split(lo, hi, self.size, out, self.overlap)
+        return out
+
+
+class SentenceChunker(Chunker):
+    """Chunks of ``n`` consecutive sentences; consecutive chunks share ``overlap`` sentences."""
+
+    name = "sentence"
+
+    def __init__(self, n: int = 3, overlap: int = 0):
+        self.n = _check_int("n", n, 1)
+        self.overlap = _check_overlap(overlap, self.n, "n")
+
+    def _params(self) -> dict:
+        return {"n": self.n, "overlap": self.overlap}
+
+    def _spans(self, sp: Splitter) -> list:
+        out: list = []
+        lo, hi = sp.first_nonws(0, sp.n), sp.n
+        B = sp.bounds(sp.cuts(SENTENCE, lo, hi), lo, hi)
+        idx = np.arange(B.size, dtype=np.int64)
+        sp.pack(B, self.n, out, overlap=self.overlap, lo_v=idx, hi_v=idx)
+        return out
+
+
+class ParagraphChunker(Chunker):
+    """One chunk per paragraph of the document.
+
+    With ``size``, consecutive paragraphs are merged while the merged chunk
+    stays within ``size`` (tokens or characters); a paragraph longer than
+    ``size`` is still kept whole (use :class:`RecursiveChunker` or
+    :class:`StructureChunker` to split long paragraphs).
+    """
+
+    name = "paragraph"
+
+    def __init__(self, size: int | None = None, unit: str = "tokens", tokenizer: Any = None):
+        self.size = None if size is None else _check_int("size", size, 1)
+        self.unit = _check_unit(unit, tokenizer)
+        self.tokenizer = tokenizer
+        self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
+
+    def _params(self) -> dict:
+        return {"size": self.size, "unit": self.unit}
+
+    def _spans(self, sp: Splitter) -> list:
+        lo, hi = sp.first_nonws(0, sp.n), sp.n
+        B = sp.bounds(sp.cuts(PARAGRAPH, lo, hi), lo, hi)
+        if self.size is None:
+            Bl = B.tolist()
+            return list(zip(Bl[:-1], Bl[1:]))
+        return sp.split_ranges([(lo, hi)], (PARAGRAPH,), self.size, keep_oversize=True)
+
+
+def _check_separators(separators: Any) -> tuple:
+    if isinstance(separators, str) or not isinstance(separators, Sequence) or not separators:
+        raise ConfigError("separators must be a non-empty sequence of strings (or SENTENCE / PARAGRAPH)")
+    for s in separators:
+        if not isinstance(s, str) or s == "":
+            raise ConfigError(f"every separator must be a non-empty string, got {s!r}")
+    return tuple(separators)
+
+
+class RecursiveChunker(Chunker):
+    """Recursive splitting over a separator hierarchy, under a size limit.
+
+    The text is cut after each occurrence of the first separator and the
+    pieces are joined greedily while they fit in ``size``; a piece still too
+    big is split the same way with the next separator, and so on; what is
+    still too big after the last separator is cut by characters or tokens.
+    :data:`SENTENCE` and :data:`PARAGRAPH` stand for the document's own
+    sentence and paragraph boundaries. Every chunk fits in ``size`` except a
+    single token (``unit="tokens"``) bigger than the limit.
+    """
+
+    name = "recursive"
+    DEFAULT_SEPARATORS = ("\n\n", "\n", SENTENCE, " ")
+
+    def __init__(
+        self,
+        size: int = 256,
+        separators: Sequence[str] = DEFAULT_SEPARATORS,
+        unit: str = "tokens",
+        tokenizer: Any = None,
+    ):
+        self.size = _check_int("size", size, 1)
+        self.separators = _check_separators(separators)
+        self.unit = _check_unit(unit, tokenizer)
+        self.tokenizer = tokenizer
+        self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
+
+    def _params(self) -> dict:
+        return {"size": self.size, "separators": self.separators, "unit": self.unit}
+
+    def _spans(self, sp: Splitter) -> list:
+        return sp.split_ranges([(sp.first_nonws(0, sp.n), sp.n)], self.separators, self.size)
+
+
+class StructureChunker(Chunker):
+    """Content-aware chunking on the document's section structure (MC-indexing).
+
+    Each smallest section (a section's own text, from its heading up to its
+    first sub-section) becomes one chunk, however short; text before the
+    first heading is a section of its own, and a document without sections
+    is one section. A section longer than ``max_size`` is split on sentence
+    boundaries into chunks packed up to ``max_size`` (a sentence longer than
+    the limit is split on spaces, then by characters/tokens). With
+    ``merge_headings`` (default), a heading with no text of its own before
+    its first sub-section is joined to the chunk that follows instead of
+    standing alone.
+    """
+
+    name = "structure"
+
+    def __init__(
+        self,
+        max_size: int = 512,
+        unit: str = "tokens",
+        tokenizer: Any = None,
+        merge_headings: bool = True,
+    ):
+        self.max_size = _check_int("max_size", max_size, 1)
+        self.unit = _check_unit(unit, tokenizer)
+        self.tokenizer = tokenizer
+        self.merge_headings = bool(merge_headings)
+        self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
+
+    def _params(self) -> dict:
+        return {"max_size": self.max_size, "unit": self.unit, "merge_headings": self.merge_headings}
+
+    def segments(self, sp: Splitter) -> list:
+        """(start, end) of the smallest sections, in order, covering the text."""
+        n = sp.n
+        heading_end: dict = {}
+        for s in getattr(sp.doc, "sections", ()) or ():
+            if 0 < s.start < n:
+                heading_end[s.start] = max(heading_end.get(s.start, 0), s.heading_end)
+            elif s.start <= 0:
+                heading_end[0] = max(heading_end.get(0, 0), s.heading_end)
+        B = sp.bounds(np.array(sorted(heading_end), dtype=np.int64), 0, n).tolist()
+        segs = []
+        start = B[0]
+        for k in range(len(B) - 1):
+            a, b = B[k], B[k + 1]
+            if self.merge_headings and k + 1 < len(B) - 1 and a in heading_end:
+                _, e = sp.trim(a, b)
+                if e <= heading_end[a]:  # heading only: join with what follows
+                    continue
+            segs.append((start, b))
+            start = b
+        return segs
+
+    def _spans(self, sp: Splitter) -> list:
+        return sp.split_ranges(self.segments(sp), (SENTENCE, " "), self.max_size)

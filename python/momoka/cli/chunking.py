@@ -1,0 +1,91 @@
+"""``momoka chunk``: cut a file into chunks and print them with their offsets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    """Add the ``chunk`` sub-command."""
+    from ..chunking import available_chunkers
+
+    p = subparsers.add_parser(
+        "chunk",
+        help="cut a document into chunks and print them with offsets",
+        description=(
+            "Read FILE (plain text, Markdown or HTML, by extension or --format), chunk it and print "
+            "each chunk with its character offsets, paragraph and sentence index and section path."
+        ),
+    )
+    p.add_argument("file", metavar="FILE", help="document to chunk (.txt, .md, .html, ...)")
+    p.add_argument(
+        "--method",
+        "--chunker",
+        dest="method",
+        default="recursive",
+        choices=available_chunkers(),
+        help="chunker to use (default: recursive)",
+    )
+    p.add_argument("--size", type=int, default=None, help="chunk size (tokens or chars; sentences for 'sentence')")
+    p.add_argument("--overlap", type=int, default=None, help="overlap between chunks (fixed, sentence)")
+    p.add_argument("--unit", choices=("tokens", "chars"), default=None, help="size unit (default: tokens)")
+    p.add_argument(
+        "--tokenizer",
+        metavar="JSON",
+        default=None,
+        help="count tokens with this tokenizers.Tokenizer file (tokenizer.json; default: whitespace tokens)",
+    )
+    p.add_argument("--format", choices=("text", "markdown", "html"), default=None, help="override the parser")
+    p.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``momoka chunk``; errors are momoka.errors exceptions (handled by the dispatcher)."""
+    from ..chunking import get_chunker
+    from ..errors import InputError
+    from ..text import Document
+
+    try:
+        doc = Document.from_file(args.file, format=args.format)
+    except FileNotFoundError:
+        raise InputError(f"no such file: {args.file}") from None
+    except IsADirectoryError:
+        raise InputError(f"is a directory, not a file: {args.file}") from None
+    except PermissionError:
+        raise InputError(f"cannot read {args.file}: permission denied") from None
+    tokenizer = _load_tokenizer(args.tokenizer) if args.tokenizer else None
+    chunker = get_chunker(args.method, size=args.size, overlap=args.overlap, unit=args.unit, tokenizer=tokenizer)
+    chunks = chunker(doc)
+    out = sys.stdout
+    if args.json:
+        for c in chunks:
+            out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+    else:
+        for c in chunks:
+            section = " > ".join(c.section)
+            head = f"[{c.index}] {c.start}:{c.end}  paragraph {c.paragraph}  sentence {c.sentence}"
+            out.write(head + (f"  section {section}" if section else "") + "\n")
+            out.write("    " + c.text.replace("\n", "\n    ") + "\n\n")
+    return 0
+
+
+def _load_tokenizer(path: str):
+    """A ``tokenizers.Tokenizer`` from a tokenizer.json file, or a momoka error saying why not."""
+    from pathlib import Path
+
+    from ..errors import ConfigError, InputError
+
+    if not Path(path).is_file():
+        raise InputError(f"no such tokenizer file: {path}")
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise ConfigError("--tokenizer needs the 'tokenizers' package (pip install tokenizers)") from None
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception for malformed files
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"cannot load tokenizer {path}: {msg}") from None
