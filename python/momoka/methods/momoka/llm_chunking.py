@@ -145,6 +145,7 @@ class LLMChunker:
                     slot[2] = "sentence"
                 else:
                     slot[2], slot[3] = "llm", placed
+                    self.stats.llm_paragraphs += 1
         from ...text import make_chunks
 
         out = []
