@@ -168,3 +168,22 @@ def test_cli_builds_a_momoka_store(tmp_path, capsys):
     assert all("momoka_path" in ix.store.chunks[c]["metadata"] for c in ix.store.chunks)
     assert [ix.store.chunks[c]["metadata"]["momoka_path"] for c in docs["b"].chunk_ids] == [[]]
     ix.close()
+
+
+def test_titles_only_store_has_no_paths(tmp_path):
+    # paths=False (the "MM" ablation row): titles stored, no momoka_path key, the manifest says so, and no
+    # referee is ever built (a referee that raises on use proves it)
+    class Exploding:
+        name = "exploding"
+
+        def __call__(self, pairs):
+            raise AssertionError("the referee must not be called")
+
+    mm = MomokaMap(referee=Exploding(), title="document", paths=False)
+    ix = mm.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder())
+    st = ix.store
+    assert st.documents["pair"].metadata["momoka_title"] == "Halves"
+    assert all("momoka_path" not in st.chunks[c].get("metadata", {}) for c in st.chunks)
+    rec = json.loads((tmp_path / "s" / "manifest.json").read_text())["extra"]["enrich"]
+    assert rec["paths"] is False
+    ix.close()

@@ -157,6 +157,8 @@ class MomokaMap:
         seed: base seed (root i of every document draws from its own stream).
         threads: native threads (None: the engine's default).
         progress: a line on stderr per document batch (default: when stderr is a terminal).
+        paths: False stores titles only (the paper's "MM" ablation row): no search,
+            no ``momoka_path`` in the chunks, ``"paths": false`` in the manifest.
     """
 
     name = "momoka-map"
@@ -190,6 +192,7 @@ class MomokaMap:
         seed: int = 0,
         threads: int | None = None,
         progress: bool | None = None,
+        paths: bool = True,
     ):
         if reward not in ("pair", "path"):
             raise ConfigError(f"reward must be 'pair' (eq. 4) or 'path' (eq. 7), not {reward!r}")
@@ -223,6 +226,7 @@ class MomokaMap:
         self.structure, self.title = structure, title
         self.parallel, self.batch_size, self.seed, self.threads = parallel, batch_size, int(seed), threads
         self.progress = sys.stderr.isatty() if progress is None else progress
+        self.compute_paths = bool(paths)
         self.stats = MapStats()
         self.title_stats: dict = {}
 
@@ -270,12 +274,14 @@ class MomokaMap:
 
     def settings(self) -> dict:
         """Every setting of the searches (recorded in the store manifest)."""
-        ref = self.referee
+        ref = self.referee if self.compute_paths else None
         r_max = (1.0 + self.alpha / self.gamma + self.beta / self.delta) if self.normalize else 1.0
         return {
             "method": "momoka-map",
+            "paths": self.compute_paths,
             "reward": self.reward,
-            "referee": ref.config() if hasattr(ref, "config") else {"name": getattr(ref, "name", type(ref).__name__)},
+            "referee": None if ref is None else (
+                ref.config() if hasattr(ref, "config") else {"name": getattr(ref, "name", type(ref).__name__)}),
             "iterations": self.iterations,
             "rollout": self.rollout,
             "rollout_scope": "path",
@@ -508,11 +514,17 @@ class MomokaMap:
         if len(documents) != len(chunks):
             raise InputError("one list of chunks per document is needed")
         titles, sources = self.titles(documents)
-        paths, records = self.paths_for_documents(chunks)
+        if self.compute_paths:
+            paths, records = self.paths_for_documents(chunks)
+        else:
+            paths, records = [None] * len(chunks), [{"n_chunks": len(cs), "paths": False} for cs in chunks]
         out = []
         for cs, t, src, ps, rec in zip(chunks, titles, sources, paths, records):
-            new = [replace(c, metadata={**dict(c.metadata or {}), PATH_KEY: [int(x) for x in p]})
-                   for c, p in zip(cs, ps)]
+            if ps is None:
+                new = list(cs)
+            else:
+                new = [replace(c, metadata={**dict(c.metadata or {}), PATH_KEY: [int(x) for x in p]})
+                       for c, p in zip(cs, ps)]
             out.append({
                 "chunks": new,
                 "metadata": {TITLE_KEY: t, TITLE_SOURCE_KEY: src, DOC_RECORD_KEY: rec},
@@ -525,8 +537,8 @@ class MomokaMap:
         d = self.settings()
         d["stats"] = self.stats.to_dict()
         d["title_stats"] = dict(self.title_stats)
-        ref = self.referee
-        if hasattr(ref, "stats"):
+        ref = self._referee
+        if ref is not None and hasattr(ref, "stats"):
             d["referee_stats"] = dict(ref.stats)
         return d
 
