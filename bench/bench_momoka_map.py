@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 import pytest
-
 from momoka.methods.momoka import EmbeddingReferee, LLMReferee, MomokaMap, PerplexityReferee
 from momoka.text import make_chunks
 

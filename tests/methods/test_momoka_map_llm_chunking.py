@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-
 from momoka.errors import LLMError
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer, Status
@@ -22,7 +21,7 @@ TEXT = "\n\n".join([P1, P2, P3, P4])
 
 def _paragraph(body) -> str:
     msg = body["messages"][0]["content"]
-    return re.search(r"\*\*Text Paragraph\*\*: (.*?)\n\nNotes:", msg, re.S).group(1)
+    return re.search(r"\*\*Text Paragraph\*\*: (.*?)\n\nNotes:", msg, re.DOTALL).group(1)
 
 
 def script(body, i):

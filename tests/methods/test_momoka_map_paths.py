@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 
 import numpy as np
 import pytest
-
 from momoka.errors import ConfigError, InputError
 from momoka.methods.momoka import EmbeddingReferee, MomokaMap, topm_graph, window_graph
 from momoka.search import MCTS

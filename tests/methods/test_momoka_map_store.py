@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-
 from momoka.errors import ConfigError, InputError
 
 index_mod = pytest.importorskip("momoka.index")
@@ -15,8 +14,8 @@ Index = getattr(index_mod, "Index", None)
 if Index is None:  # the index area is not part of this build yet
     pytest.skip("momoka.index.Index is not available", allow_module_level=True)
 
-from momoka.methods.momoka import EmbeddingReferee, MomokaMap  # noqa: E402
-from momoka.text import Document, make_chunks  # noqa: E402
+from momoka.methods.momoka import EmbeddingReferee, MomokaMap
+from momoka.text import Document, make_chunks
 
 
 class HashEmbedder:

@@ -15,8 +15,9 @@ an LLM call (the prompt forbids splitting sentences, so the answer is known).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -50,8 +50,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -415,7 +416,7 @@ class MomokaMap:
                 if native:
                     data, indices, indptr = ref.matrix(v[lo:hi])
                     e.run_native((data, indices, indptr), threads=self.threads)
-                    rec["requests"] += int(len(data))
+                    rec["requests"] += len(data)
                     rec["native"] = True
                     for k, p in enumerate(e.paths()):
                         out[d][r0 + k] = [lo + int(x) for x in p.tolist()]

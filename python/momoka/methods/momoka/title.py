@@ -14,8 +14,9 @@ counted in :class:`TitleStats`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ...errors import ConfigError
 
@@ -29,7 +30,7 @@ MAX_TITLE_CHARS = 200
 FALLBACK_CHARS = 120
 
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019*#"
-_LABEL = re.compile(r"^(title|global title|document title)\s*[:：]\s*", re.I)
+_LABEL = re.compile(r"^(title|global title|document title)\s*[:：]\s*", re.IGNORECASE)
 
 
 @dataclass
