@@ -89,3 +89,33 @@ def test_request_failure_raises(tmp_path):
         llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False)
         with pytest.raises(LLMError):
             LLMChunker(llm)(doc)
+
+
+def test_long_paragraph_is_sent_in_runs_of_whole_sentences(tmp_path):
+    # A text without blank lines is one long paragraph: it is sent as runs of whole sentences of at most
+    # max_paragraph_chars characters; the scripted model returns each run as one chunk.
+    sents = ["Alpha beta gamma delta.", "Epsilon zeta eta.", "Theta iota kappa lambda mu.", "Nu xi omicron.",
+             "Pi rho sigma tau."]
+    text = " ".join(sents)
+    doc = Document.from_text(text, doc_id="long")
+    with ScriptedServer(lambda body, i: Reply(json.dumps([_paragraph(body)]))) as srv:
+        llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False)
+        ch = LLMChunker(llm, max_paragraph_chars=45)
+        chunks = ch(doc)
+        sent = [_paragraph(b) for b in srv.chat_bodies()]
+    # independent grouping: greedy runs whose span (first start .. last end) stays within 45 characters
+    starts = [text.index(s) for s in sents]
+    runs, cur = [], [0]
+    for k in range(1, len(sents)):
+        if starts[k] + len(sents[k]) - starts[cur[0]] > 45:
+            runs.append(cur)
+            cur = [k]
+        else:
+            cur.append(k)
+    runs.append(cur)
+    want = [text[starts[r[0]] : starts[r[-1]] + len(sents[r[-1]])] for r in runs]
+    assert [c.text for c in chunks] == want
+    assert sent == [w for w, r in zip(want, runs) if len(r) >= 2]  # single-sentence runs are not sent
+    assert ch.stats.long_paragraphs == 1 and ch.stats.fallback == 0
+    for c in chunks:
+        assert doc.text[c.start : c.end] == c.text

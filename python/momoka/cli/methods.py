@@ -131,12 +131,15 @@ def _index_momoka(args: argparse.Namespace) -> int:
     n_chunks = sum(len(ix.store.documents[d].chunk_ids) for d in added)
     st = mm.stats
     print(f"indexed {len(added)} document(s), {n_chunks} chunk(s) with Momoka-Map paths into {store} "
-          f"in {time.monotonic() - t0:.1f}s; referee {mm.referee_name}: {st.referee_requests} answers "
-          f"({st.native_documents} document(s) searched natively), titles: "
+          f"in {time.monotonic() - t0:.1f}s; referee {mm.referee_name}: {st.referee_requests} answers"
+          + (f", {st.native_documents} document(s) searched natively ({st.native_matrix_entries} nonzero "
+             "similarity entries)" if st.native_documents else "")
+          + "; titles: "
           + ", ".join(f"{k} {v}" for k, v in mm.title_stats.items() if isinstance(v, int) and v))
     if llm is not None:
         from .llm import print_usage
 
         print_usage(llm)
+        llm.close()
     ix.close()
     return 0

@@ -79,6 +79,7 @@ class MapStats:
     chunks: int = 0
     single_chunk_documents: int = 0
     native_documents: int = 0
+    native_matrix_entries: int = 0
     long_documents: int = 0
     referee_requests: int = 0
     referee_batches: int = 0
