@@ -108,3 +108,35 @@ def test_bench_momoka_map_build_time(shared_data, benchmark):
           f"{mm.stats.referee_requests} pairs scored")
     print(f"  process CPU time for the whole run: {time.process_time() - cpu0:.1f} s; "
           f"load average {os.getloadavg()[0]:.1f}")
+
+
+def test_bench_momoka_map_long_document_remedies(shared_data, benchmark):
+    """A long document (more chunks than iterations): path length and time per remedy, embedding referee."""
+    from momoka.eval.datasets import load_dataset
+
+    ds = load_dataset(shared_data / "leval_nq", limit=1)
+    doc = max((d.to_document() for d in ds.documents), key=lambda d: len(d.sentences))
+    sents = doc.sentences.tolist()
+    spans = [(sents[i][0], sents[min(i + 2, len(sents) - 1)][1]) for i in range(0, len(sents), 3)]
+    chunks = make_chunks(doc, spans)
+    try:
+        from momoka.models import Embedder
+
+        emb = Embedder.default()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"default embedder not installed: {exc}")
+    ref = EmbeddingReferee(emb)
+    v = ref.embed([c.text for c in chunks])
+    print(f"\nLong document {doc.doc_id}: {len(chunks)} chunks of 3 sentences; embedding referee, native MCTS")
+    print(f"  {'remedy':<28} {'seconds':>8} {'mean path len':>14} {'paths of length 1':>18}")
+    for label, kw in (("none (paper: 100 iterations)", {}), ("window 32", {"long_docs": "window"}),
+                      ("widening (1, 0.5)", {"long_docs": "widening"}),
+                      ("scale (2 (n-1), max 1000)", {"long_docs": "scale"})):
+        mm = MomokaMap(referee=ref, title="none", **kw)
+        t = time.monotonic()
+        paths = mm.paths_for_chunks(chunks, vectors=v)
+        dt = time.monotonic() - t
+        lens = np.array([len(p) for p in paths])
+        print(f"  {label:<28} {dt:8.2f} {lens.mean():14.2f} {int((lens == 1).sum()):>18}")
+    benchmark.pedantic(lambda: MomokaMap(referee=ref, title="none").paths_for_chunks(chunks, vectors=v), rounds=1,
+                       iterations=1)
