@@ -146,10 +146,11 @@ class Index:
     of both).
     """
 
-    def __init__(self, store: Store, *, chunker: Any = None, embedder: Any = None):
+    def __init__(self, store: Store, *, chunker: Any = None, embedder: Any = None, enrich: Any = None):
         self.store = store
         self._chunker = chunker
         self._embedder = embedder
+        self._enrich = enrich
 
     # ------------------------------------------------------------------ construction
 
@@ -166,6 +167,7 @@ class Index:
         vector_dtype: str = "float32",
         overwrite: bool = False,
         progress: bool | None = None,
+        enrich: Any = None,
         **chunker_params: Any,
     ) -> Index:
         """Chunk, embed and index ``sources``; save to ``store`` when given.
@@ -183,6 +185,7 @@ class Index:
             vector_dtype: ``"float32"`` or ``"float16"`` for the stored vectors.
             overwrite: replace an existing store at ``store``.
             progress: show progress on stderr (default: when it is a terminal).
+            enrich: an enrichment hook run between chunking and embedding (see :meth:`add`).
             chunker_params: more parameters for the named chunker.
         """
         if isinstance(chunker, str) and size is None and chunker == DEFAULT_CHUNKER and "size" not in chunker_params:
@@ -195,7 +198,7 @@ class Index:
         st = Store.create(store, embedder=embedder_info(emb) if emb is not None else None, chunker=chunker_info,
                           bm25=bm25, vector_dtype=vector_dtype, overwrite=overwrite)
         try:
-            index = cls(st, chunker=chunker_obj, embedder=emb)
+            index = cls(st, chunker=chunker_obj, embedder=emb, enrich=enrich)
             index.add(sources, progress=progress)
             if store is not None:
                 index.save()
@@ -215,7 +218,7 @@ class Index:
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, embedder: Any = None, chunker: Any = None,
-             writable: bool = False) -> Index:
+             writable: bool = False, enrich: Any = None) -> Index:
         """Load the store at ``path``.
 
         The embedder is loaded on first use (dense search or add) from the
@@ -230,7 +233,7 @@ class Index:
         if embedder is not None and manifest.get("embedder") is not None:
             check_embedder(manifest, embedder_info(embedder), path)
         st = Store.open(path, writable=writable)
-        return cls(st, chunker=chunker, embedder=embedder)
+        return cls(st, chunker=chunker, embedder=embedder, enrich=enrich)
 
     # ------------------------------------------------------------------ parts
 
@@ -287,8 +290,17 @@ class Index:
 
     # ------------------------------------------------------------------ changes
 
-    def add(self, sources: Iterable[Any], *, progress: bool | None = None) -> list[str]:
+    def add(self, sources: Iterable[Any], *, progress: bool | None = None, enrich: Any = None) -> list[str]:
         """Chunk, embed and add documents (see :meth:`build` for the accepted forms).
+
+        ``enrich`` (default: the one given to :meth:`build`/:meth:`open`) is a
+        callable ``enrich(documents, chunks) -> list[dict]`` run after chunking:
+        one dict per document with optional ``"chunks"`` (replacement chunks,
+        e.g. with metadata added), ``"metadata"`` (stored in the document
+        entry) and ``"embed_texts"`` (the text embedded for each chunk, e.g.
+        with a title prefixed; ``Chunk.text`` is stored unchanged). Its
+        ``describe()``, if any, is stored in ``manifest["extra"]["enrich"]``.
+        A store built with an enricher refuses to add documents without one.
 
         Returns the added doc ids. Changes are in memory until :meth:`save`.
         Raises :class:`InputError` for a document already in the index (nothing
@@ -304,6 +316,13 @@ class Index:
             if d.doc_id in self.store.documents or d.doc_id in seen:
                 raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it")
             seen.add(d.doc_id)
+        enrich = enrich if enrich is not None else self._enrich
+        if enrich is None and (self.store.manifest.get("extra") or {}).get("enrich"):
+            name = self.store.manifest["extra"]["enrich"].get("method", "an enricher")
+            raise ConfigError(f"this store was built with {name}; pass it again to add documents "
+                              "(Index.open(..., enrich=...) or add(..., enrich=...))")
+        if enrich is not None and not callable(enrich):
+            raise ConfigError(f"enrich must be callable (documents, chunks) -> list of dicts, not {enrich!r}")
         chunker = self.chunker
         pr = _Progress("chunking", len(docs), progress)
         chunks: list[list[Chunk]] = []
@@ -314,10 +333,29 @@ class Index:
             chunks.append(cs)
             pr.update(1)
         pr.close()
+        doc_meta: list[dict] = [{} for _ in docs]
+        embed_texts = [[c.text for c in cs] for cs in chunks]
+        if enrich is not None:
+            res = list(enrich(docs, chunks))
+            if len(res) != len(docs):
+                raise ConfigError(f"enrich returned {len(res)} entries for {len(docs)} documents")
+            for i, r in enumerate(res):
+                if r.get("chunks") is not None:
+                    chunks[i] = list(r["chunks"])
+                    if not chunks[i]:
+                        raise InputError(f"document {docs[i].doc_id!r}: enrich returned no chunks")
+                doc_meta[i] = dict(r.get("metadata") or {})
+                et = r.get("embed_texts")
+                if et is not None:
+                    if len(et) != len(chunks[i]) or not all(isinstance(t, str) for t in et):
+                        raise ConfigError(f"document {docs[i].doc_id!r}: enrich must give one embed text per chunk")
+                    embed_texts[i] = list(et)
+                else:
+                    embed_texts[i] = [c.text for c in chunks[i]]
         vectors = None
         if self.store.embedder_info is not None:
             emb = self.embedder
-            flat = [c.text for cs in chunks for c in cs]
+            flat = [t for ts in embed_texts for t in ts]
             pr = _Progress("embedding chunks", len(flat), progress)
             parts = []
             step = 256
@@ -346,8 +384,12 @@ class Index:
             for cs in chunks:
                 vectors.append(allv[pos : pos + len(cs)])
                 pos += len(cs)
-        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text)} for d in docs]
+        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": m}
+                for d, m in zip(docs, doc_meta)]
         self.store.add(meta, chunks, vectors)
+        describe = getattr(enrich, "describe", None)
+        if callable(describe):
+            self.store.manifest.setdefault("extra", {})["enrich"] = describe()
         return [d.doc_id for d in docs]
 
     def delete(self, doc_ids: Iterable[str] | str) -> int:

@@ -1,0 +1,206 @@
+"""LLM chunking (Momoka-RAG section 3.1, Figure 3 prompt), with exact offsets.
+
+Each natural paragraph of a document is sent to the LLM with the paper's
+prompt, which answers with a JSON list of chunk strings. The strings are
+placed back onto the paragraph by the native span locator
+(:func:`momoka.kernels.recover_outlines`, edit-distance alignment), so a
+chunk is always an exact span of the source even when the model edited a
+few characters. A paragraph whose answer cannot be used (no JSON list after
+the re-asks, or an item that cannot be placed within ``max_error`` edits) is
+cut into its sentences instead, and counted.
+
+A paragraph of fewer than ``min_sentences`` sentences is one chunk without
+an LLM call (the prompt forbids splitting sentences, so the answer is known).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError, LLMError, LLMResponseError
+
+#: A mask token that never occurs in text: every LLM item is located as a whole chunk.
+_NO_MASK = ("\x00\x00momoka-no-mask\x00\x00",)
+
+
+@dataclass
+class LLMChunkStats:
+    """Counts of one or more :meth:`LLMChunker.chunk_many` runs."""
+
+    documents: int = 0
+    paragraphs: int = 0
+    llm_paragraphs: int = 0
+    short_paragraphs: int = 0
+    long_paragraphs: int = 0
+    fallback_parse: int = 0
+    fallback_unplaced: int = 0
+    edited_items: int = 0
+    chunks: int = 0
+    fallback_examples: list = field(default_factory=list)
+
+    @property
+    def fallback(self) -> int:
+        """Paragraphs cut into sentences because the LLM answer could not be used."""
+        return self.fallback_parse + self.fallback_unplaced
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view."""
+        d = asdict(self)
+        d["fallback"] = self.fallback
+        return d
+
+
+class LLMChunker:
+    """The paper's LLM chunker: ``chunker(document) -> list[Chunk]`` with exact offsets.
+
+    Args:
+        llm: a :mod:`momoka.llm` client (default ``client_from_env()``).
+        max_error: an item may differ from the source by up to this fraction of
+            its length in edits and still be placed.
+        min_sentences: paragraphs with fewer sentences are kept whole without a call.
+        max_paragraph_chars: longer paragraphs (e.g. a whole text without blank
+            lines) are sent as runs of whole sentences of at most this many characters
+            (counted in ``long_paragraphs``).
+        max_reasks: re-asks of an answer that is not a JSON list.
+
+    ``stats`` (:class:`LLMChunkStats`) accumulates over calls. Chunks get the
+    ``paragraph``/``sentence`` indices of their first character (p_i, s_i) and
+    ``metadata["llm_chunk"]`` = ``"llm"``, ``"whole"`` or ``"sentence"`` (fallback).
+    """
+
+    name = "llm"
+
+    def __init__(self, llm: Any = None, *, max_error: float = 0.3, min_sentences: int = 2,
+                 max_paragraph_chars: int = 8000, max_reasks: int = 1, batch_size: int = 256):
+        if not 0 <= max_error < 1:
+            raise ConfigError(f"max_error must be in [0, 1), got {max_error!r}")
+        if llm is None:
+            from ...llm import client_from_env
+
+            llm = client_from_env()
+        self.llm = llm
+        self.max_error = float(max_error)
+        self.min_sentences = int(min_sentences)
+        self.max_paragraph_chars = int(max_paragraph_chars)
+        self.max_reasks = int(max_reasks)
+        self.batch_size = int(batch_size)
+        self.stats = LLMChunkStats()
+
+    def _params(self) -> dict:
+        return {"max_error": self.max_error, "min_sentences": self.min_sentences,
+                "max_paragraph_chars": self.max_paragraph_chars, "max_reasks": self.max_reasks,
+                "model": getattr(self.llm, "model", None)}
+
+    def __call__(self, document) -> list:
+        return self.chunk_many([document])[0]
+
+    def chunk_many(self, documents: Sequence[Any]) -> list[list]:
+        """Chunk many documents; all their paragraphs go to the LLM in shared batches."""
+        from ...llm import JSONListParser, prompts
+
+        docs = list(documents)
+        # per document: list of (p_start, p_end, kind, payload)
+        plans: list[list[list]] = []
+        asks: list[tuple[int, int]] = []  # (doc, paragraph slot)
+        for di, d in enumerate(docs):
+            sents = np.asarray(d.sentences)
+            plan = []
+            for ps, pe in np.asarray(d.paragraphs).tolist():
+                inside = sents[(sents[:, 0] >= ps) & (sents[:, 1] <= pe)] if len(sents) else sents
+                spans = [(int(a), int(b)) for a, b in inside.tolist()] or [(ps, pe)]
+                self.stats.paragraphs += 1
+                if pe - ps > self.max_paragraph_chars and len(spans) > 1:
+                    # a paragraph too long for one prompt (e.g. a text without blank lines): sent as
+                    # consecutive runs of whole sentences of at most max_paragraph_chars each
+                    self.stats.long_paragraphs += 1
+                    groups, cur = [], [spans[0]]
+                    for sp in spans[1:]:
+                        if sp[1] - cur[0][0] > self.max_paragraph_chars:
+                            groups.append(cur)
+                            cur = [sp]
+                        else:
+                            cur.append(sp)
+                    groups.append(cur)
+                else:
+                    groups = [spans]
+                for g in groups:
+                    gs, ge = (g[0][0], g[-1][1]) if len(groups) > 1 else (ps, pe)
+                    slot = [gs, ge, "whole", g]
+                    if len(g) < self.min_sentences:
+                        if len(groups) == 1:
+                            self.stats.short_paragraphs += 1
+                    else:
+                        slot[2] = "ask"
+                        asks.append((di, len(plan)))
+                    plan.append(slot)
+            plans.append(plan)
+        parser = JSONListParser(min_items=1)
+        for s in range(0, len(asks), self.batch_size):
+            part = asks[s : s + self.batch_size]
+            batch = [prompts.messages("momoka.llm_chunk", item=docs[di].text[plans[di][k][0]:plans[di][k][1]])
+                     for di, k in part]
+            res = self.llm.complete_parsed(batch, parser, max_reasks=self.max_reasks, temperature=0,
+                                           method="llm_chunking")
+            for (di, k), p in zip(part, res):
+                slot = plans[di][k]
+                if not p.ok:
+                    if p.error is not None and not isinstance(p.error, LLMResponseError):
+                        raise LLMError(f"LLM chunking request failed: {p.error}") from p.error
+                    self.stats.fallback_parse += 1
+                    self._example(docs[di], slot, "no JSON list", p.raw)
+                    slot[2] = "sentence"
+                    continue
+                placed = self._place(docs[di].text, slot[0], slot[1], p.value)
+                if placed is None:
+                    self.stats.fallback_unplaced += 1
+                    self._example(docs[di], slot, "unplaceable item", p.raw)
+                    slot[2] = "sentence"
+                else:
+                    slot[2], slot[3] = "llm", placed
+                    self.stats.llm_paragraphs += 1
+        from ...text import make_chunks
+
+        out = []
+        for d, plan in zip(docs, plans):
+            spans, meta = [], []
+            for ps, pe, kind, payload in plan:
+                if kind == "whole":
+                    spans.append((ps, pe))
+                    meta.append({"llm_chunk": "whole"})
+                else:
+                    for a, b in payload:
+                        spans.append((a, b))
+                        meta.append({"llm_chunk": "llm" if kind == "llm" else "sentence"})
+            chunks = make_chunks(d, spans, metadata=meta)
+            self.stats.documents += 1
+            self.stats.chunks += len(chunks)
+            out.append(chunks)
+        return out
+
+    def _example(self, doc, slot, reason: str, raw) -> None:
+        if len(self.stats.fallback_examples) < 10:
+            self.stats.fallback_examples.append([getattr(doc, "doc_id", None), slot[0], reason, str(raw)[:80]])
+
+    def _place(self, text: str, ps: int, pe: int, items: list) -> list[tuple[int, int]] | None:
+        """Exact ``(start, end)`` spans of the items in ``text[ps:pe]``, or None when one cannot be placed."""
+        from ...kernels import recover_outlines
+
+        par = text[ps:pe]
+        rec = recover_outlines(par, [str(x) for x in items], mask=_NO_MASK, max_error=self.max_error)
+        if not rec or not all(r.placed for r in rec):
+            return None
+        spans = []
+        for r, item in zip(rec, items):
+            if r.head_distance > 0:
+                self.stats.edited_items += 1
+            a, b = r.start, r.end
+            seg = par[a:b]
+            a += len(seg) - len(seg.lstrip())
+            b -= len(seg) - len(seg.rstrip())
+            if b > a:
+                spans.append((ps + a, ps + b))
+        return spans or None

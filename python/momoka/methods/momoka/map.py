@@ -1,0 +1,625 @@
+"""Momoka-Map: semantic paths between the chunks of each document (Momoka-RAG section 3.1).
+
+For every chunk c_i of a document, one Monte Carlo tree search over the other
+chunks of the same document finds a path P_i of chunks that complete c_i. The
+searches run on the native engine (:class:`momoka.search.MCTS`) with the
+paper's settings: 100 iterations, rollout 5, UCT (eq. 3) with the step
+reward of eq. 4 ``r = I(c_i, c) + alpha/(|p_i - p| + gamma) + beta/(|s_i - s| + delta)``
+(alpha=3, beta=2, gamma=delta=1), random expansion, rollout mean (eq. 5),
+best path by visit count. ``I`` comes from a referee
+(:mod:`momoka.methods.momoka.referees`); ``reward="path"`` judges a candidate
+against the whole path so far (eq. 7, Figure 5).
+
+What the paper leaves open is settled as in METHODS.md section 3 and recorded
+with the index: r is normalised by ``1 + alpha/gamma + beta/delta`` and
+C = sqrt(2); ties of the visit count go to the higher mean reward, then the
+lower chunk index; the best path stops at a node without children and is
+capped at ``path_cap`` (default: the rollout length).
+
+Long documents. With more candidate chunks than iterations the paper's
+procedure never grows past depth 1 (every root child has one visit), so the
+tie-breaks decide. ``long_docs`` picks a remedy applied to documents with
+more than ``iterations + 1`` chunks: ``"window"`` (a candidate window: roots
+are searched in blocks of ``window`` consecutive chunks, each block over the
+chunks within ``window`` positions of it, so a root's candidates lie within
+``2 * window`` positions and number at most ``3 * window - 1``), ``"widening"`` (progressive
+widening ``(1, 0.5)``), ``"scale"`` (iterations grow with the chunk count up
+to ``max_iterations``), or None (the paper's procedure as is).
+
+Cost bounds. In pair mode the referee is asked at most once per (root,
+candidate) pair, and a root's search scores at most ``iterations * rollout``
+steps, so a document of n chunks costs at most ``n * min(n - 1, iterations *
+rollout)`` referee answers and ``O(n * iterations * rollout)`` engine work:
+linear in n for long documents. With ``long_docs="window"`` the pairs per root
+are also bounded by ``3 * window - 1`` (and the engines hold ``3 * window`` items). The embedding referee runs natively on a
+sparse similarity matrix holding at most ``max_edges`` entries per chunk
+(``O(n * max_edges)`` memory).
+
+Storage (with :meth:`MomokaMap.build` / :meth:`MomokaMap.add`, or as the
+``enrich`` hook of :class:`momoka.index.Index`): each chunk's
+``metadata["momoka_path"]`` holds P_i as chunk positions within its document
+(``DocEntry.chunk_ids[position]`` is the store id); each document's
+``metadata`` holds ``momoka_title`` (T_D), ``momoka_title_source`` and
+``momoka_map`` (the per-document search record); the store manifest holds
+every setting under ``extra.enrich``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError, InputError
+from .referees import EmbeddingReferee, LLMReferee, make_referee
+from .title import TITLE_MODES, make_titles, with_title
+
+#: Metadata keys written into the store.
+PATH_KEY = "momoka_path"
+TITLE_KEY = "momoka_title"
+TITLE_SOURCE_KEY = "momoka_title_source"
+DOC_RECORD_KEY = "momoka_map"
+#: Remedies for documents with more chunks than iterations.
+LONG_DOC_REMEDIES = (None, "window", "widening", "scale")
+#: Separator of chunk texts joined into a path context (eq. 7).
+PATH_SEPARATOR = "\n\n"
+
+
+@dataclass
+class MapStats:
+    """Counts of the searches run by one :class:`MomokaMap`."""
+
+    documents: int = 0
+    chunks: int = 0
+    single_chunk_documents: int = 0
+    native_documents: int = 0
+    native_matrix_entries: int = 0
+    long_documents: int = 0
+    referee_requests: int = 0
+    referee_batches: int = 0
+    path_lengths: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view."""
+        d = asdict(self)
+        d["path_lengths"] = {str(k): v for k, v in sorted(self.path_lengths.items())}
+        return d
+
+
+def window_graph(n: int, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(indptr, indices)``: each item's neighbours are the items within ``window`` positions."""
+    indptr = [0]
+    indices: list[int] = []
+    for i in range(n):
+        nb = [j for j in range(max(0, i - window), min(n, i + window + 1)) if j != i]
+        indices.extend(nb)
+        indptr.append(len(indices))
+    return np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+
+
+def topm_graph(vectors: np.ndarray, m: int, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(indptr, indices)``: each item's ``m`` most cosine-similar other items (ties: lower index)."""
+    v = np.asarray(vectors, dtype=np.float32)
+    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    n = len(v)
+    k = min(m, n - 1)
+    indptr = np.arange(n + 1, dtype=np.int64) * k
+    out = np.zeros((n, k), np.int64)
+    for s in range(0, n, block):
+        sim = v[s : s + block] @ v.T
+        rows = np.arange(s, min(s + block, n))
+        sim[rows - s, rows] = -np.inf
+        # stable: sort by (-sim, index)
+        order = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+        out[s : s + len(rows)] = order
+    return indptr, out.reshape(-1)
+
+
+class MomokaMap:
+    """Momoka-Map: titles T_D and semantic paths P_i for the chunks of each document.
+
+    Args:
+        referee: ``"ppl"`` (local perplexity referee, the offline default),
+            ``"llm"`` (the paper's judge; the default when ``MOMOKA_LLM_BASE_URL``
+            is set), ``"embedding"``, or any batch callable ``pairs -> values``.
+        reward: ``"pair"`` (eq. 4) or ``"path"`` (eq. 7, Figure 5 prompt).
+        iterations, rollout: MCTS iterations and rollout length (paper: 100, 5).
+        alpha, beta, gamma, delta: the structural prior of eq. 4 (paper: 3, 2, 1, 1).
+        c: UCT exploration constant (default sqrt(2); rewards are normalised).
+        normalize: divide r by ``1 + alpha/gamma + beta/delta``.
+        expansion: ``"random"`` (the paper) or ``"topm"`` (appendix H: expand
+            among the ``top_m`` chunks most similar to the current node by
+            embedding cosine; the chunks already on the path are skipped).
+        top_m: size of the appendix-H candidate pool (paper: 5).
+        long_docs: remedy for documents with more than ``iterations + 1``
+            chunks: None, ``"window"``, ``"widening"`` or ``"scale"`` (module docstring).
+        window: candidate window (positions each side) of ``long_docs="window"``.
+        scale, max_iterations: ``long_docs="scale"`` runs
+            ``min(max_iterations, max(iterations, ceil(scale * (n - 1))))`` iterations.
+        path_cap: longest stored path (default: ``rollout``).
+        structure: ``"auto"`` (p := s when every chunk has the same paragraph,
+            as for chunkers that ignore paragraphs), ``"paragraph"`` or ``"sentence"`` (p := s).
+        title: ``"auto"`` (default: LLM titles when an LLM endpoint is configured,
+            i.e. ``llm`` was given or ``MOMOKA_LLM_BASE_URL`` is set; otherwise the
+            document's own title, first heading or first sentence, because the small
+            local model writes poor titles slowly), ``"llm"``, ``"prefer-document"``,
+            ``"document"`` or ``"none"`` (see :func:`momoka.methods.momoka.title.make_titles`).
+        llm: LLM client for titles and the LLM referee (default ``client_from_env()``).
+        embedder: embedder for the appendix-H prior (default: the embedding
+            referee's, else ``Embedder.default()``).
+        parallel: trajectories per search and wave (virtual loss); 1 = sequential MCTS.
+        batch_size: most reward requests asked per engine and round.
+        seed: base seed (root i of every document draws from its own stream).
+        threads: native threads (None: the engine's default).
+        progress: a line on stderr per document batch (default: when stderr is a terminal).
+        paths: False stores titles only (the paper's "MM" ablation row): no search,
+            no ``momoka_path`` in the chunks, ``"paths": false`` in the manifest.
+    """
+
+    name = "momoka-map"
+
+    def __init__(
+        self,
+        referee: Any = None,
+        *,
+        reward: str = "pair",
+        iterations: int = 100,
+        rollout: int = 5,
+        alpha: float = 3.0,
+        beta: float = 2.0,
+        gamma: float = 1.0,
+        delta: float = 1.0,
+        c: float = math.sqrt(2),
+        normalize: bool = True,
+        expansion: str = "random",
+        top_m: int = 5,
+        long_docs: str | None = None,
+        window: int = 32,
+        scale: float = 2.0,
+        max_iterations: int = 1000,
+        path_cap: int | None = None,
+        structure: str = "auto",
+        title: str = "auto",
+        llm: Any = None,
+        embedder: Any = None,
+        parallel: int = 1,
+        batch_size: int = 256,
+        seed: int = 0,
+        threads: int | None = None,
+        progress: bool | None = None,
+        paths: bool = True,
+    ):
+        if reward not in ("pair", "path"):
+            raise ConfigError(f"reward must be 'pair' (eq. 4) or 'path' (eq. 7), not {reward!r}")
+        if expansion not in ("random", "topm"):
+            raise ConfigError(f"expansion must be 'random' or 'topm', not {expansion!r}")
+        if long_docs not in LONG_DOC_REMEDIES:
+            raise ConfigError(f"long_docs must be one of {LONG_DOC_REMEDIES}, not {long_docs!r}")
+        if structure not in ("auto", "paragraph", "sentence"):
+            raise ConfigError(f"structure must be 'auto', 'paragraph' or 'sentence', not {structure!r}")
+        if title not in TITLE_MODES + ("auto",):
+            raise ConfigError(f"title must be one of {', '.join(TITLE_MODES)}, not {title!r}")
+        for nm, v in (("iterations", iterations), ("rollout", rollout), ("top_m", top_m), ("window", window),
+                      ("max_iterations", max_iterations), ("parallel", parallel), ("batch_size", batch_size)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{nm} must be an int >= 1, got {v!r}")
+        if path_cap is not None and (isinstance(path_cap, bool) or not isinstance(path_cap, int) or path_cap < 0):
+            raise ConfigError(f"path_cap must be None or an int >= 0, got {path_cap!r}")
+        self._llm = llm
+        self._referee_spec = referee
+        self._referee = None if referee is None or isinstance(referee, str) else referee
+        if isinstance(referee, str) and referee not in ("ppl", "llm", "embedding"):
+            raise ConfigError(f"unknown referee {referee!r}; choose one of ppl, llm, embedding")
+        self._embedder = embedder
+        self.reward = reward
+        self.iterations, self.rollout = iterations, rollout
+        self.alpha, self.beta, self.gamma, self.delta = float(alpha), float(beta), float(gamma), float(delta)
+        self.c, self.normalize = float(c), bool(normalize)
+        self.expansion, self.top_m = expansion, top_m
+        self.long_docs, self.window, self.scale, self.max_iterations = long_docs, window, float(scale), max_iterations
+        self.path_cap = rollout if path_cap is None else path_cap
+        self.structure, self.title = structure, title
+        self.parallel, self.batch_size, self.seed, self.threads = parallel, batch_size, int(seed), threads
+        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.compute_paths = bool(paths)
+        self.stats = MapStats()
+        self.title_stats: dict = {}
+
+    # ------------------------------------------------------------------ parts
+
+    @property
+    def referee(self):
+        """The referee callable (built on first use)."""
+        if self._referee is None:
+            spec = self._referee_spec
+            if spec == "llm" or (spec is None and os.environ.get("MOMOKA_LLM_BASE_URL")):
+                self._referee = LLMReferee(self.llm, mode=self.reward)
+            else:
+                self._referee = make_referee(spec or "ppl", mode=self.reward, llm=self._llm, embedder=self._embedder)
+        return self._referee
+
+    @property
+    def llm(self):
+        """The LLM client for titles and the LLM referee (``client_from_env()`` by default)."""
+        if self._llm is None:
+            from ...llm import client_from_env
+
+            self._llm = client_from_env()
+        return self._llm
+
+    @property
+    def referee_name(self) -> str:
+        """``"llm"``, ``"ppl"``, ``"embedding"`` or the class name of a custom referee (builds nothing)."""
+        if self._referee is not None:
+            return getattr(self._referee, "name", type(self._referee).__name__)
+        spec = self._referee_spec
+        if spec is None:
+            return "llm" if os.environ.get("MOMOKA_LLM_BASE_URL") else "ppl"
+        return spec
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        ref = self.referee
+        if isinstance(ref, EmbeddingReferee):
+            return ref.embed(texts)
+        if self._embedder is None:
+            from ...models import Embedder
+
+            self._embedder = Embedder.default()
+        return np.asarray(self._embedder.embed(texts), dtype=np.float32)
+
+    def settings(self) -> dict:
+        """Every setting of the searches (recorded in the store manifest)."""
+        ref = self.referee if self.compute_paths else None
+        r_max = (1.0 + self.alpha / self.gamma + self.beta / self.delta) if self.normalize else 1.0
+        return {
+            "method": "momoka-map",
+            "paths": self.compute_paths,
+            "reward": self.reward,
+            "referee": None if ref is None else (
+                ref.config() if hasattr(ref, "config") else {"name": getattr(ref, "name", type(ref).__name__)}),
+            "iterations": self.iterations,
+            "rollout": self.rollout,
+            "rollout_scope": "path",
+            "rollout_return": "mean",
+            "alpha": self.alpha, "beta": self.beta, "gamma": self.gamma, "delta": self.delta,
+            "c": self.c,
+            "normalize": self.normalize,
+            "r_max": r_max,
+            "expansion": self.expansion,
+            "top_m": self.top_m if self.expansion == "topm" else None,
+            "long_docs": self.long_docs,
+            "window": self.window if self.long_docs == "window" else None,
+            "scale": self.scale if self.long_docs == "scale" else None,
+            "max_iterations": self.max_iterations if self.long_docs == "scale" else None,
+            "widening": [1.0, 0.5] if self.long_docs == "widening" else None,
+            "path_cap": self.path_cap,
+            "best_path": "most visits per level; ties: higher mean reward, then lower chunk index",
+            "structure": self.structure,
+            "title": self.title_mode,
+            "parallel": self.parallel,
+            "seed": self.seed,
+            "path_positions": "chunk positions within the document (DocEntry.chunk_ids[position])",
+        }
+
+    # ------------------------------------------------------------------ paths
+
+    def _engine_kwargs(self, chunks: Sequence[Any], vectors: np.ndarray | None) -> tuple[dict, dict]:
+        """Engine settings for one document (or one window block of it) and the search record."""
+        n = len(chunks)
+        sent = np.asarray([int(c.sentence) for c in chunks], dtype=np.int64)
+        para = np.asarray([int(c.paragraph) for c in chunks], dtype=np.int64)
+        p_is_s = self.structure == "sentence" or (self.structure == "auto" and len(set(para.tolist())) == 1)
+        if p_is_s:
+            para = sent
+        iters = self.iterations
+        kw: dict = dict(iterations=iters, rollout_len=self.rollout, c=self.c, reward=self.reward,
+                        paragraph=para, sentence=sent, alpha=self.alpha, beta=self.beta, gamma=self.gamma,
+                        delta=self.delta, normalize=self.normalize, path_cap=self.path_cap, seed=self.seed,
+                        parallel=self.parallel)
+        if self.threads is not None:
+            kw["threads"] = self.threads
+        record: dict = {"n_chunks": n, "p_is_s": p_is_s, "remedy": None}
+        long = n - 1 > self.iterations
+        if self.expansion == "topm":
+            kw["expansion"] = "neighbors"
+            kw["graph"] = topm_graph(vectors, self.top_m)
+            record["expansion"] = f"top{self.top_m}"
+        if long and self.long_docs is not None:
+            record["remedy"] = self.long_docs
+            if self.long_docs == "widening":
+                kw["widening"] = (1.0, 0.5)
+            elif self.long_docs == "scale":
+                kw["iterations"] = min(self.max_iterations, max(iters, math.ceil(self.scale * (n - 1))))
+            elif self.long_docs == "window" and self.expansion != "topm":
+                record["window"] = self.window
+        record["iterations"] = kw["iterations"]
+        return kw, record
+
+    def _blocks(self, n: int, record: dict) -> list[tuple[int, int, int, int]]:
+        """``(lo, hi, r0, r1)``: engines over items ``[lo, hi)`` searching roots ``[r0, r1)``.
+
+        One block for the whole document, except with the window remedy: roots in
+        blocks of ``window`` consecutive chunks, each searching the chunks within
+        ``window`` positions of its block (so a root's candidates lie within
+        ``2 * window`` positions of it, at most ``3 * window`` of them).
+        """
+        if record.get("window") is None:
+            return [(0, n, 0, n)]
+        w = self.window
+        return [(max(0, r0 - w), min(n, r0 + 2 * w), r0, min(n, r0 + w)) for r0 in range(0, n, w)]
+
+    def paths_for_chunks(self, chunks: Sequence[Any], *, vectors: np.ndarray | None = None) -> list[list[int]]:
+        """P_i for each chunk of ONE document: lists of chunk positions (root excluded).
+
+        ``chunks`` are :class:`momoka.text.Chunk` objects (``text``, ``paragraph``,
+        ``sentence``) in document order. ``vectors`` (optional) are their
+        embeddings, used by the embedding referee and the appendix-H prior.
+        A one-chunk document gets ``[[]]``.
+        """
+        return self.paths_for_documents([chunks], vectors=None if vectors is None else [vectors])[0][0]
+
+    def paths_for_documents(
+        self, chunk_lists: Sequence[Sequence[Any]], *, vectors: Sequence[np.ndarray | None] | None = None
+    ) -> tuple[list[list[list[int]]], list[dict]]:
+        """Paths for several documents (searched together, so referee calls are batched across them).
+
+        Returns ``(paths, records)``: ``paths[d][i]`` is P_i of chunk ``i`` of
+        document ``d`` (positions within the document), ``records[d]`` the
+        search record (chunk count, iterations, remedy, requests).
+        """
+        from ...search import MCTS
+
+        t0 = time.monotonic()
+        ref = self.referee
+        lists = [list(cs) for cs in chunk_lists]
+        if vectors is not None and len(vectors) != len(lists):
+            raise InputError("one vector array (or None) per document is needed")
+        out: list[list[list[int]]] = [[[] for _ in cs] for cs in lists]
+        records: list[dict] = [{} for _ in lists]
+        jobs: list[tuple[int, Any, list[str], int, int, int]] = []  # (doc, engine, texts, lo, r0, r1)
+        native = isinstance(ref, EmbeddingReferee) and self.reward == "pair"
+        for d, cs in enumerate(lists):
+            for c in cs:
+                if not hasattr(c, "text") or not hasattr(c, "paragraph") or not hasattr(c, "sentence"):
+                    raise InputError("chunks must have text, paragraph and sentence (momoka.text.Chunk)")
+            n = len(cs)
+            self.stats.documents += 1
+            self.stats.chunks += n
+            if n <= 1:
+                records[d] = {"n_chunks": n, "requests": 0, "note": "fewer than two chunks: no paths"}
+                self.stats.single_chunk_documents += 1
+                continue
+            texts = [c.text for c in cs]
+            v = None if vectors is None else vectors[d]
+            if v is None and (native or self.expansion == "topm"):
+                v = self._embed(texts)
+            if v is not None:
+                v = np.asarray(v, dtype=np.float32)
+                if v.ndim != 2 or v.shape[0] != n:
+                    raise InputError(f"document {d}: vectors of shape {v.shape} for {n} chunks")
+            _, rec = self._engine_kwargs(cs, v)
+            if n - 1 > self.iterations:
+                self.stats.long_documents += 1
+            rec["requests"] = 0
+            records[d] = rec
+            for lo, hi, r0, r1 in self._blocks(n, rec):
+                kw, _ = self._engine_kwargs(cs[lo:hi], None if v is None else v[lo:hi])
+                if rec.get("window") is not None:
+                    kw["iterations"] = rec["iterations"]  # the block is short; keep the document's setting
+                e = MCTS(hi - lo, roots=list(range(r0 - lo, r1 - lo)), **kw)
+                if native:
+                    data, indices, indptr = ref.matrix(v[lo:hi])
+                    e.run_native((data, indices, indptr), threads=self.threads)
+                    rec["requests"] += len(data)
+                    rec["native"] = True
+                    for k, p in enumerate(e.paths()):
+                        out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
+                else:
+                    jobs.append((d, e, texts[lo:hi], lo, r0, r1))
+            if native:
+                self.stats.native_documents += 1
+        self._ask_tell(jobs, records)
+        for d, e, _, lo, r0, _ in jobs:
+            for k, p in enumerate(e.paths()):
+                out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
+        for ps in out:
+            for p in ps:
+                self.stats.path_lengths[len(p)] = self.stats.path_lengths.get(len(p), 0) + 1
+        self.stats.seconds += time.monotonic() - t0
+        return out, records
+
+    def _ask_tell(self, pending: list, records: list[dict]) -> None:
+        """One joint ask/tell loop over the engines of several documents."""
+        ref = self.referee
+        live = list(pending)
+        rounds = 0
+        while live:
+            batch_pairs: list[tuple[str, str]] = []
+            parts = []
+            for d, e, texts, *_ in live:
+                if e.done:
+                    continue
+                req = e.ask(self.batch_size)
+                if len(req) == 0:
+                    continue
+                if self.reward == "pair":
+                    pairs = [(texts[r], texts[c]) for r, c in req.pairs()]
+                else:
+                    pairs = [(PATH_SEPARATOR.join(texts[i] for i in p.tolist()), texts[c])
+                             for p, c in zip(req.paths, req.cand.tolist())]
+                parts.append((d, e, req, len(batch_pairs), len(pairs)))
+                batch_pairs.extend(pairs)
+            if not parts:
+                if any(not x[1].done for x in live):  # pragma: no cover - engine invariant
+                    raise RuntimeError("MCTS engines stalled without requests")
+                break
+            try:
+                values = np.asarray(ref(batch_pairs), dtype=np.float64)
+            except BaseException:
+                for _, e, req, _, _ in parts:
+                    e.release(req.ids)
+                raise
+            if values.shape != (len(batch_pairs),):
+                for _, e, req, _, _ in parts:
+                    e.release(req.ids)
+                raise InputError(f"the referee returned {values.shape} values for {len(batch_pairs)} pairs")
+            for d, e, req, s, k in parts:
+                e.tell(values[s : s + k], req.ids)
+                records[d]["requests"] += k
+            self.stats.referee_requests += len(batch_pairs)
+            self.stats.referee_batches += 1
+            rounds += 1
+            if self.progress:
+                left = len({x[0] for x in live if not x[1].done})
+                print(f"\rmomoka map: {self.stats.referee_requests} referee answers, {left} documents searching",
+                      end="", file=sys.stderr, flush=True)
+            live = [x for x in live if not x[1].done]
+        if self.progress and rounds:
+            print(file=sys.stderr, flush=True)
+
+    # ------------------------------------------------------------------ index hook
+
+    @property
+    def title_mode(self) -> str:
+        """The effective title mode (``"auto"`` resolved)."""
+        if self.title != "auto":
+            return self.title
+        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "document"
+
+    def titles(self, documents: Sequence[Any]) -> tuple[list[str | None], list[str]]:
+        """T_D per document (see ``title``); counts go to :attr:`title_stats`."""
+        mode = self.title_mode
+        llm = self.llm if mode in ("llm", "prefer-document") else None
+        titles, sources, st = make_titles(documents, mode=mode, llm=llm)
+        for k, v in st.to_dict().items():
+            if isinstance(v, int):
+                self.title_stats[k] = self.title_stats.get(k, 0) + v
+            else:
+                self.title_stats.setdefault(k, []).extend(v[: max(0, 20 - len(self.title_stats.get(k, [])))])
+        return titles, sources
+
+    def enrich(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> list[dict]:
+        """The :class:`momoka.index.Index` enrichment hook: titles, paths, title-prefixed embedding texts.
+
+        Returns one dict per document: ``chunks`` (the chunks with
+        ``metadata["momoka_path"]``), ``metadata`` (``momoka_title``,
+        ``momoka_title_source``, ``momoka_map``) and ``embed_texts``
+        (``T_D + "\\n" + chunk text``; the chunk text itself is unchanged).
+        """
+        if len(documents) != len(chunks):
+            raise InputError("one list of chunks per document is needed")
+        titles, sources = self.titles(documents)
+        if self.compute_paths:
+            paths, records = self.paths_for_documents(chunks)
+        else:
+            paths, records = [None] * len(chunks), [{"n_chunks": len(cs), "paths": False} for cs in chunks]
+        out = []
+        for cs, t, src, ps, rec in zip(chunks, titles, sources, paths, records):
+            if ps is None:
+                new = list(cs)
+            else:
+                new = [replace(c, metadata={**dict(c.metadata or {}), PATH_KEY: [int(x) for x in p]})
+                       for c, p in zip(cs, ps)]
+            out.append({
+                "chunks": new,
+                "metadata": {TITLE_KEY: t, TITLE_SOURCE_KEY: src, DOC_RECORD_KEY: rec},
+                "embed_texts": [with_title(t, c.text) for c in cs],
+            })
+        return out
+
+    def describe(self) -> dict:
+        """Settings and counts, stored by the index under ``manifest["extra"]["enrich"]``."""
+        d = self.settings()
+        d["stats"] = self.stats.to_dict()
+        d["title_stats"] = dict(self.title_stats)
+        ref = self._referee
+        if ref is not None and hasattr(ref, "stats"):
+            d["referee_stats"] = dict(ref.stats)
+        return d
+
+    def __call__(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> list[dict]:
+        return self.enrich(documents, chunks)
+
+    # ------------------------------------------------------------------ index
+
+    def build(self, sources: Iterable[Any], store: Any = None, **index_kwargs: Any):
+        """Build a :class:`momoka.index.Index` over ``sources`` with titles and paths.
+
+        ``index_kwargs`` go to :meth:`momoka.index.Index.build` (``chunker``,
+        ``size``, ``embedder``, ``overwrite``, ...). An ``Index`` object as
+        ``sources`` is refused: use :meth:`add` for new documents.
+        """
+        from ...index import Index
+
+        if isinstance(sources, Index):
+            raise InputError("MomokaMap.build takes documents; use MomokaMap.add(index, documents) for an index")
+        return Index.build(sources, store, enrich=self, **index_kwargs)
+
+    def add(self, index: Any, sources: Iterable[Any], *, save: bool = True) -> list[str]:
+        """Add documents to an existing index; paths are computed for the new documents only."""
+        ids = index.add(sources, enrich=self)
+        if save and index.path is not None:
+            index.save()
+        return ids
+
+    # ------------------------------------------------------------------ estimate
+
+    def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
+        """Pre-run estimate of referee calls and tokens for documents already chunked.
+
+        Pair mode: a root's distinct requests are at most ``min(cands, iterations *
+        rollout)`` (``cands``: the other chunks, or the window); the expected count
+        under random expansion is ``cands * (1 - exp(-iterations * rollout / cands))``.
+        Path mode: at most ``iterations * rollout`` per root (little memoisation).
+        Tokens: 4 characters per token plus about 150 tokens of prompt template;
+        title calls see the first 4,000 characters of each document.
+        """
+        calls_max = calls_exp = 0.0
+        tok_exp = 0.0
+        n_total = 0
+        for cs in chunks:
+            n = len(cs)
+            n_total += n
+            if n <= 1:
+                continue
+            lens = np.asarray([len(c.text) for c in cs], dtype=np.float64)
+            mean_len = float(lens.mean())
+            iters = self.iterations
+            cands = n - 1
+            if n - 1 > self.iterations and self.long_docs == "window" and self.expansion != "topm":
+                cands = min(n - 1, 3 * self.window - 1)
+            if self.expansion == "topm":
+                cands = min(n - 1, self.top_m * (self.path_cap + 1))
+            if n - 1 > self.iterations and self.long_docs == "scale":
+                iters = min(self.max_iterations, max(iters, math.ceil(self.scale * (n - 1))))
+            steps = iters * self.rollout
+            if self.reward == "pair":
+                per_max = min(cands, steps)
+                per_exp = cands * (1 - math.exp(-steps / cands))
+                tok = 2 * mean_len / 4 + 150
+            else:
+                per_max = steps
+                per_exp = steps * 0.8
+                tok = (1 + self.path_cap / 2) * mean_len / 4 + mean_len / 4 + 150
+            calls_max += n * per_max
+            calls_exp += n * per_exp
+            tok_exp += n * per_exp * tok
+        titles = len(documents) if self.title_mode in ("llm", "prefer-document") else 0
+        title_tok = sum(min(len(d.text), 4000) for d in documents) / 4 + 100 * titles if titles else 0
+        return {
+            "documents": len(documents),
+            "chunks": n_total,
+            "referee": self.referee_name,
+            "referee_calls_max": int(calls_max),
+            "referee_calls_expected": int(round(calls_exp)),
+            "referee_prompt_tokens_expected": int(round(tok_exp)),
+            "title_calls": titles,
+            "title_prompt_tokens_expected": int(round(title_tok)),
+        }

@@ -1,0 +1,310 @@
+"""Referees: batch judges of "does chunk B complete chunk A?" (the I term of Momoka eq. 4 / eq. 7).
+
+Every referee is a callable ``referee(pairs) -> np.ndarray`` taking a list of
+``(a_text, b_text)`` pairs and returning one value in ``[0, 1]`` per pair. In
+pair mode (eq. 4) ``a_text`` is the root chunk; in path mode (eq. 7) it is the
+text of the path so far (chunks joined by a blank line).
+
+* :class:`LLMReferee`: the paper's judge (Figure 4 prompt, Figure 5 in path
+  mode) through the LLM layer: batched, concurrent, cached on disk, resumable.
+  A reply that is neither 0 nor 1 is re-asked by the layer's parser; one still
+  malformed afterwards scores 0 and is counted (``stats["malformed"]``).
+* :class:`PerplexityReferee`: MoC's edge weight on the local causal LM,
+  ``Edge(b|a) = (ppl(b) - ppl(b|a)) / ppl(b)``; 1 when the edge exceeds a
+  threshold (or the clipped edge itself with ``soft=True``). Batched.
+* :class:`EmbeddingReferee`: cosine similarity above a threshold; it also
+  yields a sparse thresholded similarity matrix so the MCTS can run natively.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError, InputError, LLMError, LLMResponseError
+
+#: Names accepted by :func:`make_referee`.
+REFEREES = ("ppl", "llm", "embedding")
+
+
+def _check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    out = list(pairs)
+    for k, p in enumerate(out):
+        if not isinstance(p, (tuple, list)) or len(p) != 2 or not all(isinstance(x, str) for x in p):
+            raise InputError(f"referee pair {k} must be a (str, str) tuple")
+    return out
+
+
+class LLMReferee:
+    """The paper's LLM judge (Figures 4 and 5) as a batch callable.
+
+    Args:
+        llm: an LLM client of :mod:`momoka.llm` (default: ``client_from_env()``,
+            i.e. the endpoint in ``MOMOKA_LLM_BASE_URL`` or the local model).
+        mode: ``"pair"`` (Figure 4, eq. 4) or ``"path"`` (Figure 5, eq. 7).
+        max_reasks: re-asks of a malformed reply (by the LLM layer's parser).
+        max_tokens: tokens allowed for the verdict.
+
+    ``stats``: ``pairs`` judged, ``ones``, ``zeros`` and ``malformed`` (replies
+    that stayed neither 0 nor 1 after the re-asks: scored 0, METHODS.md 3.5).
+    A request that fails for good (network, server) raises
+    :class:`~momoka.errors.LLMError`; answers already received are cached, so a
+    rerun resumes.
+    """
+
+    name = "llm"
+
+    def __init__(self, llm: Any = None, *, mode: str = "pair", max_reasks: int = 2, max_tokens: int = 4):
+        if mode not in ("pair", "path"):
+            raise ConfigError(f"referee mode must be 'pair' or 'path', not {mode!r}")
+        if llm is None:
+            from ...llm import client_from_env
+
+            llm = client_from_env()
+        self.llm = llm
+        self.mode = mode
+        self.max_reasks = max_reasks
+        self.max_tokens = max_tokens
+        self.stats = {"pairs": 0, "ones": 0, "zeros": 0, "malformed": 0}
+        self.malformed_examples: list[str] = []
+
+    def messages(self, a: str, b: str) -> list[dict]:
+        """The chat messages sent for one pair."""
+        from ...llm import prompts
+
+        if self.mode == "pair":
+            return prompts.messages("momoka.referee", initial_chunk=a, new_chunk=b)
+        return prompts.messages("momoka.referee_path", context_text=a, new_chunk=b)
+
+    def __call__(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        from ...llm import parse_binary
+
+        pairs = _check_pairs(pairs)
+        if not pairs:
+            return np.zeros(0)
+        batch = [self.messages(a, b) for a, b in pairs]
+        res = self.llm.complete_parsed(batch, parse_binary, max_reasks=self.max_reasks, temperature=0,
+                                       max_tokens=self.max_tokens, method="referee")
+        out = np.zeros(len(pairs))
+        for k, p in enumerate(res):
+            if p.ok:
+                out[k] = float(p.value)
+            elif p.error is None or isinstance(p.error, LLMResponseError):
+                self.stats["malformed"] += 1
+                if len(self.malformed_examples) < 10:
+                    self.malformed_examples.append(str(p.raw)[:80])
+            else:
+                raise LLMError(f"referee request failed: {p.error}") from p.error
+        self.stats["pairs"] += len(pairs)
+        ones = int((out == 1).sum())
+        self.stats["ones"] += ones
+        self.stats["zeros"] += len(pairs) - ones
+        return out
+
+    def config(self) -> dict:
+        """Settings recorded in the store."""
+        return {"name": self.name, "mode": self.mode, "model": getattr(self.llm, "model", None),
+                "max_reasks": self.max_reasks, "temperature": 0}
+
+    def estimate_tokens(self, a_chars: int, b_chars: int) -> int:
+        """Rough prompt tokens of one judgement (4 characters per token plus the template)."""
+        return (a_chars + b_chars + 700) // 4
+
+
+class PerplexityReferee:
+    """MoC's perplexity edge as a referee: ``Edge(b|a) = (ppl(b) - ppl(b|a)) / ppl(b)``.
+
+    Args:
+        lm: an object with ``perplexity(texts)`` and ``conditional_perplexities(qs, ds)``
+            (default: :func:`momoka.models.default_causal_lm`, the local causal LM).
+        threshold: the verdict is 1 when ``Edge > threshold`` (default 0.1: the
+            preceding chunk makes ``b`` at least 10 % less perplexing).
+        soft: return ``clip(Edge, 0, 1)`` instead of the 0/1 verdict.
+        max_chars: ``a`` and ``b`` are cut to this many characters (``a`` keeps
+            its end, ``b`` its start) to bound the model's work.
+
+    ``ppl(b)`` is computed once per distinct text (kept in memory).
+    """
+
+    name = "ppl"
+
+    def __init__(self, lm: Any = None, *, threshold: float = 0.1, soft: bool = False, max_chars: int = 1500):
+        if not isinstance(threshold, (int, float)) or math.isnan(threshold) or not -1 <= threshold < 1:
+            raise ConfigError(f"threshold must be a number in [-1, 1), got {threshold!r}")
+        if lm is None:
+            from ...models import default_causal_lm
+
+            lm = default_causal_lm()
+        self.lm = lm
+        self.threshold = float(threshold)
+        self.soft = soft
+        self.max_chars = max_chars
+        self._ppl: dict[str, float] = {}
+        self.stats = {"pairs": 0, "ones": 0, "lm_texts": 0}
+
+    def edges(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """The raw edge weights ``(ppl(b) - ppl(b|a)) / ppl(b)`` of the pairs."""
+        pairs = _check_pairs(pairs)
+        if not pairs:
+            return np.zeros(0)
+        a = [x[-self.max_chars:] for x, _ in pairs]
+        b = [y[: self.max_chars] for _, y in pairs]
+        need = [t for t in dict.fromkeys(b) if t not in self._ppl]
+        if need:
+            for t, v in zip(need, np.asarray(self.lm.perplexity(need), dtype=np.float64)):
+                self._ppl[t] = float(v)
+        cond = np.asarray(self.lm.conditional_perplexities(b, a), dtype=np.float64)
+        self.stats["lm_texts"] += len(need) + len(pairs)
+        base = np.asarray([self._ppl[t] for t in b])
+        return (base - cond) / base
+
+    def __call__(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        e = self.edges(pairs)
+        out = np.clip(e, 0.0, 1.0) if self.soft else (e > self.threshold).astype(np.float64)
+        self.stats["pairs"] += len(e)
+        self.stats["ones"] += int((e > self.threshold).sum())
+        return out
+
+    def config(self) -> dict:
+        """Settings recorded in the store."""
+        return {"name": self.name, "threshold": self.threshold, "soft": self.soft, "max_chars": self.max_chars,
+                "model": getattr(self.lm, "model_id", None) or type(self.lm).__name__}
+
+
+class EmbeddingReferee:
+    """Cosine similarity above a threshold as a referee.
+
+    Args:
+        embedder: an object with ``embed(texts) -> (n, dim)`` (default:
+            :meth:`momoka.models.Embedder.default`).
+        threshold: the verdict is 1 when ``cos(a, b) > threshold``.
+        soft: return ``clip(cos, 0, 1)`` instead of the verdict.
+        max_edges: :meth:`matrix` keeps at most this many entries per row (the
+            most similar), which bounds memory on long documents.
+
+    Called on text pairs it embeds the distinct texts (kept in memory by
+    content hash). :meth:`matrix` gives the whole thresholded similarity
+    matrix of a document as CSR arrays for :meth:`momoka.search.MCTS.run_native`.
+    """
+
+    name = "embedding"
+
+    def __init__(self, embedder: Any = None, *, threshold: float = 0.5, soft: bool = False, max_edges: int = 64):
+        if not isinstance(threshold, (int, float)) or math.isnan(threshold) or not -1 <= threshold < 1:
+            raise ConfigError(f"threshold must be a number in [-1, 1), got {threshold!r}")
+        if not isinstance(max_edges, int) or max_edges < 1:
+            raise ConfigError(f"max_edges must be an int >= 1, got {max_edges!r}")
+        self._embedder = embedder
+        self.threshold = float(threshold)
+        self.soft = soft
+        self.max_edges = max_edges
+        self._vec: dict[bytes, np.ndarray] = {}
+        self.stats = {"pairs": 0, "ones": 0, "native_docs": 0}
+
+    @property
+    def embedder(self):
+        """The embedder (the default one is loaded on first use)."""
+        if self._embedder is None:
+            from ...models import Embedder
+
+            self._embedder = Embedder.default()
+        return self._embedder
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-normalised embeddings of ``texts`` (distinct texts embedded once)."""
+        keys = [hashlib.sha1(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+        need = {}
+        for k, t in zip(keys, texts):
+            if k not in self._vec and k not in need:
+                need[k] = t
+        if need:
+            v = np.asarray(self.embedder.embed(list(need.values())), dtype=np.float32)
+            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+            for k, row in zip(need, v):
+                self._vec[k] = row
+        if not texts:
+            return np.zeros((0, 1), np.float32)
+        return np.stack([self._vec[k] for k in keys])
+
+    def _value(self, cos: np.ndarray) -> np.ndarray:
+        return np.clip(cos, 0.0, 1.0) if self.soft else (cos > self.threshold).astype(np.float64)
+
+    def __call__(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        pairs = _check_pairs(pairs)
+        if not pairs:
+            return np.zeros(0)
+        va = self.embed([a for a, _ in pairs])
+        vb = self.embed([b for _, b in pairs])
+        cos = (va * vb).sum(axis=1).astype(np.float64)
+        self.stats["pairs"] += len(pairs)
+        self.stats["ones"] += int((cos > self.threshold).sum())
+        return self._value(cos)
+
+    def matrix(self, vectors: np.ndarray, block: int = 1024) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """CSR ``(data, indices, indptr)`` of the referee's values over all chunk pairs of one document.
+
+        Row ``i`` holds the (at most :attr:`max_edges`) most similar chunks ``j != i``
+        whose cosine with ``i`` exceeds the threshold, with the referee's value
+        (1, or the clipped cosine with ``soft``); missing entries are 0. Built in
+        row blocks, so memory stays ``O(n * max_edges)``.
+        """
+        v = np.asarray(vectors, dtype=np.float32)
+        if v.ndim != 2:
+            raise InputError(f"vectors must be a 2-D array, got shape {v.shape}")
+        v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        n = len(v)
+        data, indices, indptr = [], [], [0]
+        k = min(self.max_edges, max(n - 1, 0))
+        for s in range(0, n, block):
+            sim = v[s : s + block] @ v.T
+            rows = np.arange(s, min(s + block, n))
+            sim[rows - s, rows] = -np.inf
+            if k < n - 1:
+                top = np.argpartition(-sim, k - 1, axis=1)[:, :k] if k > 0 else np.zeros((len(rows), 0), int)
+            else:
+                top = np.broadcast_to(np.arange(n), (len(rows), n))
+            for r in range(len(rows)):
+                cols = np.sort(top[r])
+                vals = sim[r, cols]
+                keep = vals > self.threshold
+                cols, vals = cols[keep], vals[keep]
+                data.append(self._value(vals.astype(np.float64)))
+                indices.append(cols.astype(np.int64))
+                indptr.append(indptr[-1] + len(cols))
+        self.stats["native_docs"] += 1
+        cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+        return cat(data, np.float64), cat(indices, np.int64), np.asarray(indptr, dtype=np.int64)
+
+    def config(self) -> dict:
+        """Settings recorded in the store."""
+        return {"name": self.name, "threshold": self.threshold, "soft": self.soft, "max_edges": self.max_edges,
+                "model": getattr(self._embedder, "model_id", None) if self._embedder is not None else "default"}
+
+
+def make_referee(name: str | Any = None, *, mode: str = "pair", llm: Any = None, lm: Any = None,
+                 embedder: Any = None, threshold: float | None = None) -> Any:
+    """A referee by name: ``"llm"``, ``"ppl"``, ``"embedding"``, or an object passed through.
+
+    ``None`` picks the offline default, the perplexity referee, unless
+    ``MOMOKA_LLM_BASE_URL`` is set (then the LLM referee on that endpoint).
+    """
+    import os
+
+    if name is None:
+        name = "llm" if os.environ.get("MOMOKA_LLM_BASE_URL") else "ppl"
+    if not isinstance(name, str):
+        if not callable(name):
+            raise ConfigError(f"a referee must be a name ({', '.join(REFEREES)}) or a callable, not {name!r}")
+        return name
+    if name == "llm":
+        return LLMReferee(llm, mode=mode)
+    kw = {} if threshold is None else {"threshold": threshold}
+    if name == "ppl":
+        return PerplexityReferee(lm, **kw)
+    if name == "embedding":
+        return EmbeddingReferee(embedder, **kw)
+    raise ConfigError(f"unknown referee {name!r}; choose one of {', '.join(REFEREES)}")

@@ -1,0 +1,158 @@
+"""Global document titles T_D (Momoka-RAG section 3.1).
+
+A title is generated once per document by an LLM (the ``momoka.title``
+prompt, through the LLM layer: batched, cached) or taken from the document
+itself. It is stored per document and prepended to chunk text only for
+embedding and reranking; it is never spliced into ``Chunk.text``.
+
+A title the LLM fails to produce (a request error, an empty answer, an
+answer that is not a one-line title) falls back to the document's own
+title, else its first heading, else its first sentence; each fallback is
+counted in :class:`TitleStats`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...errors import ConfigError
+
+#: Title modes of :func:`make_titles`.
+TITLE_MODES = ("llm", "document", "prefer-document", "none")
+#: Characters of the document shown to the LLM (the opening of the document).
+DEFAULT_TITLE_CONTEXT = 4000
+#: Longest accepted title (characters); longer answers are not titles.
+MAX_TITLE_CHARS = 200
+#: Fallback titles (first sentence) are cut to this many characters at a word boundary.
+FALLBACK_CHARS = 120
+
+_QUOTES = "\"'`\u201c\u201d\u2018\u2019*#"
+_LABEL = re.compile(r"^(title|global title|document title)\s*[:：]\s*", re.IGNORECASE)
+
+
+@dataclass
+class TitleStats:
+    """How the titles of a batch were obtained."""
+
+    llm: int = 0
+    document: int = 0
+    heading: int = 0
+    sentence: int = 0
+    failed_llm: int = 0
+    failures: list = field(default_factory=list)  # (doc_id, reason), at most 20 kept
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view."""
+        d = asdict(self)
+        d["failures"] = [list(x) for x in self.failures]
+        return d
+
+
+def clean_title(answer: Any) -> str | None:
+    """The title in an LLM answer, or None when the answer is not a usable title.
+
+    Accepts one non-empty line (a ``Title:`` label, surrounding quotes and
+    Markdown emphasis removed) of at most :data:`MAX_TITLE_CHARS` characters
+    that contains at least one letter or digit and does not end with ``:``
+    (a label such as ``"Summary of the document:"`` announces a title, it is none).
+    """
+    if not isinstance(answer, str):
+        return None
+    lines = [ln.strip() for ln in answer.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    t = _LABEL.sub("", lines[0]).strip().strip(_QUOTES).strip()
+    t = _LABEL.sub("", t).strip().strip(_QUOTES).strip()
+    if not t or len(t) > MAX_TITLE_CHARS or not any(ch.isalnum() for ch in t) or t.endswith(":"):
+        return None
+    return t
+
+
+def _cut(text: str, n: int = FALLBACK_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) <= n:
+        return text
+    cut = text[:n]
+    sp = cut.rfind(" ")
+    return (cut[:sp] if sp > n // 2 else cut).rstrip(" ,;:") + "..."
+
+
+def fallback_title(document) -> tuple[str, str]:
+    """``(title, source)`` from the document alone: its title, first heading or first sentence."""
+    if isinstance(getattr(document, "title", None), str) and document.title.strip():
+        return " ".join(document.title.split()), "document"
+    for s in getattr(document, "sections", ()) or ():
+        if s.title and s.title.strip():
+            return _cut(s.title), "heading"
+    sents = document.sentences
+    if len(sents):
+        s, e = int(sents[0][0]), int(sents[0][1])
+        return _cut(document.text[s:e]), "sentence"
+    return _cut(document.text), "sentence"  # pragma: no cover - every document has a sentence
+
+
+def make_titles(
+    documents: Sequence[Any],
+    *,
+    mode: str = "llm",
+    llm: Any = None,
+    context_chars: int = DEFAULT_TITLE_CONTEXT,
+    max_tokens: int = 48,
+) -> tuple[list[str | None], list[str], TitleStats]:
+    """Titles T_D for ``documents``: ``(titles, sources, stats)``.
+
+    Modes:
+        ``"llm"``: generate every title with ``llm`` (one batched
+        ``complete_batch`` call, method label ``"title"``, temperature 0).
+        ``"prefer-document"``: the document's own title when it has one, the LLM otherwise.
+        ``"document"``: never call an LLM (own title, first heading, first sentence).
+        ``"none"``: no titles (all None, source ``"none"``).
+
+    ``sources[i]`` is ``"llm"``, ``"document"``, ``"heading"``, ``"sentence"`` or ``"none"``.
+    A failed LLM title (request error or an answer :func:`clean_title` rejects)
+    falls back to :func:`fallback_title` and is counted in ``stats.failed_llm``.
+    """
+    if mode not in TITLE_MODES:
+        raise ConfigError(f"title mode must be one of {', '.join(TITLE_MODES)}, not {mode!r}")
+    docs = list(documents)
+    stats = TitleStats()
+    titles: list[str | None] = [None] * len(docs)
+    sources = ["none"] * len(docs)
+    if mode == "none":
+        return titles, sources, stats
+    ask: list[int] = []
+    for i, d in enumerate(docs):
+        own = getattr(d, "title", None)
+        if mode == "document" or (mode == "prefer-document" and isinstance(own, str) and own.strip()):
+            titles[i], sources[i] = fallback_title(d)
+        else:
+            ask.append(i)
+    if ask:
+        if llm is None:
+            raise ConfigError("title mode 'llm' needs an LLM client (or use mode='document')")
+        from ...llm import prompts
+
+        batch = [prompts.messages("momoka.title", document=docs[i].text[:context_chars]) for i in ask]
+        results = llm.complete_batch(batch, temperature=0, max_tokens=max_tokens, method="title")
+        for i, res in zip(ask, results):
+            t = clean_title(res.text) if res.ok else None
+            if t is not None:
+                titles[i], sources[i] = t, "llm"
+                continue
+            stats.failed_llm += 1
+            if len(stats.failures) < 20:
+                reason = str(res.error) if not res.ok else f"unusable answer {str(res.text)[:60]!r}"
+                stats.failures.append((getattr(docs[i], "doc_id", None), reason))
+            titles[i], sources[i] = fallback_title(docs[i])
+    for s in sources:
+        if s in ("llm", "document", "heading", "sentence"):
+            setattr(stats, s, getattr(stats, s) + 1)
+    return titles, sources, stats
+
+
+def with_title(title: str | None, text: str, sep: str = "\n") -> str:
+    """The text to embed or rerank: ``title + sep + text`` (just ``text`` without a title)."""
+    return f"{title}{sep}{text}" if title else text
