@@ -10,4 +10,6 @@ from ._core import __version__ as _core_version  # noqa: F401  (fails early if t
 
 __version__ = "0.1.0"
 
-__all__ = ["errors", "__version__"]
+from .index import Index  # noqa: E402
+
+__all__ = ["errors", "__version__", "Index"]

@@ -73,6 +73,20 @@ class JudgeError(SearchError):
     """The reward judge called by ``MCTS.run`` / ``MCTS.arun`` raised; the cause is chained."""
 
 
+class KernelInputError(InputError):
+    """A text kernel got an unusable argument: a non-str item in a batch, a NaN,
+    a key of the wrong type, a negative bound. The message names the argument
+    and, in batches, the index of the bad item."""
+
+
+class OutlineError(KernelInputError):
+    """Meta-chunker outlines cannot be recovered at all (no outlines, no text)."""
+
+
+class BloomFormatError(KernelInputError):
+    """Bytes given to ``BloomFilter.from_bytes`` are not a serialised filter."""
+
+
 # --- models ----------------------------------------------------------------
 
 

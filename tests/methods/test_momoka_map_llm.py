@@ -6,7 +6,6 @@ import re
 
 import numpy as np
 import pytest
-
 from momoka.errors import ConfigError, InputError, LLMError
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer, Status, last_user
@@ -23,11 +22,11 @@ def _verdict_script(body, i):
     # Figure 4 prompt: answer 1 when both chunks name the same animal, "maybe" (neither 0 nor 1) for the
     # chunk about fog, 0 otherwise. Re-asks (an assistant turn in the conversation) get the same answer.
     msg = body["messages"][0]["content"]
-    a = re.search(r"Initial Chunk: (.*?)\n\nNew Chunk: (.*?)\n\nOutput format", msg, re.S)
+    a = re.search(r"Initial Chunk: (.*?)\n\nNew Chunk: (.*?)\n\nOutput format", msg, re.DOTALL)
     init, new = a.group(1), a.group(2)
     if "fog" in new:
         return Reply("maybe, it depends")
-    animal = lambda t: next((w for w in ("cat", "dog", "owl") if w in t), None)  # noqa: E731
+    animal = lambda t: next((w for w in ("cat", "dog", "owl") if w in t), None)
     return Reply("1" if animal(init) and animal(init) == animal(new) else "0")
 
 
@@ -68,7 +67,7 @@ def test_llm_referee_drives_the_search_in_path_mode(tmp_path):
     # the animal of the first chunk of the context.
     def script(body, i):
         msg = body["messages"][0]["content"]
-        m = re.search(r"\*\*Preceding Text\*\*:\n\n(.*?)\n\n\*\*New Chunk\*\*:\n\n(.*?)\n\nOutput Format", msg, re.S)
+        m = re.search(r"\*\*Preceding Text\*\*:\n\n(.*?)\n\n\*\*New Chunk\*\*:\n\n(.*?)\n\nOutput Format", msg, re.DOTALL)
         ctx, new = m.group(1), m.group(2)
         first = ctx.split("\n\n")[0]
         animal = next(w for w in ("cat", "dog", "owl", "fox") if w in first)

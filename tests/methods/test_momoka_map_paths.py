@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 
 import numpy as np
 import pytest
-
 from momoka.errors import ConfigError, InputError
 from momoka.methods.momoka import EmbeddingReferee, MomokaMap, topm_graph, window_graph
 from momoka.search import MCTS
@@ -291,3 +289,23 @@ def test_five_thousand_chunks_stay_bounded():
     assert mm.stats.referee_requests <= n * 23
     assert all(len(p) <= 5 and all(abs(x - i) <= 16 for x in p) for i, p in enumerate(paths))
     print(f"5,000 chunks: native embedding referee {native_s:.1f}s, window ask/tell {window_s:.1f}s")
+
+
+def test_same_seed_same_paths_and_valid_paths_under_every_remedy():
+    # Determinism (same seed, same answers -> same paths) and path validity for every option combination,
+    # against a random but fixed table referee.
+    rng = np.random.default_rng(7)
+    n = 40
+    doc = Document.from_text(" ".join(f"Item {i} text." for i in range(n)), doc_id="r")
+    cs = _sentence_chunks(doc)
+    ones = {(cs[i].text, cs[j].text) for i in range(n) for j in range(n) if i != j and rng.random() < 0.15}
+    for kw in ({}, {"reward": "path"}, {"long_docs": "window", "window": 6}, {"long_docs": "widening"},
+               {"long_docs": "scale", "max_iterations": 120}, {"long_docs": "window", "window": 5, "reward": "path"}):
+        kw = dict(kw, iterations=min(30, kw.get("max_iterations", 30)))  # n - 1 > iterations: remedies apply
+        a = MomokaMap(referee=TableReferee(ones), title="none", **kw).paths_for_chunks(cs)
+        b = MomokaMap(referee=TableReferee(ones), title="none", **kw).paths_for_chunks(cs)
+        assert a == b, kw
+        for i, p in enumerate(a):
+            assert 1 <= len(p) <= 5 and i not in p and len(set(p)) == len(p) and all(0 <= x < n for x in p), kw
+            if kw.get("long_docs") == "window":
+                assert all(abs(x - i) <= 2 * kw["window"] for x in p), kw

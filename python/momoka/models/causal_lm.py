@@ -32,13 +32,19 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeError, ModelError
+from ..errors import (
+    ConfigError,
+    EmptyInputError,
+    InputError,
+    InputTooLargeError,
+    ModelError,
+)
 
 __all__ = ["CausalLM", "GenerationResult", "log_softmax"]
 
@@ -84,7 +90,7 @@ def _providers(device: str | None) -> list[str]:
 class _Cache:
     """KV cache of one or more sequences: OrtValues per layer plus its length."""
 
-    __slots__ = ("values", "length")
+    __slots__ = ("length", "values")
 
     def __init__(self, values: dict, length: int):
         self.values = values
@@ -157,6 +163,7 @@ class CausalLM:
             raise ModelError(f"cannot load {onnx_path} (corrupted or incompatible): {exc}") from exc
         self._check_io()
         self.providers = self.session.get_providers()
+        self._cpu = self.providers[0] == "CPUExecutionProvider"
 
         tok = self.tokenizer
         self.bos_id = (self.config.get("bos_token") or {}).get("id")
@@ -199,7 +206,7 @@ class CausalLM:
         import onnxruntime as ort
 
         z = np.zeros((batch, self.n_kv_heads, 0, self.head_dim), dtype=np.float32)
-        v = ort.OrtValue.ortvalue_from_numpy(z)
+        v = ort.OrtValue.ortvalue_from_numpy(z) if self._cpu else z
         return _Cache({name: v for name in self._past}, 0)
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray, pos: np.ndarray, cache: _Cache) -> tuple[np.ndarray, _Cache]:
@@ -207,6 +214,14 @@ class CausalLM:
         import onnxruntime as ort
 
         feeds = dict(cache.values)
+        if not self._cpu:
+            # other providers: plain numpy feeds and fetches (onnxruntime copies to and from the device)
+            feeds.update(input_ids=np.ascontiguousarray(ids, dtype=np.int64),
+                         attention_mask=np.ascontiguousarray(mask, dtype=np.int64),
+                         position_ids=np.ascontiguousarray(pos, dtype=np.int64))
+            outs = self.session.run(["logits"] + self._present, feeds)
+            return outs[0], _Cache(dict(zip(self._past, outs[1:])), cache.length + ids.shape[1])
+        # CPU: the cache stays in onnxruntime's OrtValues between runs (no numpy round trip)
         feeds["input_ids"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
         feeds["attention_mask"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(mask, dtype=np.int64))
         feeds["position_ids"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(pos, dtype=np.int64))
@@ -216,7 +231,7 @@ class CausalLM:
         return logits, _Cache(values, cache.length + ids.shape[1])
 
     # ------------------------------------------------------------- streaming
-    def _stream(self, ids: Sequence[int], *, n_scored: int | None = None, want_logits_last: bool = False):
+    def _stream(self, ids: Sequence[int], *, n_scored: int | None = None, on_block=None):
         """Run ``ids`` (one sequence) through the cache in blocks.
 
         Returns ``(logprobs, last_logits, cache, cache_ids)``: ``logprobs[j]`` is
@@ -247,6 +262,8 @@ class CausalLM:
             chunk = list(ids[start:stop])
             logits, cache = self._run_one(chunk, cache)
             cache_ids.extend(chunk)
+            if on_block is not None:
+                on_block(len(chunk))
             # log P(ids[j] | ids[:j]) for j in [lo, stop): j == start comes from the
             # previous block's last row, j > start from row j - start - 1 of this block
             lo = max(first_scored, start, 1)
@@ -290,41 +307,56 @@ class CausalLM:
         return res
 
     def score_ids(
-        self, batch: Sequence[tuple[Sequence[int], Sequence[int]]], *, batch_tokens: int = 4096
+        self,
+        batch: Sequence[tuple[Sequence[int], Sequence[int]]],
+        *,
+        batch_tokens: int = 4096,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[np.ndarray]:
         """Log P of each target id given its context ids, for many (context, target) pairs.
 
         Each context must hold at least one id (a document start token, for
         example).  Short pairs run together in padded batches of about
         ``batch_tokens`` tokens; pairs longer than ``block`` stream through the cache.
+        ``progress(tokens_done, tokens_total)`` is called after each run.
         """
+        for ctx, _ in batch:
+            if len(ctx) < 1:
+                raise InputError("a scoring context needs at least one token")
+        total = sum(len(c) + len(t) for c, t in batch)
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress is not None:
+                progress(done, total)
+
         results: list[np.ndarray | None] = [None] * len(batch)
         short: list[int] = []
         for i, (ctx, tgt) in enumerate(batch):
-            if len(ctx) < 1:
-                raise InputError("a scoring context needs at least one token")
             if len(tgt) == 0:
                 results[i] = np.empty(0, dtype=np.float64)
+                advance(len(ctx))
             elif len(ctx) + len(tgt) > self.block:
-                results[i] = self._stream(list(ctx) + list(tgt), n_scored=len(tgt))[0]
+                results[i] = self._stream(list(ctx) + list(tgt), n_scored=len(tgt), on_block=advance)[0]
             else:
                 short.append(i)
         short.sort(key=lambda i: len(batch[i][0]) + len(batch[i][1]))
         j = 0
         while j < len(short):
-            longest = len(batch[short[j]][0]) + len(batch[short[j]][1])
             group = [short[j]]
             j += 1
             while j < len(short):
                 L = len(batch[short[j]][0]) + len(batch[short[j]][1])
                 if L * (len(group) + 1) > batch_tokens:
                     break
-                longest = L
                 group.append(short[j])
                 j += 1
             seqs = [list(batch[i][0]) + list(batch[i][1]) for i in group]
             for i, r in zip(group, self._batch(seqs, [len(batch[i][1]) for i in group])):
                 results[i] = r
+            advance(sum(len(x) for x in seqs))
         return results  # type: ignore[return-value]
 
     # -------------------------------------------------------------- scoring
@@ -334,7 +366,7 @@ class CausalLM:
             ids += self.encode(context)
         return ids
 
-    def token_logprobs(self, text: str, *, context: str | None = None) -> np.ndarray:
+    def token_logprobs(self, text: str, *, context: str | None = None, progress=None) -> np.ndarray:
         """log P of each token of ``text`` given ``context`` (or the document start token).
 
         Returns a float64 array with one entry per token of ``self.encode(text)``.
@@ -342,10 +374,12 @@ class CausalLM:
         ids = self.encode(text)
         if not ids:
             raise EmptyInputError("cannot score an empty text")
-        return self.score_ids([(self._ctx_ids(context), ids)])[0]
+        return self.score_ids([(self._ctx_ids(context), ids)], progress=progress)[0]
 
-    def token_logprobs_batch(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[np.ndarray]:
-        """:meth:`token_logprobs` for many texts at once (batched)."""
+    def token_logprobs_batch(
+        self, texts: Sequence[str], contexts: Sequence[str | None] | None = None, *, progress=None
+    ) -> list[np.ndarray]:
+        """:meth:`token_logprobs` for many texts at once (batched); ``progress`` as in :meth:`score_ids`."""
         if contexts is not None and len(contexts) != len(texts):
             raise InputError("texts and contexts must have the same length")
         pairs = []
@@ -354,16 +388,16 @@ class CausalLM:
             if not ids:
                 raise EmptyInputError(f"text {i} is empty: cannot score it")
             pairs.append((self._ctx_ids(contexts[i] if contexts is not None else None), ids))
-        return self.score_ids(pairs)
+        return self.score_ids(pairs, progress=progress)
 
-    def perplexity(self, texts: str | Sequence[str]) -> np.ndarray:
+    def perplexity(self, texts: str | Sequence[str], *, progress=None) -> np.ndarray:
         """Perplexity ``exp(-mean log p)`` of each text (given the document start token).
 
         An empty list gives an empty array; an empty text raises EmptyInputError.
         """
         if isinstance(texts, str):
             texts = [texts]
-        lps = self.token_logprobs_batch(list(texts))
+        lps = self.token_logprobs_batch(list(texts), progress=progress)
         return np.asarray([float(np.exp(-lp.mean())) for lp in lps], dtype=np.float64)
 
     def conditional_perplexity(self, q: str, d: str) -> float:
@@ -397,9 +431,12 @@ class CausalLM:
             if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
                 raise InputError(f"bad chat message {m!r}: need str 'role' and 'content'")
         template = self.config.get("chat_template") or ""
-        if "<|im_start|>" in template or not template:
+        # the ChatML loop body (with real newlines inside the quotes, or escaped ones)
+        chatml_body = "'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'"
+        tnorm = template.replace("\\n", "\n")
+        if not template or chatml_body in tnorm:
             default_system = None
-            mt = re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", template, re.S)
+            mt = re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", tnorm, re.DOTALL)
             if mt:
                 default_system = mt.group(1)
             parts = []

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -151,6 +152,11 @@ class Embedder:
                 f"{expected_sha256}; reinstall with `momoka models install --force`"
             )
         self.tokenizer = load_tokenizer(tok_path)
+        # Truncation is configured once (the tokenizer is private to this embedder and never
+        # reconfigured, so concurrent embed() calls are safe).
+        self.tokenizer.enable_truncation(
+            self.max_length, strategy="longest_first", direction="left" if truncation == "start" else "right"
+        )
         self._session = create_session(onnx_path, device=device, threads=threads)
         self._inputs = _session_io_check(
             self._session, onnx_path, ("input_ids", "attention_mask"), ("token_type_ids",)
@@ -206,13 +212,7 @@ class Embedder:
 
     def tokenize(self, texts: Sequence[str]):
         """Encode ``texts`` with the truncation policy applied; returns (encodings, n_truncated)."""
-        self.tokenizer.enable_truncation(
-            self.max_length, strategy="longest_first", direction="left" if self.truncation == "start" else "right"
-        )
-        try:
-            encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        finally:
-            self.tokenizer.no_truncation()
+        encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         over = [i for i, e in enumerate(encs) if e.overflowing]
         if over and self.truncation == "error":
             raise InputTooLargeError(
@@ -247,8 +247,13 @@ class Embedder:
             v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         return v.astype(np.float32, copy=False)
 
-    def embed(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], *, batch_size: int | None = None, progress: bool | None = None
+    ) -> np.ndarray:
         """Embed ``texts``: float32 array of shape ``(len(texts), dim)`` in input order.
+
+        ``progress``: print a progress line on stderr (default: only for 2,000 texts
+        or more when stderr is a terminal).
 
         Raises InputError for a non-list argument (a bare string) or non-string
         items; InputTooLargeError with ``truncation="error"`` and an over-long input.
@@ -277,14 +282,20 @@ class Embedder:
                 stacklevel=2,
             )
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        if progress is None:
+            progress = len(texts) >= 2000 and sys.stderr.isatty()
         out = None
         for s in range(0, len(order), bs):
+            if progress:
+                print(f"\rembedding {s}/{len(order)} texts", end="", file=sys.stderr, flush=True)
             idx = order[s : s + bs]
             v = self._forward(*self._arrays([encs[i] for i in idx]))
             if out is None:
                 out = np.empty((len(texts), v.shape[1]), dtype=np.float32)
                 self._dim = v.shape[1]
             out[idx] = v
+        if progress:
+            print(f"\rembedding {len(order)}/{len(order)} texts", file=sys.stderr, flush=True)
         return out
 
     __call__ = embed

@@ -13,11 +13,15 @@
 Weights (``weights=``):
 
 * ``"fp32"``: every matrix dequantised to float32 (largest, the reference);
-* ``"int8"``: ``MatMulNBits`` 8-bit blocks of 32 (Q8_0 and Q4_0 sources exactly,
-  other sources re-quantised per block from their float32 values);
-* ``"int4"``: ``MatMulNBits`` 4-bit blocks of 32 with float zero points, which
-  represent Q4_0 and Q4_1 blocks exactly; tensors stored with more than 4 bits in
-  the GGUF (Q8_0 output head, Q5_x, floats) keep 8-bit blocks.
+* ``"int8"``: ``MatMulNBits`` 8-bit blocks of 32 holding the GGUF's own codes and
+  scales (exact weights for every block type; float offsets as integer zero points
+  plus a per-block correction), run with int8 activations (onnxruntime's
+  accuracy level 4, its only fast 8-bit CPU path);
+* ``"int4"``: ``MatMulNBits`` 4-bit blocks of 32 with float32 activations, exact:
+  Q4_0/Q4_1 codes directly; tensors stored with more than 4 bits in the GGUF (a
+  Q8_0 output head, Q5_x) as two 4-bit planes (high and low nibbles) summed.
+
+Float tensors (F32/F16/BF16) become 8-bit blocks in the quantised formats.
 
 The token embedding lookup is always a float32 ``Gather``.
 """
@@ -30,8 +34,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -40,7 +44,7 @@ from . import gguf_quant as gq
 
 WEIGHTS = ("fp32", "int8", "int4")
 SUPPORTED_ARCHITECTURES = ("llama",)
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MODEL_FILE = "model.onnx"
 
 ProgressFn = Callable[[int, int, str], None]
@@ -200,7 +204,8 @@ def _weight_source(m: GGUFModel, dims, weights: str, stats: dict):
             stats["fp32"] = stats.get("fp32", 0) + 1
             return gq.dequantize(raw, qtype, k)
         nb = gq.to_nbits(raw, qtype, k, bits)
-        key = f"{nb.bits}-bit {'exact' if nb.exact else 're-quantised'} from {gq.type_name(qtype)}"
+        planes = "2x4-bit" if nb.extra is not None else f"{nb.bits}-bit"
+        key = f"{planes} {'exact' if nb.exact else 're-quantised'} from {gq.type_name(qtype)}"
         stats[key] = stats.get(key, 0) + 1
         return nb
 

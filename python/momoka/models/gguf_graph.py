@@ -17,8 +17,8 @@ Weights are plain ``MatMul`` initialisers (float32) or ``com.microsoft``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import onnx
@@ -81,10 +81,11 @@ class _Builder:
 
 def build_llama_graph(
     dims: LlamaDims,
-    weight: Callable[[str], "np.ndarray | NBits | None"],
+    weight: Callable[[str], np.ndarray | NBits | None],
     *,
     progress: Callable[[int, int, str], None] | None = None,
     name: str = "llama",
+    nbits_accuracy: int = 0,
 ) -> onnx.ModelProto:
     """Assemble the ONNX model.
 
@@ -97,12 +98,28 @@ def build_llama_graph(
     G = NH // KVH
 
     def matmul(x: str, tensor: str, w) -> str:
+        if isinstance(w, NBits) and w.extra is not None:
+            return b.op("Add", [matmul(x, tensor, NBits(w.bits, w.packed, w.scales, w.zero_points, w.exact,
+                                                         w.correction)),
+                                matmul(x, tensor + ".lo", w.extra)])
         if isinstance(w, NBits):
             n = w.packed.shape[0]
             k = w.packed.shape[1] * 32
             ins = [x, b.init(tensor + ".qweight", w.packed), b.init(tensor + ".scales", w.scales),
                    b.init(tensor + ".zero_points", w.zero_points)]
-            return b.op("MatMulNBits", ins, "mm", domain="com.microsoft", K=k, N=n, bits=w.bits, block_size=32)
+            # 8-bit blocks only have a fast CPU kernel with int8 activations (accuracy level 4);
+            # 4-bit blocks run with float32 activations (level 0), keeping the product exact
+            level = nbits_accuracy if w.bits == 4 else 4
+            y = b.op("MatMulNBits", ins, "mm", domain="com.microsoft", K=k, N=n, bits=w.bits, block_size=32,
+                     accuracy_level=level)
+            if w.correction is not None:
+                # per-block constants: y += blocksum(x) @ correction^T
+                nblk = k // 32
+                sums = b.op("ReduceSum", [b.op("Reshape", [x, b.const([0, 0, nblk, 32])]), b.const([-1])],
+                            keepdims=0)
+                corr_t = np.ascontiguousarray(w.correction.reshape(n, nblk).T.astype(np.float32))
+                y = b.op("Add", [y, b.op("MatMul", [sums, b.init(tensor + ".block_correction", corr_t)])])
+            return y
         wt = np.ascontiguousarray(np.asarray(w, dtype=np.float32).T)  # [K, N]
         return b.op("MatMul", [x, b.init(tensor, wt)], "mm")
 

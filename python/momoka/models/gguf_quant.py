@@ -6,11 +6,13 @@ of 32 values.  This module reads those blocks without any native helper:
 
 * :func:`dequantize` turns the raw rows of a supported type into float32.
 * :func:`to_nbits` maps a tensor onto onnxruntime's ``MatMulNBits`` layout
-  (``B`` packed ``[N, n_blocks, blob]``, ``scales`` and ``zero_points`` per
-  block).  Q4_0 and Q4_1 blocks map onto 4-bit blocks *exactly* (Q4_1's
-  ``d * q + m`` becomes ``(q - zp) * d`` with the float zero point
-  ``zp = -m / d``); Q8_0 maps onto 8-bit blocks exactly; any other source is
-  re-quantised from float32 with asymmetric 8-bit blocks.
+  (``B`` packed ``[N, n_blocks, blob]``, ``scales`` and integer ``zero_points``
+  per block, plus an optional per-block correction).  Block-quantised sources
+  map exactly: Q4_1's ``d * q + m`` becomes ``(q - z) * d + (m + d * z)`` with
+  the integer ``z`` nearest to ``-m / d``.  (onnxruntime's CPU kernel also
+  accepts float zero points, but only on a slow path that dequantises the whole
+  matrix on every call, so they are not used.)  Float sources are re-quantised
+  to asymmetric 8-bit blocks.
 """
 
 from __future__ import annotations
@@ -128,18 +130,37 @@ def dequantize(raw: np.ndarray, t: int, k: int) -> np.ndarray:
 
 @dataclass
 class NBits:
-    """A weight in onnxruntime ``MatMulNBits`` layout (``N`` outputs, ``K`` inputs)."""
+    """A weight in onnxruntime ``MatMulNBits`` layout (``N`` outputs, ``K`` inputs).
+
+    ``correction`` (float32 ``[N, n_blocks]`` or None) is a per-block constant
+    added to every weight of the block: the exact weight is
+    ``(q - zero_point) * scale + correction``.  The graph applies it as a small
+    extra product of the activations' block sums (``K / 32`` columns), which lets
+    Q4_1 / Q5_1 blocks (``d * q + m`` with a float offset ``m``) use the fast
+    integer-zero-point kernels and stay exact.
+    """
 
     bits: int
     packed: np.ndarray  # uint8 [N, n_blocks, blob]
     scales: np.ndarray  # float32 [N * n_blocks]
-    zero_points: np.ndarray  # float32 [N * n_blocks] (4-bit) or uint8 [N * n_blocks] (8-bit)
-    exact: bool  # True when the dequantised values equal the GGUF's exactly
+    zero_points: np.ndarray  # uint8: [N * ceil(n_blocks / 2)] packed nibbles (4-bit) or [N * n_blocks] (8-bit)
+    exact: bool  # True when the represented values equal the GGUF's exactly
+    correction: np.ndarray | None = None
+    extra: NBits | None = None  # a second 4-bit plane whose product is added (exact 8-bit codes)
 
 
 def _pack4(q: np.ndarray) -> np.ndarray:
     """(N, nb, 32) codes 0..15 -> (N, nb, 16) bytes, value 2i low nibble, 2i+1 high."""
     return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+
+
+def _pack_zp4(z: np.ndarray) -> np.ndarray:
+    """(N, nb) zero points 0..15 -> N * ceil(nb / 2) bytes, two per byte, low nibble first."""
+    n, nb = z.shape
+    if nb % 2:
+        z = np.concatenate([z, np.zeros((n, 1), dtype=z.dtype)], axis=1)
+    z = z.reshape(n, -1, 2).astype(np.uint8)
+    return (z[..., 0] | (z[..., 1] << 4)).reshape(-1)
 
 
 def requant8(w: np.ndarray) -> NBits:
@@ -158,45 +179,65 @@ def requant8(w: np.ndarray) -> NBits:
 def to_nbits(raw: np.ndarray, t: int, k: int, bits: int) -> NBits:
     """Map a GGUF tensor onto ``MatMulNBits`` blocks of 32 with ``bits`` 4 or 8.
 
-    Exact where the source allows it (Q4_0/Q4_1 to 4 bits with float zero points,
-    Q4_0/Q8_0 to 8 bits with integer zero points); otherwise re-quantised to 8 bits
-    from float32.  A 4-bit request for a tensor with more than 4 bits of precision
-    (Q5_x, Q8_0, floats) is answered with 8 bits, so no precision is lost.
+    Block-quantised sources keep their integer codes and scales, so the result is
+    exact: Q4_0/Q4_1 fit 4-bit blocks, every block type fits 8-bit blocks; a float
+    offset (Q4_1, Q5_1) becomes the nearest integer zero point plus a per-block
+    ``correction``.  A 4-bit request for a tensor with more than 4 bits of precision
+    (Q5_x, Q8_0) is answered with two 4-bit planes (high and low nibble of the
+    8-bit codes, the second in ``extra``), exact and on the fast 4-bit kernel.  Float tensors (F32/F16/BF16)
+    are quantised to asymmetric 8-bit blocks (not exact).
     """
     t = int(t)
     if k % QK:
         raise UnsupportedModelError(f"input width {k} is not a multiple of {QK}")
-    if bits == 4 and t in (Q4_0, Q4_1):
-        q, d, m = quant_values(raw, t, k)
-        q = q.copy()
-        zero = d == 0
-        scale = np.where(zero, m, d).astype(np.float32)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            zp = np.where(zero, -1.0, -m / np.where(zero, 1.0, d)).astype(np.float32)
-        q[zero] = 0  # constant block: value = m * (0 - (-1)) = m
-        return NBits(4, _pack4(q), scale.reshape(-1), zp.reshape(-1), True)
+    if t not in BLOCK_BYTES:
+        return requant8(dequantize(raw, t, k))
+    q, d, m = quant_values(raw, t, k)
     if t == Q8_0:
-        q, d, _ = quant_values(raw, t, k)
-        u = (q.astype(np.int16) + 128).astype(np.uint8)
-        zp = np.full(d.size, 128, dtype=np.uint8)
-        return NBits(8, u, d.astype(np.float32).reshape(-1), zp, True)
-    if t == Q4_0:
-        q, d, _ = quant_values(raw, t, k)
-        zp = np.full(d.size, 8, dtype=np.uint8)
-        return NBits(8, q, d.astype(np.float32).reshape(-1), zp, True)
-    return requant8(dequantize(raw, t, k))
+        q = (q.astype(np.int16) + 128).astype(np.uint8)
+        m = -128.0 * d
+    use_bits = 4 if (bits == 4 and t in (Q4_0, Q4_1)) else 8
+    d64 = d.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(d64 != 0, np.rint(-m / np.where(d64 != 0, d64, 1.0)), 0.0)
+    z = np.clip(z, 0, 2**use_bits - 1)
+    corr = (m.astype(np.float64) + d64 * z).astype(np.float32)  # value = d*(q - z) + corr
+    correction = corr if np.any(corr != 0) else None
+    z = z.astype(np.uint8)
+    q = q.astype(np.uint8)
+    if use_bits == 4:
+        return NBits(4, _pack4(q), d.astype(np.float32).reshape(-1), _pack_zp4(z), True, correction)
+    if bits == 4:
+        # 8-bit codes as two exact 4-bit planes: q = 16 hi + lo, z = 16 zh + zl, so
+        # d (q - z) = 16 d (hi - zh) + d (lo - zl); both run on the fast 4-bit kernel
+        hi = NBits(4, _pack4(q >> 4), (16.0 * d).astype(np.float32).reshape(-1), _pack_zp4(z >> 4), True, correction)
+        hi.extra = NBits(4, _pack4(q & 0x0F), d.astype(np.float32).reshape(-1), _pack_zp4(z & 0x0F), True)
+        return hi
+    return NBits(8, q, d.astype(np.float32).reshape(-1), z.reshape(-1), True, correction)
 
 
 def nbits_dequantize(nb: NBits, k: int) -> np.ndarray:
-    """Float32 (N, K) values a ``MatMulNBits`` weight stands for (for checks)."""
+    """Float (N, K) values a ``MatMulNBits`` weight (with its correction) stands for."""
     n = nb.packed.shape[0]
+    n_blocks = k // QK
     if nb.bits == 4:
         p = nb.packed
         q = np.empty(p.shape[:-1] + (p.shape[-1] * 2,), dtype=np.uint8)
         q[..., 0::2] = p & 0x0F
         q[..., 1::2] = p >> 4
+        zb = nb.zero_points.reshape(n, -1)
+        z = np.empty((n, zb.shape[1] * 2), dtype=np.uint8)
+        z[:, 0::2] = zb & 0x0F
+        z[:, 1::2] = zb >> 4
+        z = z[:, :n_blocks]
     else:
         q = nb.packed
-    s = nb.scales.reshape(n, -1, 1)
-    z = nb.zero_points.astype(np.float32).reshape(n, -1, 1)
-    return ((q.astype(np.float32) - z) * s).reshape(n, k)
+        z = nb.zero_points.reshape(n, n_blocks)
+    s = nb.scales.reshape(n, n_blocks, 1).astype(np.float64)
+    v = (q.astype(np.float64) - z[..., None]) * s
+    if nb.correction is not None:
+        v = v + nb.correction.reshape(n, n_blocks, 1)
+    v = v.reshape(n, k)
+    if nb.extra is not None:
+        v = v + nbits_dequantize(nb.extra, k)
+    return v

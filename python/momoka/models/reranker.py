@@ -153,6 +153,7 @@ class CrossEncoderReranker:
         self._output = "logits" if "logits" in outs else outs[0]
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
+        self.tokenizer.enable_truncation(self.max_length, strategy="longest_first")
         self.checksum = sha256_file(p)
         self.truncated = 0
 
@@ -161,11 +162,7 @@ class CrossEncoderReranker:
         passages = _check(query, passages)
         if not passages:
             return np.zeros(0, dtype=np.float32)
-        self.tokenizer.enable_truncation(self.max_length, strategy="longest_first")
-        try:
-            encs = self.tokenizer.encode_batch([(query, p) for p in passages], add_special_tokens=True)
-        finally:
-            self.tokenizer.no_truncation()
+        encs = self.tokenizer.encode_batch([(query, p) for p in passages], add_special_tokens=True)
         self.truncated += sum(1 for e in encs if e.overflowing)
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
         out = np.empty(len(encs), dtype=np.float32)

@@ -77,7 +77,10 @@ def _converted(smollm_gguf: Path, sha: str, weights: str) -> Path:
     if cfg.is_file() and (out / "model.onnx").is_file():
         try:
             c = json.loads(cfg.read_text())
-            if c.get("source", {}).get("sha256") == sha and c.get("weights") == weights:
+            from momoka.models.gguf import FORMAT_VERSION
+
+            if (c.get("source", {}).get("sha256") == sha and c.get("weights") == weights
+                    and c.get("momoka_format") == FORMAT_VERSION):
                 return out
         except ValueError:
             pass

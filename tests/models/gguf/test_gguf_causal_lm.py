@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
 import pytest
-
 from momoka.errors import ConfigError, EmptyInputError, InputError, ModelError
 
 pytestmark = pytest.mark.models
@@ -290,7 +288,6 @@ def test_load_errors(tmp_path, smollm_int4):
 
 def test_cuda_request_without_provider(smollm_int4):
     import onnxruntime as ort
-
     from momoka.models.causal_lm import CausalLM
 
     if "CUDAExecutionProvider" in ort.get_available_providers():
@@ -301,3 +298,35 @@ def test_cuda_request_without_provider(smollm_int4):
         # no onnxruntime-gpu here: a clear error, not a silent CPU fallback
         with pytest.raises(ConfigError, match="CUDA"):
             CausalLM(smollm_int4, device="cuda")
+
+
+def test_chat_template_paths(lm_fp32, monkeypatch):
+    """ChatML is rendered without jinja2; another template is rendered by jinja2."""
+    msgs = [{"role": "user", "content": "Hi"}]
+    want = lm_fp32.apply_chat_template(msgs)
+    monkeypatch.setitem(__import__("sys").modules, "jinja2", None)  # jinja2 unavailable
+    assert lm_fp32.apply_chat_template(msgs) == want
+    monkeypatch.undo()
+    pytest.importorskip("jinja2")
+    other = dict(lm_fp32.config, chat_template="{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }};{% endfor %}")
+    monkeypatch.setattr(lm_fp32, "config", other)
+    assert lm_fp32.apply_chat_template(msgs) == "[user] Hi;"
+
+
+def test_numpy_feed_path_matches_ortvalue_path(lm_int4, monkeypatch):
+    """The plain-numpy run path (used for non-CPU providers) gives the same scores and tokens."""
+    text = "Hello there, how are you today?"
+    a = lm_int4.perplexity([text])
+    g = lm_int4.generate("Once upon a time", max_new_tokens=6).token_ids
+    monkeypatch.setattr(lm_int4, "_cpu", False)
+    np.testing.assert_allclose(lm_int4.perplexity([text]), a, rtol=1e-6)
+    assert lm_int4.generate("Once upon a time", max_new_tokens=6).token_ids == g
+
+
+def test_progress_counts_every_token(lm_int4):
+    calls = []
+    texts = ["short one.", "another short text here.", " ".join([PARAGRAPH] * 6)]
+    lm_int4.perplexity(texts, progress=lambda done, total: calls.append((done, total)))
+    total = sum(1 + len(lm_int4.encode(t)) for t in texts)
+    assert calls[-1] == (total, total)
+    assert all(a[0] < b[0] for a, b in zip(calls, calls[1:])) and len(calls) >= 3

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from momoka.errors import ConfigError, ModelError, UnsupportedModelError
 from momoka.models import gguf_quant as gq
 
@@ -38,51 +37,64 @@ def test_dequantize_matches_gguf_package(qname):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("qname,bits,exact", [("Q4_1", 4, True), ("Q4_0", 4, True), ("Q8_0", 8, True),
-                                              ("Q4_0", 8, True), ("Q4_1", 8, False), ("Q5_1", 4, False)])
-def test_nbits_kernel_reproduces_gguf_values(qname, bits, exact):
-    """The MatMulNBits layout (run by onnxruntime's CPU kernel) multiplies by the GGUF's dequantised matrix.
-
-    Q4_1 maps onto 4-bit blocks with *float* zero points; this checks that the
-    kernel accepts them and computes the exact product.
-    """
-    import gguf
+def _run_plane(nb, k, a):
+    """Run one MatMulNBits node on ``a`` (the kernel the converted graphs use)."""
     import onnxruntime as ort
-    from gguf.quants import dequantize, quantize
     from onnx import TensorProto, helper, numpy_helper
 
-    qt = gguf.GGMLQuantizationType[qname]
-    rng = np.random.default_rng(2)
-    n, k = 40, 128
-    w = rng.standard_normal((n, k)).astype(np.float32)
-    w[3, 32:64] = -0.5  # constant block
-    raw = quantize(w, qt).view(np.uint8).reshape(n, -1)
-    ref = dequantize(raw, qt).reshape(n, k).astype(np.float64)
-    nb = gq.to_nbits(raw, int(qt), k, bits)
-    assert nb.exact == exact
-    assert nb.bits == (8 if qname in ("Q8_0", "Q5_1") or bits == 8 else 4)
-    vals = gq.nbits_dequantize(nb, k)
-    tol = 0 if exact else (np.abs(ref).max() / 255)
-    assert np.abs(vals - ref).max() <= tol + 1e-6 * np.abs(ref).max()
-
+    n = nb.packed.shape[0]
     node = helper.make_node("MatMulNBits", ["A", "B", "S", "Z"], ["Y"], domain="com.microsoft",
-                            K=k, N=n, bits=nb.bits, block_size=32)
+                            K=k, N=n, bits=nb.bits, block_size=32, accuracy_level=0 if nb.bits == 4 else 4)
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [None, k])],
                           [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, n])],
                           [numpy_helper.from_array(nb.packed, "B"), numpy_helper.from_array(nb.scales, "S"),
                            numpy_helper.from_array(nb.zero_points, "Z")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
                           ir_version=9)
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"A": a})[0]
+
+
+@pytest.mark.parametrize("qname,bits,planes", [("Q4_1", 4, [4]), ("Q4_0", 4, [4]), ("Q8_0", 4, [4, 4]),
+                                               ("Q5_1", 4, [4, 4]), ("Q8_0", 8, [8]), ("Q4_1", 8, [8]),
+                                               ("Q5_0", 8, [8])])
+def test_nbits_layout_is_exact_and_kernel_agrees(qname, bits, planes):
+    """GGUF blocks map exactly onto MatMulNBits planes (+ block corrections), and onnxruntime's
+    CPU kernel multiplies by the values the layout stands for."""
+    import gguf
+    from gguf.quants import dequantize, quantize
+
+    qt = gguf.GGMLQuantizationType[qname]
+    rng = np.random.default_rng(2)
+    n, k = 40, 160  # 5 blocks per row: an odd count exercises zero-point nibble padding
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    w[3, 32:64] = -0.5  # constant block
+    raw = quantize(w, qt).view(np.uint8).reshape(n, -1)
+    ref = dequantize(raw, qt).reshape(n, k).astype(np.float64)
+    nb = gq.to_nbits(raw, int(qt), k, bits)
+    got_planes = [nb.bits] + ([nb.extra.bits] if nb.extra is not None else [])
+    assert got_planes == planes and nb.exact
+    np.testing.assert_allclose(gq.nbits_dequantize(nb, k), ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+
     a = rng.standard_normal((5, k)).astype(np.float32)
-    y = sess.run(None, {"A": a})[0]
-    np.testing.assert_allclose(y, a.astype(np.float64) @ vals.T, atol=2e-4 * np.abs(y).max())
+    for plane in [nb] + ([nb.extra] if nb.extra is not None else []):
+        bare = gq.NBits(plane.bits, plane.packed, plane.scales, plane.zero_points, True)
+        want = a.astype(np.float64) @ gq.nbits_dequantize(bare, k).T
+        y = _run_plane(bare, k, a)
+        # 4-bit planes run with float activations (exact up to rounding); 8-bit with int8 activations
+        tol = 2e-4 if plane.bits == 4 else 2e-2
+        np.testing.assert_allclose(y, want, atol=tol * np.abs(want).max())
+
+
+def test_float_sources_requantise_to_8_bits():
+    w = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)
+    nb = gq.to_nbits(w.view(np.uint8).reshape(8, -1), gq.F32, 64, 4)
+    assert nb.bits == 8 and not nb.exact
+    assert np.abs(gq.nbits_dequantize(nb, 64) - w).max() <= (w.max() - w.min()) / 255
 
 
 def test_file_tensors_dequantize_like_gguf_package(gguf_reader, smollm_gguf):
     """Every tensor type present in the SmolLM2 file (Q4_1, Q8_0, F32) reads identically."""
     from gguf.quants import dequantize
-
     from momoka.models.gguf import GGUFModel
 
     m = GGUFModel(smollm_gguf)
@@ -124,22 +136,21 @@ def test_fp32_graph_matches_numpy_reference(lm_fp32, sample_ids, ref_logits):
 def test_int4_graph_is_exact_requantisation(smollm_int4, lm_int4, sample_ids, ref_logits):
     """int4 keeps Q4_1 blocks exactly (float zero points), so it matches the reference like fp32."""
     cfg = json.loads((smollm_int4 / "config.json").read_text())
-    assert cfg["weights_detail"] == {"4-bit exact from Q4_1": 210, "8-bit exact from Q8_0": 1}
+    assert cfg["weights_detail"] == {"4-bit exact from Q4_1": 210, "2x4-bit exact from Q8_0": 1}
     got = _onnx_logits(lm_int4, sample_ids)
     assert np.abs(got - ref_logits).max() < 5e-3
 
 
 def test_int8_graph_is_close(lm_int8, sample_ids, ref_logits):
-    """int8 re-quantises Q4_1 blocks to 8 bits: close to the reference, same top token almost everywhere."""
+    """int8 keeps the weights exactly but runs with int8 activations: close, same top token almost everywhere."""
     got = _onnx_logits(lm_int8, sample_ids)
     lp_ref = ref_logits - np.log(np.exp(ref_logits - ref_logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) - ref_logits.max(-1, keepdims=True)
     lp = got - np.log(np.exp(got - got.max(-1, keepdims=True)).sum(-1, keepdims=True)) - got.max(-1, keepdims=True)
     tok = np.asarray(sample_ids[1:])
-    # log-probs of the actual next tokens stay within 0.3 nats (8-bit blocks cannot hold Q4_1's
-    # float offsets exactly, so each weight moves by up to 1/34 of its block's Q4_1 step)
+    # log-probs of the actual next tokens: measured max 0.42, mean 0.075 nats
     diff = np.abs(lp[np.arange(len(tok)), tok] - lp_ref[np.arange(len(tok)), tok])
-    assert diff.max() < 0.3 and diff.mean() < 0.1
-    assert (got.argmax(-1) == ref_logits.argmax(-1)).mean() >= 0.9
+    assert diff.max() < 0.7 and diff.mean() < 0.15
+    assert (got.argmax(-1) == ref_logits.argmax(-1)).mean() >= 0.85
 
 
 def test_kv_cache_incremental_equals_full_pass(lm_fp32, sample_ids):
@@ -254,7 +265,6 @@ def _tiny_gguf(path, arch="llama", qtype=None, *, vocab=None, n_layers=1, tied=T
 def test_tiny_untied_q8_model_matches_reference(tmp_path, weights):
     """A crafted 2-layer GGUF with an untied Q8_0 head converts and matches the numpy reference."""
     import gguf
-
     from momoka.models.causal_lm import CausalLM
     from momoka.models.gguf import convert_gguf
 
@@ -266,7 +276,9 @@ def test_tiny_untied_q8_model_matches_reference(tmp_path, weights):
     ids = [5, 40, 93, 94, 7, 1, 60, 2]
     lm = CausalLM(out)
     got, _ = lm._forward(np.asarray([ids]), np.ones((1, 8), np.int64), np.arange(8)[None], lm._empty_cache(1))
-    np.testing.assert_allclose(got[0], ref.logits(ids), atol=2e-3 if weights != "int8" else 5e-3)
+    want = ref.logits(ids)
+    tol = 2e-3 if weights != "int8" else 0.1 * np.abs(want).max()  # int8: int8 activations
+    np.testing.assert_allclose(got[0], want, atol=tol)
 
 
 def test_missing_file(tmp_path):
@@ -313,7 +325,6 @@ def test_unsupported_architecture(tmp_path):
 
 def test_unsupported_quantisation(tmp_path):
     import gguf
-
     from momoka.models.gguf import convert_gguf
 
     # llama tensors stored as Q4_K (256-value super-blocks), which momoka does not read

@@ -106,7 +106,7 @@ def test_vocabulary_is_the_gguf_token_list(lm_fp32, gguf_vocab):
     tokens, _, _ = gguf_vocab
     tok = lm_fp32.tokenizer
     assert tok.get_vocab_size() == len(tokens) == 49152
-    for i in list(range(0, 40)) + list(range(1000, 49152, 997)):
+    for i in list(range(40)) + list(range(1000, 49152, 997)):
         assert tok.id_to_token(i) == tokens[i]
 
 

@@ -15,8 +15,9 @@ an LLM call (the prompt forbids splitting sentences, so the answer is known).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,8 @@ class LLMChunker:
         max_error: an item may differ from the source by up to this fraction of
             its length in edits and still be placed.
         min_sentences: paragraphs with fewer sentences are kept whole without a call.
-        max_paragraph_chars: longer paragraphs are cut into sentences without a call
+        max_paragraph_chars: longer paragraphs (e.g. a whole text without blank
+            lines) are sent as runs of whole sentences of at most this many characters
             (counted in ``long_paragraphs``).
         max_reasks: re-asks of an answer that is not a JSON list.
 
@@ -110,17 +112,31 @@ class LLMChunker:
             for ps, pe in np.asarray(d.paragraphs).tolist():
                 inside = sents[(sents[:, 0] >= ps) & (sents[:, 1] <= pe)] if len(sents) else sents
                 spans = [(int(a), int(b)) for a, b in inside.tolist()] or [(ps, pe)]
-                slot = [ps, pe, "whole", spans]
                 self.stats.paragraphs += 1
-                if len(spans) < self.min_sentences:
-                    self.stats.short_paragraphs += 1
-                elif pe - ps > self.max_paragraph_chars:
+                if pe - ps > self.max_paragraph_chars and len(spans) > 1:
+                    # a paragraph too long for one prompt (e.g. a text without blank lines): sent as
+                    # consecutive runs of whole sentences of at most max_paragraph_chars each
                     self.stats.long_paragraphs += 1
-                    slot[2] = "sentence"
+                    groups, cur = [], [spans[0]]
+                    for sp in spans[1:]:
+                        if sp[1] - cur[0][0] > self.max_paragraph_chars:
+                            groups.append(cur)
+                            cur = [sp]
+                        else:
+                            cur.append(sp)
+                    groups.append(cur)
                 else:
-                    slot[2] = "ask"
-                    asks.append((di, len(plan)))
-                plan.append(slot)
+                    groups = [spans]
+                for g in groups:
+                    gs, ge = (g[0][0], g[-1][1]) if len(groups) > 1 else (ps, pe)
+                    slot = [gs, ge, "whole", g]
+                    if len(g) < self.min_sentences:
+                        if len(groups) == 1:
+                            self.stats.short_paragraphs += 1
+                    else:
+                        slot[2] = "ask"
+                        asks.append((di, len(plan)))
+                    plan.append(slot)
             plans.append(plan)
         parser = JSONListParser(min_items=1)
         for s in range(0, len(asks), self.batch_size):
@@ -145,6 +161,7 @@ class LLMChunker:
                     slot[2] = "sentence"
                 else:
                     slot[2], slot[3] = "llm", placed
+                    self.stats.llm_paragraphs += 1
         from ...text import make_chunks
 
         out = []

@@ -50,8 +50,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -78,6 +79,7 @@ class MapStats:
     chunks: int = 0
     single_chunk_documents: int = 0
     native_documents: int = 0
+    native_matrix_entries: int = 0
     long_documents: int = 0
     referee_requests: int = 0
     referee_batches: int = 0
@@ -144,8 +146,11 @@ class MomokaMap:
         path_cap: longest stored path (default: ``rollout``).
         structure: ``"auto"`` (p := s when every chunk has the same paragraph,
             as for chunkers that ignore paragraphs), ``"paragraph"`` or ``"sentence"`` (p := s).
-        title: ``"llm"``, ``"prefer-document"``, ``"document"`` or ``"none"``
-            (see :func:`momoka.methods.momoka.title.make_titles`).
+        title: ``"auto"`` (default: LLM titles when an LLM endpoint is configured,
+            i.e. ``llm`` was given or ``MOMOKA_LLM_BASE_URL`` is set; otherwise the
+            document's own title, first heading or first sentence, because the small
+            local model writes poor titles slowly), ``"llm"``, ``"prefer-document"``,
+            ``"document"`` or ``"none"`` (see :func:`momoka.methods.momoka.title.make_titles`).
         llm: LLM client for titles and the LLM referee (default ``client_from_env()``).
         embedder: embedder for the appendix-H prior (default: the embedding
             referee's, else ``Embedder.default()``).
@@ -154,6 +159,8 @@ class MomokaMap:
         seed: base seed (root i of every document draws from its own stream).
         threads: native threads (None: the engine's default).
         progress: a line on stderr per document batch (default: when stderr is a terminal).
+        paths: False stores titles only (the paper's "MM" ablation row): no search,
+            no ``momoka_path`` in the chunks, ``"paths": false`` in the manifest.
     """
 
     name = "momoka-map"
@@ -179,7 +186,7 @@ class MomokaMap:
         max_iterations: int = 1000,
         path_cap: int | None = None,
         structure: str = "auto",
-        title: str = "llm",
+        title: str = "auto",
         llm: Any = None,
         embedder: Any = None,
         parallel: int = 1,
@@ -187,6 +194,7 @@ class MomokaMap:
         seed: int = 0,
         threads: int | None = None,
         progress: bool | None = None,
+        paths: bool = True,
     ):
         if reward not in ("pair", "path"):
             raise ConfigError(f"reward must be 'pair' (eq. 4) or 'path' (eq. 7), not {reward!r}")
@@ -196,7 +204,7 @@ class MomokaMap:
             raise ConfigError(f"long_docs must be one of {LONG_DOC_REMEDIES}, not {long_docs!r}")
         if structure not in ("auto", "paragraph", "sentence"):
             raise ConfigError(f"structure must be 'auto', 'paragraph' or 'sentence', not {structure!r}")
-        if title not in TITLE_MODES:
+        if title not in TITLE_MODES + ("auto",):
             raise ConfigError(f"title must be one of {', '.join(TITLE_MODES)}, not {title!r}")
         for nm, v in (("iterations", iterations), ("rollout", rollout), ("top_m", top_m), ("window", window),
                       ("max_iterations", max_iterations), ("parallel", parallel), ("batch_size", batch_size)):
@@ -220,6 +228,7 @@ class MomokaMap:
         self.structure, self.title = structure, title
         self.parallel, self.batch_size, self.seed, self.threads = parallel, batch_size, int(seed), threads
         self.progress = sys.stderr.isatty() if progress is None else progress
+        self.compute_paths = bool(paths)
         self.stats = MapStats()
         self.title_stats: dict = {}
 
@@ -267,12 +276,14 @@ class MomokaMap:
 
     def settings(self) -> dict:
         """Every setting of the searches (recorded in the store manifest)."""
-        ref = self.referee
+        ref = self.referee if self.compute_paths else None
         r_max = (1.0 + self.alpha / self.gamma + self.beta / self.delta) if self.normalize else 1.0
         return {
             "method": "momoka-map",
+            "paths": self.compute_paths,
             "reward": self.reward,
-            "referee": ref.config() if hasattr(ref, "config") else {"name": getattr(ref, "name", type(ref).__name__)},
+            "referee": None if ref is None else (
+                ref.config() if hasattr(ref, "config") else {"name": getattr(ref, "name", type(ref).__name__)}),
             "iterations": self.iterations,
             "rollout": self.rollout,
             "rollout_scope": "path",
@@ -291,7 +302,7 @@ class MomokaMap:
             "path_cap": self.path_cap,
             "best_path": "most visits per level; ties: higher mean reward, then lower chunk index",
             "structure": self.structure,
-            "title": self.title,
+            "title": self.title_mode,
             "parallel": self.parallel,
             "seed": self.seed,
             "path_positions": "chunk positions within the document (DocEntry.chunk_ids[position])",
@@ -406,7 +417,7 @@ class MomokaMap:
                 if native:
                     data, indices, indptr = ref.matrix(v[lo:hi])
                     e.run_native((data, indices, indptr), threads=self.threads)
-                    rec["requests"] += int(len(data))
+                    rec["requests"] += len(data)
                     rec["native"] = True
                     for k, p in enumerate(e.paths()):
                         out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
@@ -475,10 +486,18 @@ class MomokaMap:
 
     # ------------------------------------------------------------------ index hook
 
+    @property
+    def title_mode(self) -> str:
+        """The effective title mode (``"auto"`` resolved)."""
+        if self.title != "auto":
+            return self.title
+        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "document"
+
     def titles(self, documents: Sequence[Any]) -> tuple[list[str | None], list[str]]:
         """T_D per document (see ``title``); counts go to :attr:`title_stats`."""
-        llm = self.llm if self.title in ("llm", "prefer-document") else None
-        titles, sources, st = make_titles(documents, mode=self.title, llm=llm)
+        mode = self.title_mode
+        llm = self.llm if mode in ("llm", "prefer-document") else None
+        titles, sources, st = make_titles(documents, mode=mode, llm=llm)
         for k, v in st.to_dict().items():
             if isinstance(v, int):
                 self.title_stats[k] = self.title_stats.get(k, 0) + v
@@ -497,11 +516,17 @@ class MomokaMap:
         if len(documents) != len(chunks):
             raise InputError("one list of chunks per document is needed")
         titles, sources = self.titles(documents)
-        paths, records = self.paths_for_documents(chunks)
+        if self.compute_paths:
+            paths, records = self.paths_for_documents(chunks)
+        else:
+            paths, records = [None] * len(chunks), [{"n_chunks": len(cs), "paths": False} for cs in chunks]
         out = []
         for cs, t, src, ps, rec in zip(chunks, titles, sources, paths, records):
-            new = [replace(c, metadata={**dict(c.metadata or {}), PATH_KEY: [int(x) for x in p]})
-                   for c, p in zip(cs, ps)]
+            if ps is None:
+                new = list(cs)
+            else:
+                new = [replace(c, metadata={**dict(c.metadata or {}), PATH_KEY: [int(x) for x in p]})
+                       for c, p in zip(cs, ps)]
             out.append({
                 "chunks": new,
                 "metadata": {TITLE_KEY: t, TITLE_SOURCE_KEY: src, DOC_RECORD_KEY: rec},
@@ -514,8 +539,8 @@ class MomokaMap:
         d = self.settings()
         d["stats"] = self.stats.to_dict()
         d["title_stats"] = dict(self.title_stats)
-        ref = self.referee
-        if hasattr(ref, "stats"):
+        ref = self._referee
+        if ref is not None and hasattr(ref, "stats"):
             d["referee_stats"] = dict(ref.stats)
         return d
 
@@ -586,7 +611,7 @@ class MomokaMap:
             calls_max += n * per_max
             calls_exp += n * per_exp
             tok_exp += n * per_exp * tok
-        titles = len(documents) if self.title in ("llm", "prefer-document") else 0
+        titles = len(documents) if self.title_mode in ("llm", "prefer-document") else 0
         title_tok = sum(min(len(d.text), 4000) for d in documents) / 4 + 100 * titles if titles else 0
         return {
             "documents": len(documents),

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ REFEREES = ("ppl", "llm", "embedding")
 def _check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     out = list(pairs)
     for k, p in enumerate(out):
-        if not (isinstance(p, tuple) or isinstance(p, list)) or len(p) != 2 or not all(isinstance(x, str) for x in p):
+        if not isinstance(p, (tuple, list)) or len(p) != 2 or not all(isinstance(x, str) for x in p):
             raise InputError(f"referee pair {k} must be a (str, str) tuple")
     return out
 

@@ -14,8 +14,9 @@ counted in :class:`TitleStats`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ...errors import ConfigError
 
@@ -29,7 +30,7 @@ MAX_TITLE_CHARS = 200
 FALLBACK_CHARS = 120
 
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019*#"
-_LABEL = re.compile(r"^(title|global title|document title)\s*[:：]\s*", re.I)
+_LABEL = re.compile(r"^(title|global title|document title)\s*[:：]\s*", re.IGNORECASE)
 
 
 @dataclass
@@ -55,7 +56,8 @@ def clean_title(answer: Any) -> str | None:
 
     Accepts one non-empty line (a ``Title:`` label, surrounding quotes and
     Markdown emphasis removed) of at most :data:`MAX_TITLE_CHARS` characters
-    that contains at least one letter or digit.
+    that contains at least one letter or digit and does not end with ``:``
+    (a label such as ``"Summary of the document:"`` announces a title, it is none).
     """
     if not isinstance(answer, str):
         return None
@@ -64,7 +66,7 @@ def clean_title(answer: Any) -> str | None:
         return None
     t = _LABEL.sub("", lines[0]).strip().strip(_QUOTES).strip()
     t = _LABEL.sub("", t).strip().strip(_QUOTES).strip()
-    if not t or len(t) > MAX_TITLE_CHARS or not any(ch.isalnum() for ch in t):
+    if not t or len(t) > MAX_TITLE_CHARS or not any(ch.isalnum() for ch in t) or t.endswith(":"):
         return None
     return t
 

@@ -1,0 +1,108 @@
+"""Crash safety and the writer lock, across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from momoka.errors import StoreLockedError
+from momoka.index import Index, Store
+
+from .conftest import HashEmbedder
+
+CHILD = Path(__file__).with_name("_writer_child.py")
+REPO_PY = Path(__file__).resolve().parents[2] / "python"
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_PY) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _spawn(store, start, count, *extra):
+    return subprocess.Popen([sys.executable, str(CHILD), str(store), str(start), str(count), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+
+
+def expected_docs(last: int) -> set[str]:
+    """Documents present after the child saved step ``last`` (mirrors _writer_child.main)."""
+    present = {"seed"}
+    for i in range(last + 1):
+        present.add(f"d{i}")
+        if i % 3 == 2:
+            present.discard(f"d{i - 1}")
+    return present
+
+
+def _check_consistent(path) -> set[str]:
+    st = Store.open(path)
+    m = json.loads((Path(path) / "manifest.json").read_text())
+    assert m["counts"]["documents"] == len(st.documents)
+    assert st.bm25.n_docs == st.n_chunks == m["counts"]["chunks"]
+    assert st._hnsw.get_current_count() == st.n_chunks
+    for e in st.documents.values():
+        assert all(c in st.chunks and st.chunks[c]["doc_id"] == e.doc_id for c in e.chunk_ids)
+    ix = Index(st, embedder=HashEmbedder())
+    assert ix.search("document topic", k=3, method="hybrid")
+    return set(st.documents)
+
+
+def test_kill_during_add_leaves_last_good_state(tmp_path):
+    store = tmp_path / "s"
+    Index.build([{"doc_id": "seed", "text": "seed document text"}], store=store, embedder=HashEmbedder(),
+                chunker="paragraph", progress=False).close()
+    rng = random.Random(1234)
+    step = 0
+    for trial in range(5):
+        p = _spawn(store, step, 10_000)
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        time.sleep(rng.uniform(0.05, 0.8))  # kill somewhere in add / delete / save
+        p.send_signal(signal.SIGKILL)
+        out = p.communicate()[0].split()
+        done = [int(x) for x in out if x.isdigit()]
+        present = _check_consistent(store)
+        last = done[-1] if done else step - 1
+        # the saved state is the one after the last reported step, or one step later
+        # (killed after the manifest was replaced but before the child printed)
+        assert present in (expected_docs(last), expected_docs(last + 1)), (trial, last)
+        step = max(int(d[1:]) for d in present if d != "seed") + 1 if len(present) > 1 else 0
+    # after the crashes a new writer takes over (the dead writers' lock is not stale) and cleans leftovers
+    ix = Index.open(store, embedder=HashEmbedder(), writable=True)
+    ix.add([{"doc_id": "after", "text": "written after the crashes"}])
+    ix.save()
+    ix.close()
+    assert not [p for p in store.iterdir() if ".tmp-" in p.name]
+    assert "after" in _check_consistent(store)
+
+
+def test_two_processes_writing(tmp_path):
+    store = tmp_path / "s"
+    Index.build([{"doc_id": "seed", "text": "seed document text"}], store=store, embedder=HashEmbedder(),
+                chunker="paragraph", progress=False).close()
+    p = _spawn(store, 0, 0, "hold")
+    try:
+        assert p.stdout.readline().strip() == "locked"
+        # tried: a second process opening the store for writing while the first holds it
+        with pytest.raises(StoreLockedError, match=f"process {p.pid}"):
+            Index.open(store, writable=True)
+        # a reader is fine meanwhile
+        assert Index.open(store).search("seed", k=1, method="bm25")[0].doc_id == "seed"
+    finally:
+        p.kill()
+        p.communicate()
+    # the holder died: its lock goes with it
+    ix = Index.open(store, writable=True)
+    ix.close()
+    # tried: a lock file left with the pid of a dead process (no flock held): taken over
+    (store / ".lock").write_text("999999")
+    ix = Index.open(store, writable=True)
+    assert (store / ".lock").read_text() == str(os.getpid())
+    ix.close()
