@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "recall, precision, MRR, F1, span recall and hit at k=1,3,5 (momoka.eval metrics).",
     )
     p.add_argument("--data", required=True, help="data set folder or name (documents.jsonl, questions.jsonl)")
-    p.add_argument("--method", default="hybrid", help="dense, bm25, hybrid, or a comma-separated list")
+    p.add_argument("--method", default="hybrid", help="dense, bm25, hybrid, or a comma-separated list; or base, mm, momoka (Momoka-RAG ablation)")
     p.add_argument("--chunker", default="recursive", help="chunker name (default recursive)")
     p.add_argument("--size", type=int, default=None, help="chunk size (default 200 tokens for recursive)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", default=None, help="reuse / save the data set's index in this directory")
     p.add_argument("--out", default=None, help="JSON report path (default eval-<set>-<method>.json)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    from ..methods.momoka.ablation import add_eval_arguments
+
+    add_eval_arguments(p)  # the Momoka-RAG ablation: --method base,mm,momoka
     p.set_defaults(func=_eval)
 
     p = sub.add_parser(
@@ -124,9 +127,14 @@ def _eval(args: argparse.Namespace) -> int:
     from ..index.store import MANIFEST
 
     methods = [m.strip() for m in args.method.split(",") if m.strip()]
+    from ..methods.momoka.ablation import VARIANTS, eval_command
+
+    if methods and all(m in VARIANTS for m in methods):  # the Momoka-RAG ablation (paper Table 3)
+        return eval_command(args, methods)
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
-        raise ConfigError(f"--method takes {', '.join(METHODS)} (comma-separated), not {args.method!r}")
+        raise ConfigError(f"--method takes {', '.join(METHODS)} or {', '.join(VARIANTS)} (comma-separated, "
+                          f"not mixed), not {args.method!r}")
     ds = load_dataset(args.data, limit=args.limit)
     questions = [q for q in ds.questions if q.gold]
     if not questions:

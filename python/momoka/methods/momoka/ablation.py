@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, InputError
+from ...errors import ConfigError, DatasetError, InputError
 from .trail import TrailRetriever, distinct_chunk_items, write_store_paths
 
 __all__ = ["VARIANTS", "Corpus", "ablation_table", "add_eval_arguments", "attach_paths", "compute_paths",
@@ -271,7 +271,7 @@ def run_ablation(dataset: Any, *, chunker: Any = "fixed", size: int = 128, varia
     if limit is not None:
         questions = questions[:limit]
     if not questions:
-        raise InputError(f"{ds.name}: no question has evidence spans; retrieval metrics need them")
+        raise DatasetError(f"{ds.name}: no question has evidence spans; retrieval metrics need them")
     if doc_scope not in ("all", "questions"):
         raise ConfigError(f"doc_scope must be 'all' or 'questions', not {doc_scope!r}")
     ks = tuple(int(k) for k in ks)
