@@ -216,3 +216,24 @@ def test_ablation_paths_match_momoka_map(word_embedder):
     assert (how_ours["builder"], how_theirs["builder"]) == ("embedding_paths", "MomokaMap")
     assert sum(len(p) for p in ours[0]) > 0
     assert ours == theirs
+
+
+def test_trail_reads_an_index_built_by_momoka_map(word_embedder):
+    # an index built by MomokaMap (the index's enrich hook) is usable by the Trail retriever as is
+    from momoka.methods.momoka import MomokaMap
+    from momoka.models import CosineReranker
+
+    paras = ["Apples grow on trees in the orchard.", "Rockets burn fuel.", "The apple harvest is in autumn.",
+             "Violins have strings.", "Cider is made from apples pressed in autumn.", "Chess has kings.",
+             "Bees like blossoms."]
+    docs = [{"doc_id": "a", "title": "Apples", "text": "\n\n".join(paras)}]
+    ix = MomokaMap(referee="embedding", title="document", embedder=word_embedder).build(
+        docs, chunker="paragraph", embedder=word_embedder)
+    tr = TrailRetriever(ix, reranker=CosineReranker(word_embedder))
+    ids = ix.store.documents["a"].chunk_ids
+    for pos, cid in enumerate(ids):  # the stored positions, mapped to store ids
+        assert tr.path(cid) == [ids[j] for j in ix.store.chunks[cid]["metadata"][PATH_KEY]]
+    assert any(tr.path(c) for c in ids)
+    assert tr.title("a") == "Apples"
+    res = tr.retrieve("apple harvest autumn", k=3)
+    assert len(res) == 3 and all(r.doc_id == "a" for r in res)
