@@ -69,6 +69,9 @@ def test_eval_bad_input(tiny_set, tmp_path, capsys):
     # mixing a baseline with an ablation variant
     assert main(["eval", "--data", str(tiny_set), "--method", "dense,momoka"]) == 2
     assert "--method takes" in capsys.readouterr().err
+    # options of the baselines that the ablation does not take
+    assert main(["eval", "--data", str(tiny_set), "--method", "momoka", "--store", str(tmp_path / "s")]) == 2
+    assert "--store is not used" in capsys.readouterr().err
     # a set whose questions have no evidence spans
     d = tmp_path / "noev"
     d.mkdir()

@@ -399,6 +399,10 @@ def eval_command(args: Any, methods: Sequence[str]) -> int:
 
     from ...eval import load_dataset
 
+    if getattr(args, "store", None):
+        raise ConfigError("--store is not used by --method base/mm/momoka (the ablation builds its indexes in memory)")
+    if getattr(args, "scope", "corpus") != "corpus":
+        raise ConfigError("--scope document is not supported by --method base/mm/momoka; use --doc-scope")
     ds = load_dataset(args.data)
     size = args.size if args.size is not None else 128
     rep = run_ablation(ds, chunker=args.chunker, size=size, variants=methods, limit=args.limit,
