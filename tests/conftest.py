@@ -7,27 +7,18 @@ cleanly when they are absent.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from momoka.eval.datasets import find_shared_data
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def shared_data_dir() -> Path | None:
-    env = os.environ.get("MOMOKA_SHARED_DATA")
-    candidates = [Path(env)] if env else []
-    candidates.append(REPO_ROOT.parent / "shared" / "data")
-    for c in candidates:
-        if c.is_dir():
-            return c
-    return None
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    d = shared_data_dir()
+    d = find_shared_data(REPO_ROOT)
     if d is None:
         pytest.skip("../shared/data is not available")
     return d

@@ -1,22 +1,34 @@
-"""The native chunking kernels against plain Python, and the Python fallbacks against native."""
+"""The native chunking kernels against the plain-Python references of ``_reference.py``.
+
+Kernel by kernel on random inputs, and end to end: every chunker run with the
+references swapped in for ``momoka._core`` must give the same chunks.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from momoka import _core
 from momoka.chunking import FixedChunker, ParagraphChunker, RecursiveChunker, StructureChunker, _engine, _tokens
 from momoka.text import Document
 
+from . import _reference as ref
 from .conftest import doc_text, markdown_text
 
-native = pytest.mark.skipif(not hasattr(_core, "chunk_word_starts"), reason="native chunking kernels not built")
+SEPARATORS = (" ", "\n\n", "e.", "東京", "e", ". ", "\n")
 
 
-@native
+def reference_chunks(chunkers, doc) -> list:
+    """Spans of each chunker with the reference kernels in place of the native ones."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_engine, "_core", ref.REFERENCE_CORE)
+        mp.setattr(_tokens, "_core", ref.REFERENCE_CORE)
+        return [c.spans(doc).tolist() for c in chunkers]
+
+
 def test_whitespace_is_str_isspace_for_every_code_point():
     # each code point between two letters: a word boundary iff Python calls it whitespace
     cps = [c for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF)]
@@ -27,27 +39,83 @@ def test_whitespace_is_str_isspace_for_every_code_point():
     assert boundary == expected
 
 
-@native
 @settings(max_examples=60, deadline=None)
-@given(doc_text, st.lists(st.integers(-3, 200), max_size=20))
-def test_trim_bounds_and_find_all_match_python(text, cuts):
-    lo, hi = _core.chunk_trim_bounds(text, np.array(cuts, dtype=np.int64))
+@given(doc_text, st.lists(st.integers(-3, 200), max_size=20), st.integers(-2, 150), st.integers(-2, 150))
+def test_trim_bounds_and_find_all_match_reference(text, cuts, lo, hi):
+    got = _core.chunk_trim_bounds(text, np.array(cuts, dtype=np.int64))
+    exp = ref.trim_bounds(text, cuts)
+    assert [a.tolist() for a in got] == [a.tolist() for a in exp]
     n = len(text)
-    for c, a, b in zip(cuts, lo.tolist(), hi.tolist()):
+    for c, a, b in zip(cuts, got[0].tolist(), got[1].tolist()):  # and against str.strip directly
         c = min(max(c, 0), n)
-        rest = text[c:]
-        assert a == c + (len(rest) - len(rest.lstrip()))
+        assert a == c + (len(text[c:]) - len(text[c:].lstrip()))
         assert b == len(text[:c].rstrip())
-    for sep in (" ", "\n\n", "e.", "東京"):
-        got = _core.chunk_find_all(text, sep, 0, n).tolist()
-        ref = [i for i in range(n) if text.startswith(sep, i)]
-        assert got == ref
+    for sep in SEPARATORS:
+        assert _core.chunk_find_all(text, sep, 0, n).tolist() == [i for i in range(n) if text.startswith(sep, i)]
+        assert _core.chunk_find_all(text, sep, lo, hi).tolist() == ref.find_all(text, sep, lo, hi).tolist()
 
 
-@native
+@settings(max_examples=60, deadline=None)
+@given(doc_text)
+def test_word_starts_and_ids_match_reference(text):
+    assert _core.chunk_word_starts(text).tolist() == ref.word_starts(text).tolist()
+    starts, ends, ids, first = _core.chunk_word_ids(text)
+    words = text.split()
+    assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == words
+    assert [a.tolist() for a in (starts, ends, ids, first)] == [a.tolist() for a in ref.word_ids(text)]
+
+
+frac = st.floats(0, 1)
+long_text = st.lists(doc_text, min_size=2, max_size=8).map("".join)  # enough pieces to pack
+level = st.one_of(st.sampled_from(SEPARATORS), st.lists(frac, max_size=12))
+
+
+@settings(max_examples=150, deadline=None)
+@example("aa bb cc dd ee ff", [" "], 5, False, False, [(0.0, 1.0)])  # pieces that fit exactly are joined
+@example("aa bb cc dd ee ff", [], 2, True, False, [(0.0, 1.0)])
+@given(
+    long_text,
+    st.lists(level, max_size=3),
+    st.integers(1, 12),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.tuples(frac, frac), min_size=1, max_size=3),
+)
+def test_recursive_pack_matches_reference(text, levels, size, tokens, keep_oversize, ranges):
+    n = len(text)
+
+    def at(f):  # a fraction of the text, reaching 2 past either end
+        return int(round(f * (n + 4))) - 2
+
+    # cut arrays sorted, as the kernel requires; ranges in order, possibly empty or out of bounds
+    levels = [lv if isinstance(lv, str) else np.array(sorted(map(at, lv)), dtype=np.int64) for lv in levels]
+    ranges = sorted((min(at(a), at(b)), max(at(a), at(b))) for a, b in ranges)
+    starts = cum = None
+    if tokens:  # one token per whitespace word
+        starts = ref.word_starts(text)
+        cum = np.arange(starts.size + 1, dtype=np.int64)
+    arr = np.array(ranges, dtype=np.int64)
+    got = _core.chunk_recursive_pack(text, arr, levels, size, starts, cum, keep_oversize)
+    exp = ref.recursive_pack(text, arr, levels, size, starts, cum, keep_oversize)
+    assert ref.trimmed(text, got) == ref.trimmed(text, exp)
+
+
+def test_recursive_pack_by_hand():
+    text = "aa bb cc dd ee ff"
+    whole = np.array([[0, len(text)]], dtype=np.int64)
+    got = ref.trimmed(text, _core.chunk_recursive_pack(text, whole, [" "], 5))
+    assert [text[a:b] for a, b in got] == ["aa bb", "cc dd", "ee ff"]
+    starts = ref.word_starts(text)
+    cum = np.arange(starts.size + 1, dtype=np.int64)
+    got = ref.trimmed(text, _core.chunk_recursive_pack(text, whole, [], 4, starts, cum))  # 4 words a chunk
+    assert [text[a:b] for a, b in got] == ["aa bb cc dd", "ee ff"]
+    got = ref.trimmed(text, _core.chunk_recursive_pack(text, whole, ["c"], 4, keep_oversize=True))
+    assert [text[a:b] for a, b in got] == ["aa bb c", "c", "dd ee ff"]  # the pieces too big stay whole
+
+
 @settings(max_examples=40, deadline=None)
 @given(doc_text, st.integers(1, 30), st.sampled_from(["tokens", "chars"]))
-def test_python_fallback_gives_the_same_chunks(text, size, unit):
+def test_chunkers_match_reference_kernels(text, size, unit):
     doc = Document(text)
     chunkers = [
         RecursiveChunker(size, unit=unit),
@@ -57,77 +125,30 @@ def test_python_fallback_gives_the_same_chunks(text, size, unit):
         ParagraphChunker(size, unit=unit),
         StructureChunker(size, unit=unit),
     ]
-    fast = [c.spans(doc).tolist() for c in chunkers]
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(_engine, "_native_trim", None)
-        mp.setattr(_engine, "_native_find", None)
-        mp.setattr(_engine, "_native_pack", None)
-        mp.setattr(_tokens, "_native_word_starts", None)
-        slow = [c.spans(doc).tolist() for c in chunkers]
-    finally:
-        mp.undo()
-    assert fast == slow
+    assert [c.spans(doc).tolist() for c in chunkers] == reference_chunks(chunkers, doc)
 
 
 @settings(max_examples=30, deadline=None)
 @given(markdown_text, st.integers(1, 30))
-def test_structure_python_fallback(text, size):
+def test_structure_chunks_match_reference_kernels(text, size):
     doc = Document.from_markdown(text)
-    fast = StructureChunker(size, unit="chars").spans(doc).tolist()
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(_engine, "_native_trim", None)
-        mp.setattr(_engine, "_native_find", None)
-        mp.setattr(_engine, "_native_pack", None)
-        slow = StructureChunker(size, unit="chars").spans(doc).tolist()
-    finally:
-        mp.undo()
-    assert fast == slow
+    ch = StructureChunker(size, unit="chars")
+    assert [ch.spans(doc).tolist()] == reference_chunks([ch], doc)
 
 
-@native
-@settings(max_examples=60, deadline=None)
-@given(doc_text)
-def test_word_ids_match_python_words(text):
-    starts, ends, ids, first = _core.chunk_word_ids(text)
-    words = text.split()
-    assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == words
-    order = list(dict.fromkeys(words))  # distinct words in order of first appearance
-    assert ids.tolist() == [order.index(w) for w in words]
-    assert [words[k] for k in first.tolist()] == order
-
-
-@native
 @settings(max_examples=30, deadline=None)
 @given(doc_text, st.integers(1, 12))
-def test_word_counting_fallback_same_chunks(text, size):
+def test_word_counting_matches_reference_kernels(text, size):
     doc = Document(text)
     ch = FixedChunker(size, tokenizer=list)  # one token per character of each word
-    fast = ch.spans(doc).tolist()
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(_tokens, "_native_word_ids", None)
-        slow = ch.spans(doc).tolist()
-    finally:
-        mp.undo()
-    assert fast == slow
+    assert [ch.spans(doc).tolist()] == reference_chunks([ch], doc)
 
 
-@native
 @settings(max_examples=30, deadline=None)
 @given(doc_text, st.integers(2, 12), st.integers(0, 11))
-def test_offsets_tokenizer_fallback_same_chunks(bytelevel_tokenizer, text, size, overlap):
+def test_offsets_tokenizer_matches_reference_kernels(bytelevel_tokenizer, text, size, overlap):
     overlap = overlap % size
     doc = Document(text)
-    ch = FixedChunker(size, overlap=overlap, tokenizer=bytelevel_tokenizer)
-    fast = ch.spans(doc).tolist()
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(_tokens, "_native_trim", None)
-        mp.setattr(_engine, "_native_trim", None)
-        mp.setattr(_engine, "_native_pack", None)
-        slow = ch.spans(doc).tolist()
-    finally:
-        mp.undo()
-    assert fast == slow
+    chunkers = [FixedChunker(size, overlap=overlap, tokenizer=bytelevel_tokenizer),
+                RecursiveChunker(size, tokenizer=bytelevel_tokenizer)]
+    assert [c.spans(doc).tolist() for c in chunkers] == reference_chunks(chunkers, doc)

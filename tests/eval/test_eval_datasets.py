@@ -8,6 +8,7 @@ import pytest
 
 from momoka.errors import DatasetError
 from momoka.eval import load_dataset
+from momoka.eval.datasets import find_shared_data
 
 
 def _write(tmp_path, docs, questions):
@@ -37,6 +38,21 @@ def test_dragonball_cross_document_evidence(shared_data):
 def test_set_found_by_name(shared_data, monkeypatch):
     monkeypatch.setenv("MOMOKA_DATA", str(shared_data))
     assert load_dataset("leval_qasper").name == "leval_qasper"
+
+
+def test_find_shared_data_order(tmp_path, monkeypatch):
+    repo = tmp_path / "checkout" / "repo"
+    repo.mkdir(parents=True)
+    beside = tmp_path / "checkout" / "shared" / "data"
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.delenv("MOMOKA_SHARED_DATA", raising=False)
+    assert find_shared_data(repo) is None  # neither the variable nor ../shared/data
+    beside.mkdir(parents=True)
+    assert find_shared_data(repo) == beside
+    monkeypatch.setenv("MOMOKA_SHARED_DATA", str(elsewhere))
+    assert find_shared_data(repo) == beside  # the variable names no folder: ignored
+    elsewhere.mkdir()
+    assert find_shared_data(repo) == elsewhere  # the variable comes first
 
 
 def test_missing_folder_and_files(tmp_path):

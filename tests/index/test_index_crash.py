@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import momoka
+
 import pytest
 from momoka.errors import StoreLockedError
 from momoka.index import Index, Store
@@ -18,7 +20,9 @@ from momoka.index import Index, Store
 from .conftest import HashEmbedder
 
 CHILD = Path(__file__).with_name("_writer_child.py")
-REPO_PY = Path(__file__).resolve().parents[2] / "python"
+# The folder holding the momoka package this test imports (installed or in-tree), so child
+# processes import the same build.
+REPO_PY = Path(momoka.__file__).resolve().parents[1]
 
 
 def _env():

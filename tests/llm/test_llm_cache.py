@@ -9,12 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import momoka
+
 import pytest
 
 from momoka.errors import ConfigError
 from momoka.llm import ResponseCache, make_key
 
-PYTHON_DIR = str(Path(__file__).resolve().parents[2] / "python")
+# The folder holding the momoka package this test imports (installed or in-tree), so child
+# processes import the same build.
+PYTHON_DIR = str(Path(momoka.__file__).resolve().parents[1])
 
 
 def test_file_is_in_wal_mode(cache_path):

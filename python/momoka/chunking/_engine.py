@@ -4,28 +4,26 @@ Everything here works on character offsets into one document's text. The
 central routine is :meth:`Splitter.pack`: given sorted candidate cut
 positions ``B`` (the first and last being the ends of a range) it greedily
 takes the longest run of consecutive pieces whose measured size fits the
-limit, with an optional overlap, and hands pieces that are too big on their
-own to a callback. Sizes are measured in characters (length of the span
-after stripping surrounding whitespace) or in tokens (tokens that start in
-the span), both as differences of monotone per-boundary values, so the
+limit, with an optional overlap, and emits pieces that are too big on their
+own whole. Sizes are measured in characters (length of the span after
+stripping surrounding whitespace) or in tokens (tokens that start in the
+span), both as differences of monotone per-boundary values, so the
 greedy step is a binary search and the loop runs once per chunk, not once
 per piece.
+
+Whitespace trimming, separator search and the recursive splitting of
+:meth:`Splitter.split_ranges` run in the native kernels
+(``cpp/include/momoka/chunk.hpp``, bound as ``momoka._core.chunk_*``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable
 
 import numpy as np
 
 from .. import _core
 from ._tokens import Atoms, TokenSource
-
-# Native kernels (cpp/include/momoka/chunk.hpp); pure-Python fallbacks below.
-_native_trim = getattr(_core, "chunk_trim_bounds", None)
-_native_find = getattr(_core, "chunk_find_all", None)
-_native_pack = getattr(_core, "chunk_recursive_pack", None)
 
 _NONWS = re.compile(r"\S")
 
@@ -93,24 +91,9 @@ class Splitter:
     def values(self, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-boundary values (lo, hi) with size(B[i]..B[j]) == hi[j] - lo[i]."""
         if self.unit == "chars":
-            if _native_trim is not None:
-                return _native_trim(self.text, B)
-            n = self.n
-            fn, ln = self.first_nonws, self.last_nonws_end
-            bl = B.tolist()
-            lo = np.fromiter((fn(b, n) for b in bl), dtype=np.int64, count=len(bl))
-            hi = np.fromiter((ln(b, 0) for b in bl), dtype=np.int64, count=len(bl))
-            return lo, hi
+            return _core.chunk_trim_bounds(self.text, B)
         c = self.atoms.tokens_before(B)
         return c, c
-
-    def measure(self, a: int, b: int) -> int:
-        """Size of the span [a, b) in the splitter's unit."""
-        if self.unit == "chars":
-            s, e = self.trim(a, b)
-            return max(0, e - s)
-        c = self.atoms.tokens_before(np.array([a, b], dtype=np.int64))
-        return int(c[1] - c[0])
 
     # -- boundaries ----------------------------------------------------------
 
@@ -142,21 +125,9 @@ class Splitter:
             a = np.searchsorted(starts, lo, side="right")
             b = np.searchsorted(starts, hi, side="left")
             return starts[a:b]
-        if _native_find is not None:
-            occ = _native_find(self.text, sep, lo, hi)
-            occ += len(sep)
-            return occ[occ < hi]
-        t = self.text
-        find = t.find
-        L = len(sep)
-        out = []
-        k = find(sep, lo, hi)
-        while k != -1:
-            c = k + L
-            if c < hi:
-                out.append(c)
-            k = find(sep, k + 1, hi)
-        return np.array(out, dtype=np.int64)
+        occ = _core.chunk_find_all(self.text, sep, lo, hi)
+        occ += len(sep)
+        return occ[occ < hi]
 
     # -- packing -------------------------------------------------------------
 
@@ -166,16 +137,14 @@ class Splitter:
         size: int,
         out: Spans,
         overlap: int = 0,
-        oversize: Callable[[int, int, Spans], None] | None = None,
         lo_v: np.ndarray | None = None,
         hi_v: np.ndarray | None = None,
     ) -> None:
         """Greedily join consecutive pieces of ``B`` into spans of at most ``size``.
 
-        A piece bigger than ``size`` on its own goes to ``oversize`` (or is
-        emitted whole when it is None). With ``overlap``, the next span starts
-        at the earliest boundary whose tail of the previous span measures at
-        most ``overlap``.
+        A piece bigger than ``size`` on its own is emitted whole. With
+        ``overlap``, the next span starts at the earliest boundary whose tail
+        of the previous span measures at most ``overlap``.
         """
         if lo_v is None or hi_v is None:
             lo_v, hi_v = self.values(B)
@@ -187,10 +156,7 @@ class Splitter:
             if j > m:
                 j = m
             if j <= i:
-                if oversize is None:
-                    out.append((int(Bl[i]), int(Bl[i + 1])))
-                else:
-                    oversize(int(Bl[i]), int(Bl[i + 1]), out)
+                out.append((int(Bl[i]), int(Bl[i + 1])))
                 i += 1
                 continue
             out.append((int(Bl[i]), int(Bl[j])))
@@ -239,29 +205,6 @@ class Splitter:
         else:
             self.token_windows(lo, hi, size, out, overlap)
 
-    def recursive(self, lo: int, hi: int, seps: tuple, level: int, size: int, out: Spans) -> None:
-        """Recursive splitting: cut on ``seps[level]``, join pieces up to ``size``,
-        split pieces still too big with the next separator, and finally by
-        characters or tokens."""
-        if self.measure(lo, hi) <= size:
-            out.append((lo, hi))
-            return
-        while level < len(seps):
-            c = self.cuts(seps[level], lo, hi)
-            if c.size:
-                break
-            level += 1
-        else:
-            self.hard_split(lo, hi, size, out)
-            return
-        B = self.bounds(c, lo, hi)
-        nxt = level + 1
-
-        def oversize(a: int, b: int, o: Spans) -> None:
-            self.recursive(a, b, seps, nxt, size, o)
-
-        self.pack(B, size, out, oversize=oversize)
-
     def level_cuts(self, sep: str):
         """A level for the native packer: sentence/paragraph starts as an array, else the separator itself."""
         if sep == SENTENCE or sep == PARAGRAPH:
@@ -270,27 +213,22 @@ class Splitter:
         return sep
 
     def split_ranges(self, ranges: list, seps: tuple, size: int, keep_oversize: bool = False):
-        """Recursive splitting of each (lo, hi) range, in order (native when built).
+        """Recursive splitting of each (lo, hi) range, in order (native packer).
 
-        With ``keep_oversize``, a piece still too big after the last separator
-        is kept whole instead of being cut by characters or tokens.
+        Each range that does not fit is cut on ``seps[0]``, its pieces are
+        joined up to ``size``, pieces still too big are split with the next
+        separator, and finally by characters or tokens (a separator that does
+        not occur in a piece is skipped). With ``keep_oversize``, pieces are
+        cut on the first separator that occurs only, and a piece still too big
+        is kept whole. Returns untrimmed ``(K, 2)`` spans.
         """
-        if _native_pack is not None:
-            levels = [self.level_cuts(sep) for sep in seps]
-            if self.unit == "chars":
-                starts = cum = None
-            else:
-                starts, cum = self.atoms.starts, self.atoms.cum
-            arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
-            return _native_pack(self.text, arr, levels, size, starts, cum, keep_oversize)
-        out: Spans = []
-        for lo, hi in ranges:
-            if keep_oversize:
-                c = self.cuts(seps[0], lo, hi) if seps else np.zeros(0, dtype=np.int64)
-                self.pack(self.bounds(c, lo, hi), size, out)
-            else:
-                self.recursive(lo, hi, seps, 0, size, out)
-        return out
+        levels = [self.level_cuts(sep) for sep in seps]
+        if self.unit == "chars":
+            starts = cum = None
+        else:
+            starts, cum = self.atoms.starts, self.atoms.cum
+        arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+        return _core.chunk_recursive_pack(self.text, arr, levels, size, starts, cum, keep_oversize)
 
     # -- output --------------------------------------------------------------
 
@@ -299,17 +237,7 @@ class Splitter:
         if len(spans) == 0:
             return np.zeros((0, 2), dtype=np.int64)
         arr = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-        if _native_trim is not None:
-            s, _ = _native_trim(self.text, arr[:, 0])
-            _, e = _native_trim(self.text, arr[:, 1])
-            keep = (s < arr[:, 1]) & (e > s)
-            return np.stack([s[keep], e[keep]], axis=1)
-        res = []
-        trim = self.trim
-        for a, b in arr.tolist():
-            s2, e2 = trim(a, b)
-            if s2 < e2:
-                res.append((s2, e2))
-        if not res:
-            return np.zeros((0, 2), dtype=np.int64)
-        return np.array(res, dtype=np.int64)
+        s, _ = _core.chunk_trim_bounds(self.text, arr[:, 0])
+        _, e = _core.chunk_trim_bounds(self.text, arr[:, 1])
+        keep = (s < arr[:, 1]) & (e > s)
+        return np.stack([s[keep], e[keep]], axis=1)

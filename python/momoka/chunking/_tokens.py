@@ -5,8 +5,8 @@ tokens start and how many tokens start there ("atoms"). Three sources are
 supported, all turned into atoms by :func:`resolve_tokenizer`:
 
 * the default :class:`WhitespaceTokenizer` (a token is a maximal run of
-  non-whitespace characters, as ``str.split()`` defines it), vectorised with
-  numpy;
+  non-whitespace characters, as ``str.split()`` defines it), found by the
+  native kernels (``momoka._core.chunk_word_starts`` / ``chunk_word_ids``);
 * a ``tokenizers.Tokenizer``: when its pre-tokenizer never joins text across
   whitespace (``Whitespace``, ``WhitespaceSplit``, ``BertPreTokenizer``), each
   distinct word is encoded once (``encode_batch``) and its token count reused
@@ -31,59 +31,15 @@ import numpy as np
 from .. import _core
 from ..errors import ConfigError
 
-# Native kernels (cpp/include/momoka/chunk.hpp); numpy fallbacks below.
-_native_word_starts = getattr(_core, "chunk_word_starts", None)
-_native_word_ids = getattr(_core, "chunk_word_ids", None)
-_native_trim = getattr(_core, "chunk_trim_bounds", None)
-
-# Whitespace exactly as ``str.isspace`` (and ``str.split()``) define it. No
-# code point above U+3000 is whitespace, so a table of 0x3002 entries with
-# every larger code point clipped to the last (False) entry is complete.
-_WS_LIMIT = 0x3001
-_WS_TABLE = np.array([chr(i).isspace() for i in range(_WS_LIMIT + 1)], dtype=bool)
-_WS_TABLE_8 = np.ascontiguousarray(_WS_TABLE[:256])
-
-
-def whitespace_mask(text: str) -> np.ndarray:
-    """Boolean array, True where ``text[i].isspace()`` (vectorised)."""
-    if not text:
-        return np.zeros(0, dtype=bool)
-    try:
-        units = np.frombuffer(text.encode("latin-1"), dtype=np.uint8)
-        return _WS_TABLE_8[units]
-    except UnicodeEncodeError:
-        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        return _WS_TABLE[np.minimum(cps, _WS_LIMIT)]
-
-
-def word_starts(text: str, ws: np.ndarray | None = None) -> np.ndarray:
-    """Start offsets (int64) of the maximal non-whitespace runs of ``text``.
-
-    They are in the same order as the words of ``text.split()``.
-    """
-    if ws is None:
-        if _native_word_starts is not None:
-            return _native_word_starts(text)
-        ws = whitespace_mask(text)
-    if ws.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    nonws = ~ws
-    starts = nonws.copy()
-    starts[1:] &= ws[:-1]
-    return np.flatnonzero(starts).astype(np.int64, copy=False)
-
 
 def word_spans(text: str) -> np.ndarray:
-    """``(N, 2)`` int64 array of the (start, end) offsets of the words of ``text``."""
-    ws = whitespace_mask(text)
-    if ws.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    nonws = ~ws
-    starts = nonws.copy()
-    starts[1:] &= ws[:-1]
-    ends = nonws.copy()
-    ends[:-1] &= ws[1:]
-    return np.stack([np.flatnonzero(starts), np.flatnonzero(ends) + 1], axis=1).astype(np.int64)
+    """``(N, 2)`` int64 array of the (start, end) offsets of the words of ``text``.
+
+    A word is a maximal run of non-whitespace characters (``str.isspace``), so
+    the words are those of ``text.split()``, in order.
+    """
+    starts, ends, _, _ = _core.chunk_word_ids(text)
+    return np.stack([starts, ends], axis=1)
 
 
 class WhitespaceTokenizer:
@@ -151,7 +107,7 @@ class _WhitespaceSource(TokenSource):
         self.tokenizer = tok or WhitespaceTokenizer()
 
     def atoms(self, text: str) -> Atoms:
-        return Atoms(word_starts(text), None)
+        return Atoms(_core.chunk_word_starts(text), None)
 
     def count(self, text: str) -> int:
         return len(text.split())
@@ -159,20 +115,11 @@ class _WhitespaceSource(TokenSource):
 
 def _word_atoms(text: str, count_unique: Callable[[list[str]], list[int]]) -> Atoms:
     """Word starts weighted by each word's token count, counting each distinct word once."""
-    if _native_word_ids is not None:
-        starts, ends, ids, first = _native_word_ids(text)
-        fs, fe = starts[first].tolist(), ends[first].tolist()
-        uniq = [text[a:b] for a, b in zip(fs, fe)]
-        counts = np.asarray(count_unique(uniq), dtype=np.int64).reshape(-1)
-        return Atoms(starts, counts[ids] if ids.size else np.zeros(0, dtype=np.int64))
-    starts = word_starts(text)
-    words = text.split()
-    if len(words) != starts.size:  # cannot happen: same definition of whitespace
-        raise ConfigError("internal error: word split and word offsets disagree")
-    uniq = list(dict.fromkeys(words))
-    counts = count_unique(uniq)
-    table = dict(zip(uniq, counts))
-    return Atoms(starts, np.fromiter(map(table.__getitem__, words), dtype=np.int64, count=len(words)))
+    starts, ends, ids, first = _core.chunk_word_ids(text)
+    fs, fe = starts[first].tolist(), ends[first].tolist()
+    uniq = [text[a:b] for a, b in zip(fs, fe)]
+    counts = np.asarray(count_unique(uniq), dtype=np.int64).reshape(-1)
+    return Atoms(starts, counts[ids] if ids.size else np.zeros(0, dtype=np.int64))
 
 
 _WORD_SAFE_PRETOKENIZERS = {"Whitespace", "WhitespaceSplit", "BertPreTokenizer"}
@@ -230,13 +177,7 @@ class _HFSource(TokenSource):
         # a token starting on whitespace (a lone space token, or a word token
         # carrying its leading space) is counted from the next non-whitespace
         # character, so every atom, hence every cut, starts on text
-        if _native_trim is not None:
-            starts = _native_trim(text, starts)[0]
-        else:
-            ws = whitespace_mask(text)
-            nonws = np.flatnonzero(~ws)
-            idx = np.searchsorted(nonws, starts, side="left")
-            starts = np.where(idx < nonws.size, nonws[np.minimum(idx, nonws.size - 1)], n)
+        starts = _core.chunk_trim_bounds(text, starts)[0]
         # several tokens may start at one offset (bytes of one character)
         first = np.ones(starts.size, dtype=bool)
         np.not_equal(starts[1:], starts[:-1], out=first[1:])

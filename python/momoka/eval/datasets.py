@@ -114,6 +114,18 @@ def data_roots() -> list[Path]:
     return roots
 
 
+def find_shared_data(repo_root: str | os.PathLike) -> Path | None:
+    """The shared data folder for a checkout at ``repo_root``: ``$MOMOKA_SHARED_DATA``
+    when it names a folder, else ``<repo_root>/../shared/data``; None when neither exists."""
+    env = os.environ.get("MOMOKA_SHARED_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(repo_root).parent / "shared" / "data")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
 def resolve_dataset_path(name_or_path: str | os.PathLike) -> Path:
     """The folder of a set given as a path or as a name found in :func:`data_roots`."""
     p = Path(name_or_path).expanduser()
