@@ -76,10 +76,9 @@ def test_sensitivity(benchmark, shared_data):
 if __name__ == "__main__":
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root / "python"))
-    sys.path.insert(0, str(root / "bench"))
-    from conftest import shared_data_dir
+    from momoka.eval.datasets import find_shared_data
 
-    d = shared_data_dir()
+    d = find_shared_data(root)
     if d is None:
         sys.exit("shared data not found (set MOMOKA_SHARED_DATA)")
     print(sensitivity(d, os.environ.get("MOMOKA_SENS_SET", "dragonball_finance_en"),
