@@ -21,7 +21,12 @@ import time
 
 import numpy as np
 import pytest
-from momoka.methods.momoka import EmbeddingReferee, LLMReferee, MomokaMap, PerplexityReferee
+from momoka.methods.momoka import (
+    EmbeddingReferee,
+    LLMReferee,
+    MomokaMap,
+    PerplexityReferee,
+)
 from momoka.text import make_chunks
 
 DELAY = float(os.environ.get("MOMOKA_BENCH_MAP_DELAY", "0.2"))
