@@ -43,7 +43,7 @@ def sensitivity(data_dir: Path, name: str, limit: int) -> tuple[str, list[dict]]
                                                for m in ("recall", "precision", "mrr", "f1")] + ["-", "-"])
     for it in ITERATIONS:
         for ro in ROLLOUTS:
-            paths, how = compute_paths(corpus, iterations=it, rollout=ro, use_map=False)
+            paths, how = compute_paths(corpus, iterations=it, rollout=ro)
             attach_paths(ix, corpus, paths, how)
             tr = TrailRetriever(ix, reranker=reranker)
             t0 = time.perf_counter()

@@ -29,7 +29,7 @@ def test_trail_latency(benchmark, shared_data):
     emb = Embedder.default()
     corpus = Corpus(ds.documents, get_chunker("fixed", size=128), emb)
     ix = corpus.index(with_titles=True)
-    paths, how = compute_paths(corpus, use_map=False)
+    paths, how = compute_paths(corpus)
     attach_paths(ix, corpus, paths, how)
     firsts = [(i, p[0]) for ps in paths for i, p in enumerate(ps) if p]
     adjacent = sum(abs(i - j) == 1 for i, j in firsts) / max(len(firsts), 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from momoka.chunking import get_chunker
-from momoka.methods.momoka.ablation import Corpus, attach_paths, embedding_paths
+from momoka.methods.momoka.ablation import Corpus, attach_paths, compute_paths
 from momoka.methods.momoka.trail import TrailRetriever
 
 
@@ -47,8 +47,7 @@ def test_top_result_joins_planted_partner(real_embedder):
     other = Document.from_text("\n\n".join(FILLER[::-1]), title="Assorted facts", doc_id="other")
     corpus = Corpus([doc, other], get_chunker("paragraph"), real_embedder)
     assert [len(cs) for cs in corpus.chunks] == [12, 10]
-    raw = corpus.raw_vectors()
-    paths = [embedding_paths(cs, v, threshold=0.5, alpha=0.0, beta=0.0) for cs, v in zip(corpus.chunks, raw)]
+    paths, _ = compute_paths(corpus, threshold=0.5, alpha=0.0, beta=0.0)
     assert paths[0][0][:1] == [11]  # the anchor's path starts at the planted partner
     ix = corpus.index(with_titles=True)
     attach_paths(ix, corpus, paths, {"referee": "embedding"})

@@ -201,23 +201,6 @@ def test_keys_agree_with_momoka_map():
     assert (trail.PATH_KEY, trail.TITLE_KEY, trail.SEPARATOR) == (mmap.PATH_KEY, mmap.TITLE_KEY, mmap.PATH_SEPARATOR)
 
 
-def test_ablation_paths_match_momoka_map(word_embedder):
-    # the ablation's native embedding-referee paths and MomokaMap's (embedding referee) agree exactly
-    from momoka.methods.momoka.ablation import compute_paths
-    from momoka.text import Document
-
-    words = ["apple", "orchard", "harvest", "cider", "bees", "rocket", "engine", "orbit", "thrust", "launch", "violin", "bow", "string", "volcano", "magma", "lava", "chess", "king", "pawn"]
-    rng = np.random.default_rng(3)
-    text = "\n\n".join(" ".join(rng.choice(words, 12)) + "." for _ in range(30))
-    corpus = Corpus([Document.from_text(text, title="Mixed", doc_id="mixed")], get_chunker("paragraph"),
-                    word_embedder)
-    ours, how_ours = compute_paths(corpus, use_map=False, threshold=0.3)
-    theirs, how_theirs = compute_paths(corpus, use_map=True, threshold=0.3)
-    assert (how_ours["builder"], how_theirs["builder"]) == ("embedding_paths", "MomokaMap")
-    assert sum(len(p) for p in ours[0]) > 0
-    assert ours == theirs
-
-
 def test_trail_reads_an_index_built_by_momoka_map(word_embedder):
     # an index built by MomokaMap (the index's enrich hook) is usable by the Trail retriever as is
     from momoka.methods.momoka import MomokaMap

@@ -1,4 +1,4 @@
-"""Momoka-RAG (papers/000): Momoka-Map indexing (titles, LLM chunking, MCTS semantic paths).
+"""Momoka-RAG (papers/000): Momoka-Map indexing (titles, LLM chunking, MCTS semantic paths) and the Momoka-Trail retriever.
 
 ::
 
@@ -53,4 +53,33 @@ __all__ = [
     "topm_graph",
     "window_graph",
     "with_title",
+]
+
+# Momoka-Trail retriever (query time, Algorithm 1) and the Table 3 ablation.
+from .ablation import VARIANTS, ablation_table, run_ablation
+from .trail import (
+    Candidate,
+    StorePaths,
+    TrailResult,
+    TrailRetriever,
+    build_candidates,
+    candidate_text,
+    distinct_chunk_items,
+    store_has_paths,
+    write_store_paths,
+)
+
+__all__ += [
+    "VARIANTS",
+    "Candidate",
+    "StorePaths",
+    "TrailResult",
+    "TrailRetriever",
+    "ablation_table",
+    "build_candidates",
+    "candidate_text",
+    "distinct_chunk_items",
+    "run_ablation",
+    "store_has_paths",
+    "write_store_paths",
 ]

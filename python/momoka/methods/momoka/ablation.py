@@ -28,7 +28,6 @@ iterations, rollout 5, C = sqrt(2) on normalised rewards, best path by visits).
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ from ...errors import ConfigError, DatasetError, InputError
 from .trail import TrailRetriever, distinct_chunk_items, write_store_paths
 
 __all__ = ["VARIANTS", "Corpus", "ablation_table", "add_eval_arguments", "attach_paths", "compute_paths",
-           "embedding_paths", "eval_command", "run_ablation"]
+           "eval_command", "run_ablation"]
 
 #: The three rows of the paper's Table 3.
 VARIANTS = ("base", "mm", "momoka")
@@ -131,79 +130,29 @@ class Corpus:
 # --------------------------------------------------------------------------- paths
 
 
-def embedding_paths(chunks: Sequence[Any], vectors: np.ndarray, *, threshold: float = 0.5, iterations: int = 100,
-                    rollout: int = 5, seed: int = 0, max_edges: int = 64, **engine: Any) -> list[list[int]]:
-    """Momoka-Map paths of ONE document with the embedding referee, on the native engine.
-
-    ``I(i, j) = 1`` when the cosine of chunks i and j exceeds ``threshold`` (at most
-    ``max_edges`` most similar per chunk), else 0; the step reward is eq. 4 with the
-    chunks' paragraph and sentence indices (p := s when every chunk lies in one
-    paragraph). Returns P_i per chunk as positions within the document.
-    """
-    from ...search import MCTS
-
-    n = len(chunks)
-    if n <= 1:
-        return [[] for _ in range(n)]
-    v = np.asarray(vectors, dtype=np.float32)
-    v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    sim = v @ v.T
-    np.fill_diagonal(sim, -np.inf)
-    k = min(max_edges, n - 1)
-    rows = []
-    for i in range(n):
-        top = np.argpartition(-sim[i], k - 1)[:k] if k < n - 1 else np.flatnonzero(np.isfinite(sim[i]))
-        keep = top[sim[i, top] > threshold]
-        rows.append(np.sort(keep))
-    indptr = np.zeros(n + 1, np.int64)
-    indptr[1:] = np.cumsum([len(r) for r in rows])
-    indices = np.concatenate(rows).astype(np.int64) if indptr[-1] else np.zeros(0, np.int64)
-    data = np.ones(len(indices), np.float64)
-    para = [int(c.paragraph) for c in chunks]
-    sent = [int(c.sentence) for c in chunks]
-    if len(set(para)) == 1:
-        para = sent
-    e = MCTS(n, iterations=iterations, rollout_len=rollout, paragraph=para, sentence=sent, seed=seed, **engine)
-    e.run_native((data, indices, indptr))
-    return [[int(x) for x in p] for p in e.paths()]
-
-
 def compute_paths(corpus: Corpus, *, referee: str = "embedding", iterations: int = 100, rollout: int = 5,
-                  threshold: float = 0.5, seed: int = 0, use_map: bool = True) -> tuple[list[list[list[int]]], dict]:
+                  threshold: float = 0.5, seed: int = 0, **map_options: Any) -> tuple[list[list[list[int]]], dict]:
     """Paths for every document of ``corpus`` and a record of how they were made.
 
-    With ``use_map`` and :mod:`momoka.methods.momoka.map` importable, the
-    :class:`MomokaMap` of the map module computes them (``referee`` passed on);
-    otherwise :func:`embedding_paths` (embedding referee only).
+    The paths come from :class:`~momoka.methods.momoka.map.MomokaMap` (the one
+    path builder), with ``referee`` passed on; the embedding referee reuses the
+    corpus's vectors so nothing is embedded twice. ``map_options`` go to
+    ``MomokaMap`` (e.g. ``alpha=0, beta=0`` to switch off the structural prior).
     """
-    t0 = time.perf_counter()
-    raw = corpus.raw_vectors() if referee == "embedding" else None
-    mapper = None
-    if use_map:
-        try:
-            from .map import MomokaMap  # the Momoka-Map module (indexing half)
-        except ImportError:
-            mapper = None
-        else:
-            kw: dict[str, Any] = {"iterations": iterations, "rollout": rollout, "seed": seed, "title": "document",
-                                  "progress": False}
-            if referee == "embedding":
-                from .referees import EmbeddingReferee
+    from .map import MomokaMap
+    from .referees import EmbeddingReferee
 
-                mapper = MomokaMap(EmbeddingReferee(corpus.embedder, threshold=threshold), **kw)
-            else:
-                mapper = MomokaMap(referee, **kw)
-    if mapper is not None:
-        paths, _records = mapper.paths_for_documents(corpus.chunks, vectors=raw)
-        how = {"builder": "MomokaMap", "settings": _jsonable(mapper.settings())}
+    t0 = time.perf_counter()
+    kw: dict[str, Any] = {"iterations": iterations, "rollout": rollout, "seed": seed, "title": "document",
+                          "progress": False, **map_options}
+    if referee == "embedding":
+        mapper = MomokaMap(EmbeddingReferee(corpus.embedder, threshold=threshold), **kw)
+        raw = corpus.raw_vectors()
     else:
-        if referee != "embedding":
-            raise ConfigError(f"referee {referee!r} needs momoka.methods.momoka.map; only 'embedding' works without it")
-        paths = [embedding_paths(cs, v, threshold=threshold, iterations=iterations, rollout=rollout, seed=seed)
-                 for cs, v in zip(corpus.chunks, raw)]  # type: ignore[arg-type]
-        how = {"builder": "embedding_paths", "referee": "embedding", "threshold": threshold,
-               "iterations": iterations, "rollout": rollout, "alpha": 3, "beta": 2, "gamma": 1, "delta": 1,
-               "c": math.sqrt(2), "normalize": True, "seed": seed}
+        mapper = MomokaMap(referee, **kw)
+        raw = None
+    paths, _records = mapper.paths_for_documents(corpus.chunks, vectors=raw)
+    how = {"builder": "MomokaMap", "settings": _jsonable(mapper.settings())}
     lens = [len(p) for ps in paths for p in ps]
     how["seconds"] = round(time.perf_counter() - t0, 3)
     how["mean_path_len"] = float(np.mean(lens)) if lens else 0.0

@@ -53,14 +53,11 @@ __all__ = [
     "write_store_paths",
 ]
 
-#: Separator between the title and the members of a composite candidate.
-SEPARATOR = "\n\n"
+# Store keys and the composite separator are Momoka-Map's: chunk metadata PATH_KEY holds a
+# chunk's path as chunk indices within its document, document metadata TITLE_KEY holds T_D.
+from .map import PATH_KEY, TITLE_KEY
+from .map import PATH_SEPARATOR as SEPARATOR
 
-#: Chunk-record metadata key holding a chunk's path as chunk indices within its document
-#: (the key Momoka-Map writes, ``momoka.methods.momoka.map.PATH_KEY``).
-PATH_KEY = "momoka_path"
-#: Document metadata key holding the title T_D (``momoka.methods.momoka.map.TITLE_KEY``).
-TITLE_KEY = "momoka_title"
 #: Manifest ``extra`` key under which the path settings are recorded.
 MANIFEST_KEY = "momoka_map"
 
