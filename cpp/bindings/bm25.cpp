@@ -2,6 +2,7 @@
 //
 // Strings are read in place (ustr.hpp), tokenised and scored with the GIL
 // released; batch entry points spread queries over threads.
+#include "momoka/kernel_parallel.hpp"
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -57,19 +58,9 @@ std::vector<StrView> views_of(const py::sequence& texts) {
 // the sequence that owns the strs must stay alive).
 std::vector<Tokens> tokenize_many(const std::vector<StrView>& views, const tok::Options& opt, unsigned n_threads) {
   std::vector<Tokens> out(views.size());
-  unsigned nt = n_threads ? n_threads : std::max(1u, std::thread::hardware_concurrency());
-  nt = static_cast<unsigned>(std::min<std::size_t>(nt, views.size()));
-  std::atomic<std::size_t> next{0};
-  auto work = [&]() {
-    for (std::size_t i = next.fetch_add(1); i < views.size(); i = next.fetch_add(1)) tokenize_view(views[i], opt, out[i]);
-  };
-  if (nt <= 1) {
-    work();
-  } else {
-    std::vector<std::thread> th;
-    for (unsigned t = 0; t < nt; ++t) th.emplace_back(work);
-    for (auto& t : th) t.join();
-  }
+  struct NoState {};
+  momoka::parallel_each<NoState>(views.size(), static_cast<long>(n_threads),
+                                 [&](std::size_t i, NoState&) { tokenize_view(views[i], opt, out[i]); });
   return out;
 }
 

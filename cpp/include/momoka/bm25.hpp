@@ -20,6 +20,7 @@
 // exclusive lock.
 #pragma once
 
+#include "momoka/kernel_parallel.hpp"
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -155,21 +156,10 @@ class Index {
                                             unsigned n_threads) const {
     std::vector<std::vector<Hit>> out(queries.size());
     with_prepared([&]() {
-      unsigned nt = n_threads ? n_threads : std::max(1u, std::thread::hardware_concurrency());
-      nt = static_cast<unsigned>(std::min<std::size_t>(nt, queries.size()));
-      std::atomic<std::size_t> next{0};
-      auto work = [&]() {
-        Scratch s;
-        for (std::size_t i = next.fetch_add(1); i < queries.size(); i = next.fetch_add(1))
-          top_k_locked(queries[i], k, mask, mask_len, s, out[i]);
-      };
-      if (nt <= 1) {
-        work();
-      } else {
-        std::vector<std::thread> th;
-        for (unsigned t = 0; t < nt; ++t) th.emplace_back(work);
-        for (auto& t : th) t.join();
-      }
+      momoka::parallel_each<Scratch>(queries.size(), static_cast<long>(n_threads),
+                                     [&](std::size_t i, Scratch& s) {
+                                       top_k_locked(queries[i], k, mask, mask_len, s, out[i]);
+                                     });
     });
     return out;
   }

@@ -16,6 +16,7 @@
 // number of threads, on the ask batch size, or on the order of answers.
 #pragma once
 
+#include "momoka/kernel_parallel.hpp"
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -673,28 +674,7 @@ class Engine {
 
   template <class F>
   void parallel_for(size_t n, int threads, F&& fn) {
-    if (n == 0) return;
-    size_t nt = threads > 0 ? static_cast<size_t>(threads) : std::max(1u, std::thread::hardware_concurrency());
-    nt = std::min(nt, n);
-    std::atomic<size_t> next{0};
-    std::exception_ptr err;
-    std::atomic<bool> failed{false};
-    auto work = [&]() {
-      Scratch sc;
-      try {
-        for (size_t i; (i = next.fetch_add(1)) < n && !failed.load();) fn(i, sc);
-      } catch (...) {
-        if (!failed.exchange(true)) err = std::current_exception();
-      }
-    };
-    if (nt <= 1) { work(); }
-    else {
-      std::vector<std::thread> pool;
-      for (size_t k = 0; k + 1 < nt; ++k) pool.emplace_back(work);
-      work();
-      for (auto& th : pool) th.join();
-    }
-    if (err) std::rethrow_exception(err);
+    momoka::parallel_each<Scratch>(n, threads, std::forward<F>(fn));
   }
 
   Config cfg_;
