@@ -128,7 +128,10 @@ def test_float16_vectors(tmp_path, docs, embedder):
     ix.close()
     again = Index.open(tmp_path / "s", embedder=embedder)
     assert np.load(next((tmp_path / "s").glob("gen-*")) / "vectors.npy").dtype == np.float16
-    assert again.search("lava magma", k=1, method="dense")[0].doc_id == "volcano"
+    # The hashed test embedder ties "lava magma" between two documents (colliding words), so the query
+    # is one whose best chunks are clearly the volcano's (cosine 0.84 / 0.79 against 0.38 for the next).
+    hits = again.search("volcano erupts lava and ash, magma rises from the mantle", k=3, method="dense")
+    assert [h.doc_id for h in hits] == ["volcano"] * 3
 
 
 def test_bm25_only_store(tmp_path, docs):

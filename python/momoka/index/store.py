@@ -750,7 +750,8 @@ class Store:
             sims = self._vectors[cand].astype(np.float32) @ q
             top = np.argsort(-sims, kind="stable")[:k]
             return [(int(cand[i]), float(sims[i])) for i in top]
-        return [(int(l), float(1.0 - d)) for l, d in zip(labels[0], dist[0])]
+        # Equal scores come back in hnswlib's heap order; order them by chunk id, as the exact path does.
+        return sorted(((int(l), float(1.0 - d)) for l, d in zip(labels[0], dist[0])), key=lambda t: (-t[1], t[0]))
 
     @staticmethod
     def fuse(rankings: Sequence[Sequence[tuple[int, float]]], k: int, rrf_k: int = RRF_K) -> list[tuple[int, float]]:
