@@ -19,7 +19,7 @@ def txt(tmp_path):
 
 
 def test_json_lines_have_exact_offsets(txt, capsys):
-    assert main(["chunk", str(txt), "--method", "fixed", "--size", "4", "--json"]) == 0
+    assert main(["chunk", str(txt), "--chunker", "fixed", "--size", "4", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["start"], r["end"]) for r in rows] == [(0, 19), (20, 42), (43, 53)]  # hand-computed
     for r in rows:
@@ -28,16 +28,16 @@ def test_json_lines_have_exact_offsets(txt, capsys):
 
 
 def test_human_output_lists_offsets(txt, capsys):
-    assert main(["chunk", str(txt), "--method", "paragraph"]) == 0
+    assert main(["chunk", str(txt), "--chunker", "paragraph"]) == 0
     out = capsys.readouterr().out
     assert "[0] 0:25" in out and "[1] 27:53" in out and "Six seven eight nine. Ten." in out
 
 
 def test_overlap_and_unit_are_passed(txt, capsys):
-    assert main(["chunk", str(txt), "--method", "fixed", "--size", "20", "--unit", "chars", "--json"]) == 0
+    assert main(["chunk", str(txt), "--chunker", "fixed", "--size", "20", "--unit", "chars", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["start"], r["end"]) for r in rows] == [(0, 19), (20, 40), (40, 53)]
-    assert main(["chunk", str(txt), "--method", "sentence", "--size", "3", "--overlap", "1", "--json"]) == 0
+    assert main(["chunk", str(txt), "--chunker", "sentence", "--size", "3", "--overlap", "1", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["start"], r["end"]) for r in rows] == [(0, 48), (27, 53)]
 
@@ -45,7 +45,7 @@ def test_overlap_and_unit_are_passed(txt, capsys):
 def test_markdown_sections_in_output(tmp_path, capsys):
     p = tmp_path / "d.md"
     p.write_text("# Title\n\nIntro here.\n\n## Part\n\nBody here.\n", encoding="utf-8")
-    assert main(["chunk", str(p), "--method", "structure", "--json"]) == 0
+    assert main(["chunk", str(p), "--chunker", "structure", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["section"] for r in rows] == [["Title"], ["Title", "Part"]]
 
@@ -59,8 +59,8 @@ def test_markdown_sections_in_output(tmp_path, capsys):
         (b"\x00\x01\x02binary\x00\xff" * 20, []),  # binary data
         (b"ok text \xff\xfe bad utf-8", []),  # invalid UTF-8
         (TEXT.encode(), ["--size", "0"]),  # size must be positive
-        (TEXT.encode(), ["--method", "recursive", "--overlap", "2"]),  # recursive takes no overlap
-        (TEXT.encode(), ["--method", "fixed", "--size", "4", "--overlap", "4"]),  # overlap >= size
+        (TEXT.encode(), ["--chunker", "recursive", "--overlap", "2"]),  # recursive takes no overlap
+        (TEXT.encode(), ["--chunker", "fixed", "--size", "4", "--overlap", "4"]),  # overlap >= size
     ],
 )
 def test_errors_give_one_line_and_exit_2(tmp_path, capsys, content, args):
@@ -75,7 +75,7 @@ def test_errors_give_one_line_and_exit_2(tmp_path, capsys, content, args):
 def test_tokenizer_file(tmp_path, txt, capsys, wordlevel_tokenizer):
     tj = tmp_path / "tok.json"
     wordlevel_tokenizer.save(str(tj))
-    assert main(["chunk", str(txt), "--method", "fixed", "--size", "3", "--tokenizer", str(tj), "--json"]) == 0
+    assert main(["chunk", str(txt), "--chunker", "fixed", "--size", "3", "--tokenizer", str(tj), "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     for r in rows:
         assert TEXT[r["start"] : r["end"]] == r["text"]
@@ -86,14 +86,14 @@ def test_tokenizer_file(tmp_path, txt, capsys, wordlevel_tokenizer):
         ["--tokenizer", str(bad)],  # malformed tokenizer file
         ["--tokenizer", str(tmp_path / "missing.json")],  # missing tokenizer file
         ["--tokenizer", str(tj), "--unit", "chars"],  # a tokenizer makes no sense with chars
-        ["--tokenizer", str(tj), "--method", "sentence"],  # the sentence chunker counts sentences
+        ["--tokenizer", str(tj), "--chunker", "sentence"],  # the sentence chunker counts sentences
     ):
         assert main(["chunk", str(txt), *args]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("momoka: error:") and "\n" not in err
 
 
-def test_unknown_method_is_rejected_by_the_parser(txt, capsys):
+def test_unknown_chunker_is_rejected_by_the_parser(txt, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["chunk", str(txt), "--method", "nope"])
+        main(["chunk", str(txt), "--chunker", "nope"])
     assert exc.value.code == 2

@@ -26,11 +26,11 @@ def test_index_query_json(tmp_path, files, capsys):
     store = tmp_path / "s"
     assert main(["index", str(files), "--store", str(store), "--no-dense", "--chunker", "paragraph"]) == 0
     assert "indexed 2 document(s), 6 chunk(s)" in capsys.readouterr().out
-    assert main(["query", str(store), "which birds can swim?", "-k", "2", "--json", "--method", "bm25"]) == 0
+    assert main(["query", str(store), "which birds can swim?", "-k", "2", "--json", "--retriever", "bm25"]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert hits[0]["doc_id"] == "birds"
     assert DOCS["birds"][hits[0]["start"] : hits[0]["end"]] == "Penguins cannot fly but swim well."
-    assert main(["query", str(store), "dense stars", "--method", "bm25", "--doc", "stars"]) == 0
+    assert main(["query", str(store), "dense stars", "--retriever", "bm25", "--doc", "stars"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("#1") and "stars [" in out and "birds" not in out
 
@@ -56,7 +56,7 @@ def test_cli_errors_are_one_line(tmp_path, files, capsys):
         ["query", str(store), "   "],
         ["index", str(tmp_path / "missing.txt"), "--store", str(tmp_path / "t")],
         ["query", str(files), "q"],
-        ["query", str(store), "q", "--method", "dense"],  # BM25-only store
+        ["query", str(store), "q", "--retriever", "dense"],  # BM25-only store
     ]
     for argv in cases:
         assert main(argv) == 2, argv
@@ -77,15 +77,16 @@ def test_eval_bm25_on_a_tiny_set(tmp_path, capsys):
             f.write(json.dumps({"qid": qid, "doc_id": doc, "question": q, "answers": [ans],
                                 "evidence": [[s, s + len(ans)]]}) + "\n")
     out = tmp_path / "rep.json"
-    assert main(["eval", "--data", str(data), "--method", "bm25", "--chunker", "paragraph", "--out", str(out)]) == 0
+    assert main(["eval", "--data", str(data), "--retriever", "bm25", "--chunker", "paragraph", "--out", str(out)]) == 0
     rep = json.loads(out.read_text())
     # hand check: each answer's paragraph is the only one sharing a content word with its question
     # (penguins/swim, dense, hunts/night), so it is ranked first: recall@1 = MRR = 1.
-    assert rep["means"]["recall@1"] == 1.0 and rep["means"]["mrr@5"] == 1.0
-    assert rep["n_questions"] == 3 and rep["method"] == "bm25"
+    row = rep["retrievers"]["bm25"]["item"]
+    assert row["means"]["recall@1"] == 1.0 and row["means"]["mrr@5"] == 1.0
+    assert rep["n_questions"] == 3 and list(rep["retrievers"]) == ["bm25"]
     assert "recall" in capsys.readouterr().out
     # tried: an unknown method
-    assert main(["eval", "--data", str(data), "--method", "tfidf"]) == 2
+    assert main(["eval", "--data", str(data), "--retriever", "tfidf"]) == 2
 
 
 def _model_installed() -> bool:
@@ -113,5 +114,5 @@ def test_eval_refuses_a_set_without_evidence(tmp_path, capsys):
     (data / "questions.jsonl").write_text(json.dumps({"qid": "1", "doc_id": "a", "question": "q?", "answers": ["x"],
                                                       "evidence": []}) + "\n")
     # tried: a data set whose questions have no gold evidence (metrics would be all zero)
-    assert main(["eval", "--data", str(data), "--method", "bm25"]) == 2
-    assert "no questions with gold evidence" in capsys.readouterr().err
+    assert main(["eval", "--data", str(data), "--retriever", "bm25"]) == 2
+    assert "no question has evidence spans" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from .chunkers import (
     SentenceChunker,
     StructureChunker,
 )
-from .registry import available_chunkers, get_chunker
+from .registry import available_chunkers, chunker_summaries, get_chunker
 
 __all__ = [
     "Chunker",
@@ -33,4 +33,5 @@ __all__ = [
     "resolve_tokenizer",
     "get_chunker",
     "available_chunkers",
+    "chunker_summaries",
 ]

@@ -99,11 +99,12 @@ class Chunker:
     def _spans(self, sp: Splitter) -> list:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _params(self) -> dict:
+    def params(self) -> dict:
+        """The chunker's parameters (as recorded in a store's manifest)."""
         return {}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
 
 
@@ -140,7 +141,7 @@ class FixedChunker(Chunker):
         self.tokenizer = tokenizer
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
 
-    def _params(self) -> dict:
+    def params(self) -> dict:
         return {"size": self.size, "overlap": self.overlap, "unit": self.unit, "align": self.align}
 
     def _spans(self, sp: Splitter) -> list:
@@ -167,7 +168,7 @@ class SentenceChunker(Chunker):
         self.n = _check_int("n", n, 1)
         self.overlap = _check_overlap(overlap, self.n, "n")
 
-    def _params(self) -> dict:
+    def params(self) -> dict:
         return {"n": self.n, "overlap": self.overlap}
 
     def _spans(self, sp: Splitter) -> list:
@@ -196,7 +197,7 @@ class ParagraphChunker(Chunker):
         self.tokenizer = tokenizer
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
 
-    def _params(self) -> dict:
+    def params(self) -> dict:
         return {"size": self.size, "unit": self.unit}
 
     def _spans(self, sp: Splitter) -> list:
@@ -245,7 +246,7 @@ class RecursiveChunker(Chunker):
         self.tokenizer = tokenizer
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
 
-    def _params(self) -> dict:
+    def params(self) -> dict:
         return {"size": self.size, "separators": self.separators, "unit": self.unit}
 
     def _spans(self, sp: Splitter) -> list:
@@ -281,7 +282,7 @@ class StructureChunker(Chunker):
         self.merge_headings = bool(merge_headings)
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
 
-    def _params(self) -> dict:
+    def params(self) -> dict:
         return {"max_size": self.max_size, "unit": self.unit, "merge_headings": self.merge_headings}
 
     def segments(self, sp: Splitter) -> list:

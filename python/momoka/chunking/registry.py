@@ -38,6 +38,11 @@ def available_chunkers() -> list[str]:
     return list(_REGISTRY)
 
 
+def chunker_summaries() -> list[tuple[str, str]]:
+    """``(name, first line of the chunker's docstring)`` for every chunker."""
+    return [(n, ((c.__doc__ or "").strip().splitlines() or [""])[0]) for n, c in _REGISTRY.items()]
+
+
 def get_chunker(name: str, **params: Any) -> Chunker:
     """Build the chunker called ``name`` with ``params``.
 

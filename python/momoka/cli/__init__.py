@@ -14,7 +14,7 @@ import sys
 from ..errors import MomokaError
 
 # Modules providing sub-commands, in the order they appear in --help.
-_AREAS = ("chunking", "evaluation", "models", "llm", "index", "methods")
+_AREAS = ("index", "evaluation", "chunking", "models", "llm")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,13 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for area in _AREAS:
-        try:
-            mod = importlib.import_module(f"{__name__}.{area}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{area}":
-                continue  # area not built yet
-            raise
-        mod.register(sub)
+        importlib.import_module(f"{__name__}.{area}").register(sub)
     return parser
 
 

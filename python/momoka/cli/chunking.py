@@ -9,7 +9,7 @@ import sys
 
 def register(subparsers) -> None:
     """Add the ``chunk`` sub-command."""
-    from ..chunking import available_chunkers
+    from ..methods import registry
 
     p = subparsers.add_parser(
         "chunk",
@@ -21,11 +21,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("file", metavar="FILE", help="document to chunk (.txt, .md, .html, ...)")
     p.add_argument(
-        "--method",
         "--chunker",
-        dest="method",
         default="recursive",
-        choices=available_chunkers(),
+        choices=registry.available("chunker"),
         help="chunker to use (default: recursive)",
     )
     p.add_argument("--size", type=int, default=None, help="chunk size (tokens or chars; sentences for 'sentence')")
@@ -44,8 +42,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``momoka chunk``; errors are momoka.errors exceptions (handled by the dispatcher)."""
-    from ..chunking import get_chunker
     from ..errors import InputError
+    from ..methods import registry
     from ..text import Document
 
     try:
@@ -57,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     except PermissionError:
         raise InputError(f"cannot read {args.file}: permission denied") from None
     tokenizer = _load_tokenizer(args.tokenizer) if args.tokenizer else None
-    chunker = get_chunker(args.method, size=args.size, overlap=args.overlap, unit=args.unit, tokenizer=tokenizer)
+    params = {"size": args.size, "overlap": args.overlap, "unit": args.unit, "tokenizer": tokenizer}
+    chunker = registry.create("chunker", args.chunker, **{k: v for k, v in params.items() if v is not None})
     chunks = chunker(doc)
     out = sys.stdout
     if args.json:

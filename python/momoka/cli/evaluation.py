@@ -1,4 +1,4 @@
-"""``momoka eval-chunking``: evaluate a chunker alone on an evaluation set."""
+"""``momoka eval`` (any registered retrievers on a data set) and ``momoka eval-chunking``."""
 
 from __future__ import annotations
 
@@ -6,41 +6,93 @@ import argparse
 import json
 import sys
 
+from .common import add_llm_arguments, add_option_argument, apply_llm_arguments, names_epilog, parse_options, say, \
+    split_names, write_json
+
+_RAW = argparse.RawDescriptionHelpFormatter
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "eval-chunking",
-        help="fraction of gold evidence inside one chunk, and chunk lengths, for a chunker",
+        "eval", help="retrieval metrics of one or more retrievers on an evaluation set", formatter_class=_RAW,
+        description="Index a data set once with what the retrievers need (their enrichers and relators), "
+        "retrieve for every question with evidence and report recall, precision, MRR, F1, span recall and "
+        "hit at k=1,3,5, per returned item and per distinct chunk (momoka.eval metrics). The Momoka-RAG "
+        "ablation (paper Table 3) is --retriever base,mm,momoka.",
+        epilog=names_epilog("retriever", "chunker"))
+    p.add_argument("--data", required=True, help="data set folder or name (documents.jsonl, questions.jsonl)")
+    p.add_argument("--retriever", action="append", default=None, metavar="NAME[,NAME]",
+                   help="retriever(s), comma-separated or repeated (default hybrid)")
+    p.add_argument("--chunker", default="recursive", help="chunker name (default recursive)")
+    p.add_argument("--size", type=int, default=None, help="chunk size (default 200 tokens for recursive)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions with evidence")
+    p.add_argument("--scope", default="corpus", choices=("corpus", "document"),
+                   help="search all documents (corpus, default) or only the question's own document")
+    p.add_argument("--documents", default="all", choices=("all", "questions"),
+                   help="index every document (all, default) or only those the selected questions refer to")
+    p.add_argument("-k", "--ks", default="1,3,5", help="cut-offs (default 1,3,5)")
+    p.add_argument("--store", default=None, help="build (or reuse) the data set's index in this directory")
+    add_option_argument(p)
+    p.add_argument("--out", default=None, help="save the JSON report to this file (nothing is written otherwise)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_llm_arguments(p)
+    p.set_defaults(func=_eval)
+
+    p = sub.add_parser(
+        "eval-chunking", help="fraction of gold evidence inside one chunk, and chunk lengths, for a chunker",
+        formatter_class=_RAW,
         description="Chunk every document of a data set and report the fraction of gold evidence "
         "spans that fall wholly inside a single chunk (MC-indexing's chunking-error statistic) "
-        "and the chunk length distribution.",
-    )
+        "and the chunk length distribution.", epilog=names_epilog("chunker"))
     p.add_argument("--data", required=True, help="data set folder (documents.jsonl, questions.jsonl) or name")
-    p.add_argument("--method", default="fixed", help="chunker name (see `momoka chunk --help`)")
+    p.add_argument("--chunker", default="fixed", help="chunker name (default fixed)")
     p.add_argument("--size", type=int, default=None, help="chunk size for chunkers that take one")
     p.add_argument("--overlap", type=int, default=None, help="overlap for chunkers that take one")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", default=None, help="also save the JSON report to this file")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_eval_chunking)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from ..chunking import get_chunker
+def _eval(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
+    from ..eval.runner import format_report, run_eval
+
+    apply_llm_arguments(args)
+    retrievers = split_names(args.retriever) or ["hybrid"]
+    try:
+        ks = [int(k) for k in args.ks.split(",") if k.strip()]
+    except ValueError:
+        raise ConfigError(f"--ks takes comma-separated integers, not {args.ks!r}") from None
+    if not ks or min(ks) < 1:
+        raise ConfigError(f"--ks takes positive integers, not {args.ks!r}")
+    opts = parse_options(args.option)
+    chunker_opts = opts.pop(args.chunker, {})
+    report = run_eval(args.data, retrievers, chunker=args.chunker, size=args.size, ks=ks, limit=args.limit,
+                      scope=args.scope, documents=args.documents, store=args.store, options=opts,
+                      chunker_options=chunker_opts, log=say)
+    report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
+    if args.out:
+        write_json(args.out, report)
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0
+
+
+def _eval_chunking(args: argparse.Namespace) -> int:
     from ..eval import load_dataset
     from ..eval.chunking import evaluate_chunker, format_chunker_report
+    from ..methods import registry
 
     params = {}
     if args.size is not None:
         params["size"] = args.size
     if args.overlap is not None:
         params["overlap"] = args.overlap
-    chunker = get_chunker(args.method, **params)
+    chunker = registry.create("chunker", args.chunker, **params)
     dataset = load_dataset(args.data)
-    report = evaluate_chunker(dataset, chunker, progress=sys.stderr.isatty())
-    report["method"] = args.method
+    report = evaluate_chunker(dataset, chunker)
+    report["chunker"] = args.chunker
     report["params"] = params
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2)
+        write_json(args.out, report)
     print(json.dumps(report, indent=2) if args.json else format_chunker_report(report))
     return 0

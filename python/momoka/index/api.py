@@ -1,21 +1,26 @@
-"""The high-level :class:`Index`: documents in, ranked chunks out, persisted in a :class:`Store`.
+"""The :class:`Index`: a pipeline of registered components over one :class:`Store`.
 
 ::
 
     import momoka
     index = momoka.Index.build(["report.md", "notes/"], store="my.store")
-    for hit in index.search("what did the report conclude?", k=5):
-        print(hit.score, hit.doc_id, hit.start, hit.end, hit.text[:80])
+    for item in index.search("what did the report conclude?", k=5):          # hybrid by default
+        print(item.score, item.doc_id, item.start, item.end, item.text[:80])
     index = momoka.Index.open("my.store")
     index.add(["new.txt"]); index.delete(["report"]); index.save()
+
+Building runs, per document: the chunker; the raw views (the embedder's
+vectors of the chunk texts as vector view ``"raw"``, and BM25 view ``"raw"``);
+then each enricher and each relator (see :mod:`momoka.methods.registry`).
+The pipeline (chunker, enrichers, relators and their options) is recorded in
+the store's manifest, so :meth:`Index.add` runs the same components on new
+documents only. Searching asks a registered retriever by name.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
-import time
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -23,44 +28,24 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import (
-    ConfigError,
-    EmptyInputError,
-    InputError,
-    InputTooLargeError,
-    StoreError,
-)
+from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeError, MomokaError, StoreError
+from ..progress import Progress
 from ..text.model import Chunk
-from .store import Hit, Store, check_embedder, read_manifest
+from .store import Store, check_embedder, read_manifest
 
-#: Methods accepted by :meth:`Index.search`.
-METHODS = ("dense", "bm25", "hybrid")
 #: Default chunker and its parameters.
 DEFAULT_CHUNKER = "recursive"
 DEFAULT_CHUNK_SIZE = 200
+#: Default retriever of :meth:`Index.search`.
+DEFAULT_RETRIEVER = "hybrid"
 #: Queries longer than this many characters are refused (InputTooLargeError).
 MAX_QUERY_CHARS = 10_000
 #: File extensions read when a directory is given.
 DOC_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm")
-
-
-class _Progress:
-    """A one-line progress report on stderr (only when stderr is a terminal, or forced)."""
-
-    def __init__(self, label: str, total: int, enabled: bool | None = None):
-        self.label, self.total, self.done = label, total, 0
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.t0 = time.monotonic()
-
-    def update(self, n: int) -> None:
-        self.done += n
-        if self.enabled:
-            el = time.monotonic() - self.t0
-            print(f"\rmomoka: {self.label} {self.done}/{self.total} ({el:.1f}s)", end="", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.enabled:
-            print(file=sys.stderr, flush=True)
+#: Name of the views built from the chunk texts themselves.
+RAW_VIEW = "raw"
+#: Texts embedded per embedder call while indexing.
+EMBED_BATCH = 256
 
 
 def embedder_info(embedder: Any) -> dict:
@@ -71,32 +56,42 @@ def embedder_info(embedder: Any) -> dict:
     return {"model_id": str(embedder.model_id), "checksum": str(embedder.checksum), "dim": int(embedder.dim)}
 
 
-def _default_embedder(model_id: str | None = None):
+def load_embedder(model_id: str | None = None):
+    """The registry's embedder ``model_id`` (None: the default), installed on first use."""
     from ..models import Embedder
 
-    if model_id is None:
-        return Embedder.default()
-    return Embedder.from_registry(model_id)
+    return Embedder.default() if model_id is None else Embedder.from_registry(model_id)
 
 
-def _resolve_chunker(chunker: Any, params: dict) -> tuple[Any, dict]:
-    from ..chunking import get_chunker
+def resolve_chunker(chunker: Any, params: dict) -> tuple[Any, dict]:
+    """``(chunker object, {"name", "params"[, "object"]})`` from a registered name or a chunker object."""
+    from ..methods import registry
 
     if isinstance(chunker, str):
         params = {k: v for k, v in params.items() if v is not None}
-        return get_chunker(chunker, **params), {"name": chunker, "params": params}
+        return registry.create("chunker", chunker, **params), {"name": chunker, "params": params}
     if callable(chunker):
         if params:
             raise ConfigError("chunker parameters go with a chunker name, not a chunker object")
         name = getattr(chunker, "name", type(chunker).__name__)
-        raw = chunker._params() if hasattr(chunker, "_params") else {}
-        safe = {k: (list(v) if isinstance(v, tuple) else v) for k, v in raw.items()
-                if isinstance(v, (str, int, float, bool, type(None), tuple, list))}
-        return chunker, {"name": name, "params": safe, "object": True}
+        raw = chunker.params() if callable(getattr(chunker, "params", None)) else {}
+        return chunker, {"name": name, "params": jsonable(raw), "object": True}
     raise ConfigError(f"chunker must be a name or a callable, not {type(chunker).__name__}")
 
 
-def _expand_paths(items: Iterable[Any]) -> list[Any]:
+def jsonable(x: Any) -> Any:
+    """``x`` with everything JSON cannot hold turned into strings (tuples into lists)."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    return str(x)
+
+
+def expand_paths(items: Iterable[Any]) -> list[Any]:
+    """Files and directories (read recursively for :data:`DOC_EXTENSIONS`) into a list of files; other items pass."""
     out: list[Any] = []
     for it in items:
         if isinstance(it, (str, os.PathLike)):
@@ -115,7 +110,7 @@ def _expand_paths(items: Iterable[Any]) -> list[Any]:
     return out
 
 
-def _to_document(item: Any):
+def to_document(item: Any):
     """A :class:`momoka.text.Document` from a path, a Document, a dict or an eval DocRecord."""
     from ..text import Document
 
@@ -137,20 +132,46 @@ def _to_document(item: Any):
     return doc
 
 
-class Index:
-    """A searchable index of documents, backed by a :class:`Store`.
+def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
+    """``query`` if it is a non-empty str of at most ``max_chars`` characters, else a clear error."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be str, got {type(query).__name__}")
+    if not query.strip():
+        raise EmptyInputError("query is empty")
+    if len(query) > max_chars:
+        raise InputTooLargeError(f"query is {len(query):,} characters; the limit is {max_chars:,}")
+    return query
 
-    Build one with :meth:`build`, or load one with :meth:`open`. Retrieval
-    methods: ``"dense"`` (cosine over HNSW with the store's embedder),
-    ``"bm25"`` (native Okapi BM25) and ``"hybrid"`` (reciprocal rank fusion
-    of both).
+
+def _component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
+    """``(name, params, object or None)`` from a name, a ``(name, params)`` pair or a component object."""
+    if isinstance(spec, str):
+        return spec, {}, None
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], dict):
+        return spec[0], dict(spec[1]), None
+    method = "enrich" if kind == "enricher" else "relate"
+    if callable(getattr(spec, method, None)):
+        return str(getattr(spec, "name", type(spec).__name__)), {}, spec
+    raise ConfigError(f"an {kind} is a registered name, a (name, options) pair or an object with .{method}(index, "
+                      f"doc_ids); got {spec!r}")
+
+
+class Index:
+    """A searchable index of documents: a :class:`Store` plus the pipeline that fills it.
+
+    Build one with :meth:`build`, or load one with :meth:`open`. Search with
+    :meth:`search` and any registered retriever (``momoka.methods.registry.available("retriever")``).
     """
 
-    def __init__(self, store: Store, *, chunker: Any = None, embedder: Any = None, enrich: Any = None):
+    def __init__(self, store: Store, *, chunker: Any = None, embedder: Any = None,
+                 components: dict[str, Any] | None = None, progress: bool | None = None):
         self.store = store
         self._chunker = chunker
         self._embedder = embedder
-        self._enrich = enrich
+        self._components: dict[str, Any] = dict(components or {})
+        self._retrievers: dict[tuple, Any] = {}
+        self._documents: dict[str, Any] = {}
+        self.progress = progress
 
     # ------------------------------------------------------------------ construction
 
@@ -163,29 +184,31 @@ class Index:
         chunker: Any = DEFAULT_CHUNKER,
         size: int | None = None,
         embedder: Any = "default",
+        enrich: Sequence[Any] = (),
+        relate: Sequence[Any] = (),
         bm25: dict | None = None,
         vector_dtype: str = "float32",
         overwrite: bool = False,
         progress: bool | None = None,
-        enrich: Any = None,
         **chunker_params: Any,
     ) -> Index:
-        """Chunk, embed and index ``sources``; save to ``store`` when given.
+        """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
 
         Args:
             sources: file or directory paths (.txt/.md/.html), :class:`momoka.text.Document`
                 objects, dicts ``{"doc_id", "text", "title"}`` or eval ``DocRecord``s.
             store: directory to save the store to (None: in memory; call :meth:`save` later).
-            chunker: a chunker name (``momoka.chunking.available_chunkers()``) or object.
+            chunker: a registered chunker name or a chunker object.
             size: chunk size for the named chunker (default 200 tokens for ``recursive``).
-            embedder: ``"default"`` (the registry's default, installed on demand), a
-                registry model id, an object with ``.embed/.dim/.model_id/.checksum``,
-                or None for a BM25-only index.
-            bm25: BM25 parameters (see :data:`momoka.index.store.DEFAULT_BM25`).
-            vector_dtype: ``"float32"`` or ``"float16"`` for the stored vectors.
+            embedder: ``"default"`` (installed on demand), a registry model id, an
+                object with ``.embed/.dim/.model_id/.checksum``, or None for BM25 only.
+            enrich, relate: enrichers and relators to run after chunking: registered
+                names, ``(name, options)`` pairs or component objects.
+            bm25: BM25 parameters of the raw view (see :data:`momoka.index.store.DEFAULT_BM25`).
+            vector_dtype: ``"float32"`` or ``"float16"`` for the raw vectors.
             overwrite: replace an existing store at ``store``.
-            progress: show progress on stderr (default: when it is a terminal).
-            enrich: an enrichment hook run between chunking and embedding (see :meth:`add`).
+            progress: progress on stderr (default: a live line on a terminal, a line
+                every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
             chunker_params: more parameters for the named chunker.
         """
         if isinstance(chunker, str) and size is None and chunker == DEFAULT_CHUNKER and "size" not in chunker_params:
@@ -193,13 +216,28 @@ class Index:
         params = dict(chunker_params)
         if size is not None:
             params["size"] = size
-        chunker_obj, chunker_info = _resolve_chunker(chunker, params)
+        chunker_obj, chunker_info = resolve_chunker(chunker, params)
         emb = cls._make_embedder(embedder)
-        st = Store.create(store, embedder=embedder_info(emb) if emb is not None else None, chunker=chunker_info,
-                          bm25=bm25, vector_dtype=vector_dtype, overwrite=overwrite)
+        if vector_dtype not in ("float32", "float16"):
+            raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
+        enrich_specs = [_component_spec("enricher", e) for e in enrich]
+        relate_specs = [_component_spec("relator", r) for r in relate]
+        st = Store.create(store, chunker=chunker_info, overwrite=overwrite)
         try:
-            index = cls(st, chunker=chunker_obj, embedder=emb, enrich=enrich)
-            index.add(sources, progress=progress)
+            if emb is not None:
+                st.add_vector_view(RAW_VIEW, embedder=embedder_info(emb), dtype=vector_dtype,
+                                   source={"text": "chunk", "by": "index"})
+            st.add_bm25_view(RAW_VIEW, params=bm25, source={"text": "chunk", "by": "index"})
+            components: dict[str, Any] = {}
+            pipeline = {"chunker": chunker_info, "enrich": [], "relate": []}
+            for key, specs in (("enrich", enrich_specs), ("relate", relate_specs)):
+                for name, prm, obj in specs:
+                    pipeline[key].append({"name": name, "params": jsonable(prm), "object": obj is not None})
+                    if obj is not None:
+                        components[name] = obj
+            st.manifest["pipeline"] = pipeline
+            index = cls(st, chunker=chunker_obj, embedder=emb, components=components, progress=progress)
+            index.add(sources)
             if store is not None:
                 index.save()
         except BaseException:
@@ -212,28 +250,29 @@ class Index:
         if embedder is None:
             return None
         if isinstance(embedder, str):
-            return _default_embedder(None if embedder == "default" else embedder)
+            return load_embedder(None if embedder == "default" else embedder)
         embedder_info(embedder)  # validates the interface
         return embedder
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, embedder: Any = None, chunker: Any = None,
-             writable: bool = False, enrich: Any = None) -> Index:
+    def open(cls, path: str | os.PathLike, *, embedder: Any = None, chunker: Any = None, writable: bool = False,
+             components: dict[str, Any] | None = None, progress: bool | None = None) -> Index:
         """Load the store at ``path``.
 
-        The embedder is loaded on first use (dense search or add) from the
-        model registry by the store's model id; an ``embedder`` given here must
-        be the one the store was built with (same model id and checksum), else
-        :class:`~momoka.errors.StoreMismatchError`. The chunker is rebuilt from
-        the manifest unless given (a store built with a chunker object needs it
-        again to add documents). ``writable=True`` takes the writer lock now;
-        otherwise the first :meth:`add`/:meth:`delete` takes it.
+        The embedder is loaded on first use from the model registry by the
+        store's model id; an ``embedder`` given here must be the one the store
+        was built with (same model id and checksum), else
+        :class:`~momoka.errors.StoreMismatchError`. The chunker and the
+        pipeline's components are rebuilt from the manifest unless given
+        (``components``: name -> object, for components that are not
+        registered). ``writable=True`` takes the writer lock now; otherwise the
+        first change takes it.
         """
-        manifest = read_manifest(path)
-        if embedder is not None and manifest.get("embedder") is not None:
-            check_embedder(manifest, embedder_info(embedder), path)
+        read_manifest(path)  # clear errors before anything else
         st = Store.open(path, writable=writable)
-        return cls(st, chunker=chunker, embedder=embedder, enrich=enrich)
+        if embedder is not None and st.embedder_info is not None:
+            check_embedder(st.embedder_info, embedder_info(embedder), path)
+        return cls(st, chunker=chunker, embedder=embedder, components=components, progress=progress)
 
     # ------------------------------------------------------------------ parts
 
@@ -243,23 +282,43 @@ class Index:
         return self.store.path
 
     @property
-    def embedder(self):
-        """The store's embedder (loaded and checked on first use); None for a BM25-only store."""
-        info = self.store.embedder_info
-        if info is None:
-            return None
-        if self._embedder is None:
-            try:
-                emb = _default_embedder(info["model_id"])
-            except Exception as exc:
-                from ..errors import MomokaError
+    def pipeline(self) -> dict:
+        """``{"chunker": ..., "enrich": [...], "relate": [...]}`` as recorded in the manifest."""
+        p = self.store.manifest.setdefault("pipeline", {})
+        p.setdefault("chunker", self.store.manifest.get("chunker"))
+        p.setdefault("enrich", [])
+        p.setdefault("relate", [])
+        return p
 
-                if isinstance(exc, MomokaError):
-                    raise
+    def has_component(self, kind: str, name: str) -> bool:
+        """Whether the pipeline ran enricher/relator ``name`` (``kind``: ``"enrich"`` or ``"relate"``)."""
+        return any(c["name"] == name for c in self.pipeline.get(kind, []))
+
+    def embedder_for(self, view: str = RAW_VIEW):
+        """The embedder of vector view ``view`` (loaded and checked on first use)."""
+        info = self.store.vector_view(view).info["embedder"]
+        emb = self._embedder
+        if emb is not None and embedder_info(emb)["model_id"] == info["model_id"]:
+            check_embedder(info, embedder_info(emb), self.store.path or "")
+            return emb
+        if emb is None:
+            try:
+                emb = load_embedder(info["model_id"])
+            except MomokaError:
+                raise
+            except Exception as exc:
                 raise StoreError(f"cannot load the store's embedder {info['model_id']}: {exc}") from exc
-            check_embedder(self.store.manifest, embedder_info(emb), self.store.path or "")
+            check_embedder(info, embedder_info(emb), self.store.path or "")
             self._embedder = emb
-        return self._embedder
+            return emb
+        raise StoreError(f"view {view!r} was embedded with {info['model_id']}, not {embedder_info(emb)['model_id']}")
+
+    @property
+    def embedder(self):
+        """The embedder of the raw view (None for a BM25-only store)."""
+        if not self.store.has_vector_view(RAW_VIEW):
+            return self._embedder
+        return self.embedder_for(RAW_VIEW)
 
     @property
     def chunker(self):
@@ -267,11 +326,26 @@ class Index:
         if self._chunker is None:
             info = self.store.manifest.get("chunker") or {"name": DEFAULT_CHUNKER, "params": {"size": DEFAULT_CHUNK_SIZE}}
             if info.get("object"):
-                raise ConfigError(
-                    f"this store was built with a custom chunker ({info['name']}); pass it again: Index.open(..., chunker=...)"
-                )
-            self._chunker, _ = _resolve_chunker(info["name"], dict(info.get("params") or {}))
+                raise ConfigError(f"this store was built with a custom chunker ({info['name']}); pass it again: "
+                                  "Index.open(..., chunker=...)")
+            self._chunker, _ = resolve_chunker(info["name"], dict(info.get("params") or {}))
         return self._chunker
+
+    def component(self, kind: str, name: str) -> Any:
+        """The enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` of the pipeline."""
+        from ..methods import registry
+
+        if name in self._components:
+            return self._components[name]
+        spec = next((c for c in self.pipeline.get(kind, []) if c["name"] == name), None)
+        if spec is None:
+            raise ConfigError(f"the pipeline has no {kind} component {name!r}")
+        if spec.get("object"):
+            raise ConfigError(f"this store was built with a custom component {name!r}; pass it again: "
+                              f"Index.open(..., components={{{name!r}: obj}})")
+        obj = registry.create("enricher" if kind == "enrich" else "relator", name, **dict(spec.get("params") or {}))
+        self._components[name] = obj
+        return obj
 
     @property
     def doc_ids(self) -> list[str]:
@@ -288,112 +362,167 @@ class Index:
         emb = (self.store.embedder_info or {}).get("model_id")
         return f"Index({self.path}, documents={len(self)}, chunks={self.store.n_chunks}, embedder={emb})"
 
+    # ------------------------------------------------------------------ embedding
+
+    def embed(self, texts: Sequence[str], *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
+        """Embed ``texts`` with the embedder of ``view``, in batches, with progress.
+
+        Texts over the embedder's input limit are embedded truncated; their
+        number is reported in one warning.
+        """
+        emb = self.embedder_for(view)
+        texts = list(texts)
+        parts = []
+        n_trunc = 0
+        with Progress(label, total=len(texts), unit="texts", enabled=self.progress) as pr:
+            for i in range(0, len(texts), EMBED_BATCH):
+                batch = texts[i : i + EMBED_BATCH]
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    parts.append(np.asarray(emb.embed(batch), dtype=np.float32))
+                for w in caught:
+                    if type(w.message).__name__ == "TruncationWarning":
+                        m = re.match(r"(\d+) of", str(w.message))
+                        n_trunc += int(m.group(1)) if m else 1
+                    else:
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                pr.update(len(batch))
+        if n_trunc:
+            warnings.warn(f"{n_trunc} of {len(texts)} texts of view {view!r} are longer than the embedder's input "
+                          "limit and were embedded truncated (BM25 indexes them whole); a smaller chunk size avoids this",
+                          UserWarning, stacklevel=2)
+        if not parts:
+            return np.zeros((0, int(embedder_info(emb)["dim"])), np.float32)
+        return np.concatenate(parts, axis=0)
+
+    def embed_queries(self, queries: Sequence[str], *, view: str = RAW_VIEW) -> np.ndarray:
+        """Query vectors for vector view ``view`` (the embedder's query form when it has one)."""
+        emb = self.embedder_for(view)
+        fn = getattr(emb, "embed_query", None)
+        return np.asarray(fn(list(queries)) if callable(fn) else emb.embed(list(queries)), dtype=np.float32)
+
     # ------------------------------------------------------------------ changes
 
-    def add(self, sources: Iterable[Any], *, progress: bool | None = None, enrich: Any = None) -> list[str]:
-        """Chunk, embed and add documents (see :meth:`build` for the accepted forms).
+    def add(self, sources: Iterable[Any], *, progress: bool | None = None) -> list[str]:
+        """Chunk, embed and add documents, then run the pipeline's enrichers and relators on them.
 
-        ``enrich`` (default: the one given to :meth:`build`/:meth:`open`) is a
-        callable ``enrich(documents, chunks) -> list[dict]`` run after chunking:
-        one dict per document with optional ``"chunks"`` (replacement chunks,
-        e.g. with metadata added), ``"metadata"`` (stored in the document
-        entry) and ``"embed_texts"`` (the text embedded for each chunk, e.g.
-        with a title prefixed; ``Chunk.text`` is stored unchanged). Its
-        ``describe()``, if any, is stored in ``manifest["extra"]["enrich"]``.
-        A store built with an enricher refuses to add documents without one.
-
-        Returns the added doc ids. Changes are in memory until :meth:`save`.
-        Raises :class:`InputError` for a document already in the index (nothing
-        is added then), :class:`EmptyInputError` for nothing to add.
+        Accepts the forms of :meth:`build`. Returns the added doc ids; changes
+        are in memory until :meth:`save`. Raises :class:`InputError` for a
+        document already in the index (nothing is added then),
+        :class:`EmptyInputError` for nothing to add.
         """
+        if progress is not None:
+            self.progress = progress
         self.store.ensure_writable()
-        items = _expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources))
+        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources))
         if not items:
             raise EmptyInputError("no documents to add")
-        docs = [_to_document(it) for it in items]
+        docs = [to_document(it) for it in items]
         seen: set[str] = set()
         for d in docs:
             if d.doc_id in self.store.documents or d.doc_id in seen:
                 raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it")
             seen.add(d.doc_id)
-        enrich = enrich if enrich is not None else self._enrich
-        if enrich is None and (self.store.manifest.get("extra") or {}).get("enrich"):
-            name = self.store.manifest["extra"]["enrich"].get("method", "an enricher")
-            raise ConfigError(f"this store was built with {name}; pass it again to add documents "
-                              "(Index.open(..., enrich=...) or add(..., enrich=...))")
-        if enrich is not None and not callable(enrich):
-            raise ConfigError(f"enrich must be callable (documents, chunks) -> list of dicts, not {enrich!r}")
+        pipeline = self.pipeline
+        enrichers = [self.component("enrich", c["name"]) for c in pipeline["enrich"]]
+        relators = [self.component("relate", c["name"]) for c in pipeline["relate"]]
+        chunks = self._chunk(docs)
+        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": {}}
+                for d in docs]
+        ids_per_doc = self.store.add_documents(meta, chunks)
+        flat_ids = [i for ids in ids_per_doc for i in ids]
+        texts = [c.text for cs in chunks for c in cs]
+        self.store.bm25_view(RAW_VIEW).add(flat_ids, texts)
+        if self.store.has_vector_view(RAW_VIEW):
+            self.store.vector_view(RAW_VIEW).add(flat_ids, self.embed(texts, label="embedding chunks"))
+        doc_ids = [d.doc_id for d in docs]
+        self._documents = {d.doc_id: d for d in docs}
+        try:
+            for comp in enrichers:
+                comp.enrich(self, doc_ids)
+                self._record("enrich", comp)
+            for comp in relators:
+                comp.relate(self, doc_ids)
+                self._record("relate", comp)
+        finally:
+            self._documents = {}
+        self._retrievers.clear()
+        self.store.mark_dirty()
+        return doc_ids
+
+    def document(self, doc_id: str):
+        """The :class:`momoka.text.Document` of ``doc_id``.
+
+        While :meth:`add` runs its enrichers and relators this is the parsed
+        document itself. Otherwise it is rebuilt from the stored chunks: every
+        chunk's text at its offsets, whitespace between chunks as spaces (the
+        chunkers cover every non-whitespace character, so only whitespace
+        differs), parsed as plain text with the stored title.
+        """
+        d = self._documents.get(doc_id)
+        if d is not None:
+            return d
+        from ..text import Document
+
+        entry = self.store.documents.get(doc_id)
+        if entry is None:
+            raise InputError(f"unknown document id {doc_id!r}")
+        buf = [" "] * int(entry.length)
+        for cid in entry.chunk_ids:
+            c = self.store.chunks.get(cid)
+            buf[c.start : c.end] = c.text
+        return Document.from_text("".join(buf), title=entry.title, doc_id=doc_id, source=entry.source)
+
+    def _chunk(self, docs: list) -> list[list[Chunk]]:
         chunker = self.chunker
-        pr = _Progress("chunking", len(docs), progress)
-        chunks: list[list[Chunk]] = []
-        for d in docs:
-            cs = list(chunker(d))
+        batch = getattr(chunker, "batch", None)
+        if callable(batch):
+            chunks = [list(cs) for cs in batch(docs)]
+        else:
+            chunks = []
+            with Progress("chunking", total=len(docs), unit="docs", enabled=self.progress) as pr:
+                for d in docs:
+                    chunks.append(list(chunker(d)))
+                    pr.update(1)
+        for d, cs in zip(docs, chunks):
             if not cs:
                 raise InputError(f"document {d.doc_id!r} produced no chunks")
-            chunks.append(cs)
-            pr.update(1)
-        pr.close()
-        doc_meta: list[dict] = [{} for _ in docs]
-        embed_texts = [[c.text for c in cs] for cs in chunks]
-        if enrich is not None:
-            res = list(enrich(docs, chunks))
-            if len(res) != len(docs):
-                raise ConfigError(f"enrich returned {len(res)} entries for {len(docs)} documents")
-            for i, r in enumerate(res):
-                if r.get("chunks") is not None:
-                    chunks[i] = list(r["chunks"])
-                    if not chunks[i]:
-                        raise InputError(f"document {docs[i].doc_id!r}: enrich returned no chunks")
-                doc_meta[i] = dict(r.get("metadata") or {})
-                et = r.get("embed_texts")
-                if et is not None:
-                    if len(et) != len(chunks[i]) or not all(isinstance(t, str) for t in et):
-                        raise ConfigError(f"document {docs[i].doc_id!r}: enrich must give one embed text per chunk")
-                    embed_texts[i] = list(et)
-                else:
-                    embed_texts[i] = [c.text for c in chunks[i]]
-        vectors = None
-        if self.store.embedder_info is not None:
-            emb = self.embedder
-            flat = [t for ts in embed_texts for t in ts]
-            pr = _Progress("embedding chunks", len(flat), progress)
-            parts = []
-            step = 256
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                for i in range(0, len(flat), step):
-                    parts.append(np.asarray(emb.embed(flat[i : i + step]), dtype=np.float32))
-                    pr.update(len(flat[i : i + step]))
-            pr.close()
-            n_trunc = 0
-            for w in caught:
-                if type(w.message).__name__ == "TruncationWarning":
-                    m = re.match(r"(\d+) of", str(w.message))
-                    n_trunc += int(m.group(1)) if m else 1
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            if n_trunc:
-                warnings.warn(
-                    f"{n_trunc} of {len(flat)} chunks are longer than the embedder's input limit and were embedded "
-                    "truncated (BM25 indexes them whole); a smaller chunk size avoids this",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            allv = np.concatenate(parts, axis=0) if parts else np.zeros((0, self.store.dim), np.float32)
-            vectors, pos = [], 0
-            for cs in chunks:
-                vectors.append(allv[pos : pos + len(cs)])
-                pos += len(cs)
-        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": m}
-                for d, m in zip(docs, doc_meta)]
-        self.store.add(meta, chunks, vectors)
-        describe = getattr(enrich, "describe", None)
-        if callable(describe):
-            self.store.manifest.setdefault("extra", {})["enrich"] = describe()
-        return [d.doc_id for d in docs]
+        return chunks
+
+    def _record(self, kind: str, comp: Any) -> None:
+        describe = getattr(comp, "describe", None)
+        if not callable(describe):
+            return
+        name = getattr(comp, "name", type(comp).__name__)
+        for spec in self.pipeline[kind]:
+            if spec["name"] == name:
+                spec["settings"] = jsonable(describe())
+
+    def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = ()) -> None:
+        """Add enrichers/relators to an existing index and run them on every document.
+
+        The components join the recorded pipeline, so later :meth:`add` calls
+        run them too. A component already in the pipeline raises :class:`ConfigError`.
+        """
+        self.store.ensure_writable()
+        doc_ids = self.doc_ids
+        for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
+            for spec in specs:
+                name, prm, obj = _component_spec(kind, spec)
+                if self.has_component(key, name):
+                    raise ConfigError(f"the index already has {kind} {name!r}")
+                self.pipeline[key].append({"name": name, "params": jsonable(prm), "object": obj is not None})
+                if obj is not None:
+                    self._components[name] = obj
+                comp = self.component(key, name)
+                if doc_ids:
+                    comp.enrich(self, doc_ids) if key == "enrich" else comp.relate(self, doc_ids)
+                self._record(key, comp)
+        self._retrievers.clear()
+        self.store.mark_dirty()
 
     def delete(self, doc_ids: Iterable[str] | str) -> int:
-        """Delete documents by id; returns the number of chunks removed.
+        """Delete documents by id (from every view and relation); returns the number of chunks removed.
 
         Raises :class:`InputError` for an unknown id (nothing is deleted then).
         """
@@ -415,104 +544,74 @@ class Index:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ results
+
+    def member(self, chunk_id: int):
+        """The :class:`~momoka.methods.base.Member` for a stored chunk."""
+        from ..methods.base import Member
+
+        c = self.store.chunks.get(int(chunk_id))
+        return Member(int(chunk_id), c.doc_id, c.start, c.end, c.text, tuple(c.section))
+
+    def title(self, doc_id: str) -> str | None:
+        """The document's title as stored (None when it has none)."""
+        d = self.store.documents.get(doc_id)
+        return (d.title or None) if d is not None else None
+
+    def result(self, query: str, ranked: Sequence[tuple[Any, float]], retriever: str, provenance: dict | None = None,
+               *, stats: dict | None = None):
+        """A :class:`~momoka.methods.base.Result` from ranked ``(chunk id or tuple of ids, score)`` pairs."""
+        from ..methods.base import Item, Result
+
+        prov = dict(provenance or {"retriever": retriever})
+        items = []
+        for rank, (ids, score) in enumerate(ranked, start=1):
+            ids = (int(ids),) if isinstance(ids, (int, np.integer)) else tuple(int(i) for i in ids)
+            members = tuple(self.member(i) for i in ids)
+            items.append(Item(members, float(score), rank, prov, self.title(members[0].doc_id)))
+        return Result(query, tuple(items), retriever, dict(stats or {}))
+
     # ------------------------------------------------------------------ search
 
-    def _check_query(self, query: Any, max_chars: int) -> str:
-        if not isinstance(query, str):
-            raise InputError(f"query must be str, got {type(query).__name__}")
-        if not query.strip():
-            raise EmptyInputError("query is empty")
-        if len(query) > max_chars:
-            raise InputTooLargeError(
-                f"query is {len(query):,} characters; the limit is {max_chars:,} (pass max_query_chars to raise it)"
-            )
-        return query
+    def check_queries(self, queries: Sequence[str], max_chars: int = MAX_QUERY_CHARS) -> list[str]:
+        """Validated queries (a list of non-empty str within ``max_chars``)."""
+        if isinstance(queries, str):
+            raise InputError("give a list of queries (use search() for one query)")
+        return [check_query(q, max_chars) for q in queries]
 
-    def search(
-        self,
-        query: str,
-        k: int = 5,
-        method: str = "hybrid",
-        doc_ids: Iterable[str] | str | None = None,
-        *,
-        max_query_chars: int = MAX_QUERY_CHARS,
-        depth: int | None = None,
-    ) -> list[Hit]:
-        """The ``k`` best chunks for ``query``, best first.
+    def retriever(self, name: str = DEFAULT_RETRIEVER, **options: Any):
+        """The registered retriever ``name`` over this index (built once per name and options).
 
-        Args:
-            method: ``"dense"``, ``"bm25"`` or ``"hybrid"`` (reciprocal rank fusion
-                of the dense and BM25 rankings, each ``depth`` deep, default
-                ``max(50, 4k)``). A BM25-only store searches with ``"bm25"``
-                whatever the method, except ``"dense"`` which raises StoreError.
-            doc_ids: restrict the search to these documents.
-
-        Raises:
-            EmptyInputError: empty query. InputTooLargeError: query over
-            ``max_query_chars``. InputError: unknown doc id in ``doc_ids``.
+        Raises :class:`ConfigError` for an unknown name, and
+        :class:`~momoka.errors.StoreError` when the index lacks what it needs
+        (e.g. ``trail`` on a store built without Momoka-Map paths).
         """
-        query = self._check_query(query, max_query_chars)
-        if method not in METHODS:
-            raise ConfigError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be a positive integer, got {k!r}")
-        if isinstance(doc_ids, str):
-            doc_ids = [doc_ids]
-        if doc_ids is not None:
-            doc_ids = list(doc_ids)
-            self.store._allowed(doc_ids)  # validates
-        st = self.store
-        if st.embedder_info is None and method == "hybrid":
-            method = "bm25"
-        if method == "bm25":
-            return st.hits(st.search_bm25(query, k, doc_ids), "bm25")
-        qv = self._embed_query(query)
-        if method == "dense":
-            return st.hits(st.search_dense(qv, k, doc_ids), "dense")
-        d = depth or max(50, 4 * k)
-        fused = Store.fuse([st.search_dense(qv, d, doc_ids), st.search_bm25(query, d, doc_ids)], k)
-        return st.hits(fused, "hybrid")
+        from ..methods import registry
 
-    def _embed_query(self, query: str) -> np.ndarray:
-        emb = self.embedder
-        if emb is None:
-            raise StoreError("this index was built without an embedder: use method='bm25'")
-        embed_query = getattr(emb, "embed_query", None)
-        v = embed_query([query]) if callable(embed_query) else emb.embed([query])
-        return np.asarray(v, dtype=np.float32)[0]
+        key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        if key not in self._retrievers:
+            self._retrievers[key] = registry.create("retriever", name, self, **options)
+        return self._retrievers[key]
 
-    def search_batch(self, queries: Sequence[str], k: int = 5, method: str = "hybrid",
-                     doc_ids: Iterable[str] | None = None, *, per_query_doc_ids: Sequence[Any] | None = None,
-                     **kw: Any) -> list[list[Hit]]:
-        """:meth:`search` for many queries (dense queries are embedded in one batch).
+    def search(self, query: str, k: int = 5, retriever: str = DEFAULT_RETRIEVER, *,
+               doc_ids: Iterable[str] | str | None = None, **options: Any):
+        """The ``k`` best items for ``query`` from retriever ``retriever`` (a :class:`~momoka.methods.base.Result`).
 
-        ``doc_ids`` filters every query alike; ``per_query_doc_ids`` gives one
-        filter per query instead (a doc id, a list of ids, or None).
+        ``doc_ids`` restricts the search to these documents; ``options`` go to
+        the retriever (e.g. ``view="titled"`` for ``dense``). A BM25-only
+        index answers ``hybrid`` with BM25 alone.
         """
-        queries = list(queries)
+        return self.search_batch([query], k, retriever, doc_ids=doc_ids, **options)[0]
+
+    def search_batch(self, queries: Sequence[str], k: int = 5, retriever: str = DEFAULT_RETRIEVER, *,
+                     doc_ids: Iterable[str] | str | None = None, per_query_doc_ids: Sequence[Any] | None = None,
+                     **options: Any) -> list:
+        """:meth:`search` for many queries (one batch for the retriever).
+
+        ``per_query_doc_ids`` gives one document filter per query (a doc id, a
+        list of ids, or None) instead of ``doc_ids`` for all.
+        """
+        r = self.retriever(retriever, **options)
         if per_query_doc_ids is not None:
-            if doc_ids is not None:
-                raise ConfigError("give doc_ids or per_query_doc_ids, not both")
-            filters = [[f] if isinstance(f, str) else f for f in per_query_doc_ids]
-            if len(filters) != len(queries):
-                raise ConfigError("per_query_doc_ids needs one entry per query")
-        else:
-            filters = [doc_ids] * len(queries)
-        for q in queries:
-            self._check_query(q, kw.get("max_query_chars", MAX_QUERY_CHARS))
-        if method not in METHODS:
-            raise ConfigError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-        if method in ("dense", "hybrid") and self.store.embedder_info is not None and queries:
-            emb = self.embedder
-            embed_query = getattr(emb, "embed_query", None)
-            vecs = np.asarray(embed_query(queries) if callable(embed_query) else emb.embed(queries), np.float32)
-            out = []
-            st = self.store
-            d = kw.get("depth") or max(50, 4 * k)
-            for q, v, f in zip(queries, vecs, filters):
-                if method == "dense":
-                    out.append(st.hits(st.search_dense(v, k, f), "dense"))
-                else:
-                    out.append(st.hits(Store.fuse([st.search_dense(v, d, f), st.search_bm25(q, d, f)], k), "hybrid"))
-            return out
-        return [self.search(q, k, method, f, **kw) for q, f in zip(queries, filters)]
+            return r.retrieve_batch(queries, k, doc_ids=doc_ids, per_query_doc_ids=per_query_doc_ids)
+        return r.retrieve_batch(queries, k, doc_ids=doc_ids)

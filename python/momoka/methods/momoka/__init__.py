@@ -1,23 +1,25 @@
-"""Momoka-RAG (papers/000): Momoka-Map indexing (titles, LLM chunking, MCTS semantic paths) and the Momoka-Trail retriever.
+"""Momoka-RAG (papers/000) as registered components.
+
+* chunker ``llm`` (:class:`LLMChunker`, the paper's Figure 3 prompt, recovered onto the source);
+* enricher ``title`` (:class:`TitleEnricher`: T_D per document and the ``titled`` vector view);
+* relator ``paths`` (:class:`PathRelator` over :class:`MomokaMap`: MCTS semantic paths per chunk);
+* retrievers ``mm`` (dense over the ``titled`` view) and ``trail`` / ``momoka``
+  (:class:`TrailRetriever`, Algorithm 1).
 
 ::
 
-    from momoka.methods.momoka import MomokaMap
-    mm = MomokaMap(referee="embedding")             # "ppl" (offline default), "llm", "embedding" or a callable
-    index = mm.build(["report.md"], store="my.store", chunker="recursive", size=200)
-    paths = mm.paths_for_chunks(chunks)             # P_i per chunk of one document (positions)
-
-Where things live in the store: chunk ``metadata["momoka_path"]`` (positions
-within the document), document ``metadata["momoka_title"]`` (T_D),
-``metadata["momoka_title_source"]`` and ``metadata["momoka_map"]``; the
-settings under ``manifest["extra"]["enrich"]``.
+    import momoka
+    index = momoka.Index.build(["report.md"], store="my.store", chunker="fixed", size=128,
+                               enrich=["title"], relate=[("paths", {"referee": "embedding"})])
+    for item in index.search("what did the report conclude?", k=5, retriever="trail"):
+        print(item.score, item.spans)
 """
 
+from .components import PATHS_RELATION, TITLED_VIEW, PathRelator, TitleEnricher
 from .llm_chunking import LLMChunker, LLMChunkStats
 from .map import (
     DOC_RECORD_KEY,
     LONG_DOC_REMEDIES,
-    PATH_KEY,
     PATH_SEPARATOR,
     TITLE_KEY,
     TITLE_SOURCE_KEY,
@@ -28,24 +30,32 @@ from .map import (
 )
 from .referees import REFEREES, EmbeddingReferee, LLMReferee, PerplexityReferee, make_referee
 from .title import TITLE_MODES, TitleStats, clean_title, fallback_title, make_titles, with_title
+from .trail import Candidate, TrailRetriever, build_candidates, candidate_text
 
 __all__ = [
     "DOC_RECORD_KEY",
     "LONG_DOC_REMEDIES",
-    "PATH_KEY",
+    "PATHS_RELATION",
     "PATH_SEPARATOR",
     "REFEREES",
+    "TITLED_VIEW",
     "TITLE_KEY",
     "TITLE_MODES",
     "TITLE_SOURCE_KEY",
+    "Candidate",
     "EmbeddingReferee",
     "LLMChunkStats",
     "LLMChunker",
     "LLMReferee",
     "MapStats",
     "MomokaMap",
+    "PathRelator",
     "PerplexityReferee",
+    "TitleEnricher",
     "TitleStats",
+    "TrailRetriever",
+    "build_candidates",
+    "candidate_text",
     "clean_title",
     "fallback_title",
     "make_referee",
@@ -53,33 +63,4 @@ __all__ = [
     "topm_graph",
     "window_graph",
     "with_title",
-]
-
-# Momoka-Trail retriever (query time, Algorithm 1) and the Table 3 ablation.
-from .ablation import VARIANTS, ablation_table, run_ablation
-from .trail import (
-    Candidate,
-    StorePaths,
-    TrailResult,
-    TrailRetriever,
-    build_candidates,
-    candidate_text,
-    distinct_chunk_items,
-    store_has_paths,
-    write_store_paths,
-)
-
-__all__ += [
-    "VARIANTS",
-    "Candidate",
-    "StorePaths",
-    "TrailResult",
-    "TrailRetriever",
-    "ablation_table",
-    "build_candidates",
-    "candidate_text",
-    "distinct_chunk_items",
-    "run_ablation",
-    "store_has_paths",
-    "write_store_paths",
 ]

@@ -29,7 +29,7 @@ _NO_MASK = ("\x00\x00momoka-no-mask\x00\x00",)
 
 @dataclass
 class LLMChunkStats:
-    """Counts of one or more :meth:`LLMChunker.chunk_many` runs."""
+    """Counts of one or more :meth:`LLMChunker.batch` runs."""
 
     documents: int = 0
     paragraphs: int = 0
@@ -90,15 +90,15 @@ class LLMChunker:
         self.batch_size = int(batch_size)
         self.stats = LLMChunkStats()
 
-    def _params(self) -> dict:
+    def params(self) -> dict:
         return {"max_error": self.max_error, "min_sentences": self.min_sentences,
                 "max_paragraph_chars": self.max_paragraph_chars, "max_reasks": self.max_reasks,
                 "model": getattr(self.llm, "model", None)}
 
     def __call__(self, document) -> list:
-        return self.chunk_many([document])[0]
+        return self.batch([document])[0]
 
-    def chunk_many(self, documents: Sequence[Any]) -> list[list]:
+    def batch(self, documents: Sequence[Any]) -> list[list]:
         """Chunk many documents; all their paragraphs go to the LLM in shared batches."""
         from ...llm import JSONListParser, prompts
 

@@ -35,33 +35,27 @@ are also bounded by ``3 * window - 1`` (and the engines hold ``3 * window`` item
 sparse similarity matrix holding at most ``max_edges`` entries per chunk
 (``O(n * max_edges)`` memory).
 
-Storage (with :meth:`MomokaMap.build` / :meth:`MomokaMap.add`, or as the
-``enrich`` hook of :class:`momoka.index.Index`): each chunk's
-``metadata["momoka_path"]`` holds P_i as chunk positions within its document
-(``DocEntry.chunk_ids[position]`` is the store id); each document's
-``metadata`` holds ``momoka_title`` (T_D), ``momoka_title_source`` and
-``momoka_map`` (the per-document search record); the store manifest holds
-every setting under ``extra.enrich``.
+Storage: the ``paths`` relator (:mod:`momoka.methods.momoka.components`)
+runs this builder on the documents added to an index and stores P_i as the
+ordered relation ``paths`` (chunk ids), the per-document search record in the
+document metadata ``momoka_map`` and every setting in the manifest.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import sys
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, InputError
 from .referees import EmbeddingReferee, LLMReferee, make_referee
-from .title import TITLE_MODES, make_titles, with_title
 
 #: Metadata keys written into the store.
-PATH_KEY = "momoka_path"
 TITLE_KEY = "momoka_title"
 TITLE_SOURCE_KEY = "momoka_title_source"
 DOC_RECORD_KEY = "momoka_map"
@@ -123,12 +117,13 @@ def topm_graph(vectors: np.ndarray, m: int, block: int = 1024) -> tuple[np.ndarr
 
 
 class MomokaMap:
-    """Momoka-Map: titles T_D and semantic paths P_i for the chunks of each document.
+    """Momoka-Map: semantic paths P_i for the chunks of each document.
 
     Args:
         referee: ``"ppl"`` (local perplexity referee, the offline default),
             ``"llm"`` (the paper's judge; the default when ``MOMOKA_LLM_BASE_URL``
             is set), ``"embedding"``, or any batch callable ``pairs -> values``.
+        threshold: threshold of a named ``ppl``/``embedding`` referee (None: its default).
         reward: ``"pair"`` (eq. 4) or ``"path"`` (eq. 7, Figure 5 prompt).
         iterations, rollout: MCTS iterations and rollout length (paper: 100, 5).
         alpha, beta, gamma, delta: the structural prior of eq. 4 (paper: 3, 2, 1, 1).
@@ -146,21 +141,15 @@ class MomokaMap:
         path_cap: longest stored path (default: ``rollout``).
         structure: ``"auto"`` (p := s when every chunk has the same paragraph,
             as for chunkers that ignore paragraphs), ``"paragraph"`` or ``"sentence"`` (p := s).
-        title: ``"auto"`` (default: LLM titles when an LLM endpoint is configured,
-            i.e. ``llm`` was given or ``MOMOKA_LLM_BASE_URL`` is set; otherwise the
-            document's own title, first heading or first sentence, because the small
-            local model writes poor titles slowly), ``"llm"``, ``"prefer-document"``,
-            ``"document"`` or ``"none"`` (see :func:`momoka.methods.momoka.title.make_titles`).
-        llm: LLM client for titles and the LLM referee (default ``client_from_env()``).
+        llm: LLM client for the LLM referee (default ``client_from_env()``).
         embedder: embedder for the appendix-H prior (default: the embedding
             referee's, else ``Embedder.default()``).
         parallel: trajectories per search and wave (virtual loss); 1 = sequential MCTS.
         batch_size: most reward requests asked per engine and round.
         seed: base seed (root i of every document draws from its own stream).
         threads: native threads (None: the engine's default).
-        progress: a line on stderr per document batch (default: when stderr is a terminal).
-        paths: False stores titles only (the paper's "MM" ablation row): no search,
-            no ``momoka_path`` in the chunks, ``"paths": false`` in the manifest.
+        progress: progress of the referee answers on stderr (default: the
+            :class:`momoka.progress.Progress` rules).
     """
 
     name = "momoka-map"
@@ -169,6 +158,7 @@ class MomokaMap:
         self,
         referee: Any = None,
         *,
+        threshold: float | None = None,
         reward: str = "pair",
         iterations: int = 100,
         rollout: int = 5,
@@ -186,7 +176,6 @@ class MomokaMap:
         max_iterations: int = 1000,
         path_cap: int | None = None,
         structure: str = "auto",
-        title: str = "auto",
         llm: Any = None,
         embedder: Any = None,
         parallel: int = 1,
@@ -194,7 +183,6 @@ class MomokaMap:
         seed: int = 0,
         threads: int | None = None,
         progress: bool | None = None,
-        paths: bool = True,
     ):
         if reward not in ("pair", "path"):
             raise ConfigError(f"reward must be 'pair' (eq. 4) or 'path' (eq. 7), not {reward!r}")
@@ -204,8 +192,6 @@ class MomokaMap:
             raise ConfigError(f"long_docs must be one of {LONG_DOC_REMEDIES}, not {long_docs!r}")
         if structure not in ("auto", "paragraph", "sentence"):
             raise ConfigError(f"structure must be 'auto', 'paragraph' or 'sentence', not {structure!r}")
-        if title not in TITLE_MODES + ("auto",):
-            raise ConfigError(f"title must be one of {', '.join(TITLE_MODES)}, not {title!r}")
         for nm, v in (("iterations", iterations), ("rollout", rollout), ("top_m", top_m), ("window", window),
                       ("max_iterations", max_iterations), ("parallel", parallel), ("batch_size", batch_size)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -215,6 +201,7 @@ class MomokaMap:
         self._llm = llm
         self._referee_spec = referee
         self._referee = None if referee is None or isinstance(referee, str) else referee
+        self.threshold = threshold
         if isinstance(referee, str) and referee not in ("ppl", "llm", "embedding"):
             raise ConfigError(f"unknown referee {referee!r}; choose one of ppl, llm, embedding")
         self._embedder = embedder
@@ -225,12 +212,10 @@ class MomokaMap:
         self.expansion, self.top_m = expansion, top_m
         self.long_docs, self.window, self.scale, self.max_iterations = long_docs, window, float(scale), max_iterations
         self.path_cap = rollout if path_cap is None else path_cap
-        self.structure, self.title = structure, title
+        self.structure = structure
         self.parallel, self.batch_size, self.seed, self.threads = parallel, batch_size, int(seed), threads
-        self.progress = sys.stderr.isatty() if progress is None else progress
-        self.compute_paths = bool(paths)
+        self.progress = progress
         self.stats = MapStats()
-        self.title_stats: dict = {}
 
     # ------------------------------------------------------------------ parts
 
@@ -242,12 +227,23 @@ class MomokaMap:
             if spec == "llm" or (spec is None and os.environ.get("MOMOKA_LLM_BASE_URL")):
                 self._referee = LLMReferee(self.llm, mode=self.reward)
             else:
-                self._referee = make_referee(spec or "ppl", mode=self.reward, llm=self._llm, embedder=self._embedder)
+                self._referee = make_referee(spec or "ppl", mode=self.reward, llm=self._llm, embedder=self._embedder,
+                                             threshold=self.threshold)
         return self._referee
+
+    def use_embedder(self, embedder: Any) -> None:
+        """Use ``embedder`` for the embedding referee and the appendix-H prior.
+
+        Call it before the first search (the referee is built then); the
+        ``paths`` relator passes the index's embedder so stored vectors are reused.
+        """
+        if self._referee is not None and isinstance(self._referee, EmbeddingReferee):
+            raise ConfigError("use_embedder must be called before the first search")
+        self._embedder = embedder
 
     @property
     def llm(self):
-        """The LLM client for titles and the LLM referee (``client_from_env()`` by default)."""
+        """The LLM client for the LLM referee (``client_from_env()`` by default)."""
         if self._llm is None:
             from ...llm import client_from_env
 
@@ -276,11 +272,10 @@ class MomokaMap:
 
     def settings(self) -> dict:
         """Every setting of the searches (recorded in the store manifest)."""
-        ref = self.referee if self.compute_paths else None
+        ref = self.referee
         r_max = (1.0 + self.alpha / self.gamma + self.beta / self.delta) if self.normalize else 1.0
         return {
             "method": "momoka-map",
-            "paths": self.compute_paths,
             "reward": self.reward,
             "referee": None if ref is None else (
                 ref.config() if hasattr(ref, "config") else {"name": getattr(ref, "name", type(ref).__name__)}),
@@ -302,7 +297,6 @@ class MomokaMap:
             "path_cap": self.path_cap,
             "best_path": "most visits per level; ties: higher mean reward, then lower chunk index",
             "structure": self.structure,
-            "title": self.title_mode,
             "parallel": self.parallel,
             "seed": self.seed,
             "path_positions": "chunk positions within the document (DocEntry.chunk_ids[position])",
@@ -437,9 +431,16 @@ class MomokaMap:
 
     def _ask_tell(self, pending: list, records: list[dict]) -> None:
         """One joint ask/tell loop over the engines of several documents."""
+        from ...progress import Progress
+
         ref = self.referee
         live = list(pending)
-        rounds = 0
+        if not live:
+            return
+        with Progress("momoka map: referee answers", unit="answers", enabled=self.progress) as pr:
+            self._ask_tell_loop(ref, live, records, pr)
+
+    def _ask_tell_loop(self, ref: Any, live: list, records: list[dict], pr: Any) -> None:
         while live:
             batch_pairs: list[tuple[str, str]] = []
             parts = []
@@ -475,99 +476,19 @@ class MomokaMap:
                 records[d]["requests"] += k
             self.stats.referee_requests += len(batch_pairs)
             self.stats.referee_batches += 1
-            rounds += 1
-            if self.progress:
-                left = len({x[0] for x in live if not x[1].done})
-                print(f"\rmomoka map: {self.stats.referee_requests} referee answers, {left} documents searching",
-                      end="", file=sys.stderr, flush=True)
             live = [x for x in live if not x[1].done]
-        if self.progress and rounds:
-            print(file=sys.stderr, flush=True)
+            pr.update(len(batch_pairs), documents_searching=len({x[0] for x in live}))
 
-    # ------------------------------------------------------------------ index hook
-
-    @property
-    def title_mode(self) -> str:
-        """The effective title mode (``"auto"`` resolved)."""
-        if self.title != "auto":
-            return self.title
-        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "document"
-
-    def titles(self, documents: Sequence[Any]) -> tuple[list[str | None], list[str]]:
-        """T_D per document (see ``title``); counts go to :attr:`title_stats`."""
-        mode = self.title_mode
-        llm = self.llm if mode in ("llm", "prefer-document") else None
-        titles, sources, st = make_titles(documents, mode=mode, llm=llm)
-        for k, v in st.to_dict().items():
-            if isinstance(v, int):
-                self.title_stats[k] = self.title_stats.get(k, 0) + v
-            else:
-                self.title_stats.setdefault(k, []).extend(v[: max(0, 20 - len(self.title_stats.get(k, [])))])
-        return titles, sources
-
-    def enrich(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> list[dict]:
-        """The :class:`momoka.index.Index` enrichment hook: titles, paths, title-prefixed embedding texts.
-
-        Returns one dict per document: ``chunks`` (the chunks with
-        ``metadata["momoka_path"]``), ``metadata`` (``momoka_title``,
-        ``momoka_title_source``, ``momoka_map``) and ``embed_texts``
-        (``T_D + "\\n" + chunk text``; the chunk text itself is unchanged).
-        """
-        if len(documents) != len(chunks):
-            raise InputError("one list of chunks per document is needed")
-        titles, sources = self.titles(documents)
-        if self.compute_paths:
-            paths, records = self.paths_for_documents(chunks)
-        else:
-            paths, records = [None] * len(chunks), [{"n_chunks": len(cs), "paths": False} for cs in chunks]
-        out = []
-        for cs, t, src, ps, rec in zip(chunks, titles, sources, paths, records):
-            if ps is None:
-                new = list(cs)
-            else:
-                new = [replace(c, metadata={**dict(c.metadata or {}), PATH_KEY: [int(x) for x in p]})
-                       for c, p in zip(cs, ps)]
-            out.append({
-                "chunks": new,
-                "metadata": {TITLE_KEY: t, TITLE_SOURCE_KEY: src, DOC_RECORD_KEY: rec},
-                "embed_texts": [with_title(t, c.text) for c in cs],
-            })
-        return out
+    # ------------------------------------------------------------------ record
 
     def describe(self) -> dict:
-        """Settings and counts, stored by the index under ``manifest["extra"]["enrich"]``."""
+        """Settings and counts (the ``paths`` relator records them in the store manifest)."""
         d = self.settings()
         d["stats"] = self.stats.to_dict()
-        d["title_stats"] = dict(self.title_stats)
         ref = self._referee
         if ref is not None and hasattr(ref, "stats"):
             d["referee_stats"] = dict(ref.stats)
         return d
-
-    def __call__(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> list[dict]:
-        return self.enrich(documents, chunks)
-
-    # ------------------------------------------------------------------ index
-
-    def build(self, sources: Iterable[Any], store: Any = None, **index_kwargs: Any):
-        """Build a :class:`momoka.index.Index` over ``sources`` with titles and paths.
-
-        ``index_kwargs`` go to :meth:`momoka.index.Index.build` (``chunker``,
-        ``size``, ``embedder``, ``overwrite``, ...). An ``Index`` object as
-        ``sources`` is refused: use :meth:`add` for new documents.
-        """
-        from ...index import Index
-
-        if isinstance(sources, Index):
-            raise InputError("MomokaMap.build takes documents; use MomokaMap.add(index, documents) for an index")
-        return Index.build(sources, store, enrich=self, **index_kwargs)
-
-    def add(self, index: Any, sources: Iterable[Any], *, save: bool = True) -> list[str]:
-        """Add documents to an existing index; paths are computed for the new documents only."""
-        ids = index.add(sources, enrich=self)
-        if save and index.path is not None:
-            index.save()
-        return ids
 
     # ------------------------------------------------------------------ estimate
 
@@ -578,8 +499,7 @@ class MomokaMap:
         rollout)`` (``cands``: the other chunks, or the window); the expected count
         under random expansion is ``cands * (1 - exp(-iterations * rollout / cands))``.
         Path mode: at most ``iterations * rollout`` per root (little memoisation).
-        Tokens: 4 characters per token plus about 150 tokens of prompt template;
-        title calls see the first 4,000 characters of each document.
+        Tokens: 4 characters per token plus about 150 tokens of prompt template.
         """
         calls_max = calls_exp = 0.0
         tok_exp = 0.0
@@ -611,8 +531,6 @@ class MomokaMap:
             calls_max += n * per_max
             calls_exp += n * per_exp
             tok_exp += n * per_exp * tok
-        titles = len(documents) if self.title_mode in ("llm", "prefer-document") else 0
-        title_tok = sum(min(len(d.text), 4000) for d in documents) / 4 + 100 * titles if titles else 0
         return {
             "documents": len(documents),
             "chunks": n_total,
@@ -620,6 +538,4 @@ class MomokaMap:
             "referee_calls_max": int(calls_max),
             "referee_calls_expected": int(round(calls_exp)),
             "referee_prompt_tokens_expected": int(round(tok_exp)),
-            "title_calls": titles,
-            "title_prompt_tokens_expected": int(round(title_tok)),
         }

@@ -17,15 +17,16 @@ member: it is not repeated for the other members (the paper stores it in front
 of every chunk, so a plain concatenation would repeat it). The title is used for
 scoring only; a result's spans point at the exact document text of each member.
 
-Every result lists the source spans it joins, ``(doc_id, start, end)`` per member
-in member order, so evaluation and callers see exactly which text was returned.
-Composites longer than the reranker's input limit are scored on a truncated
-input; they are counted (``TrailRetriever.truncated``, per call in
-``last_stats``).
+Every result is a :class:`~momoka.methods.base.Result` whose items list the
+member chunks they join, each with its exact span, so evaluation and callers see
+exactly which text was returned; an item's provenance gives its ``kind``
+(``chunk``, ``full_path``, ``node``, ``pair``), its ``source`` chunk and whether
+the reranker saw it ``truncated`` at its input limit (counted per call in
+``last_stats`` and over all calls in ``TrailRetriever.truncated``).
 
-Paths come from the store built by Momoka-Map (see :class:`StorePaths`) or from
-any mapping ``chunk_id -> sequence of chunk ids``. A store without paths raises
-:class:`~momoka.errors.PathsMissingError`.
+Paths come from the store's ordered relation ``paths`` (the ``paths`` relator)
+or from any mapping ``chunk_id -> sequence of chunk ids``. A store without paths
+raises :class:`~momoka.errors.PathsMissingError`.
 """
 
 from __future__ import annotations
@@ -39,24 +40,18 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputError, PathsMissingError
+from ..base import Item, Result
+from ..standard.retrievers import check_k
+from .map import PATH_SEPARATOR as SEPARATOR
+from .map import TITLE_KEY
 
 __all__ = [
     "SEPARATOR",
     "Candidate",
-    "StorePaths",
-    "TrailResult",
     "TrailRetriever",
     "build_candidates",
     "candidate_text",
-    "distinct_chunk_items",
-    "store_has_paths",
-    "write_store_paths",
 ]
-
-# Store keys and the composite separator are Momoka-Map's: chunk metadata PATH_KEY holds a
-# chunk's path as chunk indices within its document, document metadata TITLE_KEY holds T_D.
-from .map import PATH_KEY, TITLE_KEY
-from .map import PATH_SEPARATOR as SEPARATOR
 
 #: Manifest ``extra`` key under which the path settings are recorded.
 MANIFEST_KEY = "momoka_map"
@@ -114,155 +109,6 @@ def candidate_text(texts: Sequence[str], title: str | None = None, sep: str = SE
     return sep.join(parts)
 
 
-# --------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class TrailResult:
-    """One result of the Trail retriever.
-
-    ``chunk_ids``: the store ids of the members, in order (the retrieved chunk first for
-    composites). ``spans``: ``(doc_id, start, end)`` of each member, same order: the
-    document text ``doc.text[start:end]`` of each part is exactly what was joined.
-    ``text``: the members' texts joined by ``"\\n\\n"`` (no title). ``score``: the
-    reranker's score; ``rank`` from 1. ``kind`` and ``source``: see :class:`Candidate`.
-    ``truncated``: the reranker saw this candidate cut at its input limit.
-    """
-
-    chunk_ids: tuple[int, ...]
-    spans: tuple[tuple[str, int, int], ...]
-    score: float
-    rank: int
-    text: str
-    kind: str
-    source: int
-    truncated: bool = False
-
-    @property
-    def composite(self) -> bool:
-        """True when the result joins more than one chunk."""
-        return len(self.chunk_ids) > 1
-
-    @property
-    def doc_id(self) -> str:
-        """The document of the (first) member."""
-        return self.spans[0][0]
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view."""
-        return {"rank": self.rank, "score": self.score, "kind": self.kind, "source": self.source,
-                "chunk_ids": list(self.chunk_ids), "spans": [list(s) for s in self.spans],
-                "truncated": self.truncated, "text": self.text}
-
-
-def distinct_chunk_items(results: Sequence[TrailResult] | Sequence[Sequence[int]], k: int | None = None,
-                         span_of: Callable[[int], tuple[str, int, int]] | None = None) -> list:
-    """The distinct-chunk view of a ranked result list.
-
-    The members of the results are flattened in rank order (members in their order
-    inside each result), repeats are dropped (first occurrence kept), and the list is
-    cut at ``k`` (None: no cut). Returns chunk ids, or single-span items
-    ``[(doc_id, start, end)]`` when ``span_of`` is given (the form
-    :func:`momoka.eval.evaluate_retrieval` takes). Metrics on this view count each
-    returned chunk once: Precision@k is then the share of relevant chunks among the
-    first ``k`` distinct chunks the reader receives.
-    """
-    seen: dict[int, None] = {}
-    for r in results:
-        ids = r.chunk_ids if isinstance(r, TrailResult) else r
-        for cid in ids:
-            seen.setdefault(int(cid), None)
-    flat = list(seen)
-    if k is not None:
-        flat = flat[:k]
-    if span_of is None:
-        return flat
-    return [[span_of(c)] for c in flat]
-
-
-# --------------------------------------------------------------------------- paths in a store
-
-
-def store_has_paths(store: Any) -> bool:
-    """Whether ``store`` (a :class:`momoka.index.Store`) holds Momoka-Map paths for its chunks."""
-    extra = (store.manifest.get("extra") or {}) if isinstance(store.manifest, dict) else {}
-    if extra.get(MANIFEST_KEY):
-        return True
-    enrich = extra.get("enrich")  # written by an index built with MomokaMap as its enrich hook
-    if isinstance(enrich, dict) and enrich.get("method") == "momoka-map":
-        return True
-    if not store.chunks:
-        return False
-    return all(PATH_KEY in (rec.get("metadata") or {}) for rec in store.chunks.values())
-
-
-def write_store_paths(store: Any, paths: Mapping[int, Sequence[int]], settings: Mapping[str, Any] | None = None,
-                      titles: Mapping[str, str] | None = None) -> None:
-    """Record paths (store chunk id -> path as store chunk ids, root excluded) in ``store``.
-
-    Each path is kept in its chunk's record as chunk *indices within the document*
-    (``metadata["momoka_path"]``), so it survives compaction of store ids; ``settings``
-    (referee, iterations, rollout, C...) go to the manifest. ``titles`` (doc_id -> T_D)
-    go to the documents' metadata. Paths must stay inside one document
-    (:class:`InputError` otherwise). Call ``store.save()`` to persist.
-    """
-    index_of = {cid: int(rec["index"]) for cid, rec in store.chunks.items()}
-    for cid, path in paths.items():
-        rec = store.chunks.get(int(cid))
-        if rec is None:
-            raise InputError(f"no chunk {cid} in the store")
-        out = []
-        for p in path:
-            prec = store.chunks.get(int(p))
-            if prec is None or prec["doc_id"] != rec["doc_id"]:
-                raise InputError(f"path of chunk {cid} leaves its document (node {p})")
-            out.append(index_of[int(p)])
-        rec.setdefault("metadata", {})[PATH_KEY] = out
-    for doc_id, title in (titles or {}).items():
-        store.documents[doc_id].metadata[TITLE_KEY] = title
-    extra = store.manifest.setdefault("extra", {})
-    extra[MANIFEST_KEY] = dict(settings or {"paths": True})
-    store._dirty = True
-
-
-class StorePaths:
-    """Paths and titles read from a :class:`momoka.index.Store` built by Momoka-Map.
-
-    ``paths(chunk_id)`` gives the path as store chunk ids; ``title(doc_id)`` the
-    stored ``T_D`` (falling back to the document's own title when ``fallback_title``).
-
-    Raises:
-        PathsMissingError: the store holds no paths (built without Momoka-Map).
-    """
-
-    def __init__(self, store: Any, *, fallback_title: bool = True):
-        if not store_has_paths(store):
-            where = f" at {store.path}" if getattr(store, "path", None) else ""
-            raise PathsMissingError(
-                f"the store{where} has no Momoka-Map paths: the Trail retriever needs them; "
-                "build the index with Momoka-Map paths (or pass paths=... explicitly)"
-            )
-        self.store = store
-        self.fallback_title = fallback_title
-
-    def __call__(self, chunk_id: int) -> list[int]:
-        rec = self.store.chunks.get(int(chunk_id))
-        if rec is None:
-            raise InputError(f"no chunk {chunk_id} in the store")
-        idx = (rec.get("metadata") or {}).get(PATH_KEY) or []
-        ids = self.store.documents[rec["doc_id"]].chunk_ids
-        return [ids[i] for i in idx if 0 <= i < len(ids)]
-
-    def title(self, doc_id: str) -> str | None:
-        d = self.store.documents.get(doc_id)
-        if d is None:
-            return None
-        t = d.metadata.get(TITLE_KEY)
-        if t is None and self.fallback_title:
-            t = d.title
-        return t or None
-
-
 # --------------------------------------------------------------------------- the retriever
 
 
@@ -277,10 +123,17 @@ def _limit_checker(reranker: Any) -> Callable[[str, list[str]], list[bool]] | No
         max_len = getattr(emb, "max_length", None)
     if tok is not None and max_len:
 
+        # Count tokens on a private copy: the reranker's (or embedder's) own tokenizer
+        # must keep truncating, or its next call feeds the model more than it takes.
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_str(tok.to_str())
+        tok.no_truncation()
+        tok.no_padding()
+
         def check(query: str, texts: list[str]) -> list[bool]:
             if not texts:
                 return []
-            tok.no_truncation()
             if pair:
                 encs = tok.encode_batch([(query, t) for t in texts], add_special_tokens=True)
             else:
@@ -294,6 +147,8 @@ def _limit_checker(reranker: Any) -> Callable[[str, list[str]], list[bool]] | No
     return None
 
 
+
+
 class TrailRetriever:
     """Momoka-Trail retriever (Algorithm 1) over a :class:`momoka.index.Index`.
 
@@ -301,10 +156,12 @@ class TrailRetriever:
         index: the index (its store gives chunks, titles and, by default, paths).
         reranker: anything with ``score(query, passages) -> array`` (a
             :mod:`momoka.models` reranker); default: cosine with the index's embedder.
-        retriever: first stage: ``"dense"`` (default), ``"bm25"``, ``"hybrid"``, or a
-            callable ``(query, n) -> ranked chunk ids or Hits``.
+        first_stage: a registered retriever name (default ``"auto"``: ``mm`` when
+            the store has the ``titled`` view, else ``dense``), or a callable
+            ``(query, n) -> ranked chunk ids or items``.
         paths: ``chunk_id -> path (chunk ids)`` mapping or callable; default: the
-            store's Momoka-Map paths (:class:`StorePaths`).
+            store's relation ``relation``.
+        relation: the relation holding the paths (default ``"paths"``).
         titles: prepend ``T_D`` for reranking (True, default), or not (False), or a
             mapping ``doc_id -> title``.
         expand: factor of the first stage depth (``expand * k``; the paper's 2).
@@ -313,25 +170,38 @@ class TrailRetriever:
         PathsMissingError: the store has no paths and none were given.
     """
 
-    def __init__(self, index: Any, *, reranker: Any = None, retriever: str | Callable = "dense",
+    name = "trail"
+    requires = {"enrich": ["title"], "relate": ["paths"]}
+
+    def __init__(self, index: Any, *, reranker: Any = None, first_stage: str | Callable = "auto",
                  paths: Mapping[int, Sequence[int]] | Callable[[int], Sequence[int]] | None = None,
-                 titles: bool | Mapping[str, str] = True, expand: int = 2, sep: str = SEPARATOR):
+                 relation: str = "paths", titles: bool | Mapping[str, str] = True, expand: int = 2,
+                 sep: str = SEPARATOR):
         self.index = index
         self.store = index.store
         if paths is None:
-            sp = StorePaths(self.store)
-            self._path_of: Callable[[int], Sequence[int]] = sp
-            self._stored = sp
+            if not self.store.has_relation(relation):
+                where = f" at {self.store.path}" if self.store.path else ""
+                raise PathsMissingError(
+                    f"the store{where} has no Momoka-Map paths (relation {relation!r}): the trail retriever needs "
+                    "them; build the index with them (`momoka index ... --enrich title --relate paths`, or "
+                    "Index.build(..., enrich=['title'], relate=['paths']))")
+            rel = self.store.relation(relation)
+            self._path_of: Callable[[int], Sequence[int]] = lambda c: rel.get(int(c)).tolist()
+        elif callable(paths):
+            self._path_of = paths
         else:
-            self._stored = None
-            if callable(paths):
-                self._path_of = paths
-            else:
-                mp = {int(k): list(v) for k, v in paths.items()}
-                self._path_of = lambda c: mp.get(int(c), [])
-        if isinstance(retriever, str) and retriever not in ("dense", "bm25", "hybrid"):
-            raise ConfigError(f"retriever must be dense, bm25, hybrid or a callable, not {retriever!r}")
-        self.retriever = retriever
+            mp = {int(k): list(v) for k, v in paths.items()}
+            self._path_of = lambda c: mp.get(int(c), [])
+        if first_stage == "auto":
+            first_stage = "mm" if self.store.has_vector_view("titled") else "dense"
+        if isinstance(first_stage, str):
+            self._first = index.retriever(first_stage)
+        elif callable(first_stage):
+            self._first = first_stage
+        else:
+            raise ConfigError(f"first_stage must be a retriever name or a callable, not {first_stage!r}")
+        self.first_stage = first_stage if isinstance(first_stage, str) else getattr(first_stage, "__name__", "callable")
         if isinstance(expand, bool) or not isinstance(expand, int) or expand < 1:
             raise ConfigError(f"expand must be a positive integer, got {expand!r}")
         self.expand = expand
@@ -350,7 +220,7 @@ class TrailRetriever:
 
             emb = self.index.embedder
             if emb is None:
-                raise ConfigError("this index has no embedder: pass a reranker to the Trail retriever")
+                raise ConfigError("this index has no embedder: pass a reranker to the trail retriever")
             self._reranker = CosineReranker(emb)
         return self._reranker
 
@@ -360,8 +230,6 @@ class TrailRetriever:
             return None
         if isinstance(self.titles, Mapping):
             return self.titles.get(doc_id)
-        if self._stored is not None:
-            return self._stored.title(doc_id)
         d = self.store.documents.get(doc_id)
         if d is None:
             return None
@@ -373,50 +241,44 @@ class TrailRetriever:
 
     # ------------------------------------------------------------------ first stage
 
-    def _initial(self, queries: list[str], n: int, doc_ids: Iterable[str] | None) -> list[list[int]]:
-        if callable(self.retriever):
+    def _initial(self, queries: list[str], n: int, doc_ids: Any, per_query: Any) -> list[list[int]]:
+        if not hasattr(self._first, "retrieve_batch"):
+            if doc_ids is not None or per_query is not None:
+                raise ConfigError("a callable first stage cannot filter by document")
             out = []
             for q in queries:
-                got = self.retriever(q, n)
+                got = self._first(q, n)
                 out.append([int(getattr(h, "chunk_id", h)) for h in list(got)[:n]])
             return out
-        hits = self.index.search_batch(queries, k=n, method=self.retriever, doc_ids=doc_ids)
-        return [[h.chunk_id for h in hs] for hs in hits]
+        kw = {"doc_ids": doc_ids} if per_query is None else {"per_query_doc_ids": per_query}
+        return [[it.chunk_id for it in res] for res in self._first.retrieve_batch(queries, n, **kw)]
 
     # ------------------------------------------------------------------ query
 
-    def retrieve(self, query: str, k: int = 5, *, doc_ids: Iterable[str] | None = None) -> list[TrailResult]:
+    def retrieve(self, query: str, k: int = 5, *, doc_ids: Iterable[str] | str | None = None) -> Result:
         """The ``k`` best candidates for ``query`` (see the module doc), best first."""
         return self.retrieve_batch([query], k, doc_ids=doc_ids)[0]
 
-    def retrieve_batch(self, queries: Sequence[str], k: int = 5, *,
-                       doc_ids: Iterable[str] | None = None) -> list[list[TrailResult]]:
+    def retrieve_batch(self, queries: Sequence[str], k: int = 5, *, doc_ids: Iterable[str] | str | None = None,
+                       per_query_doc_ids: Sequence[Any] | None = None) -> list[Result]:
         """:meth:`retrieve` for many queries (the first stage runs as one batch).
 
         ``last_stats`` then holds per-call totals: ``candidates``, ``composites``,
         ``truncated`` (composites over the reranker's limit) and ``seconds``.
         """
-        if isinstance(queries, str):
-            raise InputError("retrieve_batch takes a list of queries; use retrieve() for one")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be a positive integer, got {k!r}")
-        queries = list(queries)
-        for q in queries:
-            if not isinstance(q, str):
-                raise InputError(f"query must be str, got {type(q).__name__}")
-        if doc_ids is not None and not isinstance(doc_ids, str):
-            doc_ids = list(doc_ids)
+        queries = self.index.check_queries(queries)
+        k = check_k(k)
         t0 = time.perf_counter()
-        initial = self._initial(queries, self.expand * k, doc_ids)
+        initial = self._initial(queries, self.expand * k, doc_ids, per_query_doc_ids)
         reranker = self.reranker
         if self._checker is None:
             self._checker = _limit_checker(reranker) or (lambda q, ts: [False] * len(ts))
         stats = {"queries": len(queries), "candidates": 0, "composites": 0, "truncated": 0}
-        out: list[list[TrailResult]] = []
+        out: list[Result] = []
         for q, init in zip(queries, initial):
             cands = build_candidates(init, self.path)
-            recs = [[self.store.chunks[c] for c in cand.members] for cand in cands]
-            texts = [candidate_text([r["text"] for r in rs], self.title(rs[0]["doc_id"]), self.sep) for rs in recs]
+            members = [tuple(self.index.member(c) for c in cand.members) for cand in cands]
+            texts = [candidate_text([m.text for m in ms], self.title(ms[0].doc_id), self.sep) for ms in members]
             with warnings.catch_warnings():  # truncation is counted here, per composite
                 warnings.filterwarnings("ignore", message=".*truncat")
                 scores = np.asarray(reranker.score(q, texts), dtype=np.float64) if texts else np.zeros(0)
@@ -427,15 +289,14 @@ class TrailRetriever:
             stats["composites"] += len(comp)
             stats["truncated"] += len(trunc)
             order = sorted(range(len(cands)), key=lambda i: (-scores[i], i))[:k]
-            res = []
-            for rank, i in enumerate(order, 1):
-                rs = recs[i]
-                res.append(TrailResult(
-                    chunk_ids=cands[i].members,
-                    spans=tuple((r["doc_id"], int(r["start"]), int(r["end"])) for r in rs),
-                    score=float(scores[i]), rank=rank, text=self.sep.join(r["text"] for r in rs),
-                    kind=cands[i].kind, source=cands[i].source, truncated=i in trunc))
-            out.append(res)
+            items = tuple(
+                Item(members[i], float(scores[i]), rank,
+                     {"retriever": self.name, "kind": cands[i].kind, "source": cands[i].source,
+                      "truncated": i in trunc, "first_stage": self.first_stage},
+                     self.index.title(members[i][0].doc_id))
+                for rank, i in enumerate(order, 1))
+            out.append(Result(q, items, self.name, {"candidates": len(cands), "composites": len(comp),
+                                                    "truncated": len(trunc)}))
         self.truncated += stats["truncated"]
         stats["seconds"] = time.perf_counter() - t0
         self.last_stats = stats

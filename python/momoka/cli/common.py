@@ -1,0 +1,89 @@
+"""Options shared by several commands: component names, component options, LLM endpoint, output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def say(msg: str) -> None:
+    """A one-line message on stderr."""
+    print(f"momoka: {msg}", file=sys.stderr, flush=True)
+
+
+def names_epilog(*kinds: str) -> str:
+    """The registered names of each kind, for a command's ``--help``."""
+    from ..methods import registry
+
+    lines = []
+    for kind in kinds:
+        lines.append(f"{kind}s:")
+        for name, summary in registry.summaries(kind):
+            lines.append(f"  {name:<12} {summary}")
+    return "\n".join(lines)
+
+
+def split_names(values: list[str] | None) -> list[str]:
+    """``["a,b", "c"]`` -> ``["a", "b", "c"]`` (order kept, repeats dropped)."""
+    out: list[str] = []
+    for v in values or []:
+        for n in v.split(","):
+            n = n.strip()
+            if n and n not in out:
+                out.append(n)
+    return out
+
+
+def add_option_argument(p: argparse.ArgumentParser) -> None:
+    """``-o NAME.KEY=VALUE``: an option of a component (repeatable)."""
+    p.add_argument("-o", "--option", action="append", default=[], metavar="NAME.KEY=VALUE",
+                   help="an option of a component, e.g. -o paths.referee=embedding -o trail.expand=3 "
+                        "(VALUE is read as JSON when it parses, else as a string; repeatable)")
+
+
+def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["paths.referee=embedding", "trail.expand=3"]`` -> ``{"paths": {"referee": "embedding"}, "trail": {"expand": 3}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for it in items or []:
+        name, dot, rest = it.partition(".")
+        key, eq, value = rest.partition("=")
+        if not dot or not eq or not name or not key:
+            raise ConfigError(f"an option is NAME.KEY=VALUE (e.g. paths.referee=embedding), not {it!r}")
+        try:
+            v: Any = json.loads(value)
+        except ValueError:
+            v = value
+        out.setdefault(name, {})[key.replace("-", "_")] = v
+    return out
+
+
+def add_llm_arguments(p: argparse.ArgumentParser) -> None:
+    """``--llm-url`` and ``--llm-model``: the OpenAI-compatible endpoint for LLM-backed components."""
+    g = p.add_argument_group("LLM endpoint (default: $MOMOKA_LLM_BASE_URL, else the local model)")
+    g.add_argument("--llm-url", default=None, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument("--llm-model", default=None, help="model name at --llm-url (default $MOMOKA_LLM_MODEL)")
+
+
+def apply_llm_arguments(args: argparse.Namespace) -> None:
+    """Make ``--llm-url/--llm-model`` the endpoint every LLM-backed component of this run uses."""
+    from ..llm import ENV_BASE_URL, ENV_MODEL
+
+    if getattr(args, "llm_model", None) and not (getattr(args, "llm_url", None) or os.environ.get(ENV_BASE_URL)):
+        raise ConfigError("--llm-model needs --llm-url (or MOMOKA_LLM_BASE_URL)")
+    if getattr(args, "llm_url", None):
+        os.environ[ENV_BASE_URL] = args.llm_url
+    if getattr(args, "llm_model", None):
+        os.environ[ENV_MODEL] = args.llm_model
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write ``data`` as indented JSON to ``path`` and say so on stderr."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    say(f"saved {path}")

@@ -1,0 +1,201 @@
+"""One evaluation runner for every registered retriever.
+
+:func:`run_eval` indexes a data set once with everything the requested
+retrievers need (the union of their required enrichers and relators), runs
+each retriever on every question with evidence, and scores two views of the
+returned items:
+
+* ``item``: each returned item counts as one result, with all its members'
+  spans (a Trail composite is one item);
+* ``chunk``: the members flattened in rank order, each distinct chunk once,
+  cut at k (what a reader receives, counted per chunk).
+
+For single-chunk retrievers (dense, bm25, hybrid, mm) the two views are equal.
+The Momoka-RAG ablation (paper Table 3) is ``retrievers=["base", "mm", "momoka"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, DatasetError
+from .metrics import evaluate_retrieval, format_table
+
+__all__ = ["format_report", "plan", "run_eval"]
+
+
+def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> dict:
+    """What an index must hold for ``retrievers``: ``{"enrich": [(name, opts)], "relate": [...], "dense": bool}``."""
+    from ..methods import registry
+
+    options = options or {}
+    enrich: list[str] = []
+    relate: list[str] = []
+    for name in retrievers:
+        req = registry.requirements(name)
+        enrich += [e for e in req["enrich"] if e not in enrich]
+        relate += [r for r in req["relate"] if r not in relate]
+    dense = any(registry.entry("retriever", n).name != "bm25" for n in retrievers) or bool(enrich or relate)
+    return {"enrich": [(e, dict(options.get(e, {}))) for e in enrich],
+            "relate": [(r, dict(options.get(r, {}))) for r in relate], "dense": dense}
+
+
+def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int | None, store: Any,
+               embedder: Any, progress: bool | None, chunker_options: dict):
+    from ..index import Index
+
+    if store is not None and (Path(store) / "manifest.json").exists():
+        ix = Index.open(store, progress=progress)
+        missing = {d.doc_id for d in documents} - set(ix.doc_ids)
+        if missing:
+            raise ConfigError(f"store {store} lacks {len(missing)} document(s) of {ds.name}; use another store")
+        todo_e = [e for e in need["enrich"] if not ix.has_component("enrich", e[0])]
+        todo_r = [r for r in need["relate"] if not ix.has_component("relate", r[0])]
+        if todo_e or todo_r:
+            ix.extend(enrich=todo_e, relate=todo_r)
+            ix.save()
+        return ix
+    return Index.build(documents, store=store, chunker=chunker, size=size,
+                       embedder=embedder if need["dense"] else None, enrich=need["enrich"], relate=need["relate"],
+                       progress=progress, **chunker_options)
+
+
+def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursive", size: int | None = None,
+             ks: Sequence[int] = (1, 3, 5), limit: int | None = None, scope: str = "corpus",
+             documents: str = "all", store: str | None = None, options: dict[str, dict] | None = None,
+             chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,
+             log: Any = None) -> dict:
+    """Evaluate ``retrievers`` on ``dataset`` and return a JSON-serialisable report.
+
+    Args:
+        dataset: a :class:`momoka.eval.Dataset`, or its folder or name.
+        retrievers: registered retriever names (``momoka.methods.registry.available("retriever")``).
+        chunker, size, chunker_options: the chunker of the index (name, size and other
+            parameters, or an object).
+        ks: the cut-offs.
+        limit: only the first ``limit`` questions with evidence.
+        scope: ``"corpus"`` (every question searches all documents) or
+            ``"document"`` (only its own document).
+        documents: ``"all"`` (index every document of the set) or ``"questions"``
+            (only those the selected questions refer to: a smaller distractor pool).
+        store: build the index there (or reuse it: missing components are added).
+        options: per component name, its options (e.g. ``{"paths": {"referee": "embedding"}}``).
+        embedder: the embedder (``"default"``, a registry id or an object).
+        log: a callable taking one-line progress messages (None: silent).
+
+    Report: ``retrievers[name]`` holds ``item`` and ``chunk`` metric dicts
+    (``means`` per k and the Momoka eq. 6 ``sums``), the mean number of
+    distinct chunks and characters returned at each k, the seconds per
+    question and the retriever's own counts.
+    """
+    from ..methods import registry
+    from .datasets import load_dataset
+
+    say = log or (lambda msg: None)
+    retrievers = list(dict.fromkeys(retrievers))
+    if not retrievers:
+        raise ConfigError("give at least one retriever")
+    for r in retrievers:
+        registry.entry("retriever", r)  # unknown names fail before any work
+    if scope not in ("corpus", "document"):
+        raise ConfigError(f"scope must be 'corpus' or 'document', not {scope!r}")
+    if documents not in ("all", "questions"):
+        raise ConfigError(f"documents must be 'all' or 'questions', not {documents!r}")
+    options = dict(options or {})
+    ds = dataset if hasattr(dataset, "questions") else load_dataset(dataset)
+    questions = [q for q in ds.questions if q.gold]
+    if limit is not None:
+        questions = questions[:limit]
+    if not questions:
+        raise DatasetError(f"{ds.name}: no question has evidence spans; retrieval metrics need them")
+    docs = ds.documents
+    if documents == "questions":
+        want = {g[0] for q in questions for g in q.gold} | {q.doc_id for q in questions}
+        docs = [d for d in ds.documents if d.doc_id in want]
+    ks = tuple(sorted({int(k) for k in ks}))
+    kmax = max(ks)
+    need = plan(retrievers, options)
+    t0 = time.perf_counter()
+    ix = _index_for(ds, docs, need, chunker=chunker, size=size, store=store, embedder=embedder, progress=progress,
+                   chunker_options=dict(chunker_options or {}))
+    t_index = time.perf_counter() - t0
+    say(f"{ds.name}: {len(docs)} documents, {ix.store.n_chunks} chunks, {len(questions)} questions "
+        f"(index {t_index:.1f}s)")
+    report: dict[str, Any] = {
+        "data": ds.name, "evidence_mode": ds.evidence_mode, "n_questions": len(questions), "limit": limit,
+        "scope": scope, "documents": documents, "n_documents": len(docs), "ks": list(ks),
+        "chunker": ix.store.manifest.get("chunker"), "n_chunks": ix.store.n_chunks,
+        "embedder": (ix.store.embedder_info or {}).get("model_id"), "pipeline": ix.pipeline,
+        "index_seconds": round(t_index, 2), "retrievers": {},
+    }
+    qtexts = [q.question for q in questions]
+    per_doc = [q.doc_id for q in questions] if scope == "document" else None
+    try:
+        for name in retrievers:
+            r = ix.retriever(name, **options.get(name, {}))
+            t1 = time.perf_counter()
+            results = r.retrieve_batch(qtexts, kmax, per_query_doc_ids=per_doc) if per_doc else \
+                r.retrieve_batch(qtexts, kmax)
+            dt = time.perf_counter() - t1
+            items = {q.qid: res.spans() for q, res in zip(questions, results)}
+            chunk_items = {q.qid: [[m.span] for m in res.distinct_chunks(kmax)] for q, res in zip(questions, results)}
+            rep_item = evaluate_retrieval(items, questions, ks=ks, mode=ds.evidence_mode)
+            rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=ds.evidence_mode)
+            volume = {}
+            for k in ks:
+                volume[f"chunks@{k}"] = float(np.mean([len(_distinct(res[:k])) for res in results]))
+                volume[f"chars@{k}"] = float(np.mean([sum(it.n_chars for it in res[:k]) for res in results]))
+            counts: dict[str, float] = {}
+            for res in results:
+                for key, v in res.stats.items():
+                    if isinstance(v, (int, float)) and key != "seconds":
+                        counts[key] = counts.get(key, 0) + v
+            report["retrievers"][name] = {
+                "retriever": registry.entry("retriever", name).name, "options": options.get(name, {}),
+                "item": rep_item.to_dict(), "chunk": rep_chunk.to_dict(), "returned": volume,
+                "counts": counts, "seconds_per_question": dt / len(questions),
+            }
+            say(f"  {name}: recall@{kmax} {rep_item.means[f'recall@{kmax}']:.3f} (items), "
+                f"{rep_chunk.means[f'recall@{kmax}']:.3f} (distinct chunks), {dt / len(questions) * 1000:.1f} ms/q")
+    finally:
+        ix.close()
+    return report
+
+
+def _distinct(items: Sequence[Any]) -> set:
+    """The distinct chunks among the members of ``items``."""
+    return {m.chunk_id if m.chunk_id >= 0 else m.span for it in items for m in it.members}
+
+
+def format_report(report: dict, metrics: Sequence[str] = ("recall", "precision", "mrr", "f1", "span_recall")) -> str:
+    """A plain-text table of a :func:`run_eval` report: one row per retriever and view.
+
+    Columns: each metric's Momoka eq. 6 sum over the cut-offs (recall,
+    precision and span recall x100, as the paper prints them), recall at each
+    k, distinct chunks and characters returned at the largest k, ms per question.
+    """
+    ks = report["ks"]
+    kmax = max(ks)
+    header = ["retriever", "view"] + [f"{m} (sum)" for m in metrics] + [f"R@{k}" for k in ks] + \
+        [f"chunks@{kmax}", f"chars@{kmax}", "ms/q"]
+    rows = []
+    for name, row in report["retrievers"].items():
+        views = ("item", "chunk") if row["item"]["means"] != row["chunk"]["means"] else ("item",)
+        for view in views:
+            d = row[view]
+            cells = [name, view if len(views) > 1 else "item = chunk"]
+            for m in metrics:
+                s = d["sums"][m]
+                cells.append(f"{100 * s:.1f}" if m in ("recall", "precision", "span_recall") else f"{s:.3f}")
+            cells += [f"{d['means'][f'recall@{k}']:.3f}" for k in ks]
+            cells += [f"{row['returned'][f'chunks@{kmax}']:.1f}", f"{row['returned'][f'chars@{kmax}']:.0f}",
+                      f"{1000 * row['seconds_per_question']:.1f}"]
+            rows.append(cells)
+    title = (f"{report['data']}: {report['n_questions']} questions, evidence mode {report['evidence_mode']}, "
+             f"{report['n_chunks']} chunks ({(report.get('chunker') or {}).get('name')}), scope {report['scope']}")
+    return title + "\n" + format_table(header, rows)

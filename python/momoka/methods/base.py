@@ -1,0 +1,290 @@
+"""The small typed protocols every method implements, and the one result type.
+
+Components (see ``docs/architecture.md``):
+
+* :class:`Chunker` -- ``chunker(document) -> list[Chunk]`` (and ``batch``);
+* :class:`Enricher` -- adds views or metadata for some documents of an index;
+* :class:`Relator` -- adds rows of a relation (a sparse graph over chunk ids);
+* :class:`Retriever` -- ``retrieve(query, k) -> Result``;
+* :class:`Refiner` -- ``refine(query, result) -> Result``;
+* :class:`Reader` -- ``answer(question, result) -> Answer``.
+
+A :class:`Result` is the ranked list of :class:`Item` one retriever returns for
+one query. An item joins one or more member chunks (:class:`Member`), each with
+its exact span: ``document.text[start:end] == member.text``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "SEPARATOR",
+    "Answer",
+    "Chunker",
+    "Citation",
+    "Enricher",
+    "Item",
+    "Member",
+    "Reader",
+    "Refiner",
+    "Relator",
+    "Result",
+    "Retriever",
+]
+
+#: Separator of member texts when an item's text is read as one passage.
+SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One chunk (or a part of one) inside a result item, with its exact span.
+
+    ``chunk_id`` is the store's id (-1 for a span that is not a stored chunk,
+    e.g. a sentence picked by a refiner); ``text == document.text[start:end]``.
+    """
+
+    chunk_id: int
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    section: tuple[str, ...] = ()
+
+    @property
+    def span(self) -> tuple[str, int, int]:
+        """``(doc_id, start, end)``."""
+        return (self.doc_id, self.start, self.end)
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view."""
+        return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "start": self.start, "end": self.end,
+                "section": list(self.section), "text": self.text}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One ranked result: one or more member chunks, a score, a rank and its provenance.
+
+    ``provenance`` says how the item was made: at least ``"retriever"``; also
+    e.g. ``"view"`` (the vector/BM25 view searched) or ``"kind"`` (Trail: chunk,
+    full_path, node or pair) and ``"source"`` (the chunk it was expanded from).
+    ``title`` is the document title shown with it (None when unknown).
+
+    A single-chunk item reads as that chunk: ``doc_id``, ``start``, ``end``,
+    ``text``, ``chunk_id`` and ``section`` are those of the first member.
+    """
+
+    members: tuple[Member, ...]
+    score: float
+    rank: int
+    provenance: dict = field(default_factory=dict, compare=False, hash=False)
+    title: str | None = None
+
+    @property
+    def composite(self) -> bool:
+        """True when the item joins more than one chunk."""
+        return len(self.members) > 1
+
+    @property
+    def chunk_id(self) -> int:
+        return self.members[0].chunk_id
+
+    @property
+    def chunk_ids(self) -> tuple[int, ...]:
+        return tuple(m.chunk_id for m in self.members)
+
+    @property
+    def doc_id(self) -> str:
+        return self.members[0].doc_id
+
+    @property
+    def start(self) -> int:
+        return self.members[0].start
+
+    @property
+    def end(self) -> int:
+        return self.members[0].end
+
+    @property
+    def section(self) -> tuple[str, ...]:
+        return self.members[0].section
+
+    @property
+    def span(self) -> tuple[str, int, int]:
+        """The first member's ``(doc_id, start, end)``."""
+        return self.members[0].span
+
+    @property
+    def spans(self) -> tuple[tuple[str, int, int], ...]:
+        """``(doc_id, start, end)`` of every member, in member order."""
+        return tuple(m.span for m in self.members)
+
+    @property
+    def text(self) -> str:
+        """The members' texts joined by :data:`SEPARATOR` (no title)."""
+        return SEPARATOR.join(m.text for m in self.members)
+
+    @property
+    def n_chars(self) -> int:
+        """Characters of document text the item returns."""
+        return sum(m.end - m.start for m in self.members)
+
+    @property
+    def retriever(self) -> str | None:
+        return self.provenance.get("retriever")
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view."""
+        return {"rank": self.rank, "score": self.score, "title": self.title,
+                "provenance": dict(self.provenance), "members": [m.to_dict() for m in self.members]}
+
+
+@dataclass(frozen=True)
+class Result(Sequence):
+    """The ranked items one retriever returned for one query (a sequence of :class:`Item`).
+
+    ``stats`` holds per-query counts the retriever reports (candidates scored,
+    truncations, seconds ...).
+    """
+
+    query: str
+    items: tuple[Item, ...]
+    retriever: str
+    stats: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return list(self.items[i])
+        return self.items[i]
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self.items)
+
+    def spans(self) -> list[list[tuple[str, int, int]]]:
+        """Per item, the spans of its members: the form :func:`momoka.eval.evaluate_retrieval` takes."""
+        return [list(it.spans) for it in self.items]
+
+    def distinct_chunks(self, k: int | None = None) -> list[Member]:
+        """Members flattened in rank order, each chunk once (first occurrence), cut at ``k``."""
+        seen: set = set()
+        out: list[Member] = []
+        for it in self.items:
+            for m in it.members:
+                key = m.chunk_id if m.chunk_id >= 0 else m.span
+                if key not in seen:
+                    seen.add(key)
+                    out.append(m)
+        return out if k is None else out[:k]
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view."""
+        return {"query": self.query, "retriever": self.retriever, "stats": dict(self.stats),
+                "items": [it.to_dict() for it in self.items]}
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A passage an answer cites: its number in the reader's context and its exact span."""
+
+    number: int
+    doc_id: str
+    start: int
+    end: int
+    text: str
+
+    def to_dict(self) -> dict:
+        return {"number": self.number, "doc_id": self.doc_id, "start": self.start, "end": self.end,
+                "text": self.text}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A reader's answer: the text, the passages it cites (exact spans) and every passage it was given."""
+
+    question: str
+    text: str
+    citations: tuple[Citation, ...]
+    context: tuple[Citation, ...]
+    model: str | None = None
+    usage: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def to_dict(self) -> dict:
+        return {"question": self.question, "answer": self.text, "model": self.model,
+                "citations": [c.to_dict() for c in self.citations],
+                "context": [c.to_dict() for c in self.context], "usage": dict(self.usage)}
+
+
+# --------------------------------------------------------------------------- protocols
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """Cuts a :class:`momoka.text.Document` into chunks with exact offsets."""
+
+    name: str
+
+    def __call__(self, document: Any) -> list: ...
+
+
+@runtime_checkable
+class Enricher(Protocol):
+    """Adds vector/BM25 views or metadata for the given documents of an index.
+
+    ``enrich`` is called after the documents' chunks are in the store (and the
+    raw views are filled); it must only touch rows of those documents, so that
+    adding documents later runs it on the new ones alone. ``describe()`` gives
+    the settings recorded in the manifest.
+    """
+
+    name: str
+
+    def enrich(self, index: Any, doc_ids: Sequence[str]) -> None: ...
+
+    def describe(self) -> dict: ...
+
+
+@runtime_checkable
+class Relator(Protocol):
+    """Adds the rows of a relation (a sparse graph over chunk ids) for the given documents."""
+
+    name: str
+
+    def relate(self, index: Any, doc_ids: Sequence[str]) -> None: ...
+
+    def describe(self) -> dict: ...
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Query in, one :class:`Result` out. ``requires`` names the enrichers and relators it needs."""
+
+    name: str
+
+    def retrieve(self, query: str, k: int = 5) -> Result: ...
+
+    def retrieve_batch(self, queries: Sequence[str], k: int = 5) -> list[Result]: ...
+
+
+@runtime_checkable
+class Refiner(Protocol):
+    """Narrows a retriever's result (e.g. to evidence sentences) and returns a :class:`Result`."""
+
+    name: str
+
+    def refine(self, query: str, result: Result) -> Result: ...
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """Answers a question from a :class:`Result`, citing the spans it used."""
+
+    name: str
+
+    def answer(self, question: str, result: Result) -> Answer: ...

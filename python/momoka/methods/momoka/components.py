@@ -1,0 +1,196 @@
+"""Momoka-RAG as registered components.
+
+Momoka-RAG = a chunker (``fixed`` or the paper's ``llm`` chunker) + the
+``title`` enricher (T_D per document, and vector view ``titled``: the chunks
+embedded as ``T_D + "\\n" + chunk``) + the ``paths`` relator (Momoka-Map's MCTS
+paths, relation ``paths``) + the ``trail`` retriever (Algorithm 1). The ``mm``
+retriever is dense retrieval over the ``titled`` view (the paper's "MM" row).
+
+Where things live in the store: document metadata ``momoka_title`` (T_D),
+``momoka_title_source`` and ``momoka_map`` (the per-document search record);
+vector view ``titled``; relation ``paths`` (ordered: each chunk's path P_i as
+chunk ids, root excluded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError
+from ..registry import register
+from ..standard.retrievers import DenseRetriever
+from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
+from .title import TITLE_MODES, make_titles, with_title
+
+#: The vector view of title-prefixed chunks and the relation of paths.
+TITLED_VIEW = "titled"
+PATHS_RELATION = "paths"
+
+
+class TitleEnricher:
+    """T_D for each document (Momoka-Map metadata) and the ``titled`` vector view.
+
+    Args:
+        mode: ``"auto"`` (LLM titles when an endpoint is configured, i.e. ``llm``
+            given or ``MOMOKA_LLM_BASE_URL`` set; else the document's own title,
+            first heading or first sentence), ``"llm"``, ``"prefer-document"``,
+            ``"document"`` or ``"none"`` (see :func:`~momoka.methods.momoka.title.make_titles`).
+        llm: the LLM client for ``"llm"`` titles (default ``client_from_env()``).
+        view: name of the vector view written (default ``"titled"``).
+    """
+
+    name = "title"
+
+    def __init__(self, mode: str = "auto", *, llm: Any = None, view: str = TITLED_VIEW):
+        if mode not in TITLE_MODES + ("auto",):
+            raise ConfigError(f"title mode must be auto or one of {', '.join(TITLE_MODES)}, not {mode!r}")
+        self.mode, self._llm, self.view = mode, llm, view
+        self.stats: dict = {}
+
+    @property
+    def effective_mode(self) -> str:
+        """The mode with ``"auto"`` resolved."""
+        import os
+
+        if self.mode != "auto":
+            return self.mode
+        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "document"
+
+    def enrich(self, index: Any, doc_ids: Sequence[str]) -> None:
+        """Write T_D into each document's metadata and embed its chunks with T_D into the titled view."""
+        mode = self.effective_mode
+        llm = None
+        if mode in ("llm", "prefer-document"):
+            if self._llm is None:
+                from ...llm import client_from_env
+
+                self._llm = client_from_env()
+            llm = self._llm
+        docs = [index.document(d) for d in doc_ids]
+        titles, sources, st = make_titles(docs, mode=mode, llm=llm)
+        for k, v in st.to_dict().items():
+            if isinstance(v, int):
+                self.stats[k] = self.stats.get(k, 0) + v
+        store = index.store
+        for d, t, src in zip(doc_ids, titles, sources):
+            store.documents[d].metadata[TITLE_KEY] = t
+            store.documents[d].metadata[TITLE_SOURCE_KEY] = src
+        if not store.has_vector_view("raw"):
+            return  # BM25-only index: titles are kept, nothing to embed
+        if not store.has_vector_view(self.view):
+            store.add_vector_view(self.view, embedder=store.vector_view("raw").info["embedder"],
+                                  dtype=store.vector_view("raw").info.get("dtype", "float32"),
+                                  source={"text": "title + newline + chunk", "by": self.name})
+        ids, texts = [], []
+        for d, t in zip(doc_ids, titles):
+            for cid in store.documents[d].chunk_ids:
+                ids.append(cid)
+                texts.append(with_title(t, store.chunks.text(cid)))
+        store.vector_view(self.view).add(ids, index.embed(texts, view=self.view, label="embedding titled chunks"))
+
+    def describe(self) -> dict:
+        """Settings and counts (recorded in the manifest)."""
+        return {"mode": self.effective_mode, "view": self.view, "stats": dict(self.stats)}
+
+
+class PathRelator:
+    """Momoka-Map semantic paths (MCTS per chunk) as the ordered relation ``paths``.
+
+    Args:
+        referee: ``"ppl"``, ``"llm"``, ``"embedding"`` or None (the offline default:
+            ``llm`` when ``MOMOKA_LLM_BASE_URL`` is set, else ``ppl``).
+        threshold: the referee's threshold (ppl edge / cosine); None: its default.
+        options: everything else goes to :class:`~momoka.methods.momoka.map.MomokaMap`
+            (``iterations``, ``rollout``, ``alpha`` ... ``long_docs``, ``seed``).
+
+    The embedding referee reuses the raw view's vectors (nothing is embedded twice).
+    """
+
+    name = "paths"
+
+    def __init__(self, referee: str | None = None, *, threshold: float | None = None, llm: Any = None,
+                 relation: str = PATHS_RELATION, **options: Any):
+        from .referees import make_referee
+
+        if isinstance(referee, str) and referee not in ("ppl", "llm", "embedding"):
+            raise ConfigError(f"unknown referee {referee!r}; choose one of ppl, llm, embedding")
+        self.relation = relation
+        self.referee_name = referee
+        spec = referee if threshold is None or referee == "llm" else make_referee(referee, threshold=threshold, llm=llm)
+        try:
+            self.map = MomokaMap(referee=spec, llm=llm, **options)
+        except TypeError as exc:
+            raise ConfigError(f"paths: {exc}") from None
+
+    def relate(self, index: Any, doc_ids: Sequence[str]) -> None:
+        """Search the paths of every chunk of ``doc_ids`` and store them."""
+        from .referees import EmbeddingReferee
+
+        store = index.store
+        if not store.has_relation(self.relation):
+            store.add_relation(self.relation, ordered=True, weighted=False,
+                               source={"by": self.name, "settings": self.map.settings()})
+        rel = store.relation(self.relation)
+        ids = [list(store.documents[d].chunk_ids) for d in doc_ids]
+        chunks = [[store.chunks.get(c) for c in cs] for cs in ids]
+        vectors = None
+        ref = self.map.referee
+        if isinstance(ref, EmbeddingReferee) and store.has_vector_view("raw"):
+            emb = store.vector_view("raw").info["embedder"]
+            if ref.embedder_id() in (None, emb["model_id"]):
+                ref.use_embedder(index.embedder)
+                vectors = [store.vector_view("raw").get(cs) for cs in ids]
+        paths, records = self.map.paths_for_documents(chunks, vectors=vectors)
+        for d, cs, ps, rec in zip(doc_ids, ids, paths, records):
+            store.documents[d].metadata[DOC_RECORD_KEY] = rec
+            for cid, p in zip(cs, ps):
+                rel.set(cid, np.asarray([cs[j] for j in p], dtype=np.int64))
+
+    def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
+        """Pre-run estimate of referee calls and tokens (see :meth:`MomokaMap.estimate`)."""
+        return self.map.estimate(documents, chunks)
+
+    def describe(self) -> dict:
+        """Settings and counts (recorded in the manifest)."""
+        d = self.map.settings()
+        d["stats"] = self.map.stats.to_dict()
+        ref = self.map._referee_obj()
+        if ref is not None and hasattr(ref, "stats"):
+            d["referee_stats"] = dict(ref.stats)
+        return d
+
+
+@register("enricher", "title", summary="Momoka T_D per document and the 'titled' vector view (option mode=auto)")
+def _title(**options: Any) -> TitleEnricher:
+    return TitleEnricher(**options)
+
+
+@register("relator", "paths", summary="Momoka-Map MCTS semantic paths per chunk (options referee, iterations, ...)")
+def _paths(**options: Any) -> PathRelator:
+    return PathRelator(**options)
+
+
+@register("retriever", "mm", summary="dense top-k over the title-prefixed view (Momoka 'MM' row)",
+          requires={"enrich": ["title"]}, defaults={"view": TITLED_VIEW})
+def _mm(index: Any, **options: Any) -> DenseRetriever:
+    r = DenseRetriever(index, **options)
+    r.name = "mm"
+    return r
+
+
+@register("retriever", "trail", summary="Momoka-Trail: 2K first stage, expand along paths, rerank (Algorithm 1)",
+          requires={"enrich": ["title"], "relate": ["paths"]}, aliases=("momoka",))
+def _trail(index: Any, **options: Any):
+    from .trail import TrailRetriever
+
+    return TrailRetriever(index, **options)
+
+
+@register("chunker", "llm", summary="Momoka's LLM chunker (Figure 3 prompt), recovered onto the source")
+def _llm_chunker(**options: Any):
+    from .llm_chunking import LLMChunker
+
+    return LLMChunker(**options)

@@ -1,0 +1,170 @@
+"""The registry of method components: chunkers, enrichers, relators, retrievers, refiners, readers.
+
+Every component is registered by kind and name::
+
+    from momoka.methods.registry import register
+
+    @register("retriever", "my-retriever", summary="what it does", requires={"enrich": ["title"]})
+    def make(index, **options):
+        return MyRetriever(index, **options)
+
+    create("retriever", "my-retriever", index, k1=2)
+
+Factories of retrievers take the index first; the others take keyword options
+only. The classic chunkers of :mod:`momoka.chunking` are chunkers here too
+(``create("chunker", "recursive", size=200)`` calls
+:func:`momoka.chunking.get_chunker`); method packages register more (Momoka's
+``llm``).
+
+The method packages named in :data:`BUILTIN_PACKAGES` register their components
+when they are imported; every lookup imports them first, so the names are
+known wherever the registry is asked (``--help`` of the CLI, the eval runner).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = [
+    "BUILTIN_PACKAGES",
+    "KINDS",
+    "Entry",
+    "available",
+    "create",
+    "entry",
+    "register",
+    "requirements",
+    "summaries",
+]
+
+#: Component kinds.
+KINDS = ("chunker", "enricher", "relator", "retriever", "refiner", "reader")
+#: Packages whose import registers the built-in components.
+BUILTIN_PACKAGES = ("momoka.methods.standard", "momoka.methods.momoka")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered component: its factory, a one-line summary, what it needs and its aliases."""
+
+    kind: str
+    name: str
+    factory: Callable[..., Any]
+    summary: str = ""
+    requires: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+
+
+_REGISTRY: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
+_ALIASES: dict[str, dict[str, str]] = {k: {} for k in KINDS}
+_loaded = False
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for pkg in BUILTIN_PACKAGES:
+        importlib.import_module(pkg)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ConfigError(f"unknown component kind {kind!r}; kinds: {', '.join(KINDS)}")
+
+
+def register(kind: str, name: str, *, summary: str = "", requires: dict | None = None,
+             defaults: dict | None = None, aliases: tuple[str, ...] = ()) -> Callable:
+    """Decorator registering ``factory`` as component ``name`` of ``kind``.
+
+    ``requires`` (retrievers): ``{"enrich": [names], "relate": [names]}`` the
+    index must have been built with. ``defaults``: options passed to the
+    factory unless the caller gives them (how an alias such as ``mm`` fixes the
+    view of the dense retriever). ``aliases``: other names for it.
+    Registering a name twice raises :class:`ConfigError`.
+    """
+    _check_kind(kind)
+
+    def deco(factory: Callable) -> Callable:
+        names = (name, *aliases)
+        for n in names:
+            if n in _REGISTRY[kind] or n in _ALIASES[kind] or (kind == "chunker" and n in _classic_chunkers()):
+                raise ConfigError(f"{kind} {n!r} is already registered")
+        e = Entry(kind, name, factory, summary, dict(requires or {}), dict(defaults or {}), tuple(aliases))
+        _REGISTRY[kind][name] = e
+        for a in aliases:
+            _ALIASES[kind][a] = name
+        return factory
+
+    return deco
+
+
+def _classic_chunkers() -> list[str]:
+    from ..chunking import available_chunkers
+
+    return available_chunkers()
+
+
+def available(kind: str, *, aliases: bool = True) -> list[str]:
+    """Registered names of ``kind`` (with their aliases unless ``aliases=False``), sorted."""
+    _check_kind(kind)
+    _load_builtins()
+    names = set(_REGISTRY[kind])
+    if kind == "chunker":
+        names |= set(_classic_chunkers())
+    if aliases:
+        names |= set(_ALIASES[kind])
+    return sorted(names)
+
+
+def entry(kind: str, name: str) -> Entry:
+    """The :class:`Entry` of ``name`` (an alias resolves to its target)."""
+    _check_kind(kind)
+    _load_builtins()
+    real = _ALIASES[kind].get(name, name)
+    if real not in _REGISTRY[kind]:
+        raise ConfigError(f"unknown {kind} {name!r}; available: {', '.join(available(kind))}")
+    return _REGISTRY[kind][real]
+
+
+def create(kind: str, name: str, *args: Any, **options: Any) -> Any:
+    """Build component ``name`` of ``kind`` (retrievers take the index as first argument)."""
+    _check_kind(kind)
+    _load_builtins()
+    if kind == "chunker" and name not in _REGISTRY[kind] and name not in _ALIASES[kind]:
+        from ..chunking import get_chunker
+
+        return get_chunker(name, **options)
+    e = entry(kind, name)
+    opts = {**e.defaults, **options}
+    try:
+        return e.factory(*args, **opts)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc) or "positional argument" in str(exc):
+            raise ConfigError(f"{kind} {name!r}: {exc}") from None
+        raise
+
+
+def requirements(name: str) -> dict:
+    """``{"enrich": [...], "relate": [...]}`` that retriever ``name`` needs."""
+    e = entry("retriever", name)
+    return {"enrich": list(e.requires.get("enrich", ())), "relate": list(e.requires.get("relate", ()))}
+
+
+def summaries(kind: str) -> list[tuple[str, str]]:
+    """``(name, summary)`` of every registered component of ``kind`` (aliases shown as such)."""
+    _load_builtins()
+    out = [(n, e.summary) for n, e in sorted(_REGISTRY[kind].items())]
+    if kind == "chunker":
+        from ..chunking import chunker_summaries
+
+        out += chunker_summaries()
+    out += [(a, f"alias of {t}") for a, t in sorted(_ALIASES[kind].items())]
+    return sorted(out)

@@ -1,0 +1,195 @@
+"""Dense, BM25 and hybrid retrieval over a store's views.
+
+Each retriever searches named views of the index's store (``"raw"``: the chunk
+texts; an enricher may add others, e.g. Momoka's ``"titled"``) and returns one
+:class:`~momoka.methods.base.Result` per query whose items are single chunks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...errors import ConfigError, StoreError
+from ..base import Result
+from ..registry import register
+from .fusion import RRF_K, rrf
+
+RAW = "raw"
+
+
+class StoreRetriever:
+    """Common part of the retrievers that rank the chunks of an index.
+
+    Subclasses implement :meth:`rank_batch`; this class validates queries and
+    ``k``, resolves document filters and turns ``(chunk_id, score)`` rankings
+    into :class:`Result` objects.
+    """
+
+    name = "store"
+    requires: dict = {}
+
+    def __init__(self, index: Any):
+        self.index = index
+
+    # ------------------------------------------------------------------ to implement
+
+    def rank_batch(self, queries: list[str], k: int, allowed: list[list[int] | None]) -> list[list[tuple[int, float]]]:
+        """Per query, the top ``k`` ``(chunk_id, score)`` among ``allowed`` chunk ids (None: all)."""
+        raise NotImplementedError
+
+    def provenance(self) -> dict:
+        """What every item of this retriever records about how it was found."""
+        return {"retriever": self.name}
+
+    # ------------------------------------------------------------------ API
+
+    def retrieve(self, query: str, k: int = 5, *, doc_ids: Iterable[str] | str | None = None) -> Result:
+        """The ``k`` best chunks for ``query``, best first (``doc_ids``: only these documents)."""
+        return self.retrieve_batch([query], k, doc_ids=doc_ids)[0]
+
+    def retrieve_batch(self, queries: Sequence[str], k: int = 5, *, doc_ids: Iterable[str] | str | None = None,
+                       per_query_doc_ids: Sequence[Any] | None = None) -> list[Result]:
+        """:meth:`retrieve` for many queries (query embeddings are computed in one batch).
+
+        ``doc_ids`` filters every query alike; ``per_query_doc_ids`` gives one
+        filter per query instead (a doc id, a list of ids, or None).
+        """
+        queries = self.index.check_queries(queries)
+        k = check_k(k)
+        filters = self.filters(len(queries), doc_ids, per_query_doc_ids)
+        t0 = time.perf_counter()
+        ranked = self.rank_batch(queries, k, filters)
+        dt = (time.perf_counter() - t0) / max(1, len(queries))
+        prov = self.provenance()
+        return [self.index.result(q, r, self.name, prov, stats={"seconds": dt}) for q, r in zip(queries, ranked)]
+
+    def filters(self, n: int, doc_ids: Any, per_query: Sequence[Any] | None) -> list[list[int] | None]:
+        """Per query, the allowed chunk ids (None: every chunk)."""
+        store = self.index.store
+        if per_query is not None:
+            if doc_ids is not None:
+                raise ConfigError("give doc_ids or per_query_doc_ids, not both")
+            if len(per_query) != n:
+                raise ConfigError("per_query_doc_ids needs one entry per query")
+            cache: dict[tuple, list[int]] = {}
+            out: list[list[int] | None] = []
+            for f in per_query:
+                if f is None:
+                    out.append(None)
+                    continue
+                key = (f,) if isinstance(f, str) else tuple(f)
+                if key not in cache:
+                    cache[key] = store.chunk_ids_of(list(key))
+                out.append(cache[key])
+            return out
+        if doc_ids is None:
+            return [None] * n
+        allowed = store.chunk_ids_of([doc_ids] if isinstance(doc_ids, str) else list(doc_ids))
+        return [allowed] * n
+
+
+def check_k(k: Any) -> int:
+    """``k`` as a positive int, or :class:`ConfigError`."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    return k
+
+
+class DenseRetriever(StoreRetriever):
+    """Cosine top-k over a vector view (HNSW, or exact search within a document filter).
+
+    Args:
+        index: the :class:`momoka.index.Index`.
+        view: the vector view searched (default ``"raw"``: chunk texts).
+    """
+
+    name = "dense"
+
+    def __init__(self, index: Any, *, view: str = RAW):
+        super().__init__(index)
+        store = index.store
+        if not store.has_vector_view(view):
+            if view == RAW:
+                raise StoreError("this index was built without an embedder: use the bm25 retriever")
+            raise StoreError(f"the store has no vector view {view!r} (views: {', '.join(store.vector_views) or 'none'}); "
+                             "build it with the enricher that makes it")
+        self.view = view
+
+    def provenance(self) -> dict:
+        return {"retriever": self.name, "view": self.view}
+
+    def rank_batch(self, queries, k, allowed):
+        vecs = self.index.embed_queries(queries, view=self.view)
+        vv = self.index.store.vector_view(self.view)
+        return [vv.search(v, k, a) for v, a in zip(vecs, allowed)]
+
+
+class BM25Retriever(StoreRetriever):
+    """Okapi BM25 (native) over a BM25 view; only chunks sharing a term with the query are returned."""
+
+    name = "bm25"
+
+    def __init__(self, index: Any, *, view: str = RAW):
+        super().__init__(index)
+        if not index.store.has_bm25_view(view):
+            raise StoreError(f"the store has no BM25 view {view!r} "
+                             f"(views: {', '.join(index.store.bm25_views) or 'none'})")
+        self.view = view
+
+    def provenance(self) -> dict:
+        return {"retriever": self.name, "view": self.view}
+
+    def rank_batch(self, queries, k, allowed):
+        bv = self.index.store.bm25_view(self.view)
+        return [bv.search(q, k, a) for q, a in zip(queries, allowed)]
+
+
+class HybridRetriever(StoreRetriever):
+    """Reciprocal rank fusion of a dense and a BM25 ranking, each ``depth`` deep (default ``max(50, 4k)``).
+
+    On a store without vectors it is BM25 alone (and says so in the provenance).
+    """
+
+    name = "hybrid"
+
+    def __init__(self, index: Any, *, view: str = RAW, bm25_view: str = RAW, depth: int | None = None,
+                 rrf_k: int = RRF_K):
+        super().__init__(index)
+        self.bm25 = BM25Retriever(index, view=bm25_view)
+        store = index.store
+        self.dense = DenseRetriever(index, view=view) if (store.has_vector_view(view) or view != RAW) else None
+        if depth is not None:
+            check_k(depth)
+        self.depth, self.rrf_k = depth, int(rrf_k)
+
+    def provenance(self) -> dict:
+        if self.dense is None:
+            return {"retriever": self.name, "fused": ["bm25"], "bm25_view": self.bm25.view}
+        return {"retriever": self.name, "fused": ["dense", "bm25"], "view": self.dense.view,
+                "bm25_view": self.bm25.view, "rrf_k": self.rrf_k}
+
+    def rank_batch(self, queries, k, allowed):
+        if self.dense is None:
+            return self.bm25.rank_batch(queries, k, allowed)
+        d = self.depth or max(50, 4 * k)
+        dense = self.dense.rank_batch(queries, d, allowed)
+        sparse = self.bm25.rank_batch(queries, d, allowed)
+        return [rrf([a, b], k, self.rrf_k) for a, b in zip(dense, sparse)]
+
+
+@register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",))
+def _dense(index: Any, **options: Any) -> DenseRetriever:
+    return DenseRetriever(index, **options)
+
+
+@register("retriever", "bm25", summary="native Okapi BM25 over a BM25 view")
+def _bm25(index: Any, **options: Any) -> BM25Retriever:
+    return BM25Retriever(index, **options)
+
+
+@register("retriever", "hybrid", summary="reciprocal rank fusion of dense and BM25 (the default)")
+def _hybrid(index: Any, **options: Any) -> HybridRetriever:
+    return HybridRetriever(index, **options)
+

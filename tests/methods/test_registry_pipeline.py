@@ -1,0 +1,184 @@
+"""The method registry and the index pipeline: components registered through the public API only.
+
+A toy enricher adds a second vector view and a toy relator adds a relation to a
+store, with no change to ``Store``; both are recorded in the manifest, survive a
+save, run again on documents added later (and only on those), and their outputs
+are checked against values computed here by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+from momoka.errors import ConfigError, PathsMissingError, StoreError
+from momoka.index import Index
+from momoka.methods import registry
+from momoka.methods.base import Item, Member, Result
+
+
+class HashEmbedder:
+    """Hashed bag of words (L2-normalised); deterministic, no model files."""
+
+    def __init__(self, dim: int = 32, model_id: str = "test/hash"):
+        self.dim, self.model_id = dim, model_id
+        self.checksum = hashlib.sha256(f"{model_id}:{dim}".encode()).hexdigest()
+        self.texts = 0
+
+    def embed(self, texts):
+        self.texts += len(texts)
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"[a-z0-9]+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        n = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(n, 1e-12)
+
+
+class UpperEnricher:
+    """Adds view "upper": the chunk texts upper-cased, embedded with the raw view's embedder."""
+
+    name = "toy-upper"
+
+    def __init__(self):
+        self.seen: list[list[str]] = []
+
+    def enrich(self, index, doc_ids):
+        self.seen.append(list(doc_ids))
+        st = index.store
+        if not st.has_vector_view("upper"):
+            st.add_vector_view("upper", embedder=st.vector_view("raw").info["embedder"], source={"by": self.name})
+        ids = [c for d in doc_ids for c in st.documents[d].chunk_ids]
+        st.vector_view("upper").add(ids, index.embed([st.chunks.text(c).upper() for c in ids], view="upper"))
+
+    def describe(self):
+        return {"toy": True}
+
+
+class NextRelator:
+    """Relation "next": each chunk points at the following chunk of its document (weight = its length)."""
+
+    name = "toy-next"
+
+    def relate(self, index, doc_ids):
+        st = index.store
+        if not st.has_relation("next"):
+            st.add_relation("next", ordered=True, weighted=True, source={"by": self.name})
+        rel = st.relation("next")
+        for d in doc_ids:
+            ids = st.documents[d].chunk_ids
+            for a, b in zip(ids, ids[1:]):
+                rel.set(a, [b], weights=[float(len(st.chunks.text(b)))])
+
+    def describe(self):
+        return {}
+
+
+DOCS = [{"doc_id": f"d{i}", "title": f"Doc {i}",
+         "text": "\n\n".join(f"Paragraph {j} of document {i} talks about topic {i * 7 + j}." for j in range(4))}
+        for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def toys():
+    registry.register("enricher", "toy-upper", summary="test enricher")(lambda **kw: UpperEnricher())
+    registry.register("relator", "toy-next", summary="test relator")(lambda **kw: NextRelator())
+    return True
+
+
+def test_builtin_names_are_registered():
+    assert {"dense", "bm25", "hybrid", "base", "mm", "trail", "momoka"} <= set(registry.available("retriever"))
+    assert {"fixed", "sentence", "paragraph", "recursive", "structure", "llm"} <= set(registry.available("chunker"))
+    assert "title" in registry.available("enricher") and "paths" in registry.available("relator")
+    assert "llm" in registry.available("reader")
+    assert registry.requirements("momoka") == {"enrich": ["title"], "relate": ["paths"]}
+    assert registry.requirements("base") == {"enrich": [], "relate": []}
+    with pytest.raises(ConfigError, match="available: .*dense"):
+        registry.entry("retriever", "no-such")
+    with pytest.raises(ConfigError, match="already registered"):
+        registry.register("retriever", "dense")(lambda index: None)
+    with pytest.raises(ConfigError, match="unknown component kind"):
+        registry.available("widget")
+
+
+def test_toy_enricher_and_relator_add_a_view_and_a_relation(tmp_path, toys):
+    emb = HashEmbedder()
+    ix = Index.build(DOCS[:2], store=tmp_path / "s", chunker="paragraph", embedder=emb,
+                     enrich=["toy-upper"], relate=["toy-next"], progress=False)
+    st = ix.store
+    assert sorted(st.vector_views) == ["raw", "upper"]
+    assert st.relations == ["next"]
+    ix.close()
+
+    again = Index.open(tmp_path / "s", embedder=emb, writable=True)
+    st = again.store
+    # the upper view holds, for every chunk, the embedding of its upper-cased text (computed here)
+    ids = list(st.chunks.ids())
+    want = emb.embed([st.chunks.text(c).upper() for c in ids])
+    np.testing.assert_allclose(st.vector_view("upper").get(ids), want, atol=1e-6)
+    # the relation holds each chunk's successor, weighted by its length
+    for d in ("d0", "d1"):
+        cs = st.documents[d].chunk_ids
+        for a, b in zip(cs, cs[1:]):
+            assert st.relation("next").get(a).tolist() == [b]
+            assert st.relation("next").weights(a).tolist() == [float(len(st.chunks.text(b)))]
+        assert st.relation("next").get(cs[-1]).tolist() == []
+    pipe = again.pipeline
+    assert [c["name"] for c in pipe["enrich"]] == ["toy-upper"]
+    assert [c["name"] for c in pipe["relate"]] == ["toy-next"]
+
+    # adding a document runs the recorded components on it alone (rebuilt from the registry)
+    before = emb.texts
+    again.add([DOCS[2]])
+    comp = again.component("enrich", "toy-upper")
+    assert comp.seen == [["d2"]]
+    n_new = len(st.documents["d2"].chunk_ids)
+    assert emb.texts - before == 2 * n_new  # raw + upper view of the new chunks only
+    cs = st.documents["d2"].chunk_ids
+    assert st.relation("next").get(cs[0]).tolist() == [cs[1]]
+    # a dense search over the new view finds the chunk whose upper-cased text matches
+    q = st.chunks.text(cs[2])
+    res = again.search(q, k=1, retriever="dense", view="upper")
+    assert res[0].chunk_id == cs[2] and res[0].provenance["view"] == "upper"
+    again.save()
+    again.close()
+
+
+def test_custom_component_objects_must_be_passed_again(tmp_path):
+    emb = HashEmbedder()
+    ix = Index.build(DOCS[:1], store=tmp_path / "s", chunker="paragraph", embedder=emb,
+                     enrich=[UpperEnricher()], progress=False)
+    ix.close()
+    again = Index.open(tmp_path / "s", embedder=emb)
+    with pytest.raises(ConfigError, match="pass it again"):
+        again.add([DOCS[1]])
+    again.close()
+    ok = Index.open(tmp_path / "s", embedder=emb, components={"toy-upper": UpperEnricher()})
+    ok.add([DOCS[1]])
+    assert ok.store.vector_view("upper").has(ok.store.documents["d1"].chunk_ids)
+    ok.close()
+
+
+def test_retrievers_that_lack_their_artifacts_say_what_to_build(tmp_path):
+    ix = Index.build(DOCS, chunker="paragraph", embedder=HashEmbedder(), progress=False)
+    with pytest.raises(PathsMissingError, match="--relate paths"):
+        ix.search("topic", retriever="trail")
+    with pytest.raises(StoreError, match="no vector view 'titled'"):
+        ix.search("topic", retriever="mm")
+    bm = Index.build(DOCS, chunker="paragraph", embedder=None, progress=False)
+    with pytest.raises(StoreError, match="without an embedder"):
+        bm.search("topic", retriever="dense")
+    assert bm.search("topic 7", retriever="hybrid")[0].provenance["fused"] == ["bm25"]
+
+
+def test_result_views_by_hand():
+    m = [Member(i, "d", 10 * i, 10 * i + 5, "x" * 5) for i in range(4)]
+    r = Result("q", (Item((m[0], m[2]), 0.9, 1), Item((m[2],), 0.8, 2), Item((m[1], m[3]), 0.7, 3)), "t")
+    assert r.spans() == [[("d", 0, 5), ("d", 20, 25)], [("d", 20, 25)], [("d", 10, 15), ("d", 30, 35)]]
+    assert [x.chunk_id for x in r.distinct_chunks()] == [0, 2, 1, 3]
+    assert [x.chunk_id for x in r.distinct_chunks(3)] == [0, 2, 1]
+    assert r[0].composite and not r[1].composite and r[0].text == "xxxxx\n\nxxxxx"
+    assert r[2].n_chars == 10 and r[1].span == ("d", 20, 25)
+    assert len(r) == 3 and r[1:] == [r.items[1], r.items[2]]
