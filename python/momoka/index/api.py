@@ -18,6 +18,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..errors import (
     StoreError,
 )
 from ..text.model import Chunk
-from .store import Hit, Store, check_embedder, read_manifest
+from .store import RAW, Store, check_embedder, embedder_of, read_manifest
 
 #: Methods accepted by :meth:`Index.search`.
 METHODS = ("dense", "bm25", "hybrid")
@@ -42,6 +43,96 @@ DEFAULT_CHUNK_SIZE = 200
 MAX_QUERY_CHARS = 10_000
 #: File extensions read when a directory is given.
 DOC_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm")
+#: Reciprocal rank fusion constant.
+RRF_K = 60
+#: What the ``raw`` views index.
+RAW_SOURCE = {"text": "chunk"}
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk: the :class:`~momoka.text.Chunk`, its score and rank.
+
+    ``score`` is the cosine similarity (dense), the BM25 score (bm25) or the
+    reciprocal-rank-fusion score (hybrid). ``chunk_id`` is the store's id.
+    """
+
+    chunk: Chunk
+    score: float
+    rank: int
+    chunk_id: int
+    method: str
+    title: str | None = None
+
+    @property
+    def doc_id(self) -> str | None:
+        return self.chunk.doc_id
+
+    @property
+    def start(self) -> int:
+        return self.chunk.start
+
+    @property
+    def end(self) -> int:
+        return self.chunk.end
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+    @property
+    def section(self) -> tuple[str, ...]:
+        return self.chunk.section
+
+    @property
+    def span(self) -> tuple[str | None, int, int]:
+        """``(doc_id, start, end)``, the form retrieval metrics take."""
+        return (self.chunk.doc_id, self.chunk.start, self.chunk.end)
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view (chunk fields plus score, rank, method, title)."""
+        d = self.chunk.to_dict()
+        d.update({"rank": self.rank, "score": self.score, "chunk_id": self.chunk_id, "method": self.method,
+                  "title": self.title})
+        return d
+
+
+def fuse(rankings: Sequence[Sequence[tuple[int, float]]], k: int, rrf_k: int = RRF_K) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion: ``score(c) = sum over rankings of 1 / (rrf_k + rank)`` (rank from 1)."""
+    score: dict[int, float] = {}
+    first: dict[int, tuple[int, int]] = {}
+    for r, ranking in enumerate(rankings):
+        for rank, (cid, _) in enumerate(ranking, start=1):
+            score[cid] = score.get(cid, 0.0) + 1.0 / (rrf_k + rank)
+            first.setdefault(cid, (rank, r))
+    order = sorted(score, key=lambda c: (-score[c], first[c]))
+    return [(c, score[c]) for c in order[:k]]
+
+
+def make_hits(store: Store, ranked: Sequence[tuple[int, float]], method: str) -> list[Hit]:
+    """:class:`Hit` objects for ranked ``(chunk_id, score)`` pairs."""
+    out = []
+    for rank, (cid, s) in enumerate(ranked, start=1):
+        c = store.chunk(cid)
+        d = store.documents.get(c.doc_id)
+        out.append(Hit(c, float(s), rank, cid, method, d.title if d else None))
+    return out
+
+
+def _allowed(store: Store, doc_ids) -> list[int] | None:
+    return None if doc_ids is None else store.chunk_ids_of(doc_ids)
+
+
+def search_bm25(store: Store, query: str, k: int, doc_ids=None) -> list[tuple[int, float]]:
+    """Top-k ``(chunk_id, score)`` from the ``raw`` BM25 view."""
+    return store.bm25_view(RAW).search(query, k, _allowed(store, doc_ids))
+
+
+def search_dense(store: Store, qvec: np.ndarray, k: int, doc_ids=None) -> list[tuple[int, float]]:
+    """Top-k ``(chunk_id, cosine)`` from the ``raw`` vector view."""
+    if not store.has_vector_view(RAW):
+        raise StoreError("this store was built without an embedder: use method='bm25'")
+    return store.vector_view(RAW).search(qvec, k, _allowed(store, doc_ids))
 
 
 class _Progress:
@@ -181,7 +272,7 @@ class Index:
             embedder: ``"default"`` (the registry's default, installed on demand), a
                 registry model id, an object with ``.embed/.dim/.model_id/.checksum``,
                 or None for a BM25-only index.
-            bm25: BM25 parameters (see :data:`momoka.index.store.DEFAULT_BM25`).
+            bm25: BM25 parameters (see :data:`momoka.index.bm25_view.DEFAULT_BM25`).
             vector_dtype: ``"float32"`` or ``"float16"`` for the stored vectors.
             overwrite: replace an existing store at ``store``.
             progress: show progress on stderr (default: when it is a terminal).
@@ -195,9 +286,11 @@ class Index:
             params["size"] = size
         chunker_obj, chunker_info = _resolve_chunker(chunker, params)
         emb = cls._make_embedder(embedder)
-        st = Store.create(store, embedder=embedder_info(emb) if emb is not None else None, chunker=chunker_info,
-                          bm25=bm25, vector_dtype=vector_dtype, overwrite=overwrite)
+        st = Store.create(store, chunker=chunker_info, overwrite=overwrite)
         try:
+            if emb is not None:
+                st.add_vector_view(RAW, embedder=embedder_info(emb), dtype=vector_dtype, source=dict(RAW_SOURCE))
+            st.add_bm25_view(RAW, params=bm25, source=dict(RAW_SOURCE))
             index = cls(st, chunker=chunker_obj, embedder=emb, enrich=enrich)
             index.add(sources, progress=progress)
             if store is not None:
@@ -230,8 +323,8 @@ class Index:
         otherwise the first :meth:`add`/:meth:`delete` takes it.
         """
         manifest = read_manifest(path)
-        if embedder is not None and manifest.get("embedder") is not None:
-            check_embedder(manifest, embedder_info(embedder), path)
+        if embedder is not None:
+            check_embedder(embedder_of(manifest), embedder_info(embedder), path)
         st = Store.open(path, writable=writable)
         return cls(st, chunker=chunker, embedder=embedder, enrich=enrich)
 
@@ -257,7 +350,7 @@ class Index:
                 if isinstance(exc, MomokaError):
                     raise
                 raise StoreError(f"cannot load the store's embedder {info['model_id']}: {exc}") from exc
-            check_embedder(self.store.manifest, embedder_info(emb), self.store.path or "")
+            check_embedder(info, embedder_info(emb), self.store.path or "")
             self._embedder = emb
         return self._embedder
 
@@ -379,14 +472,16 @@ class Index:
                     UserWarning,
                     stacklevel=2,
                 )
-            allv = np.concatenate(parts, axis=0) if parts else np.zeros((0, self.store.dim), np.float32)
-            vectors, pos = [], 0
-            for cs in chunks:
-                vectors.append(allv[pos : pos + len(cs)])
-                pos += len(cs)
+            vectors = np.concatenate(parts, axis=0) if parts else np.zeros((0, emb.dim), np.float32)
         meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": m}
                 for d, m in zip(docs, doc_meta)]
-        self.store.add(meta, chunks, vectors)
+        st = self.store
+        if vectors is not None and vectors.shape != (sum(map(len, chunks)), st.embedder_info["dim"]):
+            raise InputError(f"the embedder gave vectors of shape {vectors.shape}")
+        ids = [c for cs in st.add_documents(meta, chunks) for c in cs]
+        st.bm25_view(RAW).add(ids, [c.text for cs in chunks for c in cs])
+        if vectors is not None:
+            st.vector_view(RAW).add(ids, vectors)
         describe = getattr(enrich, "describe", None)
         if callable(describe):
             self.store.manifest.setdefault("extra", {})["enrich"] = describe()
@@ -460,18 +555,18 @@ class Index:
             doc_ids = [doc_ids]
         if doc_ids is not None:
             doc_ids = list(doc_ids)
-            self.store._allowed(doc_ids)  # validates
+            self.store.chunk_ids_of(doc_ids)  # validates
         st = self.store
         if st.embedder_info is None and method == "hybrid":
             method = "bm25"
         if method == "bm25":
-            return st.hits(st.search_bm25(query, k, doc_ids), "bm25")
+            return make_hits(st, search_bm25(st, query, k, doc_ids), "bm25")
         qv = self._embed_query(query)
         if method == "dense":
-            return st.hits(st.search_dense(qv, k, doc_ids), "dense")
+            return make_hits(st, search_dense(st, qv, k, doc_ids), "dense")
         d = depth or max(50, 4 * k)
-        fused = Store.fuse([st.search_dense(qv, d, doc_ids), st.search_bm25(query, d, doc_ids)], k)
-        return st.hits(fused, "hybrid")
+        fused = fuse([search_dense(st, qv, d, doc_ids), search_bm25(st, query, d, doc_ids)], k)
+        return make_hits(st, fused, "hybrid")
 
     def _embed_query(self, query: str) -> np.ndarray:
         emb = self.embedder
@@ -511,8 +606,8 @@ class Index:
             d = kw.get("depth") or max(50, 4 * k)
             for q, v, f in zip(queries, vecs, filters):
                 if method == "dense":
-                    out.append(st.hits(st.search_dense(v, k, f), "dense"))
+                    out.append(make_hits(st, search_dense(st, v, k, f), "dense"))
                 else:
-                    out.append(st.hits(Store.fuse([st.search_dense(v, d, f), st.search_bm25(q, d, f)], k), "hybrid"))
+                    out.append(make_hits(st, fuse([search_dense(st, v, d, f), search_bm25(st, q, d, f)], k), "hybrid"))
             return out
         return [self.search(q, k, method, f, **kw) for q, f in zip(queries, filters)]
