@@ -50,10 +50,10 @@ def _check_consistent(path) -> set[str]:
     st = Store.open(path)
     m = json.loads((Path(path) / "manifest.json").read_text())
     assert m["counts"]["documents"] == len(st.documents)
-    assert st.bm25.n_docs == st.n_chunks == m["counts"]["chunks"]
-    assert st._hnsw.get_current_count() == st.n_chunks
+    assert len(st.bm25_view("raw")) == st.n_chunks == m["counts"]["chunks"]
+    assert st.vector_view("raw").graph().get_current_count() == st.n_chunks
     for e in st.documents.values():
-        assert all(c in st.chunks and st.chunks[c]["doc_id"] == e.doc_id for c in e.chunk_ids)
+        assert all(c in st.chunks and st.chunks.doc_id(c) == e.doc_id for c in e.chunk_ids)
     ix = Index(st, embedder=HashEmbedder())
     assert ix.search("document topic", k=3, method="hybrid")
     return set(st.documents)

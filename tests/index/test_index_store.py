@@ -46,8 +46,8 @@ def test_dense_scores_are_exact_cosines(tmp_path, docs, embedder):
     hits = ix.search(q, k=5, method="dense")
     qv = embedder.embed([q])[0]
     # reference: brute-force cosine over every chunk's text, embedded independently
-    ids = sorted(ix.store.chunks)
-    mat = embedder.embed([ix.store.chunks[i]["text"] for i in ids])
+    ids = ix.store.chunks.ids().tolist()
+    mat = embedder.embed(ix.store.chunks.texts(ids))
     sims = mat @ qv
     want = sorted(zip(ids, sims), key=lambda t: -t[1])[:5]
     np.testing.assert_allclose([h.score for h in hits], [s for _, s in want], rtol=1e-5, atol=1e-6)
@@ -57,8 +57,8 @@ def test_dense_scores_are_exact_cosines(tmp_path, docs, embedder):
 def test_bm25_scores_match_a_fresh_bm25_over_the_chunks(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)
     ref = momoka.index.BM25(stem=True, stopwords="english")
-    ids = sorted(ix.store.chunks)
-    ref.add([ix.store.chunks[i]["text"] for i in ids])
+    ids = ix.store.chunks.ids().tolist()
+    ref.add(ix.store.chunks.texts(ids))
     hits = ix.search("rocket thrust", k=4, method="bm25")
     sc = ref.get_scores("rocket thrust")
     want = sorted((j for j in range(len(ids)) if sc[j] > 0), key=lambda j: (-sc[j], j))[:4]  # only matches come back
@@ -98,8 +98,9 @@ def test_reopen_gives_same_results_and_manifest(tmp_path, docs, embedder):
     again = Index.open(tmp_path / "s", embedder=embedder)
     assert [(h.chunk_id, round(h.score, 6)) for h in again.search("king pawns board", k=5)] == before
     m = json.loads((tmp_path / "s" / "manifest.json").read_text())
-    assert m["version"] == FORMAT_VERSION and m["embedder"]["model_id"] == embedder.model_id
-    assert m["embedder"]["checksum"] == embedder.checksum
+    raw = next(a for a in m["artifacts"] if a["kind"] == "vectors" and a["name"] == "raw")
+    assert m["version"] == FORMAT_VERSION and raw["embedder"]["model_id"] == embedder.model_id
+    assert raw["embedder"]["checksum"] == embedder.checksum
     assert m["chunker"]["name"] == "paragraph"
     assert m["counts"]["documents"] == len(docs)
 
@@ -119,7 +120,7 @@ def test_incremental_add_delete_equal_a_fresh_build(tmp_path, docs, embedder):
             b = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in fresh.search(q, k=6, method=method)]
             assert a == b, (q, method)
     # the compacted graph holds only live chunks
-    assert inc.store._hnsw.get_current_count() == inc.store.n_chunks
+    assert inc.store.vector_view("raw").graph().get_current_count() == inc.store.n_chunks
     fresh.close()
 
 
@@ -127,7 +128,7 @@ def test_float16_vectors(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder, vector_dtype="float16")
     ix.close()
     again = Index.open(tmp_path / "s", embedder=embedder)
-    assert np.load(next((tmp_path / "s").glob("gen-*")) / "vectors.npy").dtype == np.float16
+    assert np.load(next((tmp_path / "s").glob("gen-*")) / "vectors" / "raw.npy").dtype == np.float16
     # The hashed test embedder ties "lava magma" between two documents (colliding words), so the query
     # is one whose best chunks are clearly the volcano's (cosine 0.84 / 0.79 against 0.38 for the next).
     hits = again.search("volcano erupts lava and ash, magma rises from the mantle", k=3, method="dense")
@@ -203,7 +204,7 @@ def test_not_a_store(tmp_path):
 def test_corrupted_generation(tmp_path, docs, embedder):
     _build(tmp_path, docs, embedder).close()
     gen = next((tmp_path / "s").glob("gen-*"))
-    (gen / "bm25.bin").write_bytes(b"junk")  # tried: a damaged BM25 file
+    (gen / "bm25" / "raw.bin").write_bytes(b"junk")  # tried: a damaged BM25 file
     with pytest.raises(StoreError, match="BM25"):
         Index.open(tmp_path / "s")
 

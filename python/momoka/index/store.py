@@ -1,16 +1,20 @@
-"""The persistent store: a directory holding chunks, vectors, the HNSW graph and the BM25 index.
+"""The persistent store: a directory of named, typed artifacts in atomic generations.
 
-Layout::
+Layout (format version 2)::
 
     STORE/
-      manifest.json          format, version, generation, models, chunker, parameters, counts
+      manifest.json          format, version, generation, dir, chunker, hnsw, pipeline, counts,
+                             artifacts (kind, name, files with bytes + sha256, source, settings)
       gen-000007/            the files of one generation (written whole, then renamed)
-        documents.jsonl      one line per document: doc_id, title, source, length, chunk ids
-        chunks.jsonl         one line per chunk: id, doc_id, index, start, end, paragraph,
-                             sentence, section, text, metadata
-        vectors.npy          (n_chunks, dim) float32 or float16, rows in chunks.jsonl order
-        hnsw.bin             hnswlib index (inner-product space, labels = chunk ids)
-        bm25.bin             native BM25 index (document ids = chunk ids)
+        documents.jsonl      one line per document: doc_id, title, source, length, chunk ids, metadata
+        chunks/              the chunk table, columnar (see :mod:`momoka.index.chunk_table`):
+                             doc/start/end/index/paragraph/sentence/section/live .npy,
+                             text.bin + text_offsets.npy, docs.json, sections.json, meta.jsonl
+        vectors/NAME.npy     a dense view, rows by chunk id (+ NAME.has.npy: which rows are set)
+        hnsw/NAME.bin        its HNSW graph (hnswlib, inner product, labels = chunk ids)
+        bm25/NAME.bin        a native BM25 index per view (document ids = chunk ids)
+        relations/NAME.npz   a sparse graph over chunk ids (CSR: sources, indptr, indices, weights)
+        nodes/NAME.jsonl     a table of non-chunk nodes (entities) that relations can point at
       .lock                  writer lock (flock; holds the writer's pid)
 
 Writes are atomic: :meth:`Store.save` writes a new generation into a
@@ -19,11 +23,20 @@ temporary folder, fsyncs it, renames it to ``gen-N``, then replaces
 names its generation, so a crash or kill at any point leaves the store at its
 last saved state; leftovers are cleaned by the next writer. The previous
 generation is kept (a reader that read the old manifest can still load it).
+Artifacts that did not change since the last save are hard-linked into the new
+generation instead of being rewritten.
 
-Chunk ids are global, dense and never reused: the BM25 index gives the same
-ids in the same order, deleted chunks leave tombstones there (a few bytes
-each) and are marked deleted in the HNSW graph, which is rebuilt without them
-(compaction) at the next save.
+Chunk ids are global, dense and never reused: row ``i`` of every column,
+vector view and BM25 view belongs to chunk ``i``. Deleted chunks leave dead
+rows (``live = False``, zero vectors, BM25 tombstones) and are compacted out
+of HNSW graphs at the next save.
+
+Opening reads the manifest and ``documents.jsonl`` and memory-maps the chunk
+columns and vectors; BM25 indexes, HNSW graphs, relations, node tables and
+chunk metadata are read on first use. Stores of format version 1 (one
+``chunks.jsonl``, ``vectors.npy``, ``hnsw.bin``, ``bm25.bin``) are read into
+these structures (vector view ``raw``, BM25 view ``raw``) and written as
+version 2 by the next save.
 
 One writer at a time: opening for writing takes an exclusive ``flock`` on
 ``.lock``; a second writer gets :class:`~momoka.errors.StoreLockedError`. The
@@ -54,7 +67,14 @@ from ..errors import (
     StoreVersionError,
 )
 from ..text.model import Chunk
+from ._io import check_name, file_record, fsync_dir, fsync_file, jsonl, write_file
+from .artifact import Artifact
 from .bm25 import BM25
+from .bm25_view import DEFAULT_BM25, BM25View
+from .chunk_table import ChunkTable
+from .node_table import NodeTable
+from .relations import Relation
+from .vectors import DEFAULT_HNSW, VectorView
 
 try:  # fcntl is POSIX-only
     import fcntl
@@ -62,46 +82,32 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 #: Version of the store layout written by this momoka. Stores with a higher
-#: version are refused (:class:`StoreVersionError`).
-FORMAT_VERSION = 1
+#: version are refused (:class:`StoreVersionError`); version 1 is read and upgraded.
+FORMAT_VERSION = 2
 FORMAT_NAME = "momoka-store"
 MANIFEST = "manifest.json"
 LOCK = ".lock"
+#: The views :class:`~momoka.index.Index` builds over the chunk text.
+RAW = "raw"
 
-#: Default BM25 settings of a store: Okapi (rank_bm25's idf), Porter stemming, English stopwords.
-DEFAULT_BM25 = {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "idf": "okapi", "stem": True, "stopwords": "english"}
-#: HNSW construction and search parameters.
-DEFAULT_HNSW = {"M": 32, "ef_construction": 200, "ef_search": 128}
-#: Reciprocal rank fusion constant.
-RRF_K = 60
+#: Artifact kinds a store holds besides its documents and chunk table, with their labels.
+KINDS = {"vectors": "vector view", "bm25": "BM25 view", "relation": "relation", "nodes": "node table"}
+
+__all__ = ["DEFAULT_BM25", "DEFAULT_HNSW", "FORMAT_VERSION", "DocEntry", "Store", "check_embedder",
+           "embedder_of", "read_manifest"]
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _fsync_dir(path: Path) -> None:
+def _momoka_version() -> str:
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
+        from importlib.metadata import PackageNotFoundError, version
 
-
-def _write_file(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _jsonl(rows: Iterable[dict]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+        return version("momoka")
+    except (ImportError, PackageNotFoundError, ValueError):
+        return "unknown"
 
 
 @dataclass
@@ -116,59 +122,18 @@ class DocEntry:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """The ``documents.jsonl`` line of this document."""
         d = {"doc_id": self.doc_id, "title": self.title, "source": self.source, "length": self.length,
              "chunk_ids": self.chunk_ids}
         if self.metadata:
             d["metadata"] = self.metadata
         return d
 
-
-@dataclass(frozen=True)
-class Hit:
-    """One retrieved chunk: the :class:`~momoka.text.Chunk`, its score and rank.
-
-    ``score`` is the cosine similarity (dense), the BM25 score (bm25) or the
-    reciprocal-rank-fusion score (hybrid). ``chunk_id`` is the store's id.
-    """
-
-    chunk: Chunk
-    score: float
-    rank: int
-    chunk_id: int
-    method: str
-    title: str | None = None
-
-    @property
-    def doc_id(self) -> str | None:
-        return self.chunk.doc_id
-
-    @property
-    def start(self) -> int:
-        return self.chunk.start
-
-    @property
-    def end(self) -> int:
-        return self.chunk.end
-
-    @property
-    def text(self) -> str:
-        return self.chunk.text
-
-    @property
-    def section(self) -> tuple[str, ...]:
-        return self.chunk.section
-
-    @property
-    def span(self) -> tuple[str | None, int, int]:
-        """``(doc_id, start, end)``, the form retrieval metrics take."""
-        return (self.chunk.doc_id, self.chunk.start, self.chunk.end)
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view (chunk fields plus score, rank, method, title)."""
-        d = self.chunk.to_dict()
-        d.update({"rank": self.rank, "score": self.score, "chunk_id": self.chunk_id, "method": self.method,
-                  "title": self.title})
-        return d
+    @classmethod
+    def from_dict(cls, r: dict) -> DocEntry:
+        """A document from its ``documents.jsonl`` line."""
+        return cls(r["doc_id"], r.get("title"), r.get("source"), int(r.get("length") or 0),
+                   [int(c) for c in r["chunk_ids"]], dict(r.get("metadata") or {}))
 
 
 class _Lock:
@@ -248,25 +213,21 @@ def read_manifest(path: str | os.PathLike) -> dict:
 
 
 class Store:
-    """A momoka store directory, loaded in memory.
+    """A momoka store directory: documents, the chunk table and named artifacts.
 
     Use :meth:`create` for a new store and :meth:`open` for an existing one.
-    Changes (:meth:`add`, :meth:`delete`) apply in memory and are persisted
-    by :meth:`save`. A store opened read-only becomes a writer on its first
-    change (taking the lock then, and refusing if someone saved since).
+    Changes apply in memory and are persisted by :meth:`save`. A store opened
+    read-only becomes a writer on its first change (taking the lock then, and
+    refusing if someone saved since).
     """
 
     def __init__(self, path: str | os.PathLike | None, manifest: dict):
         self.path = Path(path) if path is not None else None
         self.manifest = manifest
         self.documents: dict[str, DocEntry] = {}
-        self.chunks: dict[int, dict] = {}
-        self.n_slots = 0
-        self.dim: int | None = manifest.get("embedder", {}).get("dim") if manifest.get("embedder") else None
-        self._vectors: np.ndarray | None = None  # rows by chunk id (n_slots x dim), float32 or float16
-        self._hnsw = None
-        self._hnsw_deleted = 0  # marked-deleted elements in the graph
-        self.bm25: BM25 | None = None
+        self.chunks = ChunkTable(self)
+        self._artifacts: dict[str, dict[str, Artifact]] = {k: {} for k in KINDS}
+        self._entries: dict[tuple[str, str], dict] = {}  # manifest entries as loaded
         self._lock: _Lock | None = None
         self._dirty = False
 
@@ -277,28 +238,19 @@ class Store:
         cls,
         path: str | os.PathLike | None,
         *,
-        embedder: dict | None,
         chunker: dict | None = None,
-        bm25: dict | None = None,
-        vector_dtype: str = "float32",
         hnsw: dict | None = None,
         overwrite: bool = False,
         extra: dict | None = None,
     ) -> Store:
         """A new, empty store (``path=None``: in memory only, :meth:`save` needs a path).
 
-        ``embedder``: ``{"model_id", "checksum", "dim"}`` or None for a BM25-only
-        store. ``chunker``: ``{"name", "params"}``. ``bm25``: :class:`BM25`
-        parameters (default :data:`DEFAULT_BM25`). Refuses a non-empty directory
-        that is not a store, and an existing store unless ``overwrite``.
+        ``chunker``: ``{"name", "params"}``. ``hnsw``: HNSW parameters of its
+        vector views (default :data:`~momoka.index.vectors.DEFAULT_HNSW`).
+        Refuses a non-empty directory that is not a store, and an existing
+        store unless ``overwrite``. Views are added with
+        :meth:`add_vector_view` / :meth:`add_bm25_view`.
         """
-        if vector_dtype not in ("float32", "float16"):
-            raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
-        if embedder is not None:
-            if not {"model_id", "checksum", "dim"} <= set(embedder):
-                raise ConfigError("embedder info needs model_id, checksum and dim")
-        bm25_params = dict(DEFAULT_BM25, **(bm25 or {}))
-        hnsw_params = dict(DEFAULT_HNSW, **(hnsw or {}))
         manifest = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
@@ -306,20 +258,15 @@ class Store:
             "dir": None,
             "created": _now(),
             "updated": None,
-            "embedder": embedder,
             "chunker": chunker,
-            "bm25": bm25_params,
-            "hnsw": hnsw_params,
-            "vector_dtype": vector_dtype,
+            "hnsw": dict(DEFAULT_HNSW, **(hnsw or {})),
+            "pipeline": {},
             "counts": {"documents": 0, "chunks": 0, "slots": 0},
+            "artifacts": [],
         }
         if extra:
             manifest["extra"] = extra
         store = cls(path, manifest)
-        try:
-            store.bm25 = BM25(**{k: v for k, v in bm25_params.items()})
-        except TypeError as exc:
-            raise ConfigError(f"bad BM25 parameters {bm25!r}: {exc}") from None
         if path is not None:
             root = Path(path)
             if root.exists() and not root.is_dir():
@@ -345,17 +292,13 @@ class Store:
         return store
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, writable: bool = False, embedder: dict | None = None) -> Store:
-        """Load the store at ``path``.
+    def open(cls, path: str | os.PathLike, *, writable: bool = False) -> Store:
+        """Open the store at ``path`` (format version 2, or 1 which the next save upgrades).
 
         ``writable=True`` takes the writer lock now (else on the first change).
-        ``embedder`` (``{"model_id", "checksum"}``), when given, must match the
-        store's: :class:`StoreMismatchError` otherwise.
         """
         root = Path(path)
         manifest = read_manifest(root)
-        if embedder is not None:
-            check_embedder(manifest, embedder, root)
         store = cls(root, manifest)
         if writable:
             store._acquire()
@@ -376,67 +319,110 @@ class Store:
     def _load(self, manifest: dict) -> None:
         root = self.path
         assert root is not None
-        self.dim = manifest["embedder"]["dim"] if manifest.get("embedder") else None
+        self.documents, self.chunks = {}, ChunkTable(self)
+        self._artifacts = {k: {} for k in KINDS}
+        self._entries = {}
         gen = manifest.get("dir")
         if gen is None:  # created, never saved with content
-            self.bm25 = BM25(**manifest.get("bm25", DEFAULT_BM25))
             return
         gdir = root / gen
         if not gdir.is_dir():
             raise FileNotFoundError(gdir)
+        if int(manifest["version"]) < 2:
+            self._load_v1(gdir, manifest)
+            return
+        entries = manifest.get("artifacts") or []
+        for e in entries:  # cheap checks now: every file is there with its size
+            label = KINDS.get(e.get("kind"), e.get("kind"))
+            for rel, rec in (e.get("files") or {}).items():
+                p = gdir / rel
+                size = p.stat().st_size  # FileNotFoundError: retried by open()
+                if size != rec.get("bytes"):
+                    raise StoreError(f"store {root} is corrupted: {rel} ({label} {e.get('name')!r}) has {size} bytes, "
+                                     f"the manifest says {rec.get('bytes')}")
         try:
-            documents: dict[str, DocEntry] = {}
             with open(gdir / "documents.jsonl", encoding="utf-8") as f:
-                for line in f:
-                    r = json.loads(line)
-                    documents[r["doc_id"]] = DocEntry(r["doc_id"], r.get("title"), r.get("source"),
-                                                      r.get("length", 0), list(r["chunk_ids"]),
-                                                      r.get("metadata") or {})
-            chunks: dict[int, dict] = {}
+                documents = {d.doc_id: d for d in (DocEntry.from_dict(json.loads(line)) for line in f)}
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"store {root} is corrupted ({gen}/documents.jsonl): {exc}") from None
+        hnsw = manifest.get("hnsw")
+        for e in entries:
+            kind, name, files = e.get("kind"), e.get("name"), e.get("files") or {}
+            self._entries[(kind, name)] = e
+            if kind == "chunks":
+                self.chunks = ChunkTable.load(self, gdir, files)
+            elif kind == "vectors":
+                self._artifacts[kind][name] = VectorView.load(self, gdir, e, hnsw)
+            elif kind == "bm25":
+                self._artifacts[kind][name] = BM25View.load(self, gdir, e)
+            elif kind == "relation":
+                self._artifacts[kind][name] = Relation.load(self, gdir, e)
+            elif kind == "nodes":
+                self._artifacts[kind][name] = NodeTable.load(self, gdir, e)
+            elif kind != "documents":
+                raise StoreError(f"store {root} has an artifact of unknown kind {kind!r} ({name!r}); upgrade momoka")
+        counts = manifest.get("counts") or {}
+        if self.chunks.n_slots != counts.get("slots", self.chunks.n_slots) or len(documents) != counts.get(
+                "documents", len(documents)):
+            raise StoreError(f"store {root} is corrupted: the chunk table or documents disagree with the manifest")
+        self.documents = documents
+
+    def _load_v1(self, gdir: Path, manifest: dict) -> None:
+        """Read a format-version-1 generation into the version-2 structures (saved as v2 next time)."""
+        root = self.path
+        try:
+            with open(gdir / "documents.jsonl", encoding="utf-8") as f:
+                documents = {d.doc_id: d for d in (DocEntry.from_dict(json.loads(line)) for line in f)}
             with open(gdir / "chunks.jsonl", encoding="utf-8") as f:
-                for line in f:
-                    r = json.loads(line)
-                    chunks[int(r["id"])] = r
+                records = [json.loads(line) for line in f]
             bm25 = BM25.load(gdir / "bm25.bin")
         except FileNotFoundError:
             raise
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"store {root} is corrupted ({gen}): {exc}") from None
+            raise StoreError(f"store {root} is corrupted ({gdir.name}): {exc}") from None
         n_slots = int(manifest["counts"]["slots"])
-        if bm25.n_slots != n_slots or bm25.n_docs != len(chunks):
+        if bm25.n_slots != n_slots or bm25.n_docs != len(records):
             raise StoreError(f"store {root} is corrupted: BM25 index and chunks disagree")
-        self.documents, self.chunks, self.bm25, self.n_slots = documents, chunks, bm25, n_slots
-        if self.dim is not None:
+        try:
+            self.chunks = ChunkTable.from_records(self, records, n_slots)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
+        params = dict(DEFAULT_BM25, **(manifest.get("bm25") or {}))
+        self._artifacts["bm25"][RAW] = BM25View.from_index(self, RAW, bm25, params=params, source={"text": "chunk"})
+        emb = manifest.get("embedder")
+        if emb:
+            dim = int(emb["dim"])
             try:
                 vecs = np.load(gdir / "vectors.npy", allow_pickle=False)
             except FileNotFoundError:
                 raise
             except (OSError, ValueError) as exc:
                 raise StoreError(f"store {root} is corrupted (vectors): {exc}") from None
-            if vecs.shape != (len(chunks), self.dim):
-                raise StoreError(f"store {root} is corrupted: vectors {vecs.shape} for {len(chunks)} chunks")
-            full = np.zeros((n_slots, self.dim), dtype=vecs.dtype)
-            full[list(chunks)] = vecs
-            self._vectors = full
-            self._hnsw = self._load_hnsw(gdir / "hnsw.bin", len(chunks))
+            ids = self.chunks.ids()
+            if vecs.shape != (len(ids), dim):
+                raise StoreError(f"store {root} is corrupted: vectors {vecs.shape} for {len(ids)} chunks")
+            rows = np.zeros((n_slots, dim), dtype=vecs.dtype)
+            rows[ids] = vecs
+            has = np.zeros(n_slots, dtype=bool)
+            has[ids] = True
+            graph = None
+            if len(ids):
+                import hnswlib
 
-    def _load_hnsw(self, path: Path, n: int):
-        import hnswlib
-
-        ix = hnswlib.Index(space="ip", dim=self.dim)
-        if n == 0:
-            ix.init_index(max_elements=16, M=self.manifest["hnsw"]["M"],
-                          ef_construction=self.manifest["hnsw"]["ef_construction"])
-            return ix
-        if not path.is_file():
-            raise FileNotFoundError(path)
-        try:
-            ix.load_index(str(path), max_elements=max(n, 16))
-        except RuntimeError as exc:
-            raise StoreError(f"store {self.path} is corrupted (HNSW index): {exc}") from None
-        if ix.get_current_count() != n:
-            raise StoreError(f"store {self.path} is corrupted: HNSW holds {ix.get_current_count()} of {n} chunks")
-        return ix
+                graph = hnswlib.Index(space="ip", dim=dim)
+                try:
+                    graph.load_index(str(gdir / "hnsw.bin"), max_elements=max(len(ids), 16))
+                except RuntimeError as exc:
+                    if not (gdir / "hnsw.bin").is_file():
+                        raise FileNotFoundError(gdir / "hnsw.bin") from None
+                    raise StoreError(f"store {root} is corrupted (HNSW index): {exc}") from None
+            self._artifacts["vectors"][RAW] = VectorView.from_rows(
+                self, RAW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
+                hnsw=manifest.get("hnsw"), graph=graph)
+        self.documents = documents
+        self._dirty = True  # the next save writes format version 2
 
     # ------------------------------------------------------------------ locking
 
@@ -484,16 +470,17 @@ class Store:
         except Exception:
             pass
 
-    # ------------------------------------------------------------------ contents
-
-    @property
-    def embedder_info(self) -> dict | None:
-        """``{"model_id", "checksum", "dim"}`` of the store's embedder, or None (BM25 only)."""
-        return self.manifest.get("embedder")
+    # ------------------------------------------------------------------ documents and chunks
 
     @property
     def n_chunks(self) -> int:
+        """Number of live chunks."""
         return len(self.chunks)
+
+    @property
+    def n_slots(self) -> int:
+        """Number of chunk ids ever given (live and deleted)."""
+        return self.chunks.n_slots
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -502,122 +489,206 @@ class Store:
         return doc_id in self.documents
 
     def chunk(self, chunk_id: int) -> Chunk:
-        """The :class:`Chunk` with store id ``chunk_id``."""
-        r = self.chunks[chunk_id]
-        return Chunk(r["text"], r["start"], r["end"], r["doc_id"], r["index"], r["paragraph"], r["sentence"],
-                     tuple(r.get("section") or ()), dict(r.get("metadata") or {}))
+        """The :class:`Chunk` with store id ``chunk_id`` (KeyError when it is not live)."""
+        return self.chunks.get(chunk_id)
 
-    def vectors(self, chunk_ids: Sequence[int]) -> np.ndarray:
-        """Float32 vectors of the given chunks."""
-        if self._vectors is None:
-            raise StoreError("this store has no vectors (built without an embedder)")
-        return self._vectors[np.asarray(chunk_ids, dtype=np.int64)].astype(np.float32)
+    def chunk_ids_of(self, doc_ids: Iterable[str] | str) -> list[int]:
+        """The chunk ids of these documents, ascending; InputError naming unknown ids."""
+        if isinstance(doc_ids, str):
+            doc_ids = [doc_ids]
+        doc_ids = list(doc_ids)
+        unknown = [d for d in doc_ids if d not in self.documents]
+        if unknown:
+            raise InputError(f"unknown document id(s) in filter: {', '.join(map(repr, unknown[:5]))}")
+        return sorted({c for d in doc_ids for c in self.documents[d].chunk_ids})
 
-    # ------------------------------------------------------------------ changes
+    def add_documents(self, documents: Sequence[dict], chunks: Sequence[Sequence[Chunk]]) -> list[list[int]]:
+        """Add documents with their chunks to the document and chunk tables.
 
-    def add(self, documents: Sequence[dict], chunks: Sequence[Sequence[Chunk]],
-            vectors: Sequence[np.ndarray | None] | None = None) -> list[int]:
-        """Add documents with their chunks (and, with an embedder, one vector row per chunk).
-
-        ``documents[i]`` is ``{"doc_id", "title", "source", "length", "metadata"}``,
-        ``chunks[i]`` its chunks, ``vectors[i]`` a ``(len(chunks[i]), dim)`` array.
-        Returns the new chunk ids. Raises :class:`InputError` for a doc_id
-        already in the store (or given twice): nothing is added then.
+        ``documents[i]`` is ``{"doc_id", "title", "source", "length", "metadata"}``
+        and ``chunks[i]`` its chunks. Returns the new chunk ids per document.
+        Views are not filled: callers add vectors and BM25 texts for the new
+        ids. Raises :class:`InputError` for a doc_id already in the store (or
+        given twice): nothing is added then.
         """
         self.ensure_writable()
         if len(chunks) != len(documents):
             raise InputError("one list of chunks per document is needed")
         seen: set[str] = set()
         for d in documents:
-            did = d.get("doc_id")
+            did = d.get("doc_id") if isinstance(d, dict) else None
             if not isinstance(did, str) or not did:
                 raise InputError(f"document id must be a non-empty str, got {did!r}")
             if did in self.documents or did in seen:
                 raise InputError(f"document {did!r} is already in the store; delete it first to replace it")
             seen.add(did)
-        if self.dim is not None:
-            if vectors is None or len(vectors) != len(documents):
-                raise InputError("this store has an embedder: one vector array per document is needed")
-            for d, cs, v in zip(documents, chunks, vectors):
-                if v is None or np.asarray(v).shape != (len(cs), self.dim):
-                    raise InputError(f"document {d['doc_id']!r}: vectors must have shape ({len(cs)}, {self.dim})")
-        flat = [c for cs in chunks for c in cs]
-        start = self.n_slots
-        ids = list(range(start, start + len(flat)))
-        # BM25 first: it is the only step that can fail on its own input.
-        got = self.bm25.add([c.text for c in flat]) if flat else np.zeros(0, np.int64)
-        if got.tolist() != ids:  # pragma: no cover - invariant
-            raise StoreError("internal error: BM25 ids out of step with chunk ids")
-        if self.dim is not None and flat:
-            vecs = np.concatenate([np.asarray(v, dtype=np.float32) for v in vectors], axis=0)  # type: ignore[union-attr]
-            dtype = np.float16 if self.manifest["vector_dtype"] == "float16" else np.float32
-            old = self._vectors if self._vectors is not None else np.zeros((0, self.dim), dtype)
-            self._vectors = np.concatenate([old, vecs.astype(dtype)], axis=0)
-            self._hnsw_add(vecs, np.asarray(ids, dtype=np.int64))
-        it = iter(ids)
+        rows = [(d["doc_id"], c) for d, cs in zip(documents, chunks) for c in cs]
+        ids = self.chunks.append(rows)
+        out: list[list[int]] = []
+        pos = 0
         for d, cs in zip(documents, chunks):
-            entry = DocEntry(d["doc_id"], d.get("title"), d.get("source"), int(d.get("length") or 0), [],
-                             dict(d.get("metadata") or {}))
-            for c in cs:
-                cid = next(it)
-                rec = c.to_dict()
-                rec["id"] = cid
-                rec["doc_id"] = d["doc_id"]
-                rec.setdefault("metadata", {})
-                self.chunks[cid] = rec
-                entry.chunk_ids.append(cid)
-            self.documents[entry.doc_id] = entry
-        self.n_slots = start + len(flat)
+            mine = ids[pos : pos + len(cs)]
+            pos += len(cs)
+            self.documents[d["doc_id"]] = DocEntry(d["doc_id"], d.get("title"), d.get("source"),
+                                                   int(d.get("length") or 0), list(mine),
+                                                   dict(d.get("metadata") or {}))
+            out.append(list(mine))
         self._dirty = True
-        return ids
-
-    def _new_hnsw(self, capacity: int):
-        import hnswlib
-
-        h = self.manifest["hnsw"]
-        ix = hnswlib.Index(space="ip", dim=self.dim)
-        ix.init_index(max_elements=max(capacity, 16), M=h["M"], ef_construction=h["ef_construction"], random_seed=100)
-        return ix
-
-    def _hnsw_add(self, vecs: np.ndarray, ids: np.ndarray) -> None:
-        if self._hnsw is None:
-            self._hnsw = self._new_hnsw(len(ids))
-        need = self._hnsw.get_current_count() + len(ids)
-        if need > self._hnsw.get_max_elements():
-            self._hnsw.resize_index(max(need, 2 * self._hnsw.get_max_elements()))
-        self._hnsw.add_items(vecs, ids)
+        return out
 
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Delete documents (and their chunks); returns the number of chunks removed.
+        """Delete documents: their chunks leave the table, every view and every relation.
 
-        Raises :class:`InputError` for an unknown doc_id (nothing is deleted then).
+        Returns the number of chunks removed. Raises :class:`InputError` for an
+        unknown doc_id (nothing is deleted then).
         """
         self.ensure_writable()
         doc_ids = list(doc_ids)
         unknown = [d for d in doc_ids if d not in self.documents]
         if unknown:
             raise InputError(f"unknown document id(s): {', '.join(map(repr, unknown[:5]))}")
-        removed: list[int] = []
+        removed = sorted({c for d in doc_ids for c in self.documents[d].chunk_ids})
+        for kind in ("vectors", "bm25", "relation"):
+            for art in self._artifacts[kind].values():
+                art.delete(removed)
+        self.chunks.delete(removed)
         for did in dict.fromkeys(doc_ids):
-            entry = self.documents.pop(did)
-            removed.extend(entry.chunk_ids)
-        if removed:
-            self.bm25.delete(removed)
-            for cid in removed:
-                del self.chunks[cid]
-                if self._hnsw is not None:
-                    self._hnsw.mark_deleted(cid)
-                    self._hnsw_deleted += 1
+            del self.documents[did]
         self._dirty = True
         return len(removed)
 
+    # ------------------------------------------------------------------ artifacts
+
+    def _get(self, kind: str, name: str):
+        arts = self._artifacts[kind]
+        if name not in arts:
+            have = ", ".join(sorted(arts)) or "none"
+            where = f" at {self.path}" if self.path else ""
+            raise StoreError(f"the store{where} has no {KINDS[kind]} {name!r} ({KINDS[kind]}s: {have})")
+        return arts[name]
+
+    def _new(self, kind: str, name: str, art: Artifact):
+        check_name(name, KINDS[kind])
+        if name in self._artifacts[kind]:
+            raise StoreError(f"the store already has a {KINDS[kind]} {name!r}; remove it first to rebuild it")
+        self.ensure_writable()
+        self._artifacts[kind][name] = art
+        self._dirty = True
+        return art
+
+    @property
+    def vector_views(self) -> list[str]:
+        """Names of the dense vector views."""
+        return list(self._artifacts["vectors"])
+
+    def has_vector_view(self, name: str) -> bool:
+        """True when the store has vector view ``name``."""
+        return name in self._artifacts["vectors"]
+
+    def add_vector_view(self, name: str, *, embedder: dict, dtype: str = "float32",
+                        source: dict | None = None) -> VectorView:
+        """A new, empty dense view: ``embedder`` ``{"model_id", "checksum", "dim"}``, ``source`` what is embedded."""
+        check_name(name, KINDS["vectors"])
+        view = VectorView(self, name, embedder=embedder, dtype=dtype, source=source, hnsw=self.manifest.get("hnsw"))
+        return self._new("vectors", name, view)
+
+    def vector_view(self, name: str = RAW) -> VectorView:
+        """Vector view ``name`` (StoreError naming the views there are)."""
+        return self._get("vectors", name)
+
+    @property
+    def bm25_views(self) -> list[str]:
+        """Names of the BM25 views."""
+        return list(self._artifacts["bm25"])
+
+    def has_bm25_view(self, name: str) -> bool:
+        """True when the store has BM25 view ``name``."""
+        return name in self._artifacts["bm25"]
+
+    def add_bm25_view(self, name: str, *, params: dict | None = None, source: dict | None = None) -> BM25View:
+        """A new, empty BM25 view (``params`` over :data:`~momoka.index.bm25_view.DEFAULT_BM25`)."""
+        check_name(name, KINDS["bm25"])
+        return self._new("bm25", name, BM25View.create(self, name, params=params, source=source))
+
+    def bm25_view(self, name: str = RAW) -> BM25View:
+        """BM25 view ``name`` (StoreError naming the views there are)."""
+        return self._get("bm25", name)
+
+    @property
+    def relations(self) -> list[str]:
+        """Names of the relations."""
+        return list(self._artifacts["relation"])
+
+    def has_relation(self, name: str) -> bool:
+        """True when the store has relation ``name``."""
+        return name in self._artifacts["relation"]
+
+    def add_relation(self, name: str, *, ordered: bool = True, weighted: bool = False,
+                     target_table: str | None = None, source: dict | None = None) -> Relation:
+        """A new, empty relation over chunk ids (or from chunks to the nodes of ``target_table``)."""
+        if target_table is not None:
+            check_name(target_table, KINDS["nodes"])
+        return self._new("relation", name, Relation(self, name, ordered=ordered, weighted=weighted,
+                                                    target_table=target_table, source=source))
+
+    def relation(self, name: str) -> Relation:
+        """Relation ``name`` (StoreError naming the relations there are)."""
+        return self._get("relation", name)
+
+    @property
+    def node_tables(self) -> list[str]:
+        """Names of the node tables."""
+        return list(self._artifacts["nodes"])
+
+    def has_node_table(self, name: str) -> bool:
+        """True when the store has node table ``name``."""
+        return name in self._artifacts["nodes"]
+
+    def add_node_table(self, name: str, source: dict | None = None) -> NodeTable:
+        """A new, empty node table."""
+        return self._new("nodes", name, NodeTable(self, name, source))
+
+    def node_table(self, name: str) -> NodeTable:
+        """Node table ``name`` (StoreError naming the tables there are)."""
+        return self._get("nodes", name)
+
+    def remove_artifact(self, kind: str, name: str) -> None:
+        """Drop a view, relation or node table (kind: vectors, bm25, relation, nodes), e.g. to rebuild it."""
+        if kind not in KINDS:
+            raise ConfigError(f"artifact kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        self._get(kind, name)
+        self.ensure_writable()
+        del self._artifacts[kind][name]
+        self._dirty = True
+
+    @property
+    def embedder_info(self) -> dict | None:
+        """``{"model_id", "checksum", "dim"}`` of the ``raw`` vector view, or None when there is none."""
+        v = self._artifacts["vectors"].get(RAW)
+        return dict(v.embedder) if v is not None else None
+
     # ------------------------------------------------------------------ save
+
+    @property
+    def dirty(self) -> bool:
+        """True when there are changes not yet saved."""
+        return (self._dirty or self.chunks.dirty
+                or any(a.dirty for arts in self._artifacts.values() for a in arts.values()))
+
+    def mark_dirty(self) -> None:
+        """Record a change made outside the store's methods (e.g. document metadata), for :attr:`dirty`."""
+        self.ensure_writable()
+        self._dirty = True
+
+    def _all(self) -> list[Artifact]:
+        return [self.chunks] + [a for kind in KINDS for a in self._artifacts[kind].values()]
 
     def save(self, path: str | os.PathLike | None = None) -> Path:
         """Persist the store atomically (a new generation, then the manifest).
 
         ``path`` saves an in-memory store to a new directory (which becomes its
-        path). Compacts the HNSW graph when chunks were deleted.
+        path). Unchanged artifacts are hard-linked from the previous
+        generation; HNSW graphs with deletions are compacted.
         """
         if path is not None and (self.path is None or Path(path) != self.path):
             if self.path is not None:
@@ -641,51 +712,68 @@ class Store:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
-        ids = sorted(self.chunks)
         docs = sorted(self.documents.values(), key=lambda e: e.chunk_ids[0] if e.chunk_ids else -1)
-        _write_file(tmp / "documents.jsonl", _jsonl(e.to_dict() for e in docs))
-        _write_file(tmp / "chunks.jsonl", _jsonl(self.chunks[i] for i in ids))
-        self.bm25.save(tmp / "bm25.bin")
-        if self.dim is not None:
-            vecs = self._vectors[ids] if self._vectors is not None else np.zeros((0, self.dim), np.float32)
-            with open(tmp / "vectors.npy", "wb") as f:
-                np.save(f, vecs, allow_pickle=False)
-                f.flush()
-                os.fsync(f.fileno())
-            if self._hnsw_deleted and ids:
-                # Compaction: rebuild the graph from the live vectors only.
-                fresh = self._new_hnsw(len(ids))
-                fresh.add_items(self._vectors[ids].astype(np.float32), np.asarray(ids, dtype=np.int64))
-                self._hnsw = fresh
-                self._hnsw_deleted = 0
-            if ids:
-                self._hnsw.save_index(str(tmp / "hnsw.bin"))
-                with open(tmp / "hnsw.bin", "rb+") as f:
-                    os.fsync(f.fileno())
-        _fsync_dir(tmp)
+        write_file(tmp / "documents.jsonl", jsonl(e.to_dict() for e in docs))
+        entries = [{"kind": "documents", "name": "documents",
+                    "files": {"documents.jsonl": file_record(tmp / "documents.jsonl")}, "source": {}}]
+        written: list[tuple[Artifact, dict]] = []
+        for art in self._all():
+            old = self._entries.get((art.kind, art.name))
+            if not art.dirty and art._dir is not None and old is not None:
+                files = self._link(art, tmp)
+                entry = dict(old)
+                entry.update(art.entry(files))
+            else:
+                files = {rel: file_record(tmp / rel) for rel in art.write(tmp)}
+                entry = art.entry(files)
+            entries.append(entry)
+            written.append((art, files))
+        for d, _, _ in os.walk(tmp, topdown=False):
+            fsync_dir(Path(d))
         final = root / name
         if final.exists():  # a leftover of a crashed save that never reached the manifest
             shutil.rmtree(final)
         os.rename(tmp, final)
-        _fsync_dir(root)
+        fsync_dir(root)
         previous = self.manifest.get("dir")
-        manifest = dict(self.manifest)
+        manifest = {k: v for k, v in self.manifest.items() if k not in ("embedder", "bm25", "vector_dtype")}
+        manifest.setdefault("pipeline", {})
+        manifest["hnsw"] = dict(DEFAULT_HNSW, **(manifest.get("hnsw") or {}))
         manifest.update({
+            "version": FORMAT_VERSION,
             "generation": gen,
             "dir": name,
             "previous": previous,
             "updated": _now(),
             "momoka_version": _momoka_version(),
-            "counts": {"documents": len(self.documents), "chunks": len(self.chunks), "slots": self.n_slots},
+            "counts": {"documents": len(self.documents), "chunks": self.n_chunks, "slots": self.n_slots},
+            "artifacts": entries,
         })
         mtmp = root / f"{MANIFEST}.tmp-{os.getpid()}"
-        _write_file(mtmp, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        write_file(mtmp, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
         os.replace(mtmp, root / MANIFEST)
-        _fsync_dir(root)
+        fsync_dir(root)
         self.manifest = manifest
+        for art, files in written:
+            art._attach(final, files)
+        self._entries = {(e["kind"], e["name"]): e for e in entries}
         self._dirty = False
         self._clean_old(keep={name, previous})
         return root
+
+    @staticmethod
+    def _link(art: Artifact, folder: Path) -> dict[str, dict]:
+        """Hard-link (or copy) an unchanged artifact's files into ``folder``; returns their records."""
+        for rel in art._files:
+            src = art._path(rel)
+            dst = folder / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+                fsync_file(dst)
+        return {k: dict(v) for k, v in art._files.items()}
 
     def _clean_leftovers(self) -> None:
         """Remove temporary files of crashed saves (we hold the lock, so none is in progress)."""
@@ -698,97 +786,24 @@ class Store:
             if p.is_dir() and p.name.startswith("gen-") and ".tmp-" not in p.name and p.name not in keep:
                 shutil.rmtree(p, ignore_errors=True)
 
-    @property
-    def dirty(self) -> bool:
-        """True when there are changes not yet saved."""
-        return self._dirty
 
-    # ------------------------------------------------------------------ retrieval
-
-    def _allowed(self, doc_ids: Iterable[str] | None) -> list[int] | None:
-        if doc_ids is None:
-            return None
-        if isinstance(doc_ids, str):
-            doc_ids = [doc_ids]
-        doc_ids = list(doc_ids)
-        unknown = [d for d in doc_ids if d not in self.documents]
-        if unknown:
-            raise InputError(f"unknown document id(s) in filter: {', '.join(map(repr, unknown[:5]))}")
-        return sorted(c for d in doc_ids for c in self.documents[d].chunk_ids)
-
-    def search_bm25(self, query: str, k: int, doc_ids: Iterable[str] | None = None) -> list[tuple[int, float]]:
-        """Top-k ``(chunk_id, bm25 score)``; only chunks sharing a token with the query."""
-        allowed = self._allowed(doc_ids)
-        mask = None
-        if allowed is not None:
-            mask = np.zeros(self.n_slots, dtype=bool)
-            mask[allowed] = True
-        ids, scores = self.bm25.search(query, k, mask=mask)
-        return list(zip(ids.tolist(), scores.tolist()))
-
-    def search_dense(self, qvec: np.ndarray, k: int, doc_ids: Iterable[str] | None = None) -> list[tuple[int, float]]:
-        """Top-k ``(chunk_id, cosine)`` for a query vector: HNSW, or exact over the filtered chunks."""
-        if self.dim is None:
-            raise StoreError("this store was built without an embedder: use method='bm25'")
-        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self.dim:
-            raise InputError(f"query vector has dimension {q.shape[0]}, the store {self.dim}")
-        allowed = self._allowed(doc_ids)
-        if allowed is not None or len(self.chunks) <= 2 * k:
-            cand = allowed if allowed is not None else sorted(self.chunks)
-            if not cand:
-                return []
-            sims = self._vectors[cand].astype(np.float32) @ q
-            top = np.argsort(-sims, kind="stable")[:k]
-            return [(int(cand[i]), float(sims[i])) for i in top]
-        kk = min(k, len(self.chunks))
-        self._hnsw.set_ef(max(self.manifest["hnsw"].get("ef_search", 128), 2 * kk))
-        try:
-            labels, dist = self._hnsw.knn_query(q[None, :], k=kk)
-        except RuntimeError:  # hnswlib could not fill k results (tiny or heavily deleted graph): exact search
-            cand = sorted(self.chunks)
-            sims = self._vectors[cand].astype(np.float32) @ q
-            top = np.argsort(-sims, kind="stable")[:k]
-            return [(int(cand[i]), float(sims[i])) for i in top]
-        # Equal scores come back in hnswlib's heap order; order them by chunk id, as the exact path does.
-        return sorted(((int(l), float(1.0 - d)) for l, d in zip(labels[0], dist[0])), key=lambda t: (-t[1], t[0]))
-
-    @staticmethod
-    def fuse(rankings: Sequence[Sequence[tuple[int, float]]], k: int, rrf_k: int = RRF_K) -> list[tuple[int, float]]:
-        """Reciprocal rank fusion: ``score(c) = sum over rankings of 1 / (rrf_k + rank)`` (rank from 1)."""
-        score: dict[int, float] = {}
-        first: dict[int, tuple[int, int]] = {}
-        for r, ranking in enumerate(rankings):
-            for rank, (cid, _) in enumerate(ranking, start=1):
-                score[cid] = score.get(cid, 0.0) + 1.0 / (rrf_k + rank)
-                first.setdefault(cid, (rank, r))
-        order = sorted(score, key=lambda c: (-score[c], first[c]))
-        return [(c, score[c]) for c in order[:k]]
-
-    def hits(self, ranked: Sequence[tuple[int, float]], method: str) -> list[Hit]:
-        """:class:`Hit` objects for ranked ``(chunk_id, score)`` pairs."""
-        out = []
-        for rank, (cid, s) in enumerate(ranked, start=1):
-            c = self.chunk(cid)
-            d = self.documents.get(c.doc_id)
-            out.append(Hit(c, float(s), rank, cid, method, d.title if d else None))
-        return out
+def embedder_of(manifest: dict, view: str = RAW) -> dict | None:
+    """The embedder info of vector view ``view`` recorded in a manifest (either format version)."""
+    if int(manifest.get("version") or 0) < 2:
+        return manifest.get("embedder") if view == RAW else None
+    for e in manifest.get("artifacts") or []:
+        if e.get("kind") == "vectors" and e.get("name") == view:
+            return e.get("embedder")
+    return None
 
 
-def check_embedder(manifest: dict, embedder: dict, root: Path | str = "") -> None:
-    """Raise :class:`StoreMismatchError` unless ``embedder`` is the store's embedder."""
-    have = manifest.get("embedder")
+def check_embedder(have: dict | None, want: dict, root: Path | str = "") -> None:
+    """Raise :class:`StoreMismatchError` unless ``want`` is the embedder ``have`` (a view's, or None: no check)."""
     if have is None:
         return
-    if embedder.get("model_id") != have.get("model_id") or embedder.get("checksum") != have.get("checksum"):
+    if want.get("model_id") != have.get("model_id") or want.get("checksum") != have.get("checksum"):
         raise StoreMismatchError(
             f"store {root} was built with embedder {have.get('model_id')} (sha256 {str(have.get('checksum'))[:12]}), "
-            f"not {embedder.get('model_id')} (sha256 {str(embedder.get('checksum'))[:12]}); "
+            f"not {want.get('model_id')} (sha256 {str(want.get('checksum'))[:12]}); "
             "rebuild the store or use the same model"
         )
-
-
-def _momoka_version() -> str:
-    from .. import __version__
-
-    return __version__

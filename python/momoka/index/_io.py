@@ -1,0 +1,80 @@
+"""File helpers shared by the store and its artifacts: durable writes, checksums, names."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def check_name(name: object, what: str = "artifact") -> str:
+    """``name`` if it is a valid artifact name (letters, digits, ``_``, ``-``, ``.``), else ConfigError."""
+    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        raise ConfigError(f"{what} name must be letters, digits, '_', '-' or '.', not {name!r}")
+    return name
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory (its entries), where the platform allows it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    """fsync a file written by someone else (numpy, hnswlib, the native BM25)."""
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and fsync it (``path``'s folder is created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_npy(path: Path, arr: np.ndarray) -> None:
+    """Save one array as ``.npy`` (no pickles) and fsync it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        np.save(f, np.ascontiguousarray(arr), allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def jsonl(rows: Iterable[dict]) -> bytes:
+    """Rows as JSON lines (UTF-8)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_record(path: Path) -> dict:
+    """``{"bytes", "sha256"}`` of a written file, as the manifest lists it."""
+    return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
