@@ -40,12 +40,11 @@ def installed():
 def data_slice(shared_data, tmp_path_factory, installed):
     """Two documents of dragonball_finance_en as .txt files and as a data set with their questions."""
     src = shared_data / "dragonball_finance_en"
-    docs = [json.loads(line) for line in (src / "documents.jsonl").read_text().splitlines()]
-    docs = sorted(docs, key=lambda d: len(d["text"]))[:2]
-    keep = {d["doc_id"] for d in docs}
     qs = [json.loads(line) for line in (src / "questions.jsonl").read_text().splitlines()]
-    qs = [q for q in qs if q["doc_id"] in keep and q.get("evidence")
-          and all(d in keep for d in q.get("doc_ids") or [q["doc_id"]])][:6]
+    qs = [q for q in qs if q.get("evidence") and len(q.get("doc_ids") or [q["doc_id"]]) == 1]
+    keep = list(dict.fromkeys(q["doc_id"] for q in qs))[:2]  # the first two documents with such questions
+    qs = [q for q in qs if q["doc_id"] in keep][:6]
+    docs = [d for d in map(json.loads, (src / "documents.jsonl").read_text().splitlines()) if d["doc_id"] in keep]
     assert qs, "the slice needs questions with evidence"
     root = tmp_path_factory.mktemp("slice")
     (root / "set").mkdir()
@@ -117,8 +116,8 @@ def test_eval_every_retriever_and_nothing_written_by_default(data_slice, tmp_pat
     out = _run(capsys, "eval", "--data", str(data_slice["root"] / "set"), "--retriever", ",".join(RETRIEVERS),
                "--chunker", "fixed", "--size", "128", *PATHS_FAST)
     assert list(tmp_path.iterdir()) == []  # no report unless --out
-    for r in RETRIEVERS:
-        assert f"| {r} " in out or f"{r} |" in out
+    rows = {line.split()[0] for line in out.splitlines()[1:] if line.strip()}
+    assert set(RETRIEVERS) <= rows
 
 
 def test_readme_ablation_commands(data_slice, tmp_path, capsys):

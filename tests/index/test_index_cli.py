@@ -27,7 +27,7 @@ def test_index_query_json(tmp_path, files, capsys):
     assert main(["index", str(files), "--store", str(store), "--no-dense", "--chunker", "paragraph"]) == 0
     assert "indexed 2 document(s), 6 chunk(s)" in capsys.readouterr().out
     assert main(["query", str(store), "which birds can swim?", "-k", "2", "--json", "--retriever", "bm25"]) == 0
-    hits = json.loads(capsys.readouterr().out)
+    hits = [it["members"][0] for it in json.loads(capsys.readouterr().out)["items"]]
     assert hits[0]["doc_id"] == "birds"
     assert DOCS["birds"][hits[0]["start"] : hits[0]["end"]] == "Penguins cannot fly but swim well."
     assert main(["query", str(store), "dense stars", "--retriever", "bm25", "--doc", "stars"]) == 0

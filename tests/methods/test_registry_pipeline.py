@@ -157,7 +157,7 @@ def test_custom_component_objects_must_be_passed_again(tmp_path):
     again.close()
     ok = Index.open(tmp_path / "s", embedder=emb, components={"toy-upper": UpperEnricher()})
     ok.add([DOCS[1]])
-    assert ok.store.vector_view("upper").has(ok.store.documents["d1"].chunk_ids)
+    assert ok.store.vector_view("upper").has(ok.store.documents["d1"].chunk_ids).all()
     ok.close()
 
 

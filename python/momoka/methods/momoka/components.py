@@ -113,23 +113,22 @@ class PathRelator:
 
     def __init__(self, referee: str | None = None, *, threshold: float | None = None, llm: Any = None,
                  relation: str = PATHS_RELATION, **options: Any):
-        from .referees import make_referee
-
         if isinstance(referee, str) and referee not in ("ppl", "llm", "embedding"):
             raise ConfigError(f"unknown referee {referee!r}; choose one of ppl, llm, embedding")
         self.relation = relation
         self.referee_name = referee
-        spec = referee if threshold is None or referee == "llm" else make_referee(referee, threshold=threshold, llm=llm)
+        self._bound = False
         try:
-            self.map = MomokaMap(referee=spec, llm=llm, **options)
+            self.map = MomokaMap(referee=referee, threshold=threshold, llm=llm, **options)
         except TypeError as exc:
             raise ConfigError(f"paths: {exc}") from None
 
     def relate(self, index: Any, doc_ids: Sequence[str]) -> None:
         """Search the paths of every chunk of ``doc_ids`` and store them."""
-        from .referees import EmbeddingReferee
-
         store = index.store
+        if self.referee_name == "embedding" and store.has_vector_view("raw") and not self._bound:
+            self.map.use_embedder(index.embedder)  # the named embedding referee judges with the index's embedder
+            self._bound = True
         if not store.has_relation(self.relation):
             store.add_relation(self.relation, ordered=True, weighted=False,
                                source={"by": self.name, "settings": self.map.settings()})
@@ -137,12 +136,8 @@ class PathRelator:
         ids = [list(store.documents[d].chunk_ids) for d in doc_ids]
         chunks = [[store.chunks.get(c) for c in cs] for cs in ids]
         vectors = None
-        ref = self.map.referee
-        if isinstance(ref, EmbeddingReferee) and store.has_vector_view("raw"):
-            emb = store.vector_view("raw").info["embedder"]
-            if ref.embedder_id() in (None, emb["model_id"]):
-                ref.use_embedder(index.embedder)
-                vectors = [store.vector_view("raw").get(cs) for cs in ids]
+        if self._bound:
+            vectors = [store.vector_view("raw").get(cs) for cs in ids]
         paths, records = self.map.paths_for_documents(chunks, vectors=vectors)
         for d, cs, ps, rec in zip(doc_ids, ids, paths, records):
             store.documents[d].metadata[DOC_RECORD_KEY] = rec
@@ -155,12 +150,7 @@ class PathRelator:
 
     def describe(self) -> dict:
         """Settings and counts (recorded in the manifest)."""
-        d = self.map.settings()
-        d["stats"] = self.map.stats.to_dict()
-        ref = self.map._referee_obj()
-        if ref is not None and hasattr(ref, "stats"):
-            d["referee_stats"] = dict(ref.stats)
-        return d
+        return self.map.describe()
 
 
 @register("enricher", "title", summary="Momoka T_D per document and the 'titled' vector view (option mode=auto)")
