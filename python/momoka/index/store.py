@@ -47,7 +47,6 @@ is never stale. Readers take no lock.
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import json
 import os
 import shutil
@@ -56,45 +55,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..errors import (
-    ConfigError,
-    InputError,
-    StoreError,
-    StoreLockedError,
-    StoreMismatchError,
-    StoreVersionError,
-)
+from ..errors import InputError, StoreError, StoreMismatchError
 from ..text.model import Chunk
-from ._io import check_name, file_record, fsync_dir, fsync_file, jsonl, write_file
+from ._io import file_record, fsync_dir, fsync_file, jsonl, write_file
+from ._manifest import FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, read_manifest
+from ._registry import KINDS, RAW, ArtifactRegistry
+from ._v1 import load_v1
 from .artifact import Artifact
-from .bm25 import BM25
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable
 from .node_table import NodeTable
 from .relations import Relation
 from .vectors import DEFAULT_HNSW, VectorView
 
-try:  # fcntl is POSIX-only
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
-
-#: Version of the store layout written by this momoka. Stores with a higher
-#: version are refused (:class:`StoreVersionError`); version 1 is read and upgraded.
-FORMAT_VERSION = 2
-FORMAT_NAME = "momoka-store"
-MANIFEST = "manifest.json"
-LOCK = ".lock"
-#: The views :class:`~momoka.index.Index` builds over the chunk text.
-RAW = "raw"
-
-#: Artifact kinds a store holds besides its documents and chunk table, with their labels.
-KINDS = {"vectors": "vector view", "bm25": "BM25 view", "relation": "relation", "nodes": "node table"}
-
-__all__ = ["DEFAULT_BM25", "DEFAULT_HNSW", "FORMAT_VERSION", "DocEntry", "Store", "check_embedder",
-           "embedder_of", "read_manifest"]
+__all__ = ["DEFAULT_BM25", "DEFAULT_HNSW", "FORMAT_NAME", "FORMAT_VERSION", "RAW", "DocEntry", "Store",
+           "check_embedder", "embedder_of", "read_manifest"]
 
 
 def _now() -> str:
@@ -136,83 +111,11 @@ class DocEntry:
                    [int(c) for c in r["chunk_ids"]], dict(r.get("metadata") or {}))
 
 
-class _Lock:
-    """An exclusive, non-blocking ``flock`` on ``STORE/.lock`` holding our pid."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.fd: int | None = None
-
-    def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                holder = ""
-                try:
-                    holder = self.path.read_text().strip()
-                except OSError:
-                    pass
-                who = f"process {holder}" if holder else "another process"
-                raise StoreLockedError(
-                    f"store {self.path.parent} is open for writing by {who}; "
-                    "close it first (readers need no lock)"
-                ) from None
-            raise
-        # We hold the lock: any pid left in the file belonged to a dead writer.
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self.fd = fd
-
-    def release(self) -> None:
-        if self.fd is None:
-            return
-        try:
-            os.ftruncate(self.fd, 0)
-            if fcntl is not None:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self.fd)
-            self.fd = None
 
 
-def read_manifest(path: str | os.PathLike) -> dict:
-    """Read and validate ``STORE/manifest.json``.
-
-    Raises :class:`StoreError` when ``path`` is not a store,
-    :class:`StoreVersionError` when it was written by a newer format.
-    """
-    root = Path(path)
-    if not root.exists():
-        raise StoreError(f"no store at {root} (the directory does not exist)")
-    if not root.is_dir():
-        raise StoreError(f"{root} is not a store (not a directory)")
-    mf = root / MANIFEST
-    if not mf.is_file():
-        raise StoreError(f"{root} is not a momoka store (no {MANIFEST}); build one with `momoka index`")
-    try:
-        manifest = json.loads(mf.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise StoreError(f"{mf} is unreadable or not JSON: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-        raise StoreError(f"{root} is not a momoka store ({MANIFEST} has no format '{FORMAT_NAME}')")
-    version = manifest.get("version")
-    if not isinstance(version, int):
-        raise StoreError(f"{mf}: missing or invalid format version")
-    if version > FORMAT_VERSION:
-        raise StoreVersionError(
-            f"store {root} has format version {version}, newer than this momoka supports ({FORMAT_VERSION}); "
-            "upgrade momoka"
-        )
-    if version < 1:
-        raise StoreVersionError(f"store {root} has unknown format version {version}")
-    return manifest
 
 
-class Store:
+class Store(ArtifactRegistry):
     """A momoka store directory: documents, the chunk table and named artifacts.
 
     Use :meth:`create` for a new store and :meth:`open` for an existing one.
@@ -329,7 +232,7 @@ class Store:
         if not gdir.is_dir():
             raise FileNotFoundError(gdir)
         if int(manifest["version"]) < 2:
-            self._load_v1(gdir, manifest)
+            load_v1(self, gdir, manifest)
             return
         entries = manifest.get("artifacts") or []
         for e in entries:  # cheap checks now: every file is there with its size
@@ -369,60 +272,6 @@ class Store:
             raise StoreError(f"store {root} is corrupted: the chunk table or documents disagree with the manifest")
         self.documents = documents
 
-    def _load_v1(self, gdir: Path, manifest: dict) -> None:
-        """Read a format-version-1 generation into the version-2 structures (saved as v2 next time)."""
-        root = self.path
-        try:
-            with open(gdir / "documents.jsonl", encoding="utf-8") as f:
-                documents = {d.doc_id: d for d in (DocEntry.from_dict(json.loads(line)) for line in f)}
-            with open(gdir / "chunks.jsonl", encoding="utf-8") as f:
-                records = [json.loads(line) for line in f]
-            bm25 = BM25.load(gdir / "bm25.bin")
-        except FileNotFoundError:
-            raise
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"store {root} is corrupted ({gdir.name}): {exc}") from None
-        n_slots = int(manifest["counts"]["slots"])
-        if bm25.n_slots != n_slots or bm25.n_docs != len(records):
-            raise StoreError(f"store {root} is corrupted: BM25 index and chunks disagree")
-        try:
-            self.chunks = ChunkTable.from_records(self, records, n_slots)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StoreError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
-        params = dict(DEFAULT_BM25, **(manifest.get("bm25") or {}))
-        self._artifacts["bm25"][RAW] = BM25View.from_index(self, RAW, bm25, params=params, source={"text": "chunk"})
-        emb = manifest.get("embedder")
-        if emb:
-            dim = int(emb["dim"])
-            try:
-                vecs = np.load(gdir / "vectors.npy", allow_pickle=False)
-            except FileNotFoundError:
-                raise
-            except (OSError, ValueError) as exc:
-                raise StoreError(f"store {root} is corrupted (vectors): {exc}") from None
-            ids = self.chunks.ids()
-            if vecs.shape != (len(ids), dim):
-                raise StoreError(f"store {root} is corrupted: vectors {vecs.shape} for {len(ids)} chunks")
-            rows = np.zeros((n_slots, dim), dtype=vecs.dtype)
-            rows[ids] = vecs
-            has = np.zeros(n_slots, dtype=bool)
-            has[ids] = True
-            graph = None
-            if len(ids):
-                import hnswlib
-
-                graph = hnswlib.Index(space="ip", dim=dim)
-                try:
-                    graph.load_index(str(gdir / "hnsw.bin"), max_elements=max(len(ids), 16))
-                except RuntimeError as exc:
-                    if not (gdir / "hnsw.bin").is_file():
-                        raise FileNotFoundError(gdir / "hnsw.bin") from None
-                    raise StoreError(f"store {root} is corrupted (HNSW index): {exc}") from None
-            self._artifacts["vectors"][RAW] = VectorView.from_rows(
-                self, RAW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
-                hnsw=manifest.get("hnsw"), graph=graph)
-        self.documents = documents
-        self._dirty = True  # the next save writes format version 2
 
     # ------------------------------------------------------------------ locking
 
@@ -559,113 +408,6 @@ class Store:
 
     # ------------------------------------------------------------------ artifacts
 
-    def _get(self, kind: str, name: str):
-        arts = self._artifacts[kind]
-        if name not in arts:
-            have = ", ".join(sorted(arts)) or "none"
-            where = f" at {self.path}" if self.path else ""
-            raise StoreError(f"the store{where} has no {KINDS[kind]} {name!r} ({KINDS[kind]}s: {have})")
-        return arts[name]
-
-    def _new(self, kind: str, name: str, art: Artifact):
-        check_name(name, KINDS[kind])
-        if name in self._artifacts[kind]:
-            raise StoreError(f"the store already has a {KINDS[kind]} {name!r}; remove it first to rebuild it")
-        self.ensure_writable()
-        self._artifacts[kind][name] = art
-        self._dirty = True
-        return art
-
-    @property
-    def vector_views(self) -> list[str]:
-        """Names of the dense vector views."""
-        return list(self._artifacts["vectors"])
-
-    def has_vector_view(self, name: str) -> bool:
-        """True when the store has vector view ``name``."""
-        return name in self._artifacts["vectors"]
-
-    def add_vector_view(self, name: str, *, embedder: dict, dtype: str = "float32",
-                        source: dict | None = None) -> VectorView:
-        """A new, empty dense view: ``embedder`` ``{"model_id", "checksum", "dim"}``, ``source`` what is embedded."""
-        check_name(name, KINDS["vectors"])
-        view = VectorView(self, name, embedder=embedder, dtype=dtype, source=source, hnsw=self.manifest.get("hnsw"))
-        return self._new("vectors", name, view)
-
-    def vector_view(self, name: str = RAW) -> VectorView:
-        """Vector view ``name`` (StoreError naming the views there are)."""
-        return self._get("vectors", name)
-
-    @property
-    def bm25_views(self) -> list[str]:
-        """Names of the BM25 views."""
-        return list(self._artifacts["bm25"])
-
-    def has_bm25_view(self, name: str) -> bool:
-        """True when the store has BM25 view ``name``."""
-        return name in self._artifacts["bm25"]
-
-    def add_bm25_view(self, name: str, *, params: dict | None = None, source: dict | None = None) -> BM25View:
-        """A new, empty BM25 view (``params`` over :data:`~momoka.index.bm25_view.DEFAULT_BM25`)."""
-        check_name(name, KINDS["bm25"])
-        return self._new("bm25", name, BM25View.create(self, name, params=params, source=source))
-
-    def bm25_view(self, name: str = RAW) -> BM25View:
-        """BM25 view ``name`` (StoreError naming the views there are)."""
-        return self._get("bm25", name)
-
-    @property
-    def relations(self) -> list[str]:
-        """Names of the relations."""
-        return list(self._artifacts["relation"])
-
-    def has_relation(self, name: str) -> bool:
-        """True when the store has relation ``name``."""
-        return name in self._artifacts["relation"]
-
-    def add_relation(self, name: str, *, ordered: bool = True, weighted: bool = False,
-                     target_table: str | None = None, source: dict | None = None) -> Relation:
-        """A new, empty relation over chunk ids (or from chunks to the nodes of ``target_table``)."""
-        if target_table is not None:
-            check_name(target_table, KINDS["nodes"])
-        return self._new("relation", name, Relation(self, name, ordered=ordered, weighted=weighted,
-                                                    target_table=target_table, source=source))
-
-    def relation(self, name: str) -> Relation:
-        """Relation ``name`` (StoreError naming the relations there are)."""
-        return self._get("relation", name)
-
-    @property
-    def node_tables(self) -> list[str]:
-        """Names of the node tables."""
-        return list(self._artifacts["nodes"])
-
-    def has_node_table(self, name: str) -> bool:
-        """True when the store has node table ``name``."""
-        return name in self._artifacts["nodes"]
-
-    def add_node_table(self, name: str, source: dict | None = None) -> NodeTable:
-        """A new, empty node table."""
-        return self._new("nodes", name, NodeTable(self, name, source))
-
-    def node_table(self, name: str) -> NodeTable:
-        """Node table ``name`` (StoreError naming the tables there are)."""
-        return self._get("nodes", name)
-
-    def remove_artifact(self, kind: str, name: str) -> None:
-        """Drop a view, relation or node table (kind: vectors, bm25, relation, nodes), e.g. to rebuild it."""
-        if kind not in KINDS:
-            raise ConfigError(f"artifact kind must be one of {', '.join(KINDS)}, not {kind!r}")
-        self._get(kind, name)
-        self.ensure_writable()
-        del self._artifacts[kind][name]
-        self._dirty = True
-
-    @property
-    def embedder_info(self) -> dict | None:
-        """``{"model_id", "checksum", "dim"}`` of the ``raw`` vector view, or None when there is none."""
-        v = self._artifacts["vectors"].get(RAW)
-        return dict(v.embedder) if v is not None else None
 
     # ------------------------------------------------------------------ save
 

@@ -1,0 +1,98 @@
+"""The store's manifest file and writer lock (see :mod:`momoka.index.store`)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+from ..errors import StoreError, StoreLockedError, StoreVersionError
+
+try:  # fcntl is POSIX-only
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+#: Version of the store layout written by this momoka. Stores with a higher
+#: version are refused (:class:`StoreVersionError`); version 1 is read and upgraded.
+FORMAT_VERSION = 2
+FORMAT_NAME = "momoka-store"
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+
+
+class _Lock:
+    """An exclusive, non-blocking ``flock`` on ``STORE/.lock`` holding our pid."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                holder = ""
+                try:
+                    holder = self.path.read_text().strip()
+                except OSError:
+                    pass
+                who = f"process {holder}" if holder else "another process"
+                raise StoreLockedError(
+                    f"store {self.path.parent} is open for writing by {who}; "
+                    "close it first (readers need no lock)"
+                ) from None
+            raise
+        # We hold the lock: any pid left in the file belonged to a dead writer.
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.ftruncate(self.fd, 0)
+            if fcntl is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self.fd)
+            self.fd = None
+
+
+def read_manifest(path: str | os.PathLike) -> dict:
+    """Read and validate ``STORE/manifest.json``.
+
+    Raises :class:`StoreError` when ``path`` is not a store,
+    :class:`StoreVersionError` when it was written by a newer format.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise StoreError(f"no store at {root} (the directory does not exist)")
+    if not root.is_dir():
+        raise StoreError(f"{root} is not a store (not a directory)")
+    mf = root / MANIFEST
+    if not mf.is_file():
+        raise StoreError(f"{root} is not a momoka store (no {MANIFEST}); build one with `momoka index`")
+    try:
+        manifest = json.loads(mf.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise StoreError(f"{mf} is unreadable or not JSON: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise StoreError(f"{root} is not a momoka store ({MANIFEST} has no format '{FORMAT_NAME}')")
+    version = manifest.get("version")
+    if not isinstance(version, int):
+        raise StoreError(f"{mf}: missing or invalid format version")
+    if version > FORMAT_VERSION:
+        raise StoreVersionError(
+            f"store {root} has format version {version}, newer than this momoka supports ({FORMAT_VERSION}); "
+            "upgrade momoka"
+        )
+    if version < 1:
+        raise StoreVersionError(f"store {root} has unknown format version {version}")
+    return manifest

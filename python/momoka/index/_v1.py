@@ -1,0 +1,82 @@
+"""Reading stores of format version 1 into the version-2 structures.
+
+Version 1 kept, per generation: ``documents.jsonl``, ``chunks.jsonl`` (one JSON
+record per live chunk, with its id), ``vectors.npy`` (rows in chunk id order of
+the live chunks), ``hnsw.bin``, ``bm25.bin``; the manifest held ``embedder``,
+``bm25`` and ``vector_dtype``. They become the chunk table, vector view ``raw``
+(source ``{"text": "chunk"}``) and BM25 view ``raw``; the next save writes
+version 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreError
+from .bm25 import BM25
+from .bm25_view import DEFAULT_BM25, BM25View
+from .chunk_table import ChunkTable
+from .vectors import VectorView
+
+RAW = "raw"
+
+
+def load_v1(store, gdir: Path, manifest: dict) -> None:
+    """Read a format-version-1 generation into ``store``'s version-2 structures (saved as v2 next time)."""
+    from .store import DocEntry  # noqa: PLC0415 - store imports this module
+
+    root = store.path
+    try:
+        with open(gdir / "documents.jsonl", encoding="utf-8") as f:
+            documents = {d.doc_id: d for d in (DocEntry.from_dict(json.loads(line)) for line in f)}
+        with open(gdir / "chunks.jsonl", encoding="utf-8") as f:
+            records = [json.loads(line) for line in f]
+        bm25 = BM25.load(gdir / "bm25.bin")
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"store {root} is corrupted ({gdir.name}): {exc}") from None
+    n_slots = int(manifest["counts"]["slots"])
+    if bm25.n_slots != n_slots or bm25.n_docs != len(records):
+        raise StoreError(f"store {root} is corrupted: BM25 index and chunks disagree")
+    try:
+        store.chunks = ChunkTable.from_records(store, records, n_slots)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
+    params = dict(DEFAULT_BM25, **(manifest.get("bm25") or {}))
+    store._artifacts["bm25"][RAW] = BM25View.from_index(store, RAW, bm25, params=params, source={"text": "chunk"})
+    emb = manifest.get("embedder")
+    if emb:
+        dim = int(emb["dim"])
+        try:
+            vecs = np.load(gdir / "vectors.npy", allow_pickle=False)
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"store {root} is corrupted (vectors): {exc}") from None
+        ids = store.chunks.ids()
+        if vecs.shape != (len(ids), dim):
+            raise StoreError(f"store {root} is corrupted: vectors {vecs.shape} for {len(ids)} chunks")
+        rows = np.zeros((n_slots, dim), dtype=vecs.dtype)
+        rows[ids] = vecs
+        has = np.zeros(n_slots, dtype=bool)
+        has[ids] = True
+        graph = None
+        if len(ids):
+            import hnswlib
+
+            graph = hnswlib.Index(space="ip", dim=dim)
+            try:
+                graph.load_index(str(gdir / "hnsw.bin"), max_elements=max(len(ids), 16))
+            except RuntimeError as exc:
+                if not (gdir / "hnsw.bin").is_file():
+                    raise FileNotFoundError(gdir / "hnsw.bin") from None
+                raise StoreError(f"store {root} is corrupted (HNSW index): {exc}") from None
+        store._artifacts["vectors"][RAW] = VectorView.from_rows(
+            store, RAW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
+            hnsw=manifest.get("hnsw"), graph=graph)
+    store.documents = documents
+    store._dirty = True  # the next save writes format version 2
