@@ -36,7 +36,7 @@ def sensitivity(data_dir: Path, name: str, limit: int) -> tuple[str, list[dict]]
     ix = corpus.index(with_titles=True)
     corpus.raw_vectors()  # embed the chunk texts once, before the path timings
     rows, out = [], []
-    base = ix.search_batch([q.question for q in questions], k=5, method="dense")
+    base = ix.search_batch([q.question for q in questions], k=5, retriever="dense")
     rep = evaluate_retrieval({q.qid: [[h.span] for h in hs] for q, hs in zip(questions, base)}, questions,
                              mode=ds.evidence_mode)
     rows.append(["mm (no paths)", "-", "-"] + [f"{rep.sums[m] * (100 if m in ('recall', 'precision') else 1):.2f}"

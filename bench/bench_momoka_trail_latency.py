@@ -42,7 +42,7 @@ def test_trail_latency(benchmark, shared_data):
             out.append(time.perf_counter() - t0)
         return out
 
-    dense = per_question(lambda q: ix.search(q, k=5, method="dense"))
+    dense = per_question(lambda q: ix.search(q, k=5, retriever="dense"))
     cold_tr = TrailRetriever(ix, reranker=CosineReranker(emb, cache_size=0))
     cold = per_question(lambda q: cold_tr.retrieve(q, k=5))
     warm_tr = TrailRetriever(ix, reranker=CosineReranker(emb, cache_size=100_000))

@@ -55,7 +55,7 @@ def _check_consistent(path) -> set[str]:
     for e in st.documents.values():
         assert all(c in st.chunks and st.chunks.doc_id(c) == e.doc_id for c in e.chunk_ids)
     ix = Index(st, embedder=HashEmbedder())
-    assert ix.search("document topic", k=3, method="hybrid")
+    assert ix.search("document topic", k=3, retriever="hybrid")
     return set(st.documents)
 
 
@@ -98,7 +98,7 @@ def test_two_processes_writing(tmp_path):
         with pytest.raises(StoreLockedError, match=f"process {p.pid}"):
             Index.open(store, writable=True)
         # a reader is fine meanwhile
-        assert Index.open(store).search("seed", k=1, method="bm25")[0].doc_id == "seed"
+        assert Index.open(store).search("seed", k=1, retriever="bm25")[0].doc_id == "seed"
     finally:
         p.kill()
         p.communicate()

@@ -31,7 +31,7 @@ def test_build_search_and_offsets(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)
     texts = {d["doc_id"]: d["text"] for d in docs}
     for method in ("dense", "bm25", "hybrid"):
-        hits = ix.search("violin strings bow", k=3, method=method)
+        hits = ix.search("violin strings bow", k=3, retriever=method)
         assert hits and hits[0].doc_id == "violins", method
         assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
         for h in hits:
@@ -43,7 +43,7 @@ def test_build_search_and_offsets(tmp_path, docs, embedder):
 def test_dense_scores_are_exact_cosines(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)
     q = "magma lava ash"
-    hits = ix.search(q, k=5, method="dense")
+    hits = ix.search(q, k=5, retriever="dense")
     qv = embedder.embed([q])[0]
     # reference: brute-force cosine over every chunk's text, embedded independently
     ids = ix.store.chunks.ids().tolist()
@@ -59,7 +59,7 @@ def test_bm25_scores_match_a_fresh_bm25_over_the_chunks(tmp_path, docs, embedder
     ref = momoka.index.BM25(stem=True, stopwords="english")
     ids = ix.store.chunks.ids().tolist()
     ref.add(ix.store.chunks.texts(ids))
-    hits = ix.search("rocket thrust", k=4, method="bm25")
+    hits = ix.search("rocket thrust", k=4, retriever="bm25")
     sc = ref.get_scores("rocket thrust")
     want = sorted((j for j in range(len(ids)) if sc[j] > 0), key=lambda j: (-sc[j], j))[:4]  # only matches come back
     assert [h.chunk_id for h in hits] == [ids[j] for j in want]
@@ -69,13 +69,13 @@ def test_bm25_scores_match_a_fresh_bm25_over_the_chunks(tmp_path, docs, embedder
 def test_hybrid_is_reciprocal_rank_fusion(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)
     q = "orchestra violin apple harvest"
-    dense = ix.search(q, k=15, method="dense")
-    bm = ix.search(q, k=15, method="bm25")
+    dense = ix.search(q, k=15, retriever="dense")
+    bm = ix.search(q, k=15, retriever="bm25")
     fused = {}
     for ranking in (dense, bm):
         for h in ranking:
             fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + 1.0 / (60 + h.rank)
-    hy = ix.search(q, k=5, method="hybrid", depth=15)
+    hy = ix.search(q, k=5, retriever="hybrid", depth=15)
     assert [h.score for h in hy] == pytest.approx(sorted(fused.values(), reverse=True)[:5])
     ix.close()
 
@@ -83,7 +83,7 @@ def test_hybrid_is_reciprocal_rank_fusion(tmp_path, docs, embedder):
 def test_doc_filter(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)
     for method in ("dense", "bm25", "hybrid"):
-        hits = ix.search("violin strings board lava", k=10, method=method, doc_ids=["chess", "volcano"])
+        hits = ix.search("violin strings board lava", k=10, retriever=method, doc_ids=["chess", "volcano"])
         assert hits and {h.doc_id for h in hits} <= {"chess", "volcano"}, method
     # tried: a filter naming a document that is not in the index
     with pytest.raises(InputError):
@@ -116,8 +116,8 @@ def test_incremental_add_delete_equal_a_fresh_build(tmp_path, docs, embedder):
     assert sorted(inc.doc_ids) == sorted(fresh.doc_ids)
     for q in ("rocket engine thrust", "volcanic islands", "violin bow", "chess king"):
         for method in ("dense", "bm25", "hybrid"):
-            a = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in inc.search(q, k=6, method=method)]
-            b = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in fresh.search(q, k=6, method=method)]
+            a = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in inc.search(q, k=6, retriever=method)]
+            b = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in fresh.search(q, k=6, retriever=method)]
             assert a == b, (q, method)
     # the compacted graph holds only live chunks
     assert inc.store.vector_view("raw").graph().get_current_count() == inc.store.n_chunks
@@ -131,7 +131,7 @@ def test_float16_vectors(tmp_path, docs, embedder):
     assert np.load(next((tmp_path / "s").glob("gen-*")) / "vectors" / "raw.npy").dtype == np.float16
     # The hashed test embedder ties "lava magma" between two documents (colliding words), so the query
     # is one whose best chunks are clearly the volcano's (cosine 0.84 / 0.79 against 0.38 for the next).
-    hits = again.search("volcano erupts lava and ash, magma rises from the mantle", k=3, method="dense")
+    hits = again.search("volcano erupts lava and ash, magma rises from the mantle", k=3, retriever="dense")
     assert [h.doc_id for h in hits] == ["volcano"] * 3
 
 
@@ -139,9 +139,9 @@ def test_bm25_only_store(tmp_path, docs):
     ix = _build(tmp_path, docs, None)
     assert ix.search("violin", k=1)[0].doc_id == "violins"  # hybrid falls back to bm25
     with pytest.raises(StoreError):
-        ix.search("violin", method="dense")
+        ix.search("violin", retriever="dense")
     ix.close()
-    assert Index.open(tmp_path / "s").search("chess", k=1, method="bm25")[0].doc_id == "chess"
+    assert Index.open(tmp_path / "s").search("chess", k=1, retriever="bm25")[0].doc_id == "chess"
 
 
 def test_in_memory_then_save(tmp_path, docs, embedder):
@@ -160,8 +160,8 @@ def test_files_and_directories(tmp_path, embedder):
     (d / "skip.bin").write_bytes(b"\x00\x01")
     ix = Index.build([d], store=tmp_path / "s", embedder=embedder, progress=False)
     assert sorted(ix.doc_ids) == ["a", "b"]
-    hit = ix.search("comets tails", k=1, method="bm25")[0]
-    assert hit.doc_id == "a" and hit.to_dict()["text"] == hit.text
+    hit = ix.search("comets tails", k=1, retriever="bm25")[0]
+    assert hit.doc_id == "a" and hit.to_dict()["members"][0]["text"] == hit.text
     ix.close()
 
 
@@ -229,11 +229,12 @@ def test_queries_empty_and_huge(tmp_path, docs, embedder):
     with pytest.raises(InputTooLargeError, match="limit"):
         ix.search(huge)
     # documented behaviour: the limit can be raised, then the whole query is used
-    assert ix.search(huge, method="bm25", max_query_chars=200_000)[0].doc_id == "violins"
+    ix.max_query_chars = 200_000
+    assert ix.search(huge, retriever="bm25")[0].doc_id == "violins"
     with pytest.raises(ConfigError):
         ix.search("violin", k=0)
     with pytest.raises(ConfigError):
-        ix.search("violin", method="sparse")
+        ix.search("violin", retriever="sparse")
     ix.close()
 
 
@@ -303,10 +304,10 @@ def test_search_batch_per_query_filters(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)
     qs = ["violin strings lava", "violin strings lava"]
     for method in ("dense", "bm25", "hybrid"):
-        got = ix.search_batch(qs, k=3, method=method, per_query_doc_ids=["volcano", ["violins"]])
+        got = ix.search_batch(qs, k=3, retriever=method, per_query_doc_ids=["volcano", ["violins"]])
         assert {h.doc_id for h in got[0]} == {"volcano"} and {h.doc_id for h in got[1]} == {"violins"}
         # each equals the single-query search with the same filter
-        single = ix.search(qs[0], k=3, method=method, doc_ids=["volcano"])
+        single = ix.search(qs[0], k=3, retriever=method, doc_ids=["volcano"])
         assert [h.chunk_id for h in got[0]] == [h.chunk_id for h in single]
     # tried: both kinds of filter at once, a filter list of the wrong length
     with pytest.raises(ConfigError):

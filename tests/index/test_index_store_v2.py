@@ -299,8 +299,8 @@ def test_delete_save_reopen_consistent_across_artifacts(tmp_path, docs, embedder
     fresh = _index(tmp_path, [d for d in docs if d["doc_id"] not in ("rockets", "apples")], embedder, "f")
     inc = Index.open(tmp_path / "s", embedder=embedder)
     for method in ("dense", "bm25", "hybrid"):
-        a = [(h.doc_id, h.start, round(h.score, 5)) for h in inc.search("violin lava king", k=6, method=method)]
-        b = [(h.doc_id, h.start, round(h.score, 5)) for h in fresh.search("violin lava king", k=6, method=method)]
+        a = [(h.doc_id, h.start, round(h.score, 5)) for h in inc.search("violin lava king", k=6, retriever=method)]
+        b = [(h.doc_id, h.start, round(h.score, 5)) for h in fresh.search("violin lava king", k=6, retriever=method)]
         assert a == b, method
     fresh.close()
 
@@ -375,9 +375,9 @@ def test_v1_store_opens_searches_identically_and_saves_as_v2(tmp_path):
         assert st.n_slots == 13 and st.documents["tea"].metadata == {"kind": "fixture"}
         for q, want in expected["queries"].items():
             got = {
-                "bm25": [[h.chunk_id, h.score] for h in ix.search(q, k=3, method="bm25")],
-                "dense": [[h.chunk_id, h.score] for h in ix.search(q, k=3, method="dense")],
-                "dense_tea": [[h.chunk_id, h.score] for h in ix.search(q, k=3, method="dense", doc_ids=["tea"])],
+                "bm25": [[h.chunk_id, h.score] for h in ix.search(q, k=3, retriever="bm25")],
+                "dense": [[h.chunk_id, h.score] for h in ix.search(q, k=3, retriever="dense")],
+                "dense_tea": [[h.chunk_id, h.score] for h in ix.search(q, k=3, retriever="dense", doc_ids=["tea"])],
             }
             for kind in want:
                 assert [c for c, _ in got[kind]] == [c for c, _ in want[kind]], (q, kind)
@@ -402,4 +402,4 @@ def test_v1_store_opens_searches_identically_and_saves_as_v2(tmp_path):
     again.delete(["stars"])
     again.save()
     again.close()
-    assert Index.open(path, embedder=emb).search("icy comets", k=1, method="bm25")[0].doc_id == "new"
+    assert Index.open(path, embedder=emb).search("icy comets", k=1, retriever="bm25")[0].doc_id == "new"

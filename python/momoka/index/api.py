@@ -172,6 +172,8 @@ class Index:
         self._retrievers: dict[tuple, Any] = {}
         self._documents: dict[str, Any] = {}
         self.progress = progress
+        #: Queries longer than this many characters are refused (raise it for long queries).
+        self.max_query_chars = MAX_QUERY_CHARS
 
     # ------------------------------------------------------------------ construction
 
@@ -573,11 +575,11 @@ class Index:
 
     # ------------------------------------------------------------------ search
 
-    def check_queries(self, queries: Sequence[str], max_chars: int = MAX_QUERY_CHARS) -> list[str]:
-        """Validated queries (a list of non-empty str within ``max_chars``)."""
+    def check_queries(self, queries: Sequence[str]) -> list[str]:
+        """Validated queries: a list of non-empty str of at most :attr:`max_query_chars` characters."""
         if isinstance(queries, str):
             raise InputError("give a list of queries (use search() for one query)")
-        return [check_query(q, max_chars) for q in queries]
+        return [check_query(q, self.max_query_chars) for q in queries]
 
     def retriever(self, name: str = DEFAULT_RETRIEVER, **options: Any):
         """The registered retriever ``name`` over this index (built once per name and options).
