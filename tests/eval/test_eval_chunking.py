@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 from momoka.eval import Dataset, DocRecord, Question
 from momoka.eval.chunking import evaluate_chunker, length_stats

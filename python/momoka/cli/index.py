@@ -129,7 +129,7 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) -> int:
-    from ..index.api import expand_paths, resolve_chunker, to_document
+    from ..index.sources import expand_paths, resolve_chunker, to_document
     from ..methods import registry
 
     docs = [to_document(x) for x in expand_paths(args.paths)]

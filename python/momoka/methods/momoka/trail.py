@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, InputError, PathsMissingError
+from ...errors import ConfigError, PathsMissingError
 from ..base import Item, Result
 from ..standard.retrievers import check_k
 from .map import PATH_SEPARATOR as SEPARATOR
