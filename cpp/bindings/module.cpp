@@ -14,7 +14,7 @@ void register_chunking(py::module_& m);  // chunking.cpp: word starts, whitespac
 }  // namespace momoka::bindings
 
 #ifndef MOMOKA_VERSION
-#define MOMOKA_VERSION "dev"
+#error "MOMOKA_VERSION must be defined by the build (CMakeLists.txt takes it from pyproject.toml)"
 #endif
 
 PYBIND11_MODULE(_core, m) {
