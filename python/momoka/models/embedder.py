@@ -34,6 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError, InputTooLargeError, ModelError
+from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
 from .runtime import create_session, resolve_device, sha256_file
 
 __all__ = ["Embedder", "TruncationWarning", "load_tokenizer"]
@@ -181,12 +182,14 @@ class Embedder:
     @classmethod
     def default(cls, **kwargs) -> "Embedder":
         """The default embedder (``minilm-l6-v2-int8``), installing it once when missing."""
-        return cls.from_registry("minilm-l6-v2-int8", **kwargs)
+        return cls.from_registry(DEFAULT_EMBEDDER, **kwargs)
 
     @classmethod
     def from_registry(cls, model_id: str, *, path: str | os.PathLike | None = None, **kwargs) -> "Embedder":
         """An installed registry model by id (see :mod:`momoka.models.registry`), checksum-verified."""
-        from .registry import MODELS, installed_models, model_dir
+        # The one upward edge of momoka.models: the installer builds embedders
+        # (and checks them with this class), so it is imported on use here.
+        from .installer import model_dir
 
         if model_id in MODELS and MODELS[model_id].kind != "embedder":
             raise ModelError(f"{model_id!r} is a {MODELS[model_id].kind}, not an embedder")
