@@ -29,7 +29,7 @@ def chinese_text(n: int = 200_000, seed: int = 0) -> str:
     Chinese punctuation. Not fluent prose, but real vocabulary and realistic
     character statistics (common characters and words repeat as in text).
     """
-    import jieba  # the `test` extra
+    import jieba  # the `bench` extra (callers importorskip it)
 
     path = Path(jieba.__file__).parent / "dict.txt"
     words, freqs = [], []

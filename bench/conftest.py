@@ -15,6 +15,15 @@ from momoka.eval.datasets import find_shared_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+try:
+    import pytest_benchmark  # noqa: F401  (provides the `benchmark` fixture)
+except ImportError:
+
+    @pytest.fixture
+    def benchmark():
+        """Stands in for pytest-benchmark's fixture when the `bench` extra is not installed."""
+        pytest.skip("pytest-benchmark is not installed (pip install momoka[bench])")
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:

@@ -8,9 +8,12 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace momoka::bindings {
 
@@ -48,6 +51,54 @@ inline std::u32string to_u32(py::handle obj) {
     std::u32string s(n, U'\0');
     for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char32_t>(p[i]);
     return s;
+  });
+}
+
+// A borrowed view of a Python str's storage (valid while the str lives).
+struct StrRef {
+  const void* data = nullptr;
+  std::size_t n = 0;
+  int kind = 1;  // bytes per code unit
+};
+
+inline std::string describe(py::handle o) {
+  std::string t = Py_TYPE(o.ptr())->tp_name;
+  if (PyFloat_Check(o.ptr()) && std::isnan(PyFloat_AsDouble(o.ptr()))) return t + " (NaN)";
+  if (o.is_none()) return "None";
+  return t;
+}
+
+inline StrRef str_ref(py::handle o, const char* what, std::size_t index = static_cast<std::size_t>(-1)) {
+  if (!PyUnicode_Check(o.ptr())) {
+    std::string msg = std::string(what);
+    if (index != static_cast<std::size_t>(-1)) msg += "[" + std::to_string(index) + "]";
+    throw py::type_error(msg + ": expected str, got " + describe(o));
+  }
+  return visit_str(o, [](const auto* p, std::size_t n) {
+    return StrRef{p, n, static_cast<int>(sizeof(*p))};
+  });
+}
+
+inline std::vector<StrRef> str_refs(const py::sequence& seq, const char* what) {
+  std::vector<StrRef> out;
+  out.reserve(py::len(seq));
+  std::size_t i = 0;
+  for (py::handle o : seq) out.push_back(str_ref(o, what, i++));
+  return out;
+}
+
+template <class F>
+decltype(auto) dispatch(const StrRef& s, F&& f) {
+  switch (s.kind) {
+    case 1: return f(static_cast<const std::uint8_t*>(s.data), s.n);
+    case 2: return f(static_cast<const std::uint16_t*>(s.data), s.n);
+    default: return f(static_cast<const std::uint32_t*>(s.data), s.n);
+  }
+}
+
+inline std::vector<std::uint32_t> to_u32(const StrRef& s) {
+  return dispatch(s, [](const auto* p, std::size_t n) {
+    return std::vector<std::uint32_t>(p, p + n);
   });
 }
 

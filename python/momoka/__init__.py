@@ -5,10 +5,9 @@ The public API is re-exported here; see the README for a tour.
 
 from __future__ import annotations
 
+from . import _core  # noqa: F401  (fails early if the build is broken)
 from . import errors
-from ._core import __version__ as _core_version  # noqa: F401  (fails early if the build is broken)
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .index import Index  # noqa: E402
 

@@ -531,23 +531,22 @@ def test_async_api_from_a_users_event_loop(make_server):
 # --- progress, protocol, fork ---------------------------------------------------
 
 
-def test_progress_bar_only_when_asked_or_on_a_tty(make_server, capsys, monkeypatch):
-    from momoka.llm.base import _progress_enabled
-
-    class Tty:
-        def isatty(self):
-            return True
-
-    assert _progress_enabled(None) is False  # pytest's captured stderr is not a terminal
-    monkeypatch.setattr("sys.stderr", Tty())
-    assert _progress_enabled(None) is True
-    assert _progress_enabled(False) is False
-    monkeypatch.undo()
+def test_progress_only_when_asked_or_long(make_server, capsys, monkeypatch):
     srv = make_server(delay=0.01)
+    c = client_for(srv)
+    c.complete_many([f"a{i}" for i in range(5)], method="referee")
+    assert "llm referee" not in capsys.readouterr().err  # shorter than progress_delay
+    c = client_for(srv, progress=False)
+    c.progress_delay = 0.0
+    c.complete_many([f"b{i}" for i in range(5)], method="referee")
+    assert "llm referee" not in capsys.readouterr().err
     c = client_for(srv, progress=True)
     c.progress_delay = 0.0
     c.complete_many([f"q{i}" for i in range(20)], method="referee")
-    assert "llm referee" in capsys.readouterr().err
+    assert "llm referee: 20/20 req" in capsys.readouterr().err
+    monkeypatch.setenv("MOMOKA_PROGRESS", "0")
+    c.complete_many([f"r{i}" for i in range(20)], method="referee")
+    assert "llm referee" not in capsys.readouterr().err
     c2 = client_for(srv)  # progress=False
     c2.complete_many([f"z{i}" for i in range(20)])
     assert "llm" not in capsys.readouterr().err

@@ -10,14 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "momoka/unicode_space.hpp"
+
 namespace momoka::chunk {
 
-// Python's str.isspace() (Py_UNICODE_ISSPACE): no code point above U+3000.
-inline bool is_space(std::uint32_t c) {
-  if (c < 128) return (c >= 9 && c <= 13) || (c >= 28 && c <= 32);
-  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
-         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
+using momoka::is_space;  // Python's str.isspace()
 
 // Start offsets of the maximal runs of non-whitespace characters.
 template <class CharT>

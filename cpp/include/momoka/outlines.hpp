@@ -24,6 +24,7 @@
 
 #include "momoka/edit_distance.hpp"
 #include "momoka/locate.hpp"
+#include "momoka/unicode_space.hpp"
 
 namespace momoka {
 
@@ -39,12 +40,6 @@ struct RecoveredChunk {
   std::int64_t head_distance = -1, tail_distance = -1;
   bool placed = false;
 };
-
-inline bool is_space_cp(std::uint32_t c) {
-  return c == 0x20 || (c >= 0x09 && c <= 0x0D) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
-}
 
 class OutlineRecoverer {
  public:
@@ -118,7 +113,7 @@ class OutlineRecoverer {
     return static_cast<std::size_t>(max_error_ * static_cast<double>(len));
   }
   std::size_t skip_ws(std::size_t p) const {
-    while (p < n_ && is_space_cp(t_[p])) ++p;
+    while (p < n_ && is_space(t_[p])) ++p;
     return p;
   }
   // Best (distance, end) of the pattern aligned to start exactly at p.
@@ -144,7 +139,7 @@ class OutlineRecoverer {
   std::int64_t start_cost(const PreparedPattern& pat, std::size_t p, std::size_t tau,
                           std::size_t* where = nullptr, std::size_t* end = nullptr) const {
     std::size_t q = p;
-    while (q < n_ && q - p < 64 && is_space_cp(t_[q])) ++q;
+    while (q < n_ && q - p < 64 && is_space(t_[q])) ++q;
     std::pair<std::int64_t, std::size_t> best{-1, 0};
     std::size_t w = q;
     for (std::size_t x = q + 1; x-- > p;) {

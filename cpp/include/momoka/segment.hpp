@@ -38,14 +38,11 @@
 #include <utility>
 #include <vector>
 
+#include "momoka/unicode_space.hpp"
+
 namespace momoka::text {
 
-// Python's str.isspace().
-inline bool is_space(char32_t c) {
-  if (c < 128) return c == ' ' || (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x1f);
-  return c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
-}
+using momoka::is_space;  // Python's str.isspace()
 
 inline bool is_line_break(char32_t c) {
   return c == '\n' || c == '\r' || c == 0x85 || c == 0x2028;

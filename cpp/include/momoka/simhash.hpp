@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "momoka/kernel_hash.hpp"
-#include "momoka/outlines.hpp"  // is_space_cp
+#include "momoka/unicode_space.hpp"
 
 namespace momoka {
 
@@ -34,7 +34,7 @@ inline bool is_word_cp(std::uint32_t c) {
   if (c < 128) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
   }
-  if (is_space_cp(c)) return false;
+  if (is_space(c)) return false;
   if (c <= 0xBF || c == 0xD7 || c == 0xF7) return false;
   if (c >= 0x2000 && c <= 0x206F) return false;
   if (c >= 0x2E00 && c <= 0x2E7F) return false;
@@ -53,7 +53,7 @@ struct CharClasses {
   unsigned char word[256];
   CharClasses() {
     for (std::uint32_t c = 0; c < 256; ++c) {
-      space[c] = is_space_cp(c) ? 1 : 0;
+      space[c] = is_space(c) ? 1 : 0;
       word[c] = is_word_cp(c) ? 1 : 0;
     }
   }
@@ -178,7 +178,7 @@ void for_each_feature(const T* s, std::size_t n, SimTokenizer tok, std::size_t n
     const auto& cls = char_classes();
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t c = static_cast<std::uint32_t>(s[i]);
-      const bool space = c < 256 ? (cls.space[c] != 0) : is_space_cp(c);
+      const bool space = c < 256 ? (cls.space[c] != 0) : is_space(c);
       if (space) {
         pending_space = len > 0;
         continue;

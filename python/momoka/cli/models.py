@@ -37,10 +37,15 @@ def register(subparsers) -> None:
     pv.add_argument("--dir", default=None, help="model cache directory")
     pv.set_defaults(func=_verify)
 
-    pc = sub.add_parser("convert-gguf", help="convert a Llama-architecture GGUF file to an ONNX model folder")
-    pc.add_argument("gguf", help="the .gguf file")
-    pc.add_argument("out", help="output folder (model.onnx, tokenizer.json, config.json)")
-    pc.add_argument("--weights", default="int8", choices=("int8", "fp32", "int4"))
+    pc = sub.add_parser(
+        "convert-gguf",
+        help="convert a Llama-architecture GGUF file to an ONNX model folder (no torch)",
+        description="Convert a Llama-architecture GGUF file into model.onnx + tokenizer.json + config.json.",
+    )
+    pc.add_argument("gguf", metavar="FILE", help="the .gguf file")
+    pc.add_argument("out", metavar="OUT", help="output folder (model.onnx, tokenizer.json, config.json)")
+    pc.add_argument("--weights", default="int8", choices=("int8", "fp32", "int4"),
+                    help="weight storage: fp32, int8 (default) or int4 MatMulNBits blocks")
     pc.set_defaults(func=_convert)
 
 
@@ -115,10 +120,12 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    try:
-        from ..models.gguf import convert_gguf
-    except ImportError:
-        raise ModelError("this momoka has no GGUF converter (momoka.models.gguf)") from None
-    out = convert_gguf(args.gguf, args.out, weights=args.weights)
+    from ..models.gguf import convert_gguf
+
+    def progress(step: int, total: int, msg: str) -> None:
+        print(f"\rconverting: {msg} ({step}/{total})", end="", file=sys.stderr, flush=True)
+
+    out = convert_gguf(args.gguf, args.out, weights=args.weights, progress=progress)
+    print(file=sys.stderr)
     print(out)
     return 0

@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..progress import Progress
 from .datasets import Dataset
 from .metrics import evidence_containment, format_table
 
@@ -43,16 +44,14 @@ def evaluate_chunker(dataset: Dataset, chunker: Callable, *, progress: bool = Fa
     chars: list[int] = []
     words: list[int] = []
     t0 = time.perf_counter()
-    for i, rec in enumerate(dataset.documents):
-        doc = rec.to_document()
-        chunks = chunker(doc)
-        spans[rec.doc_id] = [(c.start, c.end) for c in chunks]
-        chars += [c.end - c.start for c in chunks]
-        words += [len(c.text.split()) for c in chunks]
-        if progress:
-            print(f"\rchunked {i + 1}/{len(dataset.documents)} documents", end="", flush=True)
-    if progress:
-        print()
+    with Progress("chunking", total=len(dataset.documents), unit="documents", enabled=progress) as bar:
+        for rec in dataset.documents:
+            doc = rec.to_document()
+            chunks = chunker(doc)
+            spans[rec.doc_id] = [(c.start, c.end) for c in chunks]
+            chars += [c.end - c.start for c in chunks]
+            words += [len(c.text.split()) for c in chunks]
+            bar.update()
     elapsed = time.perf_counter() - t0
     containment = evidence_containment(spans, dataset.questions)
     return {

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -31,6 +30,7 @@ from ..errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
+from ..progress import Progress
 from . import _loop
 from .accounting import Accounting
 from .cache import ResponseCache, default_cache_path, make_key
@@ -51,15 +51,6 @@ def _open_cache(cache: Any) -> ResponseCache | None:
     if isinstance(cache, (str, os.PathLike)):
         return ResponseCache(Path(cache))
     raise ConfigError(f"cache must be True, False, a path or a ResponseCache, got {type(cache).__name__}")
-
-
-def _progress_enabled(progress: bool | None) -> bool:
-    if progress is not None:
-        return bool(progress)
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class BaseClient:
@@ -313,10 +304,14 @@ class BaseClient:
         acc.record(method, calls=n, cache_hits=len(hits), deduplicated=n - len(first))
 
         bar = None
-        if todo and _progress_enabled(progress if progress is not None else self.progress):
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(todo), desc=f"llm {method}", unit="req", delay=self.progress_delay, leave=False, file=sys.stderr)
+        if todo:
+            bar = Progress(
+                f"llm {method}",
+                total=len(todo),
+                unit="req",
+                enabled=progress if progress is not None else self.progress,
+                delay=self.progress_delay,
+            )
 
         pending: list[tuple[str, str, str, dict]] = []
         state = {"last_flush": time.monotonic()}

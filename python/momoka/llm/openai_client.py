@@ -61,7 +61,8 @@ class OpenAIClient(BaseClient):
     ``accounting`` (share one :class:`Accounting` between clients), ``prices``
     (model → $ per 1M prompt/completion tokens), ``default_params`` (sent with
     every request, e.g. ``{"temperature": 0}``), ``headers`` (extra HTTP
-    headers), ``progress`` (None: a bar on long batches when stderr is a TTY).
+    headers), ``progress`` (None: progress on stderr for batches that run longer than
+    ``progress_delay``; False: none; see :class:`momoka.progress.Progress`).
     """
 
     def __init__(

@@ -9,19 +9,24 @@
 
 The causal LM (``momoka.models.causal_lm.CausalLM``) and the GGUF converter
 (``momoka.models.gguf.convert_gguf``) live in their own modules.
+
+Modules import in one direction: ``runtime`` and the ``gguf*`` converter at the
+bottom, then ``registry`` (the catalogue and the cache manifest), the model
+classes (``embedder``, ``causal_lm``), ``installer`` (builds, verifies and
+locates installed models, auto-installing on first use), and ``reranker``.
+The one upward edge, ``Embedder.from_registry`` reaching the installer, is
+imported where it is used.
 """
 
 from .embedder import Embedder, TruncationWarning
-from .installer import ensure_installed, install, verify
+from .installer import default_causal_lm, ensure_installed, install, model_dir, verify
 from .registry import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,
     MODELS,
-    default_causal_lm,
     SOURCES,
     installed_models,
     is_installed,
-    model_dir,
     models_dir,
     momoka_home,
     read_manifest,

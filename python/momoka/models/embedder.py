@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -34,6 +33,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError, InputTooLargeError, ModelError
+from ..progress import Progress
+from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
 from .runtime import create_session, resolve_device, sha256_file
 
 __all__ = ["Embedder", "TruncationWarning", "load_tokenizer"]
@@ -181,12 +182,14 @@ class Embedder:
     @classmethod
     def default(cls, **kwargs) -> "Embedder":
         """The default embedder (``minilm-l6-v2-int8``), installing it once when missing."""
-        return cls.from_registry("minilm-l6-v2-int8", **kwargs)
+        return cls.from_registry(DEFAULT_EMBEDDER, **kwargs)
 
     @classmethod
     def from_registry(cls, model_id: str, *, path: str | os.PathLike | None = None, **kwargs) -> "Embedder":
         """An installed registry model by id (see :mod:`momoka.models.registry`), checksum-verified."""
-        from .registry import MODELS, installed_models, model_dir
+        # The one upward edge of momoka.models: the installer builds embedders
+        # (and checks them with this class), so it is imported on use here.
+        from .installer import model_dir
 
         if model_id in MODELS and MODELS[model_id].kind != "embedder":
             raise ModelError(f"{model_id!r} is a {MODELS[model_id].kind}, not an embedder")
@@ -252,8 +255,8 @@ class Embedder:
     ) -> np.ndarray:
         """Embed ``texts``: float32 array of shape ``(len(texts), dim)`` in input order.
 
-        ``progress``: print a progress line on stderr (default: only for 2,000 texts
-        or more when stderr is a terminal).
+        ``progress``: show progress on stderr (:class:`momoka.progress.Progress`;
+        default: only for 2,000 texts or more).
 
         Raises InputError for a non-list argument (a bare string) or non-string
         items; InputTooLargeError with ``truncation="error"`` and an over-long input.
@@ -283,19 +286,17 @@ class Embedder:
             )
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
         if progress is None:
-            progress = len(texts) >= 2000 and sys.stderr.isatty()
+            progress = len(texts) >= 2000
         out = None
-        for s in range(0, len(order), bs):
-            if progress:
-                print(f"\rembedding {s}/{len(order)} texts", end="", file=sys.stderr, flush=True)
-            idx = order[s : s + bs]
-            v = self._forward(*self._arrays([encs[i] for i in idx]))
-            if out is None:
-                out = np.empty((len(texts), v.shape[1]), dtype=np.float32)
-                self._dim = v.shape[1]
-            out[idx] = v
-        if progress:
-            print(f"\rembedding {len(order)}/{len(order)} texts", file=sys.stderr, flush=True)
+        with Progress("embedding", total=len(order), unit="texts", enabled=progress) as bar:
+            for s in range(0, len(order), bs):
+                idx = order[s : s + bs]
+                v = self._forward(*self._arrays([encs[i] for i in idx]))
+                if out is None:
+                    out = np.empty((len(texts), v.shape[1]), dtype=np.float32)
+                    self._dim = v.shape[1]
+                out[idx] = v
+                bar.update(len(idx))
         return out
 
     __call__ = embed

@@ -28,7 +28,6 @@ The token embedding lookup is always a float32 ``Gather``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -325,30 +324,3 @@ def convert_gguf(
     if progress:
         progress(dims.n_layers + 1, dims.n_layers + 1, "done")
     return out
-
-
-def add_convert_command(models_subparsers) -> argparse.ArgumentParser:
-    """Add ``convert-gguf FILE OUT/ [--weights]`` to the ``momoka models`` sub-parsers."""
-    p = models_subparsers.add_parser(
-        "convert-gguf",
-        help="convert a Llama GGUF file into an ONNX model directory (no torch)",
-        description="Convert a Llama-architecture GGUF file into model.onnx + tokenizer.json + config.json.",
-    )
-    p.add_argument("file", metavar="FILE", help="the .gguf file")
-    p.add_argument("out", metavar="OUT", help="output directory")
-    p.add_argument("--weights", choices=WEIGHTS, default="int8",
-                   help="weight storage: fp32, int8 (default) or int4 MatMulNBits blocks")
-    p.set_defaults(func=_cmd_convert)
-    return p
-
-
-def _cmd_convert(args) -> int:
-    import sys
-
-    def progress(step: int, total: int, msg: str) -> None:
-        print(f"\rconverting: {msg} ({step}/{total})", end="", file=sys.stderr, flush=True)
-
-    out = convert_gguf(args.file, args.out, args.weights, progress=progress)
-    print(file=sys.stderr)
-    print(out)
-    return 0

