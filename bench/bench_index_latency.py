@@ -41,11 +41,11 @@ def squad_index(shared_data, tmp_path_factory):
 @pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
 def test_query_latency(squad_index, method, benchmark):
     ix, questions = squad_index
-    ix.search(questions[0], k=5, method=method)  # warm-up (loads the embedder once)
+    ix.search(questions[0], k=5, retriever=method)  # warm-up (loads the embedder once)
     times = []
     for q in questions:
         t = time.perf_counter()
-        ix.search(q, k=5, method=method)
+        ix.search(q, k=5, retriever=method)
         times.append((time.perf_counter() - t) * 1000)
     p50, p99 = np.percentile(times, [50, 99])
     extra = ""
@@ -58,6 +58,6 @@ def test_query_latency(squad_index, method, benchmark):
         e50, e99 = np.percentile(emb, [50, 99])
         extra = f"; of which query embedding p50 {e50:.2f} ms, p99 {e99:.2f} ms"
 
-    benchmark.pedantic(lambda: ix.search(questions[1], k=5, method=method), rounds=20, iterations=1)
+    benchmark.pedantic(lambda: ix.search(questions[1], k=5, retriever=method), rounds=20, iterations=1)
     print(f"\n{method:6s}: {ix.store.n_chunks} chunks, {len(times)} queries: "
           f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, mean {np.mean(times):.2f} ms (target < 50 ms){extra}")

@@ -63,12 +63,12 @@ def test_bench_momoka_map_build_time(shared_data, benchmark):
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"default embedder not installed: {exc}")
     t = time.monotonic()
-    mm = MomokaMap(referee=EmbeddingReferee(emb), title="none")
+    mm = MomokaMap(referee=EmbeddingReferee(emb))
     mm.paths_for_chunks(chunks)
     _line("embedding referee (native MCTS, embed incl.)", n, time.monotonic() - t)
     v = mm.referee.embed([c.text for c in chunks])
     t = time.monotonic()
-    benchmark.pedantic(lambda: MomokaMap(referee=EmbeddingReferee(emb), title="none").paths_for_chunks(chunks, vectors=v),
+    benchmark.pedantic(lambda: MomokaMap(referee=EmbeddingReferee(emb)).paths_for_chunks(chunks, vectors=v),
                        rounds=3, iterations=1)
     _line("embedding referee (native MCTS only)", n, benchmark.stats.stats.min)
 
@@ -80,7 +80,7 @@ def test_bench_momoka_map_build_time(shared_data, benchmark):
     with ScriptedServer(lambda body, i: Reply("1" if rng.random() < 0.2 else "0", delay=DELAY)) as srv:
         llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False, concurrency=INFLIGHT)
         ref = LLMReferee(llm)
-        mm = MomokaMap(referee=ref, title="none", batch_size=4096)
+        mm = MomokaMap(referee=ref, batch_size=4096)
         t = time.monotonic()
         mm.paths_for_chunks(chunks)
         dt = time.monotonic() - t
@@ -89,7 +89,7 @@ def test_bench_momoka_map_build_time(shared_data, benchmark):
     _line(f"LLM referee, {DELAY * 1000:.0f} ms/answer, {INFLIGHT} in flight", n, dt,
           f"{calls} calls; paper procedure: {paper_calls} calls = {paper_calls * DELAY:.0f} s "
           f"({paper_calls * DELAY / n:.1f} s/chunk)")
-    mm = MomokaMap(referee="llm", title="none")
+    mm = MomokaMap(referee="llm")
     est = mm.estimate([doc], [chunks])
     print(f"  estimate before the run: {est['referee_calls_expected']} calls expected "
           f"(max {est['referee_calls_max']}), {est['referee_prompt_tokens_expected']:,} prompt tokens; "
@@ -106,7 +106,7 @@ def test_bench_momoka_map_build_time(shared_data, benchmark):
     part = chunks[:PPL_CHUNKS]
     ref = PerplexityReferee(lm)
     t = time.monotonic()
-    mm = MomokaMap(referee=ref, title="none", batch_size=4096)
+    mm = MomokaMap(referee=ref, batch_size=4096)
     mm.paths_for_chunks(part)
     dt = time.monotonic() - t
     _line(f"perplexity referee (local LM, first {len(part)} chunks)", len(part), dt,
@@ -137,11 +137,11 @@ def test_bench_momoka_map_long_document_remedies(shared_data, benchmark):
     for label, kw in (("none (paper: 100 iterations)", {}), ("window 32", {"long_docs": "window"}),
                       ("widening (1, 0.5)", {"long_docs": "widening"}),
                       ("scale (2 (n-1), max 1000)", {"long_docs": "scale"})):
-        mm = MomokaMap(referee=ref, title="none", **kw)
+        mm = MomokaMap(referee=ref, **kw)
         t = time.monotonic()
         paths = mm.paths_for_chunks(chunks, vectors=v)
         dt = time.monotonic() - t
         lens = np.array([len(p) for p in paths])
         print(f"  {label:<28} {dt:8.2f} {lens.mean():14.2f} {int((lens == 1).sum()):>18}")
-    benchmark.pedantic(lambda: MomokaMap(referee=ref, title="none").paths_for_chunks(chunks, vectors=v), rounds=1,
+    benchmark.pedantic(lambda: MomokaMap(referee=ref).paths_for_chunks(chunks, vectors=v), rounds=1,
                        iterations=1)

@@ -22,46 +22,48 @@ ROLLOUTS = (1, 3, 5)
 
 
 def sensitivity(data_dir: Path, name: str, limit: int) -> tuple[str, list[dict]]:
-    from momoka.chunking import get_chunker
     from momoka.eval import evaluate_retrieval, format_table, load_dataset
-    from momoka.methods.momoka.ablation import Corpus, attach_paths, compute_paths
-    from momoka.methods.momoka.trail import TrailRetriever
+    from momoka.index import Index
+    from momoka.methods.momoka import PathRelator, TrailRetriever
     from momoka.models import CosineReranker, Embedder
 
     ds = load_dataset(data_dir / name)
     questions = [q for q in ds.questions if q.gold][:limit]
     emb = Embedder.default()
-    corpus = Corpus(ds.documents, get_chunker("fixed", size=128), emb)
+    ix = Index.build(ds.documents, chunker="fixed", size=128, embedder=emb, enrich=["title"], progress=False)
     reranker = CosineReranker(emb, cache_size=200_000)  # shared: composites seen before are not re-embedded
-    ix = corpus.index(with_titles=True)
-    corpus.raw_vectors()  # embed the chunk texts once, before the path timings
     rows, out = [], []
-    base = ix.search_batch([q.question for q in questions], k=5, retriever="dense")
-    rep = evaluate_retrieval({q.qid: [[h.span] for h in hs] for q, hs in zip(questions, base)}, questions,
-                             mode=ds.evidence_mode)
+    base = ix.search_batch([q.question for q in questions], k=5, retriever="mm")
+    rep = evaluate_retrieval({q.qid: r.spans() for q, r in zip(questions, base)}, questions, mode=ds.evidence_mode)
     rows.append(["mm (no paths)", "-", "-"] + [f"{rep.sums[m] * (100 if m in ('recall', 'precision') else 1):.2f}"
                                                for m in ("recall", "precision", "mrr", "f1")] + ["-", "-"])
     for it in ITERATIONS:
         for ro in ROLLOUTS:
-            paths, how = compute_paths(corpus, iterations=it, rollout=ro)
-            attach_paths(ix, corpus, paths, how)
+            if ix.store.has_relation("paths"):
+                ix.store.remove_artifact("relation", "paths")
+            t0 = time.perf_counter()
+            PathRelator("embedding", iterations=it, rollout=ro, progress=False).relate(ix, ix.doc_ids)
+            paths_s = time.perf_counter() - t0
+            rel = ix.store.relation("paths")
+            lens = [len(rel.get(c)) for c in ix.store.chunks.ids()]
+            mean_len = sum(lens) / max(len(lens), 1)
             tr = TrailRetriever(ix, reranker=reranker)
             t0 = time.perf_counter()
             res = tr.retrieve_batch([q.question for q in questions], k=5)
             dt = (time.perf_counter() - t0) / len(questions)
-            items = {q.qid: [list(r.spans) for r in rs] for q, rs in zip(questions, res)}
-            rep = evaluate_retrieval(items, questions, mode=ds.evidence_mode)
-            d = {"iterations": it, "rollout": ro, "paths_seconds": how["seconds"],
-                 "mean_path_len": how["mean_path_len"], "seconds_per_question": dt, "sums": rep.sums}
+            rep = evaluate_retrieval({q.qid: r.spans() for q, r in zip(questions, res)}, questions,
+                                     mode=ds.evidence_mode)
+            d = {"iterations": it, "rollout": ro, "paths_seconds": paths_s, "mean_path_len": mean_len,
+                 "seconds_per_question": dt, "sums": rep.sums}
             out.append(d)
             rows.append(["momoka", str(it), str(ro)]
                         + [f"{rep.sums[m] * (100 if m in ('recall', 'precision') else 1):.2f}"
                            for m in ("recall", "precision", "mrr", "f1")]
-                        + [f"{how['seconds']:.2f}", f"{how['mean_path_len']:.2f}"])
+                        + [f"{paths_s:.2f}", f"{mean_len:.2f}"])
             print(f"  iterations {it}, rollout {ro}: recall sum {rep.sums['recall']:.3f}", file=sys.stderr, flush=True)
     table = format_table(["method", "iterations", "rollout", "Recall", "Precision", "MRR", "F1", "paths s",
                           "mean |P|"], rows)
-    head = (f"{name}: {len(questions)} questions, {corpus.n_chunks} chunks (fixed 128), embedding referee, "
+    head = (f"{name}: {len(questions)} questions, {ix.store.n_chunks} chunks (fixed 128), embedding referee, "
             "cosine reranker; eq. 6 sums (Recall/Precision x100), item view")
     return head + "\n" + table, out
 

@@ -18,20 +18,24 @@ import time
 
 
 def test_trail_latency(benchmark, shared_data):
-    from momoka.chunking import get_chunker
     from momoka.eval import format_table, load_dataset
-    from momoka.methods.momoka.ablation import Corpus, attach_paths, compute_paths
-    from momoka.methods.momoka.trail import TrailRetriever
+    from momoka.index import Index
+    from momoka.methods.momoka import TrailRetriever
     from momoka.models import CosineReranker, Embedder
 
     ds = load_dataset(shared_data / "dragonball_finance_en")
     qs = [q.question for q in ds.questions if q.gold][: int(os.environ.get("MOMOKA_LAT_LIMIT", "40"))]
     emb = Embedder.default()
-    corpus = Corpus(ds.documents, get_chunker("fixed", size=128), emb)
-    ix = corpus.index(with_titles=True)
-    paths, how = compute_paths(corpus)
-    attach_paths(ix, corpus, paths, how)
-    firsts = [(i, p[0]) for ps in paths for i, p in enumerate(ps) if p]
+    t0 = time.perf_counter()
+    ix = Index.build(ds.documents, chunker="fixed", size=128, embedder=emb, enrich=["title"],
+                     relate=[("paths", {"referee": "embedding"})], progress=False)
+    build_s = time.perf_counter() - t0
+    rel = ix.store.relation("paths")
+    firsts = []
+    for d in ix.doc_ids:
+        ids = ix.store.documents[d].chunk_ids
+        pos = {c: i for i, c in enumerate(ids)}
+        firsts += [(i, pos[int(rel.get(c)[0])]) for i, c in enumerate(ids) if len(rel.get(c))]
     adjacent = sum(abs(i - j) == 1 for i, j in firsts) / max(len(firsts), 1)
 
     def per_question(fn):
@@ -54,7 +58,7 @@ def test_trail_latency(benchmark, shared_data):
         return [name, f"{1000 * statistics.median(xs):.1f}", f"{1000 * statistics.mean(xs):.1f}",
                 f"{1000 * max(xs):.1f}", f"{statistics.mean(xs) / statistics.mean(dense):.1f}x"]
 
-    print(f"\n{len(qs)} questions, {corpus.n_chunks} chunks, paths built in {how['seconds']:.2f}s, "
+    print(f"\n{len(qs)} questions, {ix.store.n_chunks} chunks, index with titles and paths built in {build_s:.2f}s, "
           f"{cands} candidates for the last question; first path node adjacent to its root for "
           f"{100 * adjacent:.0f}% of chunks; load average {os.getloadavg()[0]:.1f}")
     print(format_table(["retriever", "median ms", "mean ms", "max ms", "mean vs dense"],
