@@ -44,7 +44,7 @@ def test_cli_eval_chunking_on_real_set(shared_data, tmp_path):
     out = tmp_path / "r.json"
     proc = subprocess.run(
         [sys.executable, "-m", "momoka", "eval-chunking", "--data", str(shared_data / "leval_qasper"),
-         "--method", "paragraph", "--out", str(out)],
+         "--chunker", "paragraph", "--out", str(out)],
         capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr
