@@ -29,6 +29,12 @@ class ArtifactRegistry:
             raise StoreError(f"the store{where} has no {KINDS[kind]} {name!r} ({KINDS[kind]}s: {have})")
         return arts[name]
 
+    def put_artifact(self, kind: str, name: str, art: Artifact) -> Artifact:
+        """Register an artifact read from disk under ``name`` (format readers use this; nothing is written)."""
+        check_name(name, KINDS[kind])
+        self._artifacts[kind][name] = art
+        return art
+
     def _new(self, kind: str, name: str, art: Artifact):
         check_name(name, KINDS[kind])
         if name in self._artifacts[kind]:

@@ -47,7 +47,7 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
     params = dict(DEFAULT_BM25, **(manifest.get("bm25") or {}))
-    store._artifacts["bm25"][RAW] = BM25View.from_index(store, RAW, bm25, params=params, source={"text": "chunk"})
+    store.put_artifact("bm25", RAW, BM25View.from_index(store, RAW, bm25, params=params, source={"text": "chunk"}))
     emb = manifest.get("embedder")
     if emb:
         dim = int(emb["dim"])
@@ -75,8 +75,8 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
                 if not (gdir / "hnsw.bin").is_file():
                     raise FileNotFoundError(gdir / "hnsw.bin") from None
                 raise StoreError(f"store {root} is corrupted (HNSW index): {exc}") from None
-        store._artifacts["vectors"][RAW] = VectorView.from_rows(
+        store.put_artifact("vectors", RAW, VectorView.from_rows(
             store, RAW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
-            hnsw=manifest.get("hnsw"), graph=graph)
+            hnsw=manifest.get("hnsw"), graph=graph))
     store.documents = documents
-    store._dirty = True  # the next save writes format version 2
+    # The artifacts read here have no files of format 2 yet, so they are dirty: the next save writes version 2.

@@ -29,29 +29,29 @@ class Artifact:
         self._store = store
         self.name = name
         self.source: dict = dict(source or {})
-        self._dir: Path | None = None  # generation folder its files were read from
-        self._files: dict[str, dict] = {}  # manifest records of those files
+        self.folder: Path | None = None  # generation folder its files were read from
+        self.files: dict[str, dict] = {}  # manifest records of those files
         self.dirty = True
 
     # -- persistence ---------------------------------------------------------
 
-    def _attach(self, gen_dir: Path, files: dict[str, dict]) -> None:
+    def attach(self, gen_dir: Path, files: dict[str, dict]) -> None:
         """Point the artifact at its saved files (after open or save)."""
-        self._dir = Path(gen_dir)
-        self._files = {k: dict(v) for k, v in files.items()}
+        self.folder = Path(gen_dir)
+        self.files = {k: dict(v) for k, v in files.items()}
         self.dirty = False
 
-    def _path(self, rel: str, verify: bool = False) -> Path:
+    def path_of(self, rel: str, verify: bool = False) -> Path:
         """The saved file ``rel``; with ``verify`` its sha256 is checked against the manifest."""
-        if self._dir is None:
+        if self.folder is None:
             raise StoreError(f"{self.kind} {self.name!r} has no saved files")
-        p = self._dir / rel
+        p = self.folder / rel
         if not p.is_file():
             raise StoreError(
                 f"store file {p} of {self.kind} {self.name!r} is missing (a writer removed this generation?); "
                 "reopen the store"
             )
-        rec = self._files.get(rel)
+        rec = self.files.get(rel)
         if verify and rec and rec.get("sha256") and sha256_file(p) != rec["sha256"]:
             raise StoreError(f"store file {p} of {self.kind} {self.name!r} is corrupted (sha256 differs)")
         return p

@@ -52,7 +52,7 @@ class BM25View(Artifact):
     def load(cls, store, gen_dir: Path, entry: dict) -> BM25View:
         """A saved view; the index file is read on first use."""
         v = cls(store, entry["name"], params=entry.get("params"), source=entry.get("source"))
-        v._attach(gen_dir, entry["files"])
+        v.attach(gen_dir, entry["files"])
         v._on_disk = True
         return v
 
@@ -70,7 +70,7 @@ class BM25View(Artifact):
     def index(self) -> BM25:
         """The native index (read from disk on first use)."""
         if self._bm25 is None:
-            self._bm25 = BM25.load(self._path(f"bm25/{self.name}.bin", verify=True))
+            self._bm25 = BM25.load(self.path_of(f"bm25/{self.name}.bin", verify=True))
             self._on_disk = False
         return self._bm25
 

@@ -69,7 +69,7 @@ class ChunkTable(Artifact):
     def load(cls, store, gen_dir: Path, files: dict[str, dict]) -> ChunkTable:
         """Open the table saved in ``gen_dir/chunks`` (columns memory-mapped, metadata lazy)."""
         t = cls(store)
-        t._attach(gen_dir, files)
+        t.attach(gen_dir, files)
         base = Path(gen_dir) / "chunks"
         try:
             cols = {k: np.load(base / f"{k}.npy", mmap_mode="r", allow_pickle=False) for k in COLUMNS}
@@ -112,7 +112,7 @@ class ChunkTable(Artifact):
     def _load_meta(self) -> dict[int, dict]:
         if self._meta is None:
             meta: dict[int, dict] = {}
-            p = self._path("chunks/meta.jsonl")
+            p = self.path_of("chunks/meta.jsonl")
             try:
                 with open(p, encoding="utf-8") as f:
                     for line in f:

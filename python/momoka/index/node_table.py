@@ -27,7 +27,7 @@ class NodeTable(Artifact):
     def load(cls, store, gen_dir: Path, entry: dict) -> NodeTable:
         """A saved table; its file is read on first use."""
         t = cls(store, entry["name"], entry.get("source"))
-        t._attach(gen_dir, entry["files"])
+        t.attach(gen_dir, entry["files"])
         t._rows = None
         return t
 
@@ -36,7 +36,7 @@ class NodeTable(Artifact):
 
     def _data(self) -> list[dict]:
         if self._rows is None:
-            p = self._path(f"nodes/{self.name}.jsonl", verify=True)
+            p = self.path_of(f"nodes/{self.name}.jsonl", verify=True)
             try:
                 with open(p, encoding="utf-8") as f:
                     self._rows = [json.loads(line) for line in f]

@@ -42,7 +42,7 @@ class Relation(Artifact):
         """A saved relation; its file is read on first use."""
         r = cls(store, entry["name"], ordered=entry.get("ordered", True), weighted=entry.get("weighted", False),
                 target_table=entry.get("target_table"), source=entry.get("source"))
-        r._attach(gen_dir, entry["files"])
+        r.attach(gen_dir, entry["files"])
         r._rows = None
         return r
 
@@ -51,7 +51,7 @@ class Relation(Artifact):
 
     def _data(self) -> dict[int, np.ndarray]:
         if self._rows is None:
-            p = self._path(f"relations/{self.name}.npz", verify=True)
+            p = self.path_of(f"relations/{self.name}.npz", verify=True)
             try:
                 with np.load(p, allow_pickle=False) as z:
                     src, indptr, ind = z["sources"], z["indptr"], z["indices"]

@@ -461,7 +461,7 @@ class Store(ArtifactRegistry):
         written: list[tuple[Artifact, dict]] = []
         for art in self._all():
             old = self._entries.get((art.kind, art.name))
-            if not art.dirty and art._dir is not None and old is not None:
+            if not art.dirty and art.folder is not None and old is not None:
                 files = self._link(art, tmp)
                 entry = dict(old)
                 entry.update(art.entry(files))
@@ -497,7 +497,7 @@ class Store(ArtifactRegistry):
         fsync_dir(root)
         self.manifest = manifest
         for art, files in written:
-            art._attach(final, files)
+            art.attach(final, files)
         self._entries = {(e["kind"], e["name"]): e for e in entries}
         self._dirty = False
         self._clean_old(keep={name, previous})
@@ -506,8 +506,8 @@ class Store(ArtifactRegistry):
     @staticmethod
     def _link(art: Artifact, folder: Path) -> dict[str, dict]:
         """Hard-link (or copy) an unchanged artifact's files into ``folder``; returns their records."""
-        for rel in art._files:
-            src = art._path(rel)
+        for rel in art.files:
+            src = art.path_of(rel)
             dst = folder / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -515,7 +515,7 @@ class Store(ArtifactRegistry):
             except OSError:
                 shutil.copy2(src, dst)
                 fsync_file(dst)
-        return {k: dict(v) for k, v in art._files.items()}
+        return {k: dict(v) for k, v in art.files.items()}
 
     def _clean_leftovers(self) -> None:
         """Remove temporary files of crashed saves (we hold the lock, so none is in progress)."""

@@ -77,7 +77,7 @@ class VectorView(Artifact):
         """Open a saved view: rows memory-mapped, the graph left for the first search."""
         v = cls(store, entry["name"], embedder=entry["embedder"], dtype=entry.get("dtype", "float32"),
                 source=entry.get("source"), hnsw=hnsw)
-        v._attach(gen_dir, entry["files"])
+        v.attach(gen_dir, entry["files"])
         name = entry["name"]
         try:
             rows = np.load(Path(gen_dir) / f"vectors/{name}.npy", mmap_mode="r", allow_pickle=False)
@@ -121,7 +121,7 @@ class VectorView(Artifact):
             if self._graph_on_disk:
                 import hnswlib
 
-                p = self._path(f"hnsw/{self.name}.bin", verify=True)
+                p = self.path_of(f"hnsw/{self.name}.bin", verify=True)
                 ix = hnswlib.Index(space="ip", dim=self.dim)
                 try:
                     ix.load_index(str(p), max_elements=max(n + len(self._pending), 16))
