@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._files import sha256_file
 from ..errors import ConfigError
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -66,13 +66,6 @@ def jsonl(rows: Iterable[dict]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def file_record(path: Path) -> dict:

@@ -28,7 +28,6 @@ The token embedding lookup is always a float32 ``Gather``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -38,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._files import sha256_file
 from ..errors import ModelError, UnsupportedModelError
 from . import gguf_quant as gq
 
@@ -49,12 +49,6 @@ MODEL_FILE = "model.onnx"
 ProgressFn = Callable[[int, int, str], None]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class GGUFModel:
@@ -316,7 +310,7 @@ def convert_gguf(
         "chat_template": m.get("tokenizer.chat_template"),
         "source": {
             "file": m.path.name,
-            "sha256": _sha256(m.path),
+            "sha256": sha256_file(m.path),
             "file_type": gq.type_name(int(m.get("general.file_type", -1))) if m.get("general.file_type") is not None else None,
         },
     }

@@ -16,11 +16,11 @@ configuration behave the same everywhere:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
+from .._files import sha256_file
 from ..errors import ConfigError, ModelError
 
 __all__ = [
@@ -126,13 +126,3 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
         ) from exc
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
