@@ -9,7 +9,13 @@ import pytest
 from momoka.errors import ConfigError, InputError, LLMError
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer, Status, last_user
-from momoka.methods.momoka import LLMReferee, MomokaMap, PerplexityReferee, clean_title, make_titles
+from momoka.methods.momoka import (
+    LLMReferee,
+    MomokaMap,
+    PerplexityReferee,
+    clean_title,
+    make_titles,
+)
 from momoka.text import Document, make_chunks
 
 
@@ -78,7 +84,7 @@ def test_llm_referee_drives_the_search_in_path_mode(tmp_path):
                              doc_id="zoo")
     cs = make_chunks(doc, doc.paragraphs)
     with ScriptedServer(script) as srv:
-        mm = MomokaMap(referee="llm", llm=_client(srv, tmp_path), reward="path", title="none", alpha=0, beta=0,
+        mm = MomokaMap(referee="llm", llm=_client(srv, tmp_path), reward="path", alpha=0, beta=0,
                        iterations=40, rollout=2)
         paths = mm.paths_for_chunks(cs)
         assert "Preceding Text" in srv.chat_bodies()[0]["messages"][0]["content"]
@@ -113,6 +119,54 @@ def test_titles_from_the_llm_and_fallbacks(tmp_path):
     assert sources == ["llm", "llm", "document", "sentence"]
     assert st.failed_llm == 2 and st.llm == 2 and st.document == 1 and st.sentence == 1
     assert len(st.failures) == 2
+
+
+class _HashEmbedder:
+    """Hashed bag of words (L2-normalised), index-compatible; no model files."""
+
+    model_id, checksum, dim = "test/hash-32", "0" * 64, 32
+
+    def embed(self, texts):
+        import hashlib
+
+        out = np.zeros((len(texts), 32), np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"[a-z0-9]+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 32] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def test_title_enricher_writes_llm_titles_into_the_store(tmp_path, monkeypatch):
+    # the title enricher with an LLM: T_D (or its counted fallback) in the document metadata, and the titled
+    # view embeds T_D + "\n" + chunk (computed here)
+    from momoka.index import Index
+    from momoka.methods.momoka import TitleEnricher
+
+    monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
+    assert TitleEnricher().effective_mode == "document"  # auto without an endpoint: no LLM
+    assert TitleEnricher(llm=object()).effective_mode == "llm"  # auto with a client: the LLM
+
+    def script(body, i):
+        doc = last_user(body)
+        return Reply("Title: Zebra Migration") if "Zebras" in doc else Reply("x" * 300)
+
+    docs = [Document.from_text("Zebras cross the river each year. They follow the rain.", doc_id="z"),
+            Document.from_text("First sentence is the fallback. Second one is not.", doc_id="s")]
+    with ScriptedServer(script) as srv:
+        en = TitleEnricher(llm=_client(srv, tmp_path))
+        ix = Index.build(docs, chunker="sentence", embedder=_HashEmbedder(), enrich=[en], progress=False)
+        assert srv.count == 2
+    meta = {d: ix.store.documents[d].metadata for d in ("z", "s")}
+    assert (meta["z"]["momoka_title"], meta["z"]["momoka_title_source"]) == ("Zebra Migration", "llm")
+    assert (meta["s"]["momoka_title"], meta["s"]["momoka_title_source"]) == ("First sentence is the fallback.",
+                                                                            "sentence")
+    d = en.describe()
+    assert d["mode"] == "llm" and d["stats"]["llm"] == 1 and d["stats"]["failed_llm"] == 1
+    for doc in docs:
+        ids = list(ix.store.documents[doc.doc_id].chunk_ids)
+        want = _HashEmbedder().embed([meta[doc.doc_id]["momoka_title"] + "\n" + ix.store.chunks.text(c) for c in ids])
+        np.testing.assert_allclose(ix.store.vector_view("titled").get(ids), want, atol=1e-6)
+    ix.close()
 
 
 def test_title_request_error_falls_back_to_the_document_title(tmp_path):

@@ -119,3 +119,26 @@ def test_long_paragraph_is_sent_in_runs_of_whole_sentences(tmp_path):
     assert ch.stats.long_paragraphs == 1 and ch.stats.fallback == 0
     for c in chunks:
         assert doc.text[c.start : c.end] == c.text
+
+
+def test_batch_chunks_several_documents_like_one_by_one(tmp_path):
+    # the registered "llm" chunker's batch() sends the paragraphs of several documents together and gives,
+    # per document, the chunks the single-document call gives (expected lists as in the first test)
+    from momoka.methods import registry
+
+    docs = [Document.from_text(TEXT, doc_id="d"), Document.from_text(P3, doc_id="e")]
+    with ScriptedServer(script) as srv:
+        llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False)
+        ch = registry.create("chunker", "llm", llm=llm)
+        assert isinstance(ch, LLMChunker)
+        got = ch.batch(docs)
+        assert srv.count == 3  # P1, P2, P3 (shared by d and e: asked once); the short P4 is not sent
+    assert [c.text for c in got[0]] == [
+        "The river rose in March. Farmers moved their cattle uphill.", "The town council met twice.", P2,
+        "A comet passed by.", "Nobody saw it.", "The sky was cloudy all week.", P4]
+    assert [c.text for c in got[1]] == ["A comet passed by.", "Nobody saw it.", "The sky was cloudy all week."]
+    for d, cs in zip(docs, got):
+        assert all(d.text[c.start : c.end] == c.text for c in cs)
+    assert ch.stats.chunks == 10 and ch.stats.fallback_unplaced == 2
+    assert ch.params() == {"max_error": 0.3, "min_sentences": 2, "max_paragraph_chars": 8000, "max_reasks": 1,
+                           "model": "scripted"}

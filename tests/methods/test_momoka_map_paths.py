@@ -8,7 +8,13 @@ import time
 import numpy as np
 import pytest
 from momoka.errors import ConfigError, InputError
-from momoka.methods.momoka import EmbeddingReferee, MomokaMap, topm_graph, window_graph
+from momoka.methods.momoka import (
+    EmbeddingReferee,
+    MomokaMap,
+    PathRelator,
+    topm_graph,
+    window_graph,
+)
 from momoka.search import MCTS
 from momoka.text import Document, make_chunks
 
@@ -41,7 +47,7 @@ def test_eq4_step_reward_uses_chunk_paragraph_and_sentence():
     doc = _doc(["A one. A two.", "B one.", "C one. C two."])
     cs = _sentence_chunks(doc)
     assert [(c.paragraph, c.sentence) for c in cs] == [(0, 0), (0, 1), (1, 2), (2, 3), (2, 4)]
-    mm = MomokaMap(referee=TableReferee(set()), title="none")
+    mm = MomokaMap(referee=TableReferee(set()))
     kw, rec = mm._engine_kwargs(cs, None)
     assert rec["p_is_s"] is False
     e = MCTS(len(cs), **kw)
@@ -51,7 +57,7 @@ def test_eq4_step_reward_uses_chunk_paragraph_and_sentence():
     assert e.step_reward(1, 2, 0.0) == pytest.approx((3 / 2 + 2 / 2) / 6)
     assert e.r_max == pytest.approx(6.0)
     # no normalisation: the raw eq. 4 value
-    e2 = MCTS(len(cs), **MomokaMap(referee=TableReferee(set()), title="none", normalize=False)._engine_kwargs(cs, None)[0])
+    e2 = MCTS(len(cs), **MomokaMap(referee=TableReferee(set()), normalize=False)._engine_kwargs(cs, None)[0])
     assert e2.step_reward(0, 3, 1.0) == pytest.approx(1 + 3 / 3 + 2 / 4)
 
 
@@ -59,7 +65,7 @@ def test_paragraph_free_chunks_use_p_equal_s():
     # One paragraph only (a chunker that ignores paragraphs): p_i := s_i as the paper does for Meta-Chunking.
     doc = Document.from_text("One. Two. Three. Four.", doc_id="x")
     cs = _sentence_chunks(doc)
-    mm = MomokaMap(referee=TableReferee(set()), title="none")
+    mm = MomokaMap(referee=TableReferee(set()))
     kw, rec = mm._engine_kwargs(cs, None)
     assert rec["p_is_s"] is True
     e = MCTS(len(cs), **kw)
@@ -71,21 +77,21 @@ def test_two_and_three_chunk_paths_by_hand():
     # Two chunks: each path is the other chunk.
     doc = _doc(["First thing here.", "Second thing here."])
     cs = _sentence_chunks(doc)
-    assert MomokaMap(referee=TableReferee(set()), title="none").paths_for_chunks(cs) == [[1], [0]]
+    assert MomokaMap(referee=TableReferee(set())).paths_for_chunks(cs) == [[1], [0]]
     # Three chunks, no structural prior (alpha = beta = 0), rollout 1 (a rollout scores its leaf only), the
     # referee links 0 -> 2 only: root 0's child 2 always returns 1, child 1 always 0, so UCT visits 2 more
     # and the best path is [2] (path_cap = rollout = 1).
     doc = _doc(["Alpha.", "Beta.", "Gamma."])
     cs = _sentence_chunks(doc)
     ref = TableReferee({("Alpha.", "Gamma.")})
-    mm = MomokaMap(referee=ref, title="none", alpha=0, beta=0, rollout=1)
+    mm = MomokaMap(referee=ref, alpha=0, beta=0, rollout=1)
     paths = mm.paths_for_chunks(cs)
     assert paths[0] == [2]
     assert all(len(p) == 1 and i not in p for i, p in enumerate(paths))
     # With rollout 5 the tree path [child, next] is scored against the root (eq. 4 scores the root pair),
     # so both children of root 0 see mean reward 1/2: the order is left to visit ties, but the path holds 2.
     ref.seen.clear()
-    paths = MomokaMap(referee=ref, title="none", alpha=0, beta=0).paths_for_chunks(cs)
+    paths = MomokaMap(referee=ref, alpha=0, beta=0).paths_for_chunks(cs)
     assert sorted(paths[0]) == [1, 2]
     # pair mode asks each ordered pair at most once (memo): 3 roots x 2 candidates
     assert len(ref.seen) == len(set(ref.seen)) <= 6
@@ -96,7 +102,7 @@ def test_one_chunk_document_gets_an_empty_path():
     doc = Document.from_text("Only one sentence here.", doc_id="one")
     cs = _sentence_chunks(doc)
     ref = TableReferee(set())
-    mm = MomokaMap(referee=ref, title="none")
+    mm = MomokaMap(referee=ref)
     assert mm.paths_for_chunks(cs) == [[]]
     assert ref.seen == [] and mm.stats.single_chunk_documents == 1
     assert mm.paths_for_chunks([]) == []
@@ -111,6 +117,12 @@ def test_bad_options_and_inputs():
         MomokaMap(long_docs="bigger")  # unknown remedy
     with pytest.raises(ConfigError):
         MomokaMap(referee="oracle")  # unknown referee name
+    with pytest.raises(ConfigError):
+        PathRelator(referee="oracle")  # the relator validates the name too
+    with pytest.raises(ConfigError):
+        PathRelator(title="none")  # titles are the title enricher's job now: an unknown option
+    with pytest.raises(ConfigError):
+        PathRelator(iterations=0)
     with pytest.raises(InputError):
         MomokaMap(referee=TableReferee(set())).paths_for_chunks(["a", "b"])  # not chunks
 
@@ -122,7 +134,7 @@ def test_bad_options_and_inputs():
 
     doc = _doc(["A.", "B.", "C."])
     with pytest.raises(InputError):
-        MomokaMap(referee=Short(), title="none").paths_for_chunks(_sentence_chunks(doc))
+        MomokaMap(referee=Short()).paths_for_chunks(_sentence_chunks(doc))
 
 
 class HashEmbedder:
@@ -173,7 +185,7 @@ def test_planted_partners_recovered_by_the_embedding_referee():
     cs = make_chunks(doc, doc.paragraphs)
     partner = {i: order.index(order[i] ^ 1) for i in range(12)}
     ref = EmbeddingReferee(emb, threshold=0.45)
-    mm = MomokaMap(referee=ref, title="none", alpha=0, beta=0)
+    mm = MomokaMap(referee=ref, alpha=0, beta=0)
     paths = mm.paths_for_chunks(cs)
     assert mm.stats.native_documents == 1
     hits = sum(paths[i][0] == partner[i] for i in range(12))
@@ -200,9 +212,19 @@ def test_planted_partners_with_a_hashing_embedder_and_path_mode():
     cos = v @ v.T
     np.fill_diagonal(cos, -1)
     assert all(cos[i].argmax() == partner[i] for i in range(12))  # the planted layout is what we think
-    paths = MomokaMap(referee=ref, title="none", alpha=0, beta=0).paths_for_chunks(cs)
+    paths = MomokaMap(referee=ref, alpha=0, beta=0).paths_for_chunks(cs)
     assert sum(paths[i][0] == partner[i] for i in range(12)) == 12
-    mm = MomokaMap(referee=ref, title="none", alpha=0, beta=0, reward="path")
+    # the named referee with threshold= and an embedder gives the same referee, hence the same paths
+    named = MomokaMap(referee="embedding", threshold=0.3, embedder=HashEmbedder(), alpha=0, beta=0)
+    assert named.paths_for_chunks(cs) == paths
+    assert isinstance(named.referee, EmbeddingReferee) and named.referee.threshold == 0.3
+    d = named.describe()
+    assert d["referee"]["name"] == "embedding" and d["referee"]["threshold"] == 0.3
+    assert d["stats"]["documents"] == 1 and d["stats"]["chunks"] == 12 and d["stats"]["native_documents"] == 1
+    assert sum(d["stats"]["path_lengths"].values()) == 12
+    with pytest.raises(ConfigError):
+        named.use_embedder(HashEmbedder())  # the referee is built: too late to change its embedder
+    mm = MomokaMap(referee=ref, alpha=0, beta=0, reward="path")
     paths = mm.paths_for_chunks(cs)
     assert mm.stats.native_documents == 0 and mm.stats.referee_requests > 0
     # eq. 7 judges later steps against the whole path text, which dilutes the signal: far above chance (1/11
@@ -232,7 +254,7 @@ def test_appendix_h_topm_expansion_stays_in_the_candidate_pool():
     cs = _sentence_chunks(doc)
     assert len(cs) == n
     ref = EmbeddingReferee(HashEmbedder(), threshold=0.2)
-    mm = MomokaMap(referee=ref, title="none", expansion="topm", top_m=5)
+    mm = MomokaMap(referee=ref, expansion="topm", top_m=5)
     paths = mm.paths_for_chunks(cs, vectors=v)
     ptr, idx = topm_graph(v, 5)
     for i, p in enumerate(paths):
@@ -254,7 +276,7 @@ def test_five_thousand_chunks_stay_bounded():
     assert len(cs) == n
     ref = EmbeddingReferee(HashEmbedder(), threshold=0.6, max_edges=16)
     t0 = time.monotonic()
-    mm = MomokaMap(referee=ref, title="none")
+    mm = MomokaMap(referee=ref)
     paths = mm.paths_for_chunks(cs)
     native_s = time.monotonic() - t0
     assert len(paths) == n and all(len(p) <= 5 and i not in p for i, p in enumerate(paths))
@@ -278,7 +300,7 @@ def test_five_thousand_chunks_stay_bounded():
 
     counting = Counting()
     t0 = time.monotonic()
-    mm = MomokaMap(referee=counting, title="none", long_docs="window", window=8)
+    mm = MomokaMap(referee=counting, long_docs="window", window=8)
     paths = mm.paths_for_chunks(cs)
     window_s = time.monotonic() - t0
     assert mm.stats.long_documents == 1
@@ -302,8 +324,8 @@ def test_same_seed_same_paths_and_valid_paths_under_every_remedy():
     for kw in ({}, {"reward": "path"}, {"long_docs": "window", "window": 6}, {"long_docs": "widening"},
                {"long_docs": "scale", "max_iterations": 120}, {"long_docs": "window", "window": 5, "reward": "path"}):
         kw = dict(kw, iterations=min(30, kw.get("max_iterations", 30)))  # n - 1 > iterations: remedies apply
-        a = MomokaMap(referee=TableReferee(ones), title="none", **kw).paths_for_chunks(cs)
-        b = MomokaMap(referee=TableReferee(ones), title="none", **kw).paths_for_chunks(cs)
+        a = MomokaMap(referee=TableReferee(ones), **kw).paths_for_chunks(cs)
+        b = MomokaMap(referee=TableReferee(ones), **kw).paths_for_chunks(cs)
         assert a == b, kw
         for i, p in enumerate(a):
             assert 1 <= len(p) <= 5 and i not in p and len(set(p)) == len(p) and all(0 <= x < n for x in p), kw

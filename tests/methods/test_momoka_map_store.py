@@ -1,20 +1,17 @@
-"""Momoka-Map in an index store: titles and paths saved with the chunks, add() for new documents, the CLI."""
+"""Momoka-Map in an index store: titles in document metadata, the ``titled`` view, paths in the ``paths``
+relation, add() for new documents, a reopened store, and the CLI (``--enrich title --relate paths``)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
-from momoka.errors import ConfigError, InputError
-
-index_mod = pytest.importorskip("momoka.index")
-Index = getattr(index_mod, "Index", None)
-if Index is None:  # the index area is not part of this build yet
-    pytest.skip("momoka.index.Index is not available", allow_module_level=True)
-
-from momoka.methods.momoka import EmbeddingReferee, MomokaMap
+from momoka.errors import ConfigError, InputError, PathsMissingError
+from momoka.index import Index
+from momoka.methods.momoka import EmbeddingReferee, PathRelator
 from momoka.text import Document, make_chunks
 
 
@@ -47,71 +44,161 @@ DOCS = [
     Document.from_text("First half here. Second half there.", doc_id="pair", title="Halves"),
 ]
 
-
-def _mm(**kw):
-    # rollout 1 and no structural prior: a child's mean reward is the referee's verdict on (root, child), so the
-    # best path is hand-computable (with rollouts covering the whole short document every child would tie)
-    return MomokaMap(referee=EmbeddingReferee(HashEmbedder(), threshold=0.5), title="document", alpha=0, beta=0,
-                     rollout=1, **kw)
+# rollout 1 and no structural prior: a child's mean reward is the referee's verdict on (root, child), so the
+# best path is hand-computable (with rollouts covering the whole short document every child would tie)
+PATHS = ("paths", {"referee": "embedding", "threshold": 0.5, "alpha": 0, "beta": 0, "rollout": 1})
+TITLES = ("title", {"mode": "document"})
 
 
-def test_paths_and_titles_are_stored_with_the_chunks(tmp_path):
-    mm = _mm()
-    ix = mm.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder())
-    ix.close()
-    ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker, enrich=_mm())
-    st = ix.store
-    # titles: the document's own title, else its first sentence (title="document")
+def _build(store=None, docs=DOCS):
+    return Index.build(docs, store=store, chunker=sentence_chunker, embedder=HashEmbedder(), enrich=[TITLES],
+                       relate=[PATHS], progress=False)
+
+
+def _paths(st, doc_id):
+    """The stored path of every chunk of ``doc_id``, as positions within the document (read from the relation)."""
+    ids = list(st.documents[doc_id].chunk_ids)
+    rel = st.relation("paths")
+    return [[ids.index(int(t)) for t in rel.get(c).tolist()] for c in ids]
+
+
+def _check_store(st):
+    """Everything the pipeline wrote, against values computed here."""
     meta = {d: st.documents[d].metadata for d in ("planted", "single", "pair")}
-    assert meta["planted"]["momoka_title"] == "Mixed Notes"
+    # titles: the document's own title, else its first sentence (mode "document")
+    assert meta["planted"]["momoka_title"] == "Mixed Notes" and meta["planted"]["momoka_title_source"] == "document"
     assert meta["single"]["momoka_title"] == "One lonely sentence."
     assert meta["single"]["momoka_title_source"] == "sentence"
     assert meta["pair"]["momoka_map"]["n_chunks"] == 2
-
-    def paths(doc_id):
-        return [st.chunks[c]["metadata"]["momoka_path"] for c in st.documents[doc_id].chunk_ids]
-
     # hand-computed: one chunk -> no path; two chunks -> each other; planted: volcano 0 <-> 2, bakery 1 <-> 3
-    assert paths("single") == [[]]
-    assert paths("pair") == [[1], [0]]
-    assert paths("planted") == [[2], [3], [0], [1]]
-    # chunk text is unchanged (offsets exact); the embedded text is title + "\n" + chunk
-    for did in ("planted", "pair"):
-        doc = next(d for d in DOCS if d.doc_id == did)
-        for cid in st.documents[did].chunk_ids:
-            r = st.chunks[cid]
-            assert doc.text[r["start"] : r["end"]] == r["text"]
-            want = HashEmbedder().embed([meta[did]["momoka_title"] + "\n" + r["text"]])[0]
-            assert np.allclose(st.vectors([cid])[0], want, atol=1e-3)
-    # settings recorded in the manifest
-    rec = json.loads((tmp_path / "s" / "manifest.json").read_text())["extra"]["enrich"]
+    assert _paths(st, "single") == [[]]
+    assert _paths(st, "pair") == [[1], [0]]
+    assert _paths(st, "planted") == [[2], [3], [0], [1]]
+    # the relation holds store chunk ids of the same document
+    for d in meta:
+        ids = set(st.documents[d].chunk_ids)
+        assert all(set(st.relation("paths").get(c).tolist()) <= ids - {c} for c in ids)
+    # chunk text is unchanged (offsets exact); the titled view holds embeddings of title + "\n" + chunk,
+    # the raw view embeddings of the chunk alone
+    emb = HashEmbedder()
+    for doc in DOCS:
+        ids = list(st.documents[doc.doc_id].chunk_ids)
+        texts = [doc.text[st.chunks.get(c).start : st.chunks.get(c).end] for c in ids]
+        assert texts == [st.chunks.text(c) for c in ids]
+        title = meta[doc.doc_id]["momoka_title"]
+        np.testing.assert_allclose(st.vector_view("titled").get(ids), emb.embed([title + "\n" + t for t in texts]),
+                                   atol=1e-3)
+        np.testing.assert_allclose(st.vector_view("raw").get(ids), emb.embed(texts), atol=1e-3)
+
+
+def test_paths_and_titles_are_stored(tmp_path):
+    ix = _build(tmp_path / "s")
+    _check_store(ix.store)
+    ix.close()
+    # settings recorded in the manifest (read as a file)
+    man = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    (rel,) = man["pipeline"]["relate"]
+    assert rel["name"] == "paths" and rel["params"]["referee"] == "embedding"
+    rec = rel["settings"]
     assert rec["method"] == "momoka-map" and rec["iterations"] == 100 and rec["rollout"] == 1
     assert rec["c"] == pytest.approx(2 ** 0.5) and rec["r_max"] == pytest.approx(1.0)  # alpha = beta = 0 here
     assert rec["referee"]["name"] == "embedding" and rec["referee"]["threshold"] == 0.5
+    assert rec["referee"]["model"] == "test-hash-128"  # the named referee judged with the index's embedder
     assert rec["stats"]["documents"] == 3 and rec["stats"]["single_chunk_documents"] == 1
+    assert rec["stats"]["native_documents"] == 2
+    (en,) = man["pipeline"]["enrich"]
+    assert en["name"] == "title" and en["settings"]["mode"] == "document" and en["settings"]["view"] == "titled"
 
-    # add(): paths for the new document only; old entries unchanged
-    before = {c: dict(st.chunks[c]["metadata"]) for c in st.chunks}
-    mm2 = _mm()
+    # reopened from disk: the same titles, views and paths
+    ix = Index.open(tmp_path / "s", embedder=HashEmbedder())
+    _check_store(ix.store)
+    ix.close()
+
+
+def test_add_computes_paths_for_the_new_document_only(tmp_path):
+    _build(tmp_path / "s").close()
+    ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)
+    st = ix.store
+    before = {c: st.relation("paths").get(c).tolist() for c in st.chunks.ids()}
+    old_vecs = st.vector_view("titled").get(sorted(before))
     new = Document.from_text("Glacier ice melted. Orbit moon photo. Glacier ice cracked.", doc_id="new")
-    mm2.add(ix, [new])
-    assert mm2.stats.documents == 1 and mm2.stats.chunks == 3
+    assert ix.add([new]) == ["new"]
+    # the relator was rebuilt from the manifest and searched the new document alone
+    rel = ix.component("relate", "paths")
+    assert isinstance(rel, PathRelator)
+    assert rel.map.stats.documents == 1 and rel.map.stats.chunks == 3
+    assert ix.component("enrich", "title").stats == {"document": 0, "heading": 0, "sentence": 1, "llm": 0,
+                                                      "failed_llm": 0}
+    ix.save()
     ix.close()
     ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)
     st = ix.store
-    assert all(st.chunks[c]["metadata"] == m for c, m in before.items())
-    assert [st.chunks[c]["metadata"]["momoka_path"] for c in st.documents["new"].chunk_ids][::2] == [[2], [0]]
-    # bad input: adding to a Momoka store without the enricher would leave documents without paths
-    with pytest.raises(ConfigError):
-        ix.add([Document.from_text("More text here. And more.", doc_id="more")])
+    assert {c: st.relation("paths").get(c).tolist() for c in before} == before
+    np.testing.assert_array_equal(st.vector_view("titled").get(sorted(before)), old_vecs)
+    # glacier 0 <-> 2 by hand; "Orbit moon photo." shares no word with the others: no edge (its path is
+    # then left to the visit-count tie-breaks, so it is not asserted)
+    assert _paths(st, "new")[::2] == [[2], [0]]
+    assert st.documents["new"].metadata["momoka_title"] == "Glacier ice melted."
+    ids = list(st.documents["new"].chunk_ids)
+    np.testing.assert_allclose(st.vector_view("titled").get(ids),
+                               HashEmbedder().embed(["Glacier ice melted.\n" + st.chunks.text(c) for c in ids]),
+                               atol=1e-3)
     ix.close()
 
 
-def test_build_refuses_an_index_as_sources(tmp_path):
-    mm = _mm()
-    ix = mm.build(DOCS[:1], chunker=sentence_chunker, embedder=HashEmbedder())
+def test_a_custom_relator_must_be_passed_again(tmp_path):
+    # a store built with a relator object (here with a custom referee object) cannot add documents without it:
+    # the new documents would get no paths
+    def relator():
+        return PathRelator(referee=EmbeddingReferee(HashEmbedder(), threshold=0.5), alpha=0, beta=0, rollout=1)
+
+    ix = Index.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder(),
+                     enrich=[TITLES], relate=[relator()], progress=False)
+    # the custom referee object gives the same hand-computed paths as the named one
+    assert _paths(ix.store, "planted") == [[2], [3], [0], [1]]
+    assert _paths(ix.store, "pair") == [[1], [0]]
+    ix.close()
+    ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)
+    more = Document.from_text("More text here. And more.", doc_id="more")
+    with pytest.raises(ConfigError, match="pass it again"):
+        ix.add([more])
+    assert "more" not in ix  # nothing was added
+    ix.close()
+    ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker,
+                    components={"paths": relator()})
+    ix.add([more])
+    assert [len(ix.store.relation("paths").get(c)) for c in ix.store.documents["more"].chunk_ids] == [1, 1]
+    ix.close()
+
+
+def test_build_refuses_an_index_as_sources():
+    ix = _build(docs=DOCS[:1])
     with pytest.raises(InputError):
-        mm.build(ix)  # an index is not a list of documents: use add()
+        Index.build(ix, chunker=sentence_chunker, embedder=HashEmbedder())  # an index is no list of documents
+    with pytest.raises(InputError):
+        ix.add(ix)
+
+
+def test_titles_only_store_has_no_paths(tmp_path):
+    # the "MM" ablation row: titles stored, no paths relation, the pipeline says so, and the ablation's plan
+    # for base and mm builds no relator (so no referee is ever asked)
+    from momoka.eval.runner import plan
+
+    ix = Index.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder(),
+                     enrich=[TITLES], progress=False)
+    st = ix.store
+    assert st.documents["pair"].metadata["momoka_title"] == "Halves"
+    assert not st.has_relation("paths") and "momoka_map" not in st.documents["pair"].metadata
+    assert ix.pipeline["relate"] == []
+    with pytest.raises(PathsMissingError):
+        ix.search("volcano lava", retriever="trail")
+    res = ix.search("volcano lava", k=2, retriever="mm")
+    assert res[0].doc_id == "planted" and res[0].provenance["view"] == "titled"
+    ix.close()
+    assert plan(["base", "mm"])["relate"] == [] and plan(["base", "mm", "momoka"])["relate"] == [("paths", {})]
+
+
+# --------------------------------------------------------------------------- CLI
 
 
 def _write_docs(tmp_path):
@@ -123,31 +210,53 @@ def _write_docs(tmp_path):
     return d
 
 
-def test_cli_estimate_prints_expected_calls(tmp_path, capsys):
+@pytest.fixture
+def no_llm_env(monkeypatch):
+    """The CLI's --llm-url sets the endpoint variables for the process: restore them after the test."""
+    for var in ("MOMOKA_LLM_BASE_URL", "MOMOKA_LLM_MODEL"):
+        monkeypatch.setenv(var, "x")
+        monkeypatch.delenv(var)
+    return monkeypatch
+
+
+def test_cli_estimate_prints_expected_calls(tmp_path, capsys, no_llm_env):
     from momoka.cli import main
 
     d = _write_docs(tmp_path)
-    rc = main(["index", str(d), "--store", str(tmp_path / "s"), "--method", "momoka", "--referee", "llm",
-               "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--estimate", "--chunker", "recursive", "--size", "8"])
+    rc = main(["index", str(d), "--store", str(tmp_path / "s"), "--enrich", "title", "--relate", "paths",
+               "-o", "paths.referee=llm", "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--estimate",
+               "--chunker", "recursive", "--size", "8"])
     assert rc == 0
     est = json.loads(capsys.readouterr().out)
-    assert est["documents"] == 2 and est["referee"] == "llm" and est["title_calls"] == 2
+    assert est["documents"] == 2
+    paths = est["relators"]["paths"]
+    assert paths["referee"] == "llm" and paths["chunks"] == est["chunks"]
     n = est["chunks"] - 1  # b.txt is one chunk: no referee calls for it
-    assert est["referee_calls_max"] == n * (n - 1)  # pair memo: every ordered pair at most once
+    assert est["chunks"] > 3
+    assert paths["referee_calls_max"] == n * (n - 1)  # pair memo: every ordered pair at most once
     assert not (tmp_path / "s").exists()  # an estimate builds nothing
 
 
-def test_cli_bad_input(tmp_path, capsys):
+def test_cli_bad_input(tmp_path, capsys, no_llm_env):
     from momoka.cli import main
 
     d = _write_docs(tmp_path)
-    # --referee llm without an endpoint: one-line error, exit 2
-    rc = main(["index", str(d), "--store", str(tmp_path / "s"), "--method", "momoka", "--referee", "llm"])
-    assert rc == 2 and "needs an endpoint" in capsys.readouterr().err
+    # an unknown referee name, an option for a component the command does not run, an unknown relator,
+    # a model without an endpoint: one-line error, exit 2
+    cases = [(["--relate", "paths", "-o", "paths.referee=oracle"], "unknown referee 'oracle'"),
+             (["--relate", "paths", "-o", "title.mode=document"], "-o names title"),
+             (["--relate", "nosuch"], "unknown relator 'nosuch'"),
+             (["--relate", "paths", "--llm-model", "m"], "--llm-model needs --llm-url")]
+    for k, (extra, msg) in enumerate(cases):
+        rc = main(["index", str(d), "--store", str(tmp_path / f"s{k}"), *extra])
+        err = capsys.readouterr().err
+        assert rc == 2 and msg in err and err.count("\n") == 1, (extra, err)
+        assert not (tmp_path / f"s{k}" / "manifest.json").exists()
+    assert "MOMOKA_LLM_MODEL" not in os.environ
 
 
 @pytest.mark.models
-def test_cli_builds_a_momoka_store(tmp_path, capsys):
+def test_cli_builds_a_momoka_store(tmp_path, capsys, no_llm_env):
     from momoka.cli import main
 
     try:
@@ -157,32 +266,23 @@ def test_cli_builds_a_momoka_store(tmp_path, capsys):
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"default embedder not installed: {exc}")
     d = _write_docs(tmp_path)
-    rc = main(["index", str(d), "--store", str(tmp_path / "s"), "--method", "momoka", "--referee", "embedding",
-               "--chunker", "recursive", "--size", "8"])
+    rc = main(["index", str(d), "--store", str(tmp_path / "s"), "--enrich", "title", "--relate", "paths",
+               "-o", "paths.referee=embedding", "--chunker", "recursive", "--size", "8"])
     out = capsys.readouterr().out
-    assert rc == 0 and "Momoka-Map paths" in out
+    assert rc == 0 and "pipeline: title, paths" in out
     ix = Index.open(tmp_path / "s")
-    docs = ix.store.documents
-    assert docs["a"].metadata["momoka_title"] == "Volcanoes"  # the Markdown heading (title=auto, no endpoint)
-    assert all("momoka_path" in ix.store.chunks[c]["metadata"] for c in ix.store.chunks)
-    assert [ix.store.chunks[c]["metadata"]["momoka_path"] for c in docs["b"].chunk_ids] == [[]]
-    ix.close()
-
-
-def test_titles_only_store_has_no_paths(tmp_path):
-    # paths=False (the "MM" ablation row): titles stored, no momoka_path key, the manifest says so, and no
-    # referee is ever built (a referee that raises on use proves it)
-    class Exploding:
-        name = "exploding"
-
-        def __call__(self, pairs):
-            raise AssertionError("the referee must not be called")
-
-    mm = MomokaMap(referee=Exploding(), title="document", paths=False)
-    ix = mm.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder())
     st = ix.store
-    assert st.documents["pair"].metadata["momoka_title"] == "Halves"
-    assert all("momoka_path" not in st.chunks[c].get("metadata", {}) for c in st.chunks)
-    rec = json.loads((tmp_path / "s" / "manifest.json").read_text())["extra"]["enrich"]
-    assert rec["paths"] is False
+    docs = st.documents
+    assert docs["a"].metadata["momoka_title"] == "Volcanoes"  # the Markdown heading (title=auto, no endpoint)
+    assert docs["a"].metadata["momoka_title_source"] == "document"
+    assert len(docs["a"].chunk_ids) >= 2
+    # every chunk of a has a path inside a (not itself); b's single chunk has none
+    a_ids = set(docs["a"].chunk_ids)
+    for c in a_ids:
+        p = st.relation("paths").get(c).tolist()
+        assert 1 <= len(p) <= 5 and set(p) <= a_ids - {c}
+    assert [st.relation("paths").get(c).tolist() for c in docs["b"].chunk_ids] == [[]]
+    assert st.vector_view("titled").has(sorted(st.chunks.ids())).all()
+    settings = ix.pipeline["relate"][0]["settings"]
+    assert settings["referee"]["name"] == "embedding" and settings["stats"]["documents"] == 2
     ix.close()

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import random
 
-from momoka.methods.momoka.trail import (
-    SEPARATOR,
-    TrailResult,
-    build_candidates,
-    candidate_text,
-    distinct_chunk_items,
-)
+from momoka.methods.base import Item, Member, Result
+from momoka.methods.momoka.trail import SEPARATOR, build_candidates, candidate_text
 
 
 def members(cands):
@@ -82,14 +77,22 @@ def test_candidate_text_title_once():
     assert SEPARATOR == "\n\n"
 
 
+def _member(c):
+    return Member(c, "d", c * 10, c * 10 + 5, f"chunk {c}")
+
+
 def _res(ids, rank):
-    return TrailResult(tuple(ids), tuple(("d", i * 10, i * 10 + 5) for i in ids), 1.0 / rank, rank, "", "x", ids[0])
+    return Item(tuple(_member(c) for c in ids), 1.0 / rank, rank, {"retriever": "x"})
 
 
-def test_distinct_chunk_items_by_hand():
-    rs = [_res([3, 1], 1), _res([1], 2), _res([4, 3, 9], 3)]
-    assert distinct_chunk_items(rs) == [3, 1, 4, 9]
-    assert distinct_chunk_items(rs, 3) == [3, 1, 4]
-    span = lambda c: ("d", c * 10, c * 10 + 5)
-    assert distinct_chunk_items(rs, 2, span) == [[("d", 30, 35)], [("d", 10, 15)]]
-    assert distinct_chunk_items([[2, 2], [5]], None) == [2, 5]
+def test_distinct_chunks_by_hand():
+    r = Result("q", (_res([3, 1], 1), _res([1], 2), _res([4, 3, 9], 3)), "x")
+    assert [m.chunk_id for m in r.distinct_chunks()] == [3, 1, 4, 9]
+    assert [m.chunk_id for m in r.distinct_chunks(3)] == [3, 1, 4]
+    assert [m.span for m in r.distinct_chunks(2)] == [("d", 30, 35), ("d", 10, 15)]
+    # a chunk repeated inside one item counts once
+    assert [m.chunk_id for m in Result("q", (_res([2, 2], 1), _res([5], 2)), "x").distinct_chunks()] == [2, 5]
+    # members that are not stored chunks (id -1, e.g. refined sentences) are told apart by their span
+    s1, s2 = Member(-1, "d", 0, 4, "abcd"), Member(-1, "d", 5, 9, "efgh")
+    r = Result("q", (Item((s1, s2), 1.0, 1), Item((s1,), 0.5, 2), Item((_member(7),), 0.2, 3)), "x")
+    assert [m.span for m in r.distinct_chunks()] == [("d", 0, 4), ("d", 5, 9), ("d", 70, 75)]

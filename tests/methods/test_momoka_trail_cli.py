@@ -1,4 +1,4 @@
-"""``momoka eval --method base,mm,momoka`` on a tiny data set (real default embedder), and its bad input."""
+"""``momoka eval --retriever base,mm,momoka`` on a tiny data set (real default embedder), and its bad input."""
 
 from __future__ import annotations
 
@@ -44,39 +44,48 @@ def tiny_set(tmp_path_factory):
 
 def test_eval_base_mm_momoka(tiny_set, tmp_path, capsys):
     out = tmp_path / "r.json"
-    rc = main(["eval", "--data", str(tiny_set), "--method", "base,mm,momoka", "--chunker", "paragraph",
-               "--out", str(out), "--iterations", "50", "--rollout", "3"])
+    rc = main(["eval", "--data", str(tiny_set), "--retriever", "base,mm,momoka", "--chunker", "paragraph",
+               "--out", str(out), "-o", "paths.iterations=50", "-o", "paths.rollout=3",
+               "-o", "paths.referee=embedding"])
     assert rc == 0
     printed = capsys.readouterr().out
-    assert "| momoka | chunk |" in printed  # the table
+    rows = {tuple(line.split()[:2]) for line in printed.splitlines()[2:]}  # the table: retriever, view
+    assert {("momoka", "item"), ("momoka", "chunk")} <= rows
     rep = json.loads(out.read_text())
-    assert set(rep["variants"]) == {"base", "mm", "momoka"}
-    m = rep["variants"]["momoka"]
-    how = m["paths"]
-    assert how["builder"] == "MomokaMap"
-    assert (how["settings"]["iterations"], how["settings"]["rollout"]) == (50, 3)
-    assert how["settings"]["referee"]["name"] == "embedding"
-    for v in rep["variants"].values():
+    assert set(rep["retrievers"]) == {"base", "mm", "momoka"}
+    assert rep["retrievers"]["momoka"]["retriever"] == "trail"
+    (rel,) = rep["pipeline"]["relate"]
+    how = rel["settings"]
+    assert rel["name"] == "paths" and how["method"] == "momoka-map"
+    assert (how["iterations"], how["rollout"]) == (50, 3)
+    assert how["referee"]["name"] == "embedding"
+    assert [e["name"] for e in rep["pipeline"]["enrich"]] == ["title"]
+    for v in rep["retrievers"].values():
         for view in ("item", "chunk"):
             assert set(v[view]["sums"]) >= {"recall", "precision", "mrr", "f1", "span_recall"}
             assert v[view]["n_questions"] == 2
     # plain chunks: item and distinct-chunk views are the same list
-    assert rep["variants"]["base"]["item"] == rep["variants"]["base"]["chunk"]
-    assert m["truncated_composites"] <= m["composites"]
+    assert rep["retrievers"]["base"]["item"] == rep["retrievers"]["base"]["chunk"]
+    assert rep["retrievers"]["mm"]["item"] == rep["retrievers"]["mm"]["chunk"]
+    m = rep["retrievers"]["momoka"]["counts"]
+    assert m["composites"] > 0 and m["truncated"] <= m["composites"] <= m["candidates"]
 
 
 def test_eval_bad_input(tiny_set, tmp_path, capsys):
-    # mixing a baseline with an ablation variant
-    assert main(["eval", "--data", str(tiny_set), "--method", "dense,momoka"]) == 2
-    assert "--method takes" in capsys.readouterr().err
-    # options of the baselines that the ablation does not take
-    assert main(["eval", "--data", str(tiny_set), "--method", "momoka", "--store", str(tmp_path / "s")]) == 2
-    assert "--store is not used" in capsys.readouterr().err
+    # an unknown retriever name: refused before any work
+    assert main(["eval", "--data", str(tiny_set), "--retriever", "base,nosuch"]) == 2
+    assert "unknown retriever 'nosuch'" in capsys.readouterr().err
+    # an option that is not NAME.KEY=VALUE, and cut-offs that are not positive
+    assert main(["eval", "--data", str(tiny_set), "--retriever", "momoka", "-o", "paths.referee"]) == 2
+    assert "NAME.KEY=VALUE" in capsys.readouterr().err
+    assert main(["eval", "--data", str(tiny_set), "--retriever", "momoka", "--ks", "0,3"]) == 2
+    assert "--ks takes positive integers" in capsys.readouterr().err
     # a set whose questions have no evidence spans
     d = tmp_path / "noev"
     d.mkdir()
     (d / "documents.jsonl").write_text(json.dumps({"doc_id": "a", "title": "A", "text": "Some text here."}) + "\n")
     (d / "questions.jsonl").write_text(json.dumps({"qid": "1", "doc_id": "a", "question": "what?",
                                                    "answers": ["x"], "evidence": []}) + "\n")
-    assert main(["eval", "--data", str(d), "--method", "momoka", "--out", str(tmp_path / "x.json")]) == 2
+    assert main(["eval", "--data", str(d), "--retriever", "momoka", "--out", str(tmp_path / "x.json")]) == 2
     assert "no question has evidence" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from momoka.chunking import get_chunker
-from momoka.methods.momoka.ablation import Corpus, attach_paths, compute_paths
+from momoka.index import Index
 from momoka.methods.momoka.trail import TrailRetriever
 
 
@@ -45,16 +44,21 @@ def test_top_result_joins_planted_partner(real_embedder):
     paras = [ANCHOR] + FILLER + [PARTNER]
     doc = Document.from_text("\n\n".join(paras), title="Zorblax Corporation", doc_id="zorblax")
     other = Document.from_text("\n\n".join(FILLER[::-1]), title="Assorted facts", doc_id="other")
-    corpus = Corpus([doc, other], get_chunker("paragraph"), real_embedder)
-    assert [len(cs) for cs in corpus.chunks] == [12, 10]
-    paths, _ = compute_paths(corpus, threshold=0.5, alpha=0.0, beta=0.0)
-    assert paths[0][0][:1] == [11]  # the anchor's path starts at the planted partner
-    ix = corpus.index(with_titles=True)
-    attach_paths(ix, corpus, paths, {"referee": "embedding"})
-    tr = TrailRetriever(ix)  # dense first stage, cosine reranker with the same embedder
-    res = tr.retrieve("Who founded the Zorblax Corporation and where is its headquarters?", k=3)
+    ix = Index.build([doc, other], chunker="paragraph", embedder=real_embedder,
+                     enrich=[("title", {"mode": "document"})],
+                     relate=[("paths", {"referee": "embedding", "threshold": 0.5, "alpha": 0.0, "beta": 0.0})],
+                     progress=False)
     ids = ix.store.documents["zorblax"].chunk_ids
+    assert [len(ix.store.documents[d].chunk_ids) for d in ("zorblax", "other")] == [12, 10]
+    assert ix.store.chunks.text(ids[11]) == PARTNER
+    rel = ix.store.relation("paths")
+    assert rel.get(ids[0]).tolist()[:1] == [ids[11]]  # the anchor's path starts at the planted partner
+    tr = TrailRetriever(ix, first_stage="dense")  # dense first stage, cosine reranker with the same embedder
+    res = tr.retrieve("Who founded the Zorblax Corporation and where is its headquarters?", k=3)
     top = res[0]
     assert set(top.chunk_ids) >= {ids[0], ids[11]}
     assert top.composite and top.spans[0][0] == "zorblax"
-    assert [doc.text[s:e] for _, s, e in top.spans] == [ix.store.chunks[c]["text"] for c in top.chunk_ids]
+    assert [doc.text[s:e] for _, s, e in top.spans] == [ix.store.chunks.text(c) for c in top.chunk_ids]
+    # the registered retriever (first stage mm over the titled view) joins them too
+    res = ix.search("Who founded the Zorblax Corporation and where is its headquarters?", k=3, retriever="momoka")
+    assert res[0].provenance["first_stage"] == "mm" and set(res[0].chunk_ids) >= {ids[0], ids[11]}

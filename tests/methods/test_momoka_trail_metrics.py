@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from momoka.eval import evaluate_retrieval
 from momoka.eval.datasets import Question
-from momoka.methods.momoka.trail import TrailResult, distinct_chunk_items
+from momoka.methods.base import Item, Member, Result
 
 
 def q(gold):
@@ -17,14 +17,15 @@ SPANS = {0: ("d", 0, 10), 1: ("d", 10, 20), 2: ("d", 20, 30), 3: ("d", 30, 40), 
 
 
 def res(ids, rank):
-    return TrailResult(tuple(ids), tuple(SPANS[i] for i in ids), 1.0, rank, "", "x", ids[0])
+    return Item(tuple(Member(i, *SPANS[i], text="x" * 10) for i in ids), 1.0 / rank, rank, {"retriever": "x"})
 
 
 def test_composite_relevant_when_any_member_is():
     # gold evidence inside chunk 3 only
     gold = [("d", 32, 35)]
-    results = [res([0, 3], 1), res([1], 2), res([3], 3)]
-    items = {"q1": [list(r.spans) for r in results]}
+    results = Result("q", (res([0, 3], 1), res([1], 2), res([3], 3)), "x")
+    items = {"q1": results.spans()}
+    assert items["q1"] == [[SPANS[0], SPANS[3]], [SPANS[1]], [SPANS[3]]]
     rep = evaluate_retrieval(items, [q(gold)], ks=(1, 3))
     m = rep.means
     # item view: rank 1 is a composite holding chunk 3 -> relevant; rank 2 not; rank 3 relevant.
@@ -32,7 +33,7 @@ def test_composite_relevant_when_any_member_is():
     assert m["precision@3"] == pytest.approx(2 / 3)
     assert m["f1@3"] == pytest.approx(2 * (2 / 3) * 1 / (2 / 3 + 1))
     # distinct chunks in rank order: 0, 3, 1 (3 repeated at rank 3 is dropped)
-    flat = distinct_chunk_items(results, 3, lambda c: SPANS[c])
+    flat = [[m.span] for m in results.distinct_chunks(3)]
     assert flat == [[SPANS[0]], [SPANS[3]], [SPANS[1]]]
     rep = evaluate_retrieval({"q1": flat}, [q(gold)], ks=(1, 3))
     m = rep.means
@@ -47,8 +48,8 @@ def test_composite_relevant_when_any_member_is():
 def test_two_units_recall_and_span_recall():
     # two gold units: in chunk 1 (10 chars, all of it) and in chunk 4 (5 chars)
     gold = [("d", 10, 20), ("d", 40, 45)]
-    results = [res([1, 2], 1), res([0], 2)]
-    rep = evaluate_retrieval({"q1": [list(r.spans) for r in results]}, [q(gold)], ks=(1, 2))
+    results = Result("q", (res([1, 2], 1), res([0], 2)), "x")
+    rep = evaluate_retrieval({"q1": results.spans()}, [q(gold)], ks=(1, 2))
     assert rep.means["recall@1"] == 0.5  # one unit of two touched
     assert rep.means["span_recall@2"] == pytest.approx(10 / 15)  # covered chars / gold chars
     assert rep.means["precision@2"] == 0.5

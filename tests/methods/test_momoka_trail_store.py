@@ -7,17 +7,11 @@ import re
 
 import numpy as np
 import pytest
-from momoka.chunking import get_chunker
 from momoka.errors import ConfigError, InputError, PathsMissingError, StoreError
-from momoka.index import Store
-from momoka.methods.momoka.ablation import Corpus, attach_paths
-from momoka.methods.momoka.trail import (
-    PATH_KEY,
-    StorePaths,
-    TrailRetriever,
-    store_has_paths,
-    write_store_paths,
-)
+from momoka.index import Index, Store
+from momoka.methods.base import Result
+from momoka.methods.momoka import EmbeddingReferee, MomokaMap
+from momoka.methods.momoka.trail import TrailRetriever
 
 
 class WordHashEmbedder:
@@ -44,6 +38,8 @@ PARAS = {
     "rocket": ["Rockets burn fuel to reach orbit.", "The engine produces thrust at launch.",
                "Engineers test the engine on a stand."],
 }
+# hand-made paths (positions within each document): orchard 0 -> [1, 3], 1 -> [0]; rocket 0 -> [2]
+HAND_PATHS = {"orchard": [[1, 3], [0], [], []], "rocket": [[2], [], []]}
 
 
 @pytest.fixture
@@ -74,53 +70,72 @@ class Recorder:
         return np.array([len(qw & set(p.lower().split())) + len(p) * 1e-6 for p in passages], dtype=np.float32)
 
 
-def make_index(docs, embedder, with_paths=True):
-    corpus = Corpus(docs, get_chunker("paragraph"), embedder)
-    ix = corpus.index(with_titles=True)
-    if with_paths:
-        # hand-made paths (positions within each document): orchard 0 -> [1, 3], 1 -> [0]; rocket 0 -> [2]
-        paths = [[[1, 3], [0], [], []], [[2], [], []]]
-        attach_paths(ix, corpus, paths, {"test": True})
-    return corpus, ix
+class HandPaths:
+    """A relator writing :data:`HAND_PATHS` into the ordered relation ``paths`` (positions -> store chunk ids)."""
+
+    name = "hand-paths"
+
+    def relate(self, index, doc_ids):
+        st = index.store
+        if not st.has_relation("paths"):
+            st.add_relation("paths", ordered=True, source={"by": self.name})
+        for d in doc_ids:
+            ids = st.documents[d].chunk_ids
+            for cid, p in zip(ids, HAND_PATHS[d]):
+                st.relation("paths").set(cid, [ids[j] for j in p])
+
+    def describe(self):
+        return {}
+
+
+def make_index(docs, embedder, with_paths=True, store=None):
+    return Index.build(docs, store=store, chunker="paragraph", embedder=embedder,
+                       enrich=[("title", {"mode": "document"})], relate=[HandPaths()] if with_paths else [],
+                       progress=False)
 
 
 def test_spans_are_exact_and_text_is_members(tiny_docs, word_embedder):
-    _, ix = make_index(tiny_docs, word_embedder)
+    ix = make_index(tiny_docs, word_embedder)
     tr = TrailRetriever(ix, reranker=Recorder())
     by_id = {d.doc_id: d for d in tiny_docs}
     seen_composite = False
     for query in ("apples orchard harvest", "rocket engine thrust", "bees spring cider"):
         res = tr.retrieve(query, k=5)
+        assert isinstance(res, Result) and res.retriever == "trail" and len(res) == 5
         assert [r.rank for r in res] == list(range(1, len(res) + 1))
         assert [r.score for r in res] == sorted((r.score for r in res), reverse=True)
         for r in res:
             parts = [by_id[d].text[s:e] for d, s, e in r.spans]
-            assert parts == [ix.store.chunks[c]["text"] for c in r.chunk_ids]
+            assert parts == [ix.store.chunks.text(c) for c in r.chunk_ids] == [m.text for m in r.members]
             assert r.text == "\n\n".join(parts)
             assert len(r.spans) == len(r.chunk_ids) and len({d for d, _, _ in r.spans}) == 1
+            assert r.provenance["retriever"] == "trail" and r.provenance["first_stage"] == "mm"
+            assert r.provenance["source"] == r.chunk_ids[0] or r.provenance["kind"] == "node"
             seen_composite |= r.composite
     assert seen_composite
 
 
 def test_paths_map_to_store_ids(tiny_docs, word_embedder):
-    _, ix = make_index(tiny_docs, word_embedder)
-    sp = StorePaths(ix.store)
+    ix = make_index(tiny_docs, word_embedder)
+    tr = TrailRetriever(ix, reranker=Recorder())
     o = ix.store.documents["orchard"].chunk_ids
     r = ix.store.documents["rocket"].chunk_ids
-    assert sp(o[0]) == [o[1], o[3]] and sp(o[1]) == [o[0]] and sp(o[2]) == []
-    assert sp(r[0]) == [r[2]]
-    assert sp.title("orchard") == "Orchard"
+    assert tr.path(o[0]) == [o[1], o[3]] and tr.path(o[1]) == [o[0]] and tr.path(o[2]) == []
+    assert tr.path(r[0]) == [r[2]]
+    assert tr.title("orchard") == "Orchard"
+    assert TrailRetriever(ix, reranker=Recorder(), titles={"orchard": "Fruit"}).title("orchard") == "Fruit"
+    assert TrailRetriever(ix, reranker=Recorder(), titles=False).title("orchard") is None
 
 
 def test_one_batch_title_for_reranking_only(tiny_docs, word_embedder):
-    _, ix = make_index(tiny_docs, word_embedder)
+    ix = make_index(tiny_docs, word_embedder)
     rec = Recorder()
-    tr = TrailRetriever(ix, reranker=rec, retriever=lambda q, n: ix.store.documents["orchard"].chunk_ids[:1])
+    o = ix.store.documents["orchard"].chunk_ids
+    tr = TrailRetriever(ix, reranker=rec, first_stage=lambda q, n: o[:1])
     res = tr.retrieve("apples in the orchard", k=3)
     assert len(rec.calls) == 1  # every candidate scored in one call
     texts = rec.calls[0][1]
-    o = ix.store.documents["orchard"].chunk_ids
-    ch = lambda i: ix.store.chunks[o[i]]["text"]
+    ch = lambda i: ix.store.chunks.text(o[i])
     # retrieved chunk 0 with path [1, 3]: (0), (0,1,3), (1), (0,1), (3), (0,3); title once, in front
     assert texts == [
         "Orchard\n\n" + ch(0),
@@ -132,60 +147,78 @@ def test_one_batch_title_for_reranking_only(tiny_docs, word_embedder):
     ]
     assert all("Orchard" not in r.text for r in res)
     assert tr.last_stats["candidates"] == 6 and tr.last_stats["composites"] == 3
+    assert res.stats == {"candidates": 6, "composites": 3, "truncated": 0}
     # titles off: the raw texts
     rec2 = Recorder()
-    TrailRetriever(ix, reranker=rec2, titles=False,
-                   retriever=lambda q, n: o[:1]).retrieve("apples", k=2)
+    TrailRetriever(ix, reranker=rec2, titles=False, first_stage=lambda q, n: o[:1]).retrieve("apples", k=2)
     assert rec2.calls[0][1][0] == ch(0)
 
 
 def test_truncated_composites_counted(tiny_docs, word_embedder):
-    _, ix = make_index(tiny_docs, word_embedder)
+    ix = make_index(tiny_docs, word_embedder)
     o = ix.store.documents["orchard"].chunk_ids
-    lens = {i: len(ix.store.chunks[o[i]]["text"]) for i in range(4)}
+    lens = {i: len(ix.store.chunks.text(o[i])) for i in range(4)}
     limit = len("Orchard\n\n") + lens[0] + 2 + lens[1]  # (0,1) fits exactly; (0,1,3) and (0,3) (if longer) do not
     rec = Recorder(max_passage_chars=limit)
-    tr = TrailRetriever(ix, reranker=rec, retriever=lambda q, n: o[:1])
+    tr = TrailRetriever(ix, reranker=rec, first_stage=lambda q, n: o[:1])
     res = tr.retrieve("apples", k=6)
     composites = {(0, 1, 3): 2 + lens[1] + 2 + lens[3], (0, 1): 2 + lens[1], (0, 3): 2 + lens[3]}
     expect = sum(1 for extra in composites.values() if len("Orchard\n\n") + lens[0] + extra > limit)
-    assert tr.last_stats["truncated"] == expect == tr.truncated
-    assert sum(r.truncated for r in res) == expect
+    assert expect >= 1
+    assert tr.last_stats["truncated"] == expect == tr.truncated == res.stats["truncated"]
+    assert sum(r.provenance["truncated"] for r in res) == expect
+    # the count accumulates over calls
+    tr.retrieve("apples", k=6)
+    assert tr.truncated == 2 * expect
 
 
 def test_store_without_paths_is_refused(tiny_docs, word_embedder):
     # an index built with no Momoka-Map paths, queried with the Trail retriever
-    _, ix = make_index(tiny_docs, word_embedder, with_paths=False)
-    assert not store_has_paths(ix.store)
+    ix = make_index(tiny_docs, word_embedder, with_paths=False)
+    assert not ix.store.has_relation("paths")
     with pytest.raises(PathsMissingError, match="no Momoka-Map paths"):
         TrailRetriever(ix, reranker=Recorder())
     assert issubclass(PathsMissingError, StoreError)
     # explicit paths work without a stored map
     o = ix.store.documents["orchard"].chunk_ids
     res = TrailRetriever(ix, reranker=Recorder(), paths={o[0]: [o[2]]},
-                         retriever=lambda q, n: o[:1]).retrieve("cider market apples", k=1)
+                         first_stage=lambda q, n: o[:1]).retrieve("cider market apples", k=1)
     assert res[0].chunk_ids == (o[0], o[2])
 
 
-def test_paths_survive_save_and_open(tmp_path, tiny_docs, word_embedder):
-    _, ix = make_index(tiny_docs, word_embedder)
-    ix.store.save(tmp_path / "st")
-    ix.store.close()
+def test_relation_written_by_hand_survives_save_and_open(tmp_path, tiny_docs, word_embedder):
+    # paths written by hand through the public relation API, read back from disk through the public store
+    # API and by the Trail retriever of a reopened index
+    ix = make_index(tiny_docs, word_embedder, with_paths=False)
+    st = ix.store
+    o, r = st.documents["orchard"].chunk_ids, st.documents["rocket"].chunk_ids
+    written = {o[0]: [o[3], o[1]], o[2]: [o[0]], r[1]: [r[2], r[0]]}  # order matters: the relation is ordered
+    st.add_relation("paths", ordered=True, source={"by": "test"})
+    for c, p in written.items():
+        st.relation("paths").set(c, p)
+    ix.save(tmp_path / "st")
+    ix.close()
     st = Store.open(tmp_path / "st")
-    o = st.documents["orchard"].chunk_ids
-    assert StorePaths(st)(o[0]) == [o[1], o[3]]
-    assert st.chunks[o[0]]["metadata"][PATH_KEY] == [1, 3]
+    assert st.has_relation("paths")
+    for c in st.chunks.ids():
+        assert st.relation("paths").get(c).tolist() == written.get(c, [])
     st.close()
+    ix = Index.open(tmp_path / "st", embedder=word_embedder)
+    tr = TrailRetriever(ix, reranker=Recorder())
+    assert {c: tr.path(c) for c in ix.store.chunks.ids() if tr.path(c)} == written
+    ix.close()
 
 
 def test_bad_arguments(tiny_docs, word_embedder):
-    _, ix = make_index(tiny_docs, word_embedder)
-    o = ix.store.documents["orchard"].chunk_ids
-    r = ix.store.documents["rocket"].chunk_ids
-    with pytest.raises(InputError, match="leaves its document"):  # a path into another document
-        write_store_paths(ix.store, {o[0]: [r[0]]})
+    ix = make_index(tiny_docs, word_embedder)
+    with pytest.raises(InputError, match="not live chunk ids"):  # a path to a chunk that does not exist
+        ix.store.relation("paths").set(ix.store.documents["orchard"].chunk_ids[0], [999])
     with pytest.raises(ConfigError):  # unknown first-stage retriever
-        TrailRetriever(ix, reranker=Recorder(), retriever="sparse")
+        TrailRetriever(ix, reranker=Recorder(), first_stage="sparse")
+    with pytest.raises(ConfigError):  # neither a name nor a callable
+        TrailRetriever(ix, reranker=Recorder(), first_stage=3)
+    with pytest.raises(ConfigError):  # the first stage depth factor must be a positive int
+        TrailRetriever(ix, reranker=Recorder(), expand=0)
     tr = TrailRetriever(ix, reranker=Recorder())
     with pytest.raises(ConfigError):  # k must be a positive int
         tr.retrieve("apples", k=0)
@@ -193,30 +226,50 @@ def test_bad_arguments(tiny_docs, word_embedder):
         tr.retrieve_batch("apples", k=1)
 
 
-def test_keys_agree_with_momoka_map():
-    # the Trail retriever reads what Momoka-Map writes
-    from momoka.methods.momoka import map as mmap
-    from momoka.methods.momoka import trail
+def test_trail_reads_what_the_pipeline_wrote_after_a_reopen(tmp_path, word_embedder):
+    # Paths from the paths relator and titles from the title enricher, saved and reopened, are what the
+    # Trail retriever uses: checked against hand-computed paths, a title taken from the text here and
+    # reranking texts written out by hand (title, blank line, members separated by blank lines).
+    # rollout 1 and no structural prior: the best child is the only one the referee links (planted pairs).
+    docs = [{"doc_id": "p", "text": "Volcano lava flowed.\n\nBakery bread rose.\n\nVolcano lava cooled.\n\n"
+                                    "Bakery bread sold."}]
+    ix = Index.build(docs, store=tmp_path / "s", chunker="paragraph", embedder=word_embedder,
+                     enrich=[("title", {"mode": "document"})],
+                     relate=[("paths", {"referee": "embedding", "threshold": 0.5, "alpha": 0, "beta": 0,
+                                        "rollout": 1})], progress=False)
+    ix.close()
+    ix = Index.open(tmp_path / "s", embedder=word_embedder)
+    ids = ix.store.documents["p"].chunk_ids
+    rec = Recorder()
+    tr = TrailRetriever(ix, reranker=rec, first_stage=lambda q, n: [ids[1]])
+    assert [tr.path(c) for c in ids] == [[ids[2]], [ids[3]], [ids[0]], [ids[1]]]
+    assert tr.title("p") == "Volcano lava flowed."  # the document has no title: its first sentence
+    tr.retrieve("bakery bread", k=4)
+    t = "Volcano lava flowed."
+    assert rec.calls[0][1] == [f"{t}\n\nBakery bread rose.", f"{t}\n\nBakery bread rose.\n\nBakery bread sold.",
+                               f"{t}\n\nBakery bread sold."]
+    ix.close()
 
-    assert (trail.PATH_KEY, trail.TITLE_KEY, trail.SEPARATOR) == (mmap.PATH_KEY, mmap.TITLE_KEY, mmap.PATH_SEPARATOR)
 
-
-def test_trail_reads_an_index_built_by_momoka_map(word_embedder):
-    # an index built by MomokaMap (the index's enrich hook) is usable by the Trail retriever as is
-    from momoka.methods.momoka import MomokaMap
+def test_trail_reads_an_index_built_with_the_paths_relator(word_embedder):
+    # an index built with the title enricher and the paths relator is usable by the Trail retriever as is,
+    # and its paths are those Momoka-Map computes on the same chunks (positions mapped to store ids)
     from momoka.models import CosineReranker
 
     paras = ["Apples grow on trees in the orchard.", "Rockets burn fuel.", "The apple harvest is in autumn.",
              "Violins have strings.", "Cider is made from apples pressed in autumn.", "Chess has kings.",
              "Bees like blossoms."]
     docs = [{"doc_id": "a", "title": "Apples", "text": "\n\n".join(paras)}]
-    ix = MomokaMap(referee="embedding", title="document", embedder=word_embedder).build(
-        docs, chunker="paragraph", embedder=word_embedder)
+    ix = Index.build(docs, chunker="paragraph", embedder=word_embedder, enrich=["title"],
+                     relate=[("paths", {"referee": "embedding"})], progress=False)
     tr = TrailRetriever(ix, reranker=CosineReranker(word_embedder))
     ids = ix.store.documents["a"].chunk_ids
-    for pos, cid in enumerate(ids):  # the stored positions, mapped to store ids
-        assert tr.path(cid) == [ids[j] for j in ix.store.chunks[cid]["metadata"][PATH_KEY]]
+    chunks = [ix.store.chunks.get(c) for c in ids]
+    assert [c.text for c in chunks] == paras
+    want = MomokaMap(referee=EmbeddingReferee(word_embedder)).paths_for_chunks(chunks)
+    assert [tr.path(c) for c in ids] == [[ids[j] for j in p] for p in want]
     assert any(tr.path(c) for c in ids)
     assert tr.title("a") == "Apples"
     res = tr.retrieve("apple harvest autumn", k=3)
     assert len(res) == 3 and all(r.doc_id == "a" for r in res)
+    assert ix.search("apple harvest autumn", k=3, retriever="momoka").to_dict()["items"] == res.to_dict()["items"]

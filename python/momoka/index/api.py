@@ -327,6 +327,9 @@ class Index:
         if progress is not None:
             self.progress = progress
         self.store.ensure_writable()
+        if isinstance(sources, Index) or not isinstance(sources, (str, os.PathLike, Iterable)):
+            raise InputError(f"cannot index a {type(sources).__name__}: give paths, Documents or dicts with text "
+                             "(to add documents to an index, call its add())")
         items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources))
         if not items:
             raise EmptyInputError("no documents to add")
