@@ -187,6 +187,8 @@ def test_cli_errors_are_one_line(data_slice, tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("momoka: error: ") and "\n" not in err, (argv, err)
+    # a refused command leaves no half-made store behind
+    assert not any((tmp_path / n).exists() for n in ("x", "y", "z"))
 
 
 @pytest.mark.slow

@@ -1,4 +1,7 @@
-"""OpenAIClient against scripted servers on 127.0.0.1: protocol, retries, cache, accounting, concurrency."""
+"""OpenAIClient against scripted servers on 127.0.0.1: protocol, retries, cache, accounting, concurrency.
+
+Length: one client against every kind of server behaviour, hence over 500 lines.
+"""
 
 from __future__ import annotations
 

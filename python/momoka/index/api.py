@@ -15,6 +15,10 @@ then each enricher and each relator (see :mod:`momoka.methods.registry`).
 The pipeline (chunker, enrichers, relators and their options) is recorded in
 the store's manifest, so :meth:`Index.add` runs the same components on new
 documents only. Searching asks a registered retriever by name.
+
+Length: this module is the whole public :class:`Index` (build, open, add, extend, delete,
+save, embedding, results, search) with its docstrings, a little over 500 lines; its inputs
+(paths, documents, chunkers, embedders, queries) are in :mod:`momoka.index.sources`.
 """
 
 from __future__ import annotations
@@ -135,6 +139,12 @@ class Index:
             raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
         enrich_specs = [_component_spec("enricher", e) for e in enrich]
         relate_specs = [_component_spec("relator", r) for r in relate]
+        from ..methods import registry
+
+        for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
+            for name, _, obj in specs:
+                if obj is None:
+                    registry.entry(kind, name)  # an unknown name fails before a store directory is made
         st = Store.create(store, chunker=chunker_info, overwrite=overwrite)
         try:
             if emb is not None:

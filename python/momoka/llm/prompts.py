@@ -23,6 +23,8 @@ Meta-Chunking / MoC reference code (IAAR-Shanghai/Meta-Chunking, commit
 0af6957587aaace58fe29e924f2f01efbf2fb9c8), Copyright their authors, licensed
 under the Apache License 2.0 (http://www.apache.org/licenses/LICENSE-2.0).
 The released checkpoints only reproduce their results with these exact prompts.
+
+Length: mostly data (the papers' prompt texts quoted verbatim), hence over 500 lines.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ Scoring conventions
 
 Device: CPU by default; ``device="cuda"`` or the environment variable
 ``MOMOKA_DEVICE=cuda`` selects onnxruntime's CUDA provider (onnxruntime-gpu).
+
+Length: one model class, a little over 500 lines: loading, the KV-cache forward pass, log-probs,
+perplexity and generation share the session and the cache layout.
 """
 
 from __future__ import annotations

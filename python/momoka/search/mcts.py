@@ -28,6 +28,9 @@ consumed in fixed "waves" of ``parallel`` trajectories, so the same seed and
 the same answers give the same trees whatever the thread count, the ask
 batch size or the order in which answers arrive. Only ``time_limit`` (a
 wall-clock cap) makes results timing dependent.
+
+Length: the Python face of the whole engine (constructor checks, ask/tell, native runs, the
+reward-request type), documented argument by argument, hence over 500 lines.
 """
 
 from __future__ import annotations

@@ -39,6 +39,9 @@ Storage: the ``paths`` relator (:mod:`momoka.methods.momoka.components`)
 runs this builder on the documents added to an index and stores P_i as the
 ordered relation ``paths`` (chunk ids), the per-document search record in the
 document metadata ``momoka_map`` and every setting in the manifest.
+
+Length: one builder, a little over 500 lines with its docstrings: the settings, the engine set-up
+per document and window block, the joint ask/tell loop and the cost estimate share its state.
 """
 
 from __future__ import annotations
