@@ -1,6 +1,6 @@
 """Regression: the Trail retriever left the default embedder untruncated, so the next long text crashed onnxruntime.
 
-``momoka eval --method base,mm,momoka`` on dragonball_finance_en crashed with
+``momoka eval --method base,mm,momoka`` (now ``--retriever``) on dragonball_finance_en crashed with
 "Attempting to broadcast an axis by a dimension other than 1. 512 by 580": the
 truncation check called ``no_truncation()`` on the embedder's own tokenizer.
 Here the real default embedder reranks composites far over its 256-token limit,

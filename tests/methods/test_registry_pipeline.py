@@ -182,3 +182,34 @@ def test_result_views_by_hand():
     assert r[0].composite and not r[1].composite and r[0].text == "xxxxx\n\nxxxxx"
     assert r[2].n_chars == 10 and r[1].span == ("d", 20, 25)
     assert len(r) == 3 and r[1:] == [r.items[1], r.items[2]]
+
+
+def test_options_that_json_cannot_hold_make_an_object_component(tmp_path):
+    # tried: an option value that is an object (a client, a model): the manifest cannot record it, so the
+    # reopened index must ask for the component again rather than rebuild it from a string
+    class Client:
+        pass
+
+    registry_name = "toy-client"
+    if registry_name not in registry.available("enricher"):
+        registry.register("enricher", registry_name)(lambda client=None: _ClientEnricher(client))
+    ix = Index.build(DOCS[:1], store=tmp_path / "s", chunker="paragraph", embedder=HashEmbedder(),
+                     enrich=[(registry_name, {"client": Client()})], progress=False)
+    spec = ix.pipeline["enrich"][0]
+    assert spec["object"] is True and spec["params"] == {}
+    ix.close()
+    with pytest.raises(ConfigError, match="pass it again"):
+        Index.open(tmp_path / "s", embedder=HashEmbedder()).add([DOCS[1]])
+
+
+class _ClientEnricher:
+    name = "toy-client"
+
+    def __init__(self, client):
+        self.client = client
+
+    def enrich(self, index, doc_ids):
+        assert self.client is not None and not isinstance(self.client, str)
+
+    def describe(self):
+        return {}

@@ -93,6 +93,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
     distinct chunks and characters returned at each k, the seconds per
     question and the retriever's own counts.
     """
+    from ..index.sources import jsonable
     from ..methods import registry
     from .datasets import load_dataset
 
@@ -156,7 +157,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
                     if isinstance(v, (int, float)) and key != "seconds":
                         counts[key] = counts.get(key, 0) + v
             report["retrievers"][name] = {
-                "retriever": registry.entry("retriever", name).name, "options": options.get(name, {}),
+                "retriever": registry.entry("retriever", name).name, "options": jsonable(options.get(name, {})),
                 "item": rep_item.to_dict(), "chunk": rep_chunk.to_dict(), "returned": volume,
                 "counts": counts, "seconds_per_question": dt / len(questions),
             }

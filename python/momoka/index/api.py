@@ -59,11 +59,21 @@ EMBED_BATCH = 256
 
 
 def _component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
-    """``(name, params, object or None)`` from a name, a ``(name, params)`` pair or a component object."""
+    """``(name, params, object or None)`` from a name, a ``(name, params)`` pair or a component object.
+
+    A pair whose options are not all JSON values (e.g. an LLM client object) is
+    built here and treated as a component object: the manifest cannot record
+    it, so a reopened index asks for it again instead of rebuilding it wrong.
+    """
     if isinstance(spec, str):
         return spec, {}, None
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], dict):
-        return spec[0], dict(spec[1]), None
+        name, prm = spec[0], dict(spec[1])
+        if jsonable(prm) != prm:
+            from ..methods import registry
+
+            return name, {}, registry.create(kind, name, **prm)
+        return name, prm, None
     method = "enrich" if kind == "enricher" else "relate"
     if callable(getattr(spec, method, None)):
         return str(getattr(spec, "name", type(spec).__name__)), {}, spec

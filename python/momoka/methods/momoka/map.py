@@ -302,7 +302,7 @@ class MomokaMap:
             "structure": self.structure,
             "parallel": self.parallel,
             "seed": self.seed,
-            "path_positions": "chunk positions within the document (DocEntry.chunk_ids[position])",
+            "paths": "chunk positions within the document (paths_for_documents); the paths relator stores chunk ids",
         }
 
     # ------------------------------------------------------------------ paths
@@ -416,6 +416,7 @@ class MomokaMap:
                     e.run_native((data, indices, indptr), threads=self.threads)
                     rec["requests"] += len(data)
                     rec["native"] = True
+                    self.stats.native_matrix_entries += len(data)
                     for k, p in enumerate(e.paths()):
                         out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
                 else:
