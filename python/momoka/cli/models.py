@@ -121,11 +121,14 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     from ..models.gguf import convert_gguf
+    from ..progress import Progress
 
-    def progress(step: int, total: int, msg: str) -> None:
-        print(f"\rconverting: {msg} ({step}/{total})", end="", file=sys.stderr, flush=True)
+    with Progress("converting", unit="steps") as bar:
 
-    out = convert_gguf(args.gguf, args.out, weights=args.weights, progress=progress)
-    print(file=sys.stderr)
+        def progress(step: int, total: int, msg: str) -> None:
+            bar.total = total
+            bar.update(step - bar.n, step=msg)
+
+        out = convert_gguf(args.gguf, args.out, weights=args.weights, progress=progress)
     print(out)
     return 0
