@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
+from ..methods.base import Item, Member, Result
 from ..progress import Progress
 from ..text.model import Chunk
 from .sources import (
@@ -482,12 +483,10 @@ class Index:
 
     # ------------------------------------------------------------------ results
 
-    def member(self, chunk_id: int):
+    def member(self, chunk_id: int) -> Member:
         """The :class:`~momoka.methods.base.Member` for a stored chunk."""
-        from ..methods.base import Member
-
-        c = self.store.chunks.get(int(chunk_id))
-        return Member(int(chunk_id), c.doc_id, c.start, c.end, c.text, tuple(c.section))
+        doc_id, start, end, text, section = self.store.chunks.row(int(chunk_id))
+        return Member(int(chunk_id), doc_id, start, end, text, section)
 
     def title(self, doc_id: str) -> str | None:
         """The document's title as stored (None when it has none)."""
@@ -495,10 +494,8 @@ class Index:
         return (d.title or None) if d is not None else None
 
     def result(self, query: str, ranked: Sequence[tuple[Any, float]], retriever: str, provenance: dict | None = None,
-               *, stats: dict | None = None):
+               *, stats: dict | None = None) -> Result:
         """A :class:`~momoka.methods.base.Result` from ranked ``(chunk id or tuple of ids, score)`` pairs."""
-        from ..methods.base import Item, Result
-
         prov = dict(provenance or {"retriever": retriever})
         items = []
         for rank, (ids, score) in enumerate(ranked, start=1):

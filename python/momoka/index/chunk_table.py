@@ -171,6 +171,14 @@ class ChunkTable(Artifact):
         c = self._check(cid)
         return (self._docs[int(self._cols["doc"][c])], int(self._cols["start"][c]), int(self._cols["end"][c]))
 
+    def row(self, cid: int) -> tuple[str, int, int, str, tuple[str, ...]]:
+        """``(doc_id, start, end, text, section)`` of chunk ``cid`` in one look-up (what a result member needs)."""
+        c = self._check(cid)
+        cols = self._cols
+        text = bytes(self._blob[int(self._offsets[c]) : int(self._offsets[c + 1])]).decode("utf-8")
+        return (self._docs[int(cols["doc"][c])], int(cols["start"][c]), int(cols["end"][c]), text,
+                self._sections[int(cols["section"][c])])
+
     def section(self, cid: int) -> tuple[str, ...]:
         """The section path of chunk ``cid``."""
         return self._sections[int(self._cols["section"][self._check(cid)])]
