@@ -40,3 +40,25 @@ def test_trail_leaves_the_embedder_truncating(embedder):
     assert res.stats["truncated"] >= 1  # composites of ~460 words are over the 256-token limit, and counted
     after = np.asarray(embedder.embed([long_text]))
     np.testing.assert_allclose(after, before, atol=1e-6)
+
+
+def test_truncation_count_equals_full_tokenisation(embedder):
+    # The Trail's over-limit check skips tokenising texts that word and byte counts already decide;
+    # its verdicts must equal counting every text's tokens (the reference here), for English and
+    # multi-byte text just under, at and over the 256-token limit, asked twice (the second time cached).
+    from tokenizers import Tokenizer
+
+    from momoka.methods.momoka.trail import _limit_checker
+    from momoka.models import CosineReranker
+
+    check = _limit_checker(CosineReranker(embedder))
+    ref = Tokenizer.from_str(embedder.tokenizer.to_str())
+    ref.no_truncation()
+    ref.no_padding()
+    words = "the board approved a dividend while naïve café owners in zürich exported 東京 tea".split()
+    texts = [" ".join(words[j % len(words)] for j in range(n)) for n in range(150, 300, 7)]
+    texts += ["short text", "x" * 3000, "東京" * 200]
+    want = [len(e.ids) > embedder.max_length for e in ref.encode_batch(texts, add_special_tokens=True)]
+    assert any(want) and not all(want)
+    assert check("q", texts) == want
+    assert check("q", texts) == want

@@ -131,22 +131,38 @@ def _limit_checker(reranker: Any) -> Callable[[str, list[str]], list[bool]] | No
         tok.no_truncation()
         tok.no_padding()
 
+        special = 3 if pair else 2  # [CLS] a [SEP] (b [SEP])
+        seen: dict[str, bool] = {}
+
+        def over(query: str, text: str) -> bool | None:
+            # Bounds first: every whitespace-separated word is at least one token, and no
+            # token covers less than one byte; only texts in between are tokenised.
+            extra = (len(query.split()), len(query.encode("utf-8"))) if pair else (0, 0)
+            if len(text.split()) + extra[0] + special > max_len:
+                return True
+            if len(text.encode("utf-8")) + extra[1] + special <= max_len:
+                return False
+            return None if pair else seen.get(text)
+
         def check(query: str, texts: list[str]) -> list[bool]:
-            if not texts:
-                return []
-            if pair:
-                encs = tok.encode_batch([(query, t) for t in texts], add_special_tokens=True)
-            else:
-                encs = tok.encode_batch(texts, add_special_tokens=True)
-            return [len(e.ids) > max_len for e in encs]
+            verdicts = [over(query, t) for t in texts]
+            todo = [i for i, v in enumerate(verdicts) if v is None]
+            if todo:
+                if pair:
+                    encs = tok.encode_batch([(query, texts[i]) for i in todo], add_special_tokens=True)
+                else:
+                    encs = tok.encode_batch([texts[i] for i in todo], add_special_tokens=True)
+                for i, e in zip(todo, encs):
+                    verdicts[i] = len(e.ids) > max_len
+                    if not pair and len(seen) < 100_000:
+                        seen[texts[i]] = verdicts[i]
+            return [bool(v) for v in verdicts]
 
         return check
     max_chars = getattr(reranker, "max_passage_chars", None)
     if max_chars:
         return lambda query, texts: [len(t) > max_chars for t in texts]
     return None
-
-
 
 
 class TrailRetriever:
