@@ -281,6 +281,57 @@ _add(_t(
 ))
 
 _add(_t(
+    "moc.meta_chunker_sized",
+    "This is a text chunking task. As an expert in text segmentation, you are responsible for segmenting the given "
+    "text into text chunks. You must adhere to the following four conditions:\n"
+    "\n"
+    "1. Combine several consecutive sentences with related content into text chunks, ensuring that each text chunk "
+    "has a complete logical expression.\n"
+    "2. Avoid making the text chunks too short, and strike a good balance between recognizing content transitions "
+    "and chunk length. Aim for text chunks of about {target} characters.\n"
+    "3. The output of the chunking result should be in a list format, where each element represents a text chunk in "
+    "the document.\n"
+    "4. Each text chunk in the output should consist of the first few characters of the text chunk, followed by "
+    "\"[MASK]\" to replace the intermediate content, and end with the last few characters of the text chunk. The "
+    "output format is as follows:\n"
+    "\n"
+    "[\n"
+    "  \"First few characters of text chunk [MASK] Last few characters of text chunk\",\n"
+    "  ...\n"
+    "]\n"
+    "\n"
+    "If you understand, please segment the following text into text chunks and output them in the required list "
+    "format.\n"
+    "\n"
+    "Document content: {text}",
+    ("target", "text"),
+    system=" You are a helpful assistant.",
+    source="MoC, Table 7 with the granularity class's target length added to condition 2 "
+           "(momoka's local expert: one model, the class in the prompt)",
+    note="Used by the granularity router when the four experts are one model; {target} is the class's length.",
+))
+
+_add(_t(
+    "moc.router",
+    "You are an expert in text analysis. Given an article, you need to judge the chunking granularity that suits "
+    "its content. The chunking granularity has 4 classes:\n"
+    "0: 0-120 characters\n"
+    "1: 120-150 characters\n"
+    "2: 150-180 characters\n"
+    "3: more than 180 characters\n"
+    "\n"
+    "Output requirement: based on the content of the article, choose a suitable chunking granularity from 0 to 3.\n"
+    "\n"
+    "Article content: {window}\n"
+    "\n"
+    "The chunking granularity class of the article is:",
+    ("window",),
+    system=" You are a helpful assistant.",
+    source="English translation of the MoC reference granularity-router prompt (moc.router_zh, Apache-2.0)",
+    note="Written for momoka: the router on English text with a general instruction model.",
+))
+
+_add(_t(
     "metachunking.msp_en",
     "This is a text chunking task. You are a text analysis expert. Please choose one of the following two options "
     "based on the logical structure and semantic content of the provided sentence:\n"
