@@ -1,8 +1,6 @@
-"""Plain-Python transcriptions of the Meta-Chunking / MoC reference rules (METHODS 1.3, 1.5, 2.2), for tests."""
+"""Plain-Python transcriptions of the Meta-Chunking / MoC reference rules (METHODS 1.3, 1.5), for tests."""
 
 from __future__ import annotations
-
-import math
 
 
 def ref_minima(s, threshold):
@@ -40,21 +38,3 @@ def ref_msp_splits(margins):
         if len(seen) >= 5:
             theta = sum(seen[-5:]) / 5
     return out
-
-
-def ref_cs(sum_nll, n_tok, K):
-    """Reference CS (relation_eval.py): sum_nll[i][j] = summed NLL of chunk j given chunk i (i == j: alone)."""
-    n = len(n_tok)
-    deg = {}
-    for i in range(n):
-        for j in range(n):
-            if i == j:
-                continue
-            w = math.exp(sum_nll[i][j] / n_tok[j]) / math.exp(sum_nll[j][j] / n_tok[j])
-            if w > K:
-                deg[i] = deg.get(i, 0) + 1
-                deg[j] = deg.get(j, 0) + 1
-    total = sum(deg.values())
-    if total == 0:
-        return 0.0
-    return -sum((d / total) * math.log2(d / total) for d in deg.values())

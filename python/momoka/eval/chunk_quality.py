@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..methods.moc._common import greedy_runs
 from ..models.perplexity import edge_weight, mean_nll_given
 
 __all__ = ["EDGE_RULES", "METRICS", "boundary_clarity", "chunk_stickiness", "dissimilarity",
@@ -110,21 +111,6 @@ def dissimilarity(embedder: Any, chunks: Sequence[str]) -> float:
     return float(np.mean(1.0 - (v[:-1] * v[1:]).sum(axis=1)))
 
 
-def _groups(spans: Sequence[tuple[int, int]], group_chars: int | None) -> list[list[int]]:
-    if group_chars is None:
-        return [list(range(len(spans)))] if spans else []
-    out: list[list[int]] = []
-    cur: list[int] = []
-    for k, (a, b) in enumerate(spans):
-        if cur and b - spans[cur[0]][0] > group_chars:
-            out.append(cur)
-            cur = []
-        cur.append(k)
-    if cur:
-        out.append(cur)
-    return out
-
-
 def quality_of_chunks(text: str, spans: Sequence[tuple[int, int]], *, metrics: Sequence[str] = METRICS,
                       lm: Any = None, embedder: Any = None, K: float = 0.8, edge_rule: str = "reference",
                       space: str = "log", group_chars: int | None = None, reuse_kv: bool = True) -> dict:
@@ -139,7 +125,7 @@ def quality_of_chunks(text: str, spans: Sequence[tuple[int, int]], *, metrics: S
         out["bc"] = boundary_clarity(lm, chunks, space=space, reuse_kv=reuse_kv)
     if "cs" in metrics:
         cs = [chunk_stickiness(lm, [chunks[k] for k in g], K=K, edge_rule=edge_rule, reuse_kv=reuse_kv)
-              for g in _groups(spans, group_chars)]
+              for g in greedy_runs(spans, group_chars)]
         out["cs_complete"] = float(np.mean([c["complete"] for c in cs])) if cs else 0.0
         out["cs_sequential"] = float(np.mean([c["sequential"] for c in cs])) if cs else 0.0
     if "ds" in metrics:

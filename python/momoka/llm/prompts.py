@@ -280,30 +280,12 @@ _add(_t(
     note=APACHE_NOTE,
 ))
 
+_MC = _DEFAULTS["moc.meta_chunker"].template
+_MC_LEN = "strike a good balance between recognizing content transitions and chunk length."
+assert _MC_LEN in _MC
 _add(_t(
     "moc.meta_chunker_sized",
-    "This is a text chunking task. As an expert in text segmentation, you are responsible for segmenting the given "
-    "text into text chunks. You must adhere to the following four conditions:\n"
-    "\n"
-    "1. Combine several consecutive sentences with related content into text chunks, ensuring that each text chunk "
-    "has a complete logical expression.\n"
-    "2. Avoid making the text chunks too short, and strike a good balance between recognizing content transitions "
-    "and chunk length. Aim for text chunks of about {target} characters.\n"
-    "3. The output of the chunking result should be in a list format, where each element represents a text chunk in "
-    "the document.\n"
-    "4. Each text chunk in the output should consist of the first few characters of the text chunk, followed by "
-    "\"[MASK]\" to replace the intermediate content, and end with the last few characters of the text chunk. The "
-    "output format is as follows:\n"
-    "\n"
-    "[\n"
-    "  \"First few characters of text chunk [MASK] Last few characters of text chunk\",\n"
-    "  ...\n"
-    "]\n"
-    "\n"
-    "If you understand, please segment the following text into text chunks and output them in the required list "
-    "format.\n"
-    "\n"
-    "Document content: {text}",
+    _MC.replace(_MC_LEN, _MC_LEN + " Aim for text chunks of about {target} characters."),
     ("target", "text"),
     system=" You are a helpful assistant.",
     source="MoC, Table 7 with the granularity class's target length added to condition 2 "

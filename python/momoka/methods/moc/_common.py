@@ -15,7 +15,8 @@ import numpy as np
 
 from ...errors import ConfigError, InputError
 
-__all__ = ["MERGE_UNITS", "as_document", "dynamic_merge", "groups_to_spans", "length_fn", "sentence_spans"]
+__all__ = ["MERGE_UNITS", "as_document", "dynamic_merge", "greedy_runs", "groups_to_spans", "length_fn",
+           "sentence_spans"]
 
 #: Units :func:`dynamic_merge` measures length in.
 MERGE_UNITS = ("chars", "tokens")
@@ -85,4 +86,23 @@ def dynamic_merge(spans: Sequence[tuple[int, int]], target: int | None,
             out.append(cur)
             cur = s
     out.append(cur)
+    return out
+
+
+def greedy_runs(spans: Sequence[tuple[int, int]], max_chars: int | None) -> list[list[int]]:
+    """Indices of consecutive spans grouped greedily so a run spans at most ``max_chars`` (None: one run).
+
+    A span longer than ``max_chars`` is a run of its own; there is never an empty run.
+    """
+    if max_chars is None:
+        return [list(range(len(spans)))] if len(spans) else []
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for k, (_, b) in enumerate(spans):
+        if cur and b - spans[cur[0]][0] > max_chars:
+            out.append(cur)
+            cur = []
+        cur.append(k)
+    if cur:
+        out.append(cur)
     return out

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...errors import ConfigError, LLMError, LLMResponseError
-from ._common import as_document, dynamic_merge, length_fn, sentence_spans
+from ._common import as_document, dynamic_merge, greedy_runs, length_fn, sentence_spans
 
 __all__ = ["CLASS_BOUNDS", "CLASS_TARGETS", "MetaChunkStats", "MetaChunker", "sentence_windows"]
 
@@ -69,16 +69,7 @@ class MetaChunkStats:
 
 def sentence_windows(sents: list[tuple[int, int]], max_chars: int) -> list[list[tuple[int, int]]]:
     """Greedy runs of whole sentences spanning at most ``max_chars`` (a longer sentence is alone)."""
-    out: list[list[tuple[int, int]]] = []
-    cur: list[tuple[int, int]] = []
-    for s in sents:
-        if cur and s[1] - cur[0][0] > max_chars:
-            out.append(cur)
-            cur = []
-        cur.append(s)
-    if cur:
-        out.append(cur)
-    return out
+    return [[sents[k] for k in run] for run in greedy_runs(sents, max_chars)]
 
 
 class MetaChunker:
