@@ -45,9 +45,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "spans that fall wholly inside a single chunk (MC-indexing's chunking-error statistic) "
         "and the chunk length distribution.", epilog=names_epilog("chunker"))
     p.add_argument("--data", required=True, help="data set folder (documents.jsonl, questions.jsonl) or name")
-    p.add_argument("--chunker", default="fixed", help="chunker name (default fixed)")
+    p.add_argument("--chunker", default="fixed",
+                   help="chunker name (default fixed); with --metrics, several comma-separated")
     p.add_argument("--size", type=int, default=None, help="chunk size for chunkers that take one")
     p.add_argument("--overlap", type=int, default=None, help="overlap for chunkers that take one")
+    g = p.add_argument_group("MoC chunk quality (--metrics): every chunker at equal mean chunk length")
+    g.add_argument("--metrics", default=None, metavar="bc,cs,ds",
+                   help="Boundary Clarity, Chunk Stickiness, Dissimilarity on the local causal LM / embedder")
+    g.add_argument("--target-chars", type=int, default=400, help="mean chunk length every chunker is sized to")
+    g.add_argument("--docs", type=int, default=None, help="only the first N documents")
+    g.add_argument("--max-chars", type=int, default=None, help="cut each document at a sentence end within N chars")
+    g.add_argument("--edge-rule", default="reference", choices=("reference", "paper"), help="CS edge rule")
+    g.add_argument("-K", type=float, default=0.8, help="CS edge threshold (default 0.8)")
+    g.add_argument("--space", default="log", choices=("log", "ppl"), help="BC as a ratio of log-ppl or of ppl")
+    g.add_argument("--group-chars", type=int, default=2000,
+                   help="CS over runs of consecutive chunks of at most N chars (0: whole documents)")
+    g.add_argument("--no-retrieval", action="store_true", help="skip dense span recall@1/3/5 per chunker")
+    add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", default=None, help="also save the JSON report to this file")
     p.set_defaults(func=_eval_chunking)
@@ -79,6 +93,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _eval_chunking(args: argparse.Namespace) -> int:
     from ..eval import load_dataset
+    if args.metrics is not None:
+        return _eval_chunk_quality(args)
     from ..eval.chunking import evaluate_chunker, format_chunker_report
     from ..methods import registry
 
@@ -95,4 +111,27 @@ def _eval_chunking(args: argparse.Namespace) -> int:
     if args.out:
         write_json(args.out, report)
     print(json.dumps(report, indent=2) if args.json else format_chunker_report(report))
+    return 0
+
+
+def _eval_chunk_quality(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
+    from ..eval import load_dataset
+    from ..eval.chunk_compare import compare_chunkers, format_comparison, subset
+    from ..methods import registry
+
+    names = split_names([args.chunker])
+    for n in names:
+        if n not in registry.available("chunker"):
+            raise ConfigError(f"unknown chunker {n!r}; available: {', '.join(registry.available('chunker'))}")
+    metrics = split_names([args.metrics])
+    ds = subset(load_dataset(args.data), docs=args.docs, max_chars=args.max_chars)
+    report = compare_chunkers(ds, names, metrics=metrics, target_chars=args.target_chars, K=args.K,
+                              edge_rule=args.edge_rule, space=args.space, group_chars=args.group_chars or None,
+                              retrieval=not args.no_retrieval, options=parse_options(args.option), log=say)
+    report["max_chars"] = args.max_chars
+    report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
+    if args.out:
+        write_json(args.out, report)
+    print(json.dumps(report, indent=2) if args.json else format_comparison(report))
     return 0

@@ -280,6 +280,39 @@ _add(_t(
     note=APACHE_NOTE,
 ))
 
+_MC = _DEFAULTS["moc.meta_chunker"].template
+_MC_LEN = "strike a good balance between recognizing content transitions and chunk length."
+assert _MC_LEN in _MC
+_add(_t(
+    "moc.meta_chunker_sized",
+    _MC.replace(_MC_LEN, _MC_LEN + " Aim for text chunks of about {target} characters."),
+    ("target", "text"),
+    system=" You are a helpful assistant.",
+    source="MoC, Table 7 with the granularity class's target length added to condition 2 "
+           "(momoka's local expert: one model, the class in the prompt)",
+    note="Used by the granularity router when the four experts are one model; {target} is the class's length.",
+))
+
+_add(_t(
+    "moc.router",
+    "You are an expert in text analysis. Given an article, you need to judge the chunking granularity that suits "
+    "its content. The chunking granularity has 4 classes:\n"
+    "0: 0-120 characters\n"
+    "1: 120-150 characters\n"
+    "2: 150-180 characters\n"
+    "3: more than 180 characters\n"
+    "\n"
+    "Output requirement: based on the content of the article, choose a suitable chunking granularity from 0 to 3.\n"
+    "\n"
+    "Article content: {window}\n"
+    "\n"
+    "The chunking granularity class of the article is:",
+    ("window",),
+    system=" You are a helpful assistant.",
+    source="English translation of the MoC reference granularity-router prompt (moc.router_zh, Apache-2.0)",
+    note="Written for momoka: the router on English text with a general instruction model.",
+))
+
 _add(_t(
     "metachunking.msp_en",
     "This is a text chunking task. You are a text analysis expert. Please choose one of the following two options "

@@ -362,6 +362,90 @@ class CausalLM:
             advance(sum(len(x) for x in seqs))
         return results  # type: ignore[return-value]
 
+    def prefix_batch(
+        self,
+        prefix: Sequence[int],
+        suffixes: Sequence[Sequence[int]],
+        *,
+        batch_tokens: int = 1024,
+        want: str = "logprobs",
+    ) -> list[np.ndarray]:
+        """Run ``prefix`` once and every suffix after it, reusing the prefix's KV cache.
+
+        The prefix (at least one id) goes through the cache once; the suffixes are
+        then run in right-padded batches of about ``batch_tokens`` tokens on a copy
+        of that cache, with positions continuing after the prefix (so RoPE
+        positions are those of ``prefix + suffix``).  With ``want="logprobs"``
+        entry ``i`` is ``log P(suffix_i[t] | prefix + suffix_i[:t])`` for every
+        token of suffix ``i`` (float64); with ``want="last_logits"`` it is the
+        logits after the suffix's last token (float32, vocabulary-sized), the
+        next-token distribution a prompt ends on.  ``len(prefix) + len(suffix)``
+        must fit in ``window``.  This is the KV reuse of MoC's O(n^2) metrics
+        (one context chunk, all its targets in one batch) and of MSP/router
+        prompts sharing a template prefix.
+        """
+        import onnxruntime as ort
+
+        if want not in ("logprobs", "last_logits"):
+            raise ConfigError(f"want must be 'logprobs' or 'last_logits', not {want!r}")
+        prefix = list(prefix)
+        if not prefix:
+            raise InputError("prefix_batch needs a prefix of at least one token")
+        longest = max((len(s) for s in suffixes), default=0)
+        if len(prefix) + longest > self.window:
+            raise InputTooLargeError(f"prefix ({len(prefix)}) + suffix ({longest}) tokens exceed the window ({self.window})")
+        out: list[np.ndarray | None] = [None] * len(suffixes)
+        todo = [i for i, s in enumerate(suffixes) if len(s)]
+        for i, s in enumerate(suffixes):
+            if not len(s):
+                out[i] = np.empty(0, np.float64) if want == "logprobs" else None
+        if not todo:
+            return out  # type: ignore[return-value]
+        _, last, cache, _ = self._stream(prefix, n_scored=0)
+        host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
+        P = cache.length
+        todo.sort(key=lambda i: len(suffixes[i]))
+        j = 0
+        while j < len(todo):
+            group = [todo[j]]
+            j += 1
+            while j < len(todo) and len(suffixes[todo[j]]) * (len(group) + 1) <= batch_tokens:
+                group.append(todo[j])
+                j += 1
+            b = len(group)
+            S = max(len(suffixes[i]) for i in group)
+            ids = np.full((b, S), self.pad_id, dtype=np.int64)
+            mask = np.zeros((b, P + S), dtype=np.int64)
+            mask[:, :P] = 1
+            for r, i in enumerate(group):
+                ids[r, :len(suffixes[i])] = suffixes[i]
+                mask[r, P:P + len(suffixes[i])] = 1
+            pos = np.broadcast_to(np.arange(P, P + S, dtype=np.int64), (b, S))
+            vals = {k: np.repeat(v, b, axis=0) for k, v in host.items()}
+            if self._cpu:
+                vals = {k: ort.OrtValue.ortvalue_from_numpy(v) for k, v in vals.items()}
+            logits, _ = self._forward(ids, mask, pos, _Cache(vals, P))
+            for r, i in enumerate(group):
+                s = list(suffixes[i])
+                n = len(s)
+                if want == "last_logits":
+                    out[i] = logits[r, n - 1].copy()
+                    continue
+                rows = np.concatenate([last[None, :], logits[r, :n - 1]], axis=0)
+                lp = log_softmax(rows)
+                out[i] = lp[np.arange(n), np.asarray(s)].astype(np.float64)
+        return out  # type: ignore[return-value]
+
+    def stream_logprobs(self, ids: Sequence[int], *, n_scored: int | None = None, on_block=None) -> np.ndarray:
+        """log P(ids[j] | ids[:j]) for the last ``n_scored`` ids (default all but the first), streamed.
+
+        Tokens run once, in blocks of ``block`` through the KV cache; past
+        ``window`` tokens the cache is rebuilt from the last ``window // 2`` tokens
+        with fresh positions (no in-place trimming of a RoPE cache).
+        ``on_block(n_tokens)`` is called after each block.
+        """
+        return self._stream(list(ids), n_scored=n_scored, on_block=on_block)[0]
+
     # -------------------------------------------------------------- scoring
     def _ctx_ids(self, context: str | None) -> list[int]:
         ids = [self.doc_start_id]

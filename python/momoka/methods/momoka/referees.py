@@ -147,20 +147,16 @@ class PerplexityReferee:
         self.stats = {"pairs": 0, "ones": 0, "lm_texts": 0}
 
     def edges(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """The raw edge weights ``(ppl(b) - ppl(b|a)) / ppl(b)`` of the pairs."""
+        """The raw edge weights ``(ppl(b) - ppl(b|a)) / ppl(b)`` of the pairs (:func:`momoka.models.perplexity.pair_edges`)."""
+        from ...models.perplexity import pair_edges
+
         pairs = _check_pairs(pairs)
         if not pairs:
             return np.zeros(0)
-        a = [x[-self.max_chars:] for x, _ in pairs]
-        b = [y[: self.max_chars] for _, y in pairs]
-        need = [t for t in dict.fromkeys(b) if t not in self._ppl]
-        if need:
-            for t, v in zip(need, np.asarray(self.lm.perplexity(need), dtype=np.float64)):
-                self._ppl[t] = float(v)
-        cond = np.asarray(self.lm.conditional_perplexities(b, a), dtype=np.float64)
-        self.stats["lm_texts"] += len(need) + len(pairs)
-        base = np.asarray([self._ppl[t] for t in b])
-        return (base - cond) / base
+        before = len(self._ppl)
+        e = pair_edges(self.lm, pairs, max_chars=self.max_chars, ppl_cache=self._ppl)
+        self.stats["lm_texts"] += len(self._ppl) - before + len(pairs)
+        return e
 
     def __call__(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         e = self.edges(pairs)

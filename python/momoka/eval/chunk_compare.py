@@ -1,0 +1,160 @@
+"""Chunkers side by side at equal mean chunk length: MoC Table 3 metrics and retrieval (``momoka eval-chunking --metrics``).
+
+:func:`compare_chunkers` chunks the documents of a set with each chunker, its
+size calibrated so the mean chunk length (characters) is as close as it can get
+to ``target_chars`` (the paper compares chunkers at equal mean length): a
+binary search over the chunker's ``size`` (for MoC / Meta-Chunking chunkers the
+dynamic-merge target, which reuses their cached scores and LLM answers). Then,
+per chunker, the mean over documents of BC, CS and DS
+(:mod:`momoka.eval.chunk_quality`) and, optionally, dense retrieval span
+recall@k on the same chunks (:func:`momoka.eval.runner.run_eval`).
+
+``max_chars`` cuts every document after its last sentence ending within that
+many characters (questions whose evidence lies past the cut are dropped), to
+keep LM-heavy runs small; the report says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from .chunk_quality import METRICS, quality_of_chunks
+from .datasets import Dataset, DocRecord
+from .metrics import format_table
+
+__all__ = ["calibrate", "compare_chunkers", "format_comparison", "subset"]
+
+
+def subset(ds: Dataset, *, docs: int | None = None, max_chars: int | None = None) -> Dataset:
+    """The first ``docs`` documents of ``ds``, each cut at a sentence end within ``max_chars``, with their questions."""
+    from ..text import Document
+
+    recs = ds.documents[:docs] if docs else list(ds.documents)
+    out = []
+    for r in recs:
+        text = r.text
+        if max_chars is not None and len(text) > max_chars:
+            ends = [int(b) for _, b in np.asarray(Document.from_text(text).sentences).tolist() if b <= max_chars]
+            text = text[:ends[-1]] if ends else text[:max_chars]
+        out.append(DocRecord(r.doc_id, r.title, text, r.extra))
+    lengths = {r.doc_id: len(r.text) for r in out}
+    qs = [q for q in ds.questions
+          if q.doc_id in lengths and q.gold and all(g[0] in lengths and g[2] <= lengths[g[0]] for g in q.gold)]
+    return Dataset(ds.name, ds.path, out, qs, ds.evidence_mode)
+
+
+def _mean_len(chunker: Any, docs: list) -> tuple[float, list[list[tuple[int, int]]]]:
+    spans = [[(c.start, c.end) for c in chunker(d)] for d in docs]
+    lens = [b - a for s in spans for a, b in s]
+    return (float(np.mean(lens)) if lens else 0.0), spans
+
+
+def calibrate(name: str, docs: list, target: int, *, options: dict | None = None,
+              lo: int = 1, hi: int = 4000) -> tuple[Any, int | None, float, list]:
+    """``(chunker, size, mean length, spans)``: the size whose mean chunk length is closest to ``target`` chars."""
+    from ..methods import registry
+
+    options = dict(options or {})
+    if name == "sentence":
+        lo, hi = 1, 60
+    base = registry.create("chunker", name, **options)
+    merge = hasattr(base, "merge_target")
+
+    def make(size: int):
+        if merge:
+            base.merge_target = size
+            return base
+        return registry.create("chunker", name, size=size, **options)
+
+    best = None
+    a, b = lo, hi
+    while a <= b:
+        mid = (a + b) // 2
+        ch = make(mid)
+        m, spans = _mean_len(ch, docs)
+        if best is None or abs(m - target) < abs(best[2] - target):
+            best = (ch, mid, m, spans)
+        if m < target:
+            a = mid + 1
+        else:
+            b = mid - 1
+    ch, size, m, spans = best
+    make(size)
+    return ch, size, m, spans
+
+
+def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[str] = METRICS,
+                     target_chars: int = 400, K: float = 0.8, edge_rule: str = "reference", space: str = "log",
+                     group_chars: int | None = 2000, retrieval: bool = True, ks: Sequence[int] = (1, 3, 5),
+                     options: dict | None = None, lm: Any = None, embedder: Any = None, log: Any = None) -> dict:
+    """The comparison report (see the module docstring); ``options`` per chunker name."""
+    say = log or (lambda msg: None)
+    bad = sorted(set(metrics) - set(METRICS))
+    if bad:
+        raise ConfigError(f"unknown chunk metric(s) {bad}; choose from {', '.join(METRICS)}")
+    if lm is None and ({"bc", "cs"} & set(metrics)):
+        from ..models import default_causal_lm
+
+        lm = default_causal_lm()
+    if embedder is None and "ds" in metrics:
+        from ..models import Embedder
+
+        embedder = Embedder.default()
+    docs = [r.to_document() for r in ds.documents]
+    report: dict[str, Any] = {"data": ds.name, "documents": len(docs), "chars": sum(len(d.text) for d in docs),
+                              "target_chars": target_chars, "metrics": list(metrics), "K": K,
+                              "edge_rule": edge_rule, "space": space, "group_chars": group_chars,
+                              "model": str(getattr(lm, "model_dir", None)), "chunkers": {}}
+    for name in chunkers:
+        t0 = time.perf_counter()
+        opts = dict((options or {}).get(name, {}))
+        if name in ("ppl", "msp") and lm is not None:
+            opts.setdefault("lm", lm)
+        ch, size, mean, spans = calibrate(name, docs, target_chars, options=opts)
+        t_chunk = time.perf_counter() - t0
+        rows = [quality_of_chunks(d.text, s, metrics=metrics, lm=lm, embedder=embedder, K=K, edge_rule=edge_rule,
+                                  space=space, group_chars=group_chars) for d, s in zip(docs, spans)]
+        row: dict[str, Any] = {"size": size, "mean_chars": mean, "chunks": sum(len(s) for s in spans),
+                               "chunk_seconds": t_chunk, "metric_seconds": sum(r["seconds"] for r in rows)}
+        for key in ("bc", "cs_complete", "cs_sequential", "ds"):
+            vals = [r[key] for r in rows if key in r and not np.isnan(r[key])]
+            if any(key in r for r in rows):
+                row[key] = float(np.mean(vals)) if vals else float("nan")
+        st = getattr(ch, "stats", None)
+        if st is not None:
+            row["stats"] = st.to_dict() if hasattr(st, "to_dict") else dict(st)
+        if retrieval and ds.questions:
+            from .runner import run_eval
+
+            rep = run_eval(ds, ["dense"], chunker=ch, ks=ks)
+            means = rep["retrievers"]["dense"]["item"]["means"]
+            row["questions"] = rep["n_questions"]
+            for k in ks:
+                row[f"span_recall@{k}"] = means[f"span_recall@{k}"]
+        report["chunkers"][name] = row
+        say(f"  {name}: size {size}, mean {mean:.0f} chars, {row['chunks']} chunks "
+            f"({t_chunk:.0f}s chunking, {row['metric_seconds']:.0f}s metrics)")
+    return report
+
+
+def format_comparison(report: dict) -> str:
+    """A MoC-Table-3-style table (BC, CS complete / sequence-aware, DS) with retrieval span recall beside it."""
+    ks = sorted(int(k.split("@")[1]) for r in report["chunkers"].values() for k in r if k.startswith("span_recall@"))
+    ks = sorted(set(ks))
+    header = ["chunker", "size", "mean chars", "chunks", "BC", "CS (complete)", "CS (seq.)", "DS"] + \
+        [f"span R@{k}" for k in ks]
+    rows = []
+    for name, r in report["chunkers"].items():
+        f = (lambda key: f"{r[key]:.4f}" if key in r and r[key] == r[key] else "-")
+        rows.append([name, r["size"], f"{r['mean_chars']:.0f}", r["chunks"], f("bc"), f("cs_complete"),
+                     f("cs_sequential"), f("ds")] + [f"{r.get(f'span_recall@{k}', float('nan')):.3f}" for k in ks])
+    title = (f"{report['data']}: {report['documents']} documents, {report['chars']} chars, target mean "
+             f"{report['target_chars']} chars; BC space={report['space']}; CS K={report['K']} "
+             f"edge_rule={report['edge_rule']}, over runs of <= {report['group_chars']} chars; "
+             f"model {report['model']}")
+    return title + "\n" + format_table(header, rows)
