@@ -129,6 +129,8 @@ class Index:
         progress: bool | None = None,
         on_error: str = "raise",
         encoding: str = "utf-8",
+        commit_docs: int | None = None,
+        commit_seconds: float | None = None,
         **chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
@@ -147,6 +149,8 @@ class Index:
             vector_dtype: ``"float32"`` or ``"float16"`` for the raw vectors.
             overwrite: replace an existing store at ``store``.
             on_error, encoding: as for :meth:`add`.
+            commit_docs, commit_seconds: commit every this many documents or seconds
+                (default :attr:`commit_docs`, :attr:`commit_seconds`).
 
         With a ``store`` directory the work is committed as it is done (see
         :meth:`add`, ``commit``): an interrupted build keeps every committed
@@ -189,6 +193,10 @@ class Index:
                         components[name] = obj
             st.manifest["pipeline"] = pipeline
             index = cls(st, chunker=chunker_obj, embedder=emb, components=components, progress=progress)
+            if commit_docs:
+                index.commit_docs = int(commit_docs)
+            if commit_seconds:
+                index.commit_seconds = float(commit_seconds)
             index.add(sources, on_error=on_error, encoding=encoding, commit=store is not None)
             if store is not None and index.store.dirty:
                 index.save()

@@ -1,6 +1,6 @@
 """On-disk response cache: one SQLite file in WAL mode.
 
-Keys are SHA-256 hashes of ``(kind, model, payload)`` where the payload holds
+Keys are SHA-256 hashes of ``(kind, model[, endpoint], payload)`` where the payload holds
 the messages (or prompt) and every parameter that changes the answer. Values
 are small JSON objects (:meth:`Completion.to_cache`).
 
@@ -35,17 +35,24 @@ CREATE TABLE IF NOT EXISTS responses (
 
 
 def default_cache_path() -> Path:
-    """``$MOMOKA_LLM_CACHE``, else ``$XDG_CACHE_HOME/momoka/llm.sqlite`` (``~/.cache`` by default)."""
+    """``$MOMOKA_LLM_CACHE``, else ``momoka_home()/llm.sqlite`` (``$MOMOKA_HOME``, else
+    ``$XDG_CACHE_HOME/momoka``, else ``~/.cache/momoka``: where the models are too)."""
     env = os.environ.get("MOMOKA_LLM_CACHE")
     if env:
         return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "momoka" / "llm.sqlite"
+    from ..models.registry import momoka_home
+
+    return momoka_home() / "llm.sqlite"
 
 
-def make_key(kind: str, model: str, payload: Any) -> str:
-    """Stable hex key of a request: independent of dict key order, sensitive to every value."""
-    blob = json.dumps([kind, model, payload], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def make_key(kind: str, model: str, payload: Any, endpoint: str | None = None) -> str:
+    """Stable hex key of a request: independent of dict key order, sensitive to every value.
+
+    ``endpoint`` (the server's URL) is part of the key when given, so two
+    servers serving different models under one name never share answers.
+    """
+    head = [kind, model] if endpoint is None else [kind, model, endpoint]
+    blob = json.dumps(head + [payload], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -55,8 +55,10 @@ class OpenAIClient(BaseClient):
     ``$MOMOKA_LLM_BASE_URL`` and ``$MOMOKA_LLM_API_KEY``.
 
     Other arguments: ``concurrency`` (requests in flight, default 16),
-    ``timeout`` (seconds per request), ``retry`` (a :class:`RetryPolicy`),
-    ``budget_s`` (default wall-clock budget of a batch), ``cache`` (True for
+    ``timeout`` (seconds per request; default ``$MOMOKA_LLM_TIMEOUT`` or 120),
+    ``retry`` (a :class:`RetryPolicy`), ``budget_s`` (default wall-clock budget
+    of a batch), ``deadline_s`` (overall deadline of the client from its first
+    request; default ``$MOMOKA_LLM_DEADLINE`` or none), ``cache`` (True for
     the default file, a path, a :class:`ResponseCache`, or False),
     ``accounting`` (share one :class:`Accounting` between clients), ``prices``
     (model → $ per 1M prompt/completion tokens), ``default_params`` (sent with
@@ -72,7 +74,7 @@ class OpenAIClient(BaseClient):
         base_url: str | None = None,
         api_key: str | None = None,
         concurrency: int = 16,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         retry: RetryPolicy | None = None,
         budget_s: float | None = None,
         cache: Any = True,
@@ -82,17 +84,20 @@ class OpenAIClient(BaseClient):
         headers: Mapping[str, str] | None = None,
         progress: bool | None = None,
         seed: int | None = None,
+        deadline_s: float | None = None,
     ):
         base_url = base_url or os.environ.get(ENV_BASE_URL)
         model = model or os.environ.get(ENV_MODEL)
         api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
         if not base_url:
-            raise ConfigError(f"no LLM server: pass base_url= or set {ENV_BASE_URL} (e.g. http://127.0.0.1:8000/v1)")
+            raise ConfigError(f"no LLM server: give --llm-url (base_url= in Python) or set {ENV_BASE_URL} "
+                              "(e.g. http://127.0.0.1:8000/v1)")
         if not (base_url.startswith("http://") or base_url.startswith("https://")):
             raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
         if not model:
-            raise ConfigError(f"no LLM model name: pass model= or set {ENV_MODEL}")
+            raise ConfigError(f"no LLM model name: give --llm-model (model= in Python) or set {ENV_MODEL}")
         self.base_url = base_url.rstrip("/")
+        self.endpoint = self.base_url
         self._chat_url = self.base_url + "/chat/completions"
         self._completions_url = self.base_url + "/completions"
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -113,6 +118,7 @@ class OpenAIClient(BaseClient):
             retry=retry,
             timeout=timeout,
             budget_s=budget_s,
+            deadline_s=deadline_s,
             prices=prices,
             seed=seed,
         )
