@@ -28,6 +28,8 @@ from .artifact import Artifact, StoreWarning
 #: HNSW construction and search parameters.
 DEFAULT_HNSW = {"M": 32, "ef_construction": 200, "ef_search": 128}
 DTYPES = {"float32": np.float32, "float16": np.float16}
+#: Graphs of at most this many rows are built on one thread (deterministic); larger ones in parallel.
+DETERMINISTIC_ROWS = 20_000
 
 
 def check_embedder_info(embedder: object) -> dict:
@@ -131,7 +133,10 @@ class VectorView(Artifact):
                 ix = self._new_graph(n)
                 if n:
                     ids = self.ids()
-                    ix.add_items(np.asarray(self._rows[ids], dtype=np.float32), ids)
+                    # One thread below DETERMINISTIC_ROWS: the same rows always give the same graph (a
+                    # rebuilt graph answers like the saved one); many threads above it, for speed.
+                    ix.add_items(np.asarray(self._rows[ids], dtype=np.float32), ids,
+                                 num_threads=1 if n <= DETERMINISTIC_ROWS else -1)
                 self._graph = ix
         return self._graph
 
