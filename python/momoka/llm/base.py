@@ -216,11 +216,14 @@ class BaseClient:
         base_reminder = reminder if reminder is not None else getattr(parser, "reminder", "Please answer in the required format.")
         convos = [normalize_messages(m) for m in batch]
         out: list[Parsed | None] = [None] * len(convos)
+        sent: list[list] = [[] for _ in convos]  # the conversations sent per item (one per round)
         malformed: set[int] = set()
         active = list(range(len(convos)))
         for rnd in range(max_reasks + 1):
             if not active:
                 break
+            for i in active:
+                sent[i].append(convos[i])
             results = self.complete_batch([convos[i] for i in active], **params)
             nxt = []
             for i, res in zip(active, results):
@@ -254,7 +257,16 @@ class BaseClient:
         bad = len(malformed)
         if bad:
             self.accounting.record(method, self.model, parse_failures=bad)
+            # Malformed answers leave the cache, so a rerun asks again instead of reading them back.
+            self._forget([c for i in sorted(malformed) for c in sent[i]], params)
         return final
+
+    def _forget(self, convos: list, params: dict) -> None:
+        """Remove the cached answers of these conversations (sent with ``params``)."""
+        if self.cache is None or not convos:
+            return
+        kind, payloads, _ = self._prepare_chat(convos, dict(params))
+        self.cache.delete(make_key(kind, self.model, p, self.endpoint or None) for p in payloads)
 
     def logprob(self, prompt: str, continuation: str) -> float:
         """Natural-log probability of ``continuation`` following ``prompt`` (raw text, no chat template)."""

@@ -175,6 +175,23 @@ class ResponseCache:
         """Store one value (see :meth:`put_many`)."""
         self.put_many([(key, kind, model, value)])
 
+    def delete(self, keys: Iterable[str]) -> int:
+        """Delete these keys (absent ones are ignored); returns how many were deleted."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return 0
+
+        def wipe():
+            n = 0
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                n += self._db.execute(f"DELETE FROM responses WHERE key IN ({','.join('?' * len(part))})",
+                                      part).rowcount
+            return n
+
+        with self._lock:
+            return self._retry_locked(wipe)
+
     def clear(self, model: str | None = None) -> int:
         """Delete every entry (or those of one ``model``); returns how many."""
         with self._lock:

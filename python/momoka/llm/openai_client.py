@@ -43,6 +43,9 @@ def _retryable_status(status: int) -> bool:
 _UNSUPPORTED = {"stream": "streaming is not supported by the batch client", "n": "only n=1 is supported"}
 
 _clients: "weakref.WeakSet[OpenAIClient]" = weakref.WeakSet()
+#: Clients with an open HTTP session, held strongly until they are closed, so a client dropped on an
+#: error path is still closed by ``_close_all`` (at exit, or by the CLI) instead of warning at collection.
+_open: "set[OpenAIClient]" = set()
 
 
 class OpenAIClient(BaseClient):
@@ -153,6 +156,7 @@ class OpenAIClient(BaseClient):
             self._session_loop = loop
             connector = aiohttp.TCPConnector(limit=self.concurrency, keepalive_timeout=60, ttl_dns_cache=300)
             s = self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
+            _open.add(self)
         return s
 
     async def _post(self, url: str, body: dict, timeout: float) -> dict:
@@ -254,6 +258,7 @@ class OpenAIClient(BaseClient):
         """Close the HTTP session (idempotent)."""
         s = self._session
         self._session = None
+        _open.discard(self)
         if s is not None and not s.closed:
             try:
                 _loop.run_sync(s.close())
@@ -288,7 +293,7 @@ def _parse_chat(obj: dict) -> Completion:
 
 @atexit.register
 def _close_all() -> None:
-    for c in list(_clients):
+    for c in set(_clients) | _open:
         try:
             c.close()
         except Exception:  # pragma: no cover - best effort at exit
