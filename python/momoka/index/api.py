@@ -16,8 +16,8 @@ The pipeline (chunker, enrichers, relators and their options) is recorded in
 the store's manifest, so :meth:`Index.add` runs the same components on new
 documents only. Searching asks a registered retriever by name.
 
-Length: this module is the whole public :class:`Index` (build, open, add, extend, delete,
-save, embedding, results, search) with its docstrings, a little over 500 lines; its inputs
+Length: this module is the whole public :class:`Index` (build, open, add with its commits
+and skips, extend, delete, save, embedding, results, search) with its docstrings, about 650 lines; its inputs
 (paths, documents, chunkers, embedders, queries) are in :mod:`momoka.index.sources`.
 """
 

@@ -43,7 +43,7 @@ One writer at a time: opening for writing takes an exclusive ``flock`` on
 kernel drops the lock when its process dies, so the lock of a killed writer
 is never stale. Readers take no lock.
 
-Length: a little over 500 lines, of which the layout above and the lifecycle (create, open,
+Length: under 600 lines, of which the layout above and the lifecycle (create, open,
 lock, generations, save) are one unit; each artifact kind has its own module.
 """
 
