@@ -155,7 +155,7 @@ def test_one_bad_file_does_not_abort_a_directory(tmp_path, capsys):
     assert rc == 0 and "café" in Index.open(s).search("latin", k=1, retriever="bm25")[0].text
 
 
-def test_same_file_name_in_two_folders_are_two_documents(tmp_path, capsys):
+def test_same_file_name_in_two_folders_are_two_documents(tmp_path, capsys, monkeypatch):
     for sub in ("x", "y"):
         (tmp_path / "in" / sub).mkdir(parents=True)
         (tmp_path / "in" / sub / "report.md").write_text(f"# Report {sub}\n\nFindings of team {sub}.\n")
@@ -163,7 +163,7 @@ def test_same_file_name_in_two_folders_are_two_documents(tmp_path, capsys):
     rc, out, err = _cli(capsys, "index", tmp_path / "in", "--store", tmp_path / "s", "--no-dense")
     assert rc == 0, err
     assert sorted(Index.open(tmp_path / "s").doc_ids) == ["x/report", "y/report"]
-    os.chdir(tmp_path / "in")
+    monkeypatch.chdir(tmp_path / "in")
     rc, out, err = _cli(capsys, "index", "x/report.md", "y/report.md", "--store", tmp_path / "s2", "--no-dense")
     assert rc == 0 and sorted(Index.open(tmp_path / "s2").doc_ids) == ["x/report", "y/report"]
 
