@@ -68,7 +68,7 @@ def test_a_server_error_closes_its_session(tmp_path):
     _docs(tmp_path / "docs")
     with ScriptedServer(lambda body, i: Status(500)) as srv:
         # tried: a server answering 500 to everything
-        p, _ = _index(tmp_path, srv.base_url, "--llm-timeout", "2")
+        p, _ = _index(tmp_path, srv.base_url, "--llm-timeout", "2", "--llm-deadline", "5")
     assert p.returncode == 2 and "momoka: error:" in p.stderr and "500" in p.stderr
     assert "Unclosed" not in p.stderr and "Traceback" not in p.stderr
 
