@@ -24,18 +24,18 @@ py::array_t<std::int64_t> vec_to_array(const std::vector<std::int64_t>& v) {
   return a;
 }
 
-py::array_t<std::int64_t> word_starts(py::handle text) {
-  auto v = visit_str(text, [](const auto* p, std::size_t n) {
+py::array_t<std::int64_t> word_starts(py::handle text, bool solo) {
+  auto v = visit_str(text, [solo](const auto* p, std::size_t n) {
     py::gil_scoped_release release;
-    return momoka::chunk::word_starts(p, n);
+    return momoka::chunk::word_starts(p, n, solo);
   });
   return vec_to_array(v);
 }
 
-py::tuple word_ids(py::handle text) {
-  auto w = visit_str(text, [](const auto* p, std::size_t n) {
+py::tuple word_ids(py::handle text, bool solo) {
+  auto w = visit_str(text, [solo](const auto* p, std::size_t n) {
     py::gil_scoped_release release;
-    return momoka::chunk::word_ids(p, n);
+    return momoka::chunk::word_ids(p, n, solo);
   });
   return py::make_tuple(vec_to_array(w.starts), vec_to_array(w.ends), vec_to_array(w.ids), vec_to_array(w.first));
 }
@@ -130,11 +130,13 @@ py::array_t<std::int64_t> recursive_pack(py::handle text, I64Array ranges, py::l
 }  // namespace
 
 void register_chunking(py::module_& m) {
-  m.def("chunk_word_starts", &word_starts, py::arg("text"),
-        "Start offsets (int64) of the maximal non-whitespace runs of text (whitespace as str.isspace).");
-  m.def("chunk_word_ids", &word_ids, py::arg("text"),
-        "Words of text (maximal non-whitespace runs) as (starts, ends, ids, first): ids[k] numbers word k "
-        "by distinct content in order of first appearance; first[d] is the word index of distinct word d.");
+  m.def("chunk_word_starts", &word_starts, py::arg("text"), py::arg("solo") = false,
+        "Start offsets (int64) of the maximal non-whitespace runs of text (whitespace as str.isspace); with "
+        "solo=True each character of a script written without spaces (CJK, kana, Thai...) is a word by itself.");
+  m.def("chunk_word_ids", &word_ids, py::arg("text"), py::arg("solo") = false,
+        "Words of text (maximal non-whitespace runs; solo as for chunk_word_starts) as (starts, ends, ids, "
+        "first): ids[k] numbers word k by distinct content in order of first appearance; first[d] is the word "
+        "index of distinct word d.");
   m.def("chunk_trim_bounds", &trim_bounds, py::arg("text"), py::arg("cuts"),
         "For each cut offset: (first non-whitespace offset at or after it, one past the last "
         "non-whitespace offset before it), as two int64 arrays.");

@@ -177,12 +177,12 @@ def chunk_trim_bounds(text: str, cuts: ArrayLike) -> tuple:
     """For each cut offset: (first non-whitespace offset at or after it, one past the last non-whitespace offset before it), as two int64 arrays."""
     ...
 
-def chunk_word_ids(text: str) -> tuple:
-    """Words of text (maximal non-whitespace runs) as (starts, ends, ids, first): ids[k] numbers word k by distinct content in order of first appearance; first[d] is the word index of distinct word d."""
+def chunk_word_ids(text: str, solo: bool = False) -> tuple:
+    """Words of text (maximal non-whitespace runs; solo as for chunk_word_starts) as (starts, ends, ids, first): ids[k] numbers word k by distinct content in order of first appearance; first[d] is the word index of distinct word d."""
     ...
 
-def chunk_word_starts(text: str) -> NDArray[np.int64]:
-    """Start offsets (int64) of the maximal non-whitespace runs of text (whitespace as str.isspace)."""
+def chunk_word_starts(text: str, solo: bool = False) -> NDArray[np.int64]:
+    """Start offsets (int64) of the maximal non-whitespace runs of text (whitespace as str.isspace); with solo=True each character of a script written without spaces (CJK, kana, Thai...) is a word by itself."""
     ...
 
 def feature_hash(feature: object) -> int:

@@ -160,6 +160,25 @@ class StoreLockedError(StoreError):
     """Another process holds the store open for writing."""
 
 
+class StoreCorruptedError(StoreError):
+    """A store file is damaged (size, header or checksum differ from the manifest).
+
+    ``path`` is the damaged file (or None when the damage is not in one file).
+    """
+
+    def __init__(self, message: str, path: object = None):
+        super().__init__(message)
+        self.path = path
+
+
+class IndexingError(MomokaError):
+    """Some inputs could not be indexed (``skipped``: ``[(source, reason), ...]``); the rest were."""
+
+    def __init__(self, message: str, skipped: list | None = None):
+        super().__init__(message)
+        self.skipped = list(skipped or [])
+
+
 # --- methods ---------------------------------------------------------------
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from types import SimpleNamespace
 
+import unicodedata
+
 import numpy as np
 
 
@@ -33,20 +35,43 @@ def last_nonws_end(text: str, p: int, lo: int) -> int:
     return p
 
 
-def word_starts(text: str) -> np.ndarray:
-    """Starts of the maximal non-whitespace runs."""
-    return _arr(i for i, ch in enumerate(text) if not ch.isspace() and (i == 0 or text[i - 1].isspace()))
+#: Unicode names of the characters written without spaces, each a token by itself.
+SOLO_NAMES = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA LETTER", "KATAKANA LETTER",
+              "THAI CHARACTER", "LAO LETTER", "KHMER LETTER", "MYANMAR LETTER", "TIBETAN LETTER")
 
 
-def word_ids(text: str):
+def solo(ch: str) -> bool:
+    """A character of a script written without spaces (by its Unicode name)."""
+    return unicodedata.name(ch, "").startswith(SOLO_NAMES)
+
+
+def words(text: str, split_solo: bool = True) -> list[tuple[int, int]]:
+    """Maximal non-whitespace runs (with ``split_solo`` each CJK/kana/Thai... character a word by itself),
+    found by scanning characters."""
+    out = []
+    i = 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        j = i + 1
+        if not (split_solo and solo(text[i])):
+            while j < len(text) and not text[j].isspace() and not (split_solo and solo(text[j])):
+                j += 1
+        out.append((i, j))
+        i = j
+    return out
+
+
+def word_starts(text: str, split_solo: bool = False) -> np.ndarray:
+    """Starts of the words (see :func:`words`)."""
+    return _arr(s for s, _ in words(text, split_solo))
+
+
+def word_ids(text: str, split_solo: bool = False):
     """(starts, ends, ids, first) as ``chunk_word_ids`` defines them."""
-    starts = word_starts(text).tolist()
-    ends = []
-    for s in starts:
-        e = s
-        while e < len(text) and not text[e].isspace():
-            e += 1
-        ends.append(e)
+    ws = words(text, split_solo)
+    starts, ends = [s for s, _ in ws], [e for _, e in ws]
     seen: dict[str, int] = {}
     ids, first = [], []
     for k, (s, e) in enumerate(zip(starts, ends)):

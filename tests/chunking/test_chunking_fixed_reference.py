@@ -8,22 +8,13 @@ from hypothesis import strategies as st
 from momoka.chunking import FixedChunker
 from momoka.text import Document
 
+from ._reference import words as ref_words
 from .conftest import doc_text
 
 
 def ref_fixed_tokens(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
-    """Words found by scanning characters; chunk k = words [k*step, k*step + size)."""
-    words = []
-    i = 0
-    while i < len(text):
-        if text[i].isspace():
-            i += 1
-            continue
-        j = i
-        while j < len(text) and not text[j].isspace():
-            j += 1
-        words.append((i, j))
-        i = j
+    """Words found by scanning characters (:func:`_reference.words`); chunk k = words [k*step, k*step + size)."""
+    words = ref_words(text)
     out = []
     step = size - overlap
     k = 0

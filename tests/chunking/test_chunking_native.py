@@ -63,6 +63,11 @@ def test_word_starts_and_ids_match_reference(text):
     words = text.split()
     assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == words
     assert [a.tolist() for a in (starts, ends, ids, first)] == [a.tolist() for a in ref.word_ids(text)]
+    # solo=True: each CJK character is a word of its own (the reference classifies by Unicode name)
+    assert _core.chunk_word_starts(text, True).tolist() == ref.word_starts(text, True).tolist()
+    got = _core.chunk_word_ids(text, True)
+    assert [a.tolist() for a in got] == [a.tolist() for a in ref.word_ids(text, True)]
+    assert "".join(text[a:b] for a, b in zip(got[0].tolist(), got[1].tolist())) == "".join(text.split())
 
 
 frac = st.floats(0, 1)

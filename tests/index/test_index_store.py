@@ -159,7 +159,8 @@ def test_files_and_directories(tmp_path, embedder):
     (d / "sub" / "b.txt").write_text("Beta text about glaciers and ice.\n")
     (d / "skip.bin").write_bytes(b"\x00\x01")
     ix = Index.build([d], store=tmp_path / "s", embedder=embedder, progress=False)
-    assert sorted(ix.doc_ids) == ["a", "b"]
+    assert sorted(ix.doc_ids) == ["a", "sub/b"]  # ids: paths relative to the directory, no extension
+    assert [s for s, _ in ix.report["skipped"]] == [str(d / "skip.bin")]  # listed, not silent
     hit = ix.search("comets tails", k=1, retriever="bm25")[0]
     assert hit.doc_id == "a" and hit.to_dict()["members"][0]["text"] == hit.text
     ix.close()
@@ -244,8 +245,8 @@ def test_duplicate_and_unknown_documents(tmp_path, docs, embedder):
     # tried: adding a document that is already there, the same id twice in one call
     with pytest.raises(InputError, match="already"):
         ix.add([docs[0]])
-    with pytest.raises(InputError, match="already"):
-        ix.add([{"doc_id": "new", "text": "a b"}, {"doc_id": "new", "text": "c d"}])
+    with pytest.raises(InputError, match="twice"):
+        ix.add([{"doc_id": "new", "text": "a b"}, {"doc_id": "new", "text": "c d"}])  # given twice
     # tried: deleting an unknown id (nothing is deleted, even the known ones listed with it)
     with pytest.raises(InputError, match="unknown"):
         ix.delete(["apples", "nope"])

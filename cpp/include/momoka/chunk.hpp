@@ -1,4 +1,7 @@
-// Chunking kernels: whitespace-delimited word starts, whitespace trimming of
+// Chunking kernels: word starts (a word is a maximal run of non-whitespace
+// characters; with solo=true each character of a script written without
+// spaces -- CJK ideographs, kana, Thai, Lao, Khmer, Myanmar, Tibetan -- is a
+// word by itself, so Chinese and Japanese text is measured in characters), whitespace trimming of
 // many cut positions at once, and separator search. Offsets are indices into
 // the code-unit array given (Python str offsets when fed a PEP 393 buffer).
 // Whitespace is exactly Python's str.isspace().
@@ -10,22 +13,33 @@
 #include <utility>
 #include <vector>
 
+#include "momoka/tokenize.hpp"
 #include "momoka/unicode_space.hpp"
 
 namespace momoka::chunk {
 
 using momoka::is_space;  // Python's str.isspace()
 
-// Start offsets of the maximal runs of non-whitespace characters.
+// A character of a script written without spaces: a word by itself.
+inline bool solo(std::uint32_t c) {
+  return c >= 0x0E00 && tok::classify(static_cast<char32_t>(c)) == tok::CpClass::kSingle;
+}
+
+// Start offsets of the words (see the top of this file).
 template <class CharT>
-std::vector<std::int64_t> word_starts(const CharT* s, std::size_t n) {
+std::vector<std::int64_t> word_starts(const CharT* s, std::size_t n, bool split_solo = false) {
   std::vector<std::int64_t> out;
   out.reserve(n / 6 + 16);
-  bool prev_space = true;
+  bool joinable = false;  // the previous character continues a word
   for (std::size_t i = 0; i < n; ++i) {
-    const bool sp = is_space(static_cast<std::uint32_t>(s[i]));
-    if (!sp && prev_space) out.push_back(static_cast<std::int64_t>(i));
-    prev_space = sp;
+    const auto c = static_cast<std::uint32_t>(s[i]);
+    if (is_space(c)) {
+      joinable = false;
+      continue;
+    }
+    const bool so = split_solo && solo(c);
+    if (so || !joinable) out.push_back(static_cast<std::int64_t>(i));
+    joinable = !so;
   }
   return out;
 }
@@ -65,7 +79,7 @@ std::vector<std::int64_t> find_all(const CharT* s, std::size_t lo, std::size_t h
   return out;
 }
 
-// Words (maximal non-whitespace runs) with an id per distinct word: ids[k]
+// Words (as word_starts defines them) with an id per distinct word: ids[k]
 // is the index of word k's first occurrence among the distinct words, in
 // order of first appearance. Equal words are found by hashing and confirmed
 // by comparing code units, so the ids are exact.
@@ -75,7 +89,7 @@ struct WordIds {
 };
 
 template <class CharT>
-WordIds word_ids(const CharT* s, std::size_t n) {
+WordIds word_ids(const CharT* s, std::size_t n, bool split_solo = false) {
   WordIds w;
   w.starts.reserve(n / 6 + 16);
   w.ends.reserve(n / 6 + 16);
@@ -83,8 +97,11 @@ WordIds word_ids(const CharT* s, std::size_t n) {
   while (i < n) {
     while (i < n && is_space(static_cast<std::uint32_t>(s[i]))) ++i;
     if (i >= n) break;
-    std::size_t j = i;
-    while (j < n && !is_space(static_cast<std::uint32_t>(s[j]))) ++j;
+    std::size_t j = i + 1;
+    if (!(split_solo && solo(static_cast<std::uint32_t>(s[i]))))
+      while (j < n && !is_space(static_cast<std::uint32_t>(s[j])) &&
+             !(split_solo && solo(static_cast<std::uint32_t>(s[j]))))
+        ++j;
     w.starts.push_back(static_cast<std::int64_t>(i));
     w.ends.push_back(static_cast<std::int64_t>(j));
     i = j;

@@ -5,7 +5,9 @@ tokens start and how many tokens start there ("atoms"). Three sources are
 supported, all turned into atoms by :func:`resolve_tokenizer`:
 
 * the default :class:`WhitespaceTokenizer` (a token is a maximal run of
-  non-whitespace characters, as ``str.split()`` defines it), found by the
+  non-whitespace characters, as ``str.split()`` defines it, except that each
+  character of a script written without spaces -- CJK ideographs, kana, Thai,
+  Lao, Khmer, Myanmar, Tibetan -- is a token by itself), found by the
   native kernels (``momoka._core.chunk_word_starts`` / ``chunk_word_ids``);
 * a ``tokenizers.Tokenizer``: when its pre-tokenizer never joins text across
   whitespace (``Whitespace``, ``WhitespaceSplit``, ``BertPreTokenizer``), each
@@ -14,7 +16,8 @@ supported, all turned into atoms by :func:`resolve_tokenizer`:
   long documents; otherwise the text is encoded in pieces cut before
   whitespace with ``encode_batch`` and token start offsets are used;
 * any callable ``str -> int`` (a count) or ``str -> sequence`` (a token list):
-  it is called once per distinct whitespace word and a span counts the sum of
+  it is called once per distinct whitespace word (whole runs: a tokenizer
+  counts CJK text its own way) and a span counts the sum of
   its words' counts (exact for word-level tokenizers, a close estimate for
   sub-word tokenizers whose tokens may cross spaces).
 """
@@ -36,23 +39,26 @@ def word_spans(text: str) -> np.ndarray:
     """``(N, 2)`` int64 array of the (start, end) offsets of the words of ``text``.
 
     A word is a maximal run of non-whitespace characters (``str.isspace``), so
-    the words are those of ``text.split()``, in order.
+    the words are those of ``text.split()``, in order, except that each
+    character of a script written without spaces (CJK ideographs, kana, Thai,
+    ...) is a word by itself: Chinese and Japanese are measured in characters.
     """
-    starts, ends, _, _ = _core.chunk_word_ids(text)
+    starts, ends, _, _ = _core.chunk_word_ids(text, True)
     return np.stack([starts, ends], axis=1)
 
 
 class WhitespaceTokenizer:
-    """The default tokenizer: a token is a maximal run of non-whitespace characters.
+    """The default tokenizer: a token is a maximal run of non-whitespace characters (one per
+    character in scripts written without spaces, see :func:`word_spans`).
 
-    ``tok(text)`` returns the number of tokens (``len(text.split())``);
+    ``tok(text)`` returns the number of tokens (``len(text.split())`` for spaced scripts);
     :meth:`spans` returns their ``(start, end)`` offsets as an ``(N, 2)`` array.
     """
 
     name = "whitespace"
 
     def __call__(self, text: str) -> int:
-        return len(text.split())
+        return len(_core.chunk_word_starts(text, True))
 
     def spans(self, text: str) -> np.ndarray:
         """``(N, 2)`` int64 array of token offsets in ``text``."""
@@ -107,10 +113,10 @@ class _WhitespaceSource(TokenSource):
         self.tokenizer = tok or WhitespaceTokenizer()
 
     def atoms(self, text: str) -> Atoms:
-        return Atoms(_core.chunk_word_starts(text), None)
+        return Atoms(_core.chunk_word_starts(text, True), None)
 
     def count(self, text: str) -> int:
-        return len(text.split())
+        return self.tokenizer(text)
 
 
 def _word_atoms(text: str, count_unique: Callable[[list[str]], list[int]]) -> Atoms:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from ..errors import MomokaError
 
 # Modules providing sub-commands, in the order they appear in --help.
-_AREAS = ("index", "evaluation", "chunking", "models", "llm")
+_AREAS = ("index", "store", "evaluation", "chunking", "models", "llm")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,20 +36,38 @@ def _version() -> str:
     return f"momoka {__version__}"
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line ``momoka: warning: ...`` (no source path)."""
+    print(f"momoka: warning: {message}", file=file or sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``momoka`` command; returns its exit status (errors: one line on stderr, status 2)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    shown = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         rc = args.func(args)
     except MomokaError as exc:
         print(f"momoka: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # permissions, read-only or full file systems outside the store's own checks
+        if isinstance(exc, BrokenPipeError):
+            return 0
+        from ..index._manifest import os_reason
+
+        print(f"momoka: error: {os_reason(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("momoka: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+    finally:
+        warnings.showwarning = shown
+        oc = sys.modules.get("momoka.llm.openai_client")
+        if oc is not None:
+            oc._close_all()  # close every HTTP session on every path (no "Unclosed client session")
     return int(rc or 0)

@@ -67,11 +67,28 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("LLM endpoint (default: $MOMOKA_LLM_BASE_URL, else the local model)")
     g.add_argument("--llm-url", default=None, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--llm-model", default=None, help="model name at --llm-url (default $MOMOKA_LLM_MODEL)")
+    g.add_argument("--llm-timeout", type=float, default=None, metavar="S",
+                   help="seconds per LLM request (default $MOMOKA_LLM_TIMEOUT, else 120)")
+    g.add_argument("--llm-deadline", "--deadline", dest="llm_deadline", type=float, default=None, metavar="S",
+                   help="overall deadline of each LLM stage in seconds; requests still unanswered then fail "
+                        "(default $MOMOKA_LLM_DEADLINE, else none)")
+    g.add_argument("--llm-max-failed", type=float, default=None, metavar="SHARE",
+                   help="stop an LLM stage with an error when more than this share of its calls failed "
+                        "(default $MOMOKA_LLM_MAX_FAILED, else 0.25)")
 
 
 def apply_llm_arguments(args: argparse.Namespace) -> None:
-    """Make ``--llm-url/--llm-model`` the endpoint every LLM-backed component of this run uses."""
+    """Make ``--llm-*`` the endpoint and limits every LLM-backed component of this run uses."""
     from ..llm import ENV_BASE_URL, ENV_MODEL
+    from ..llm.base import ENV_DEADLINE, ENV_MAX_FAILED, ENV_TIMEOUT
+
+    for attr, env in (("llm_timeout", ENV_TIMEOUT), ("llm_deadline", ENV_DEADLINE), ("llm_max_failed", ENV_MAX_FAILED)):
+        v = getattr(args, attr, None)
+        if v is not None:
+            if v <= 0 or (attr == "llm_max_failed" and v > 1):
+                raise ConfigError(f"--{attr.replace('_', '-')} must be "
+                                  + ("a share in (0, 1]" if attr == "llm_max_failed" else "> 0 seconds"))
+            os.environ[env] = str(v)
 
     if getattr(args, "llm_model", None) and not (getattr(args, "llm_url", None) or os.environ.get(ENV_BASE_URL)):
         raise ConfigError("--llm-model needs --llm-url (or MOMOKA_LLM_BASE_URL)")

@@ -39,6 +39,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-dense", action="store_true", help="BM25 only: no embedder, no vectors")
     p.add_argument("--float16", action="store_true", help="store vectors as float16")
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    p.add_argument("--replace", action="store_true",
+                   help="re-index documents whose text changed since they were indexed (identical ones are "
+                        "always skipped)")
+    p.add_argument("--on-error", choices=("skip", "stop"), default="skip",
+                   help="a file that cannot be read: skip it with a warning (default; exit status 1 when any "
+                        "was skipped) or stop before indexing anything")
+    p.add_argument("--encoding", default="utf-8", help="text encoding of the files (default utf-8)")
+    p.add_argument("--commit-every", type=int, default=None, metavar="N",
+                   help="commit a generation every N documents (default 256) or --commit-seconds, so an "
+                        "interrupted run loses at most that much; rerun the command to finish it")
+    p.add_argument("--commit-seconds", type=float, default=None, metavar="T",
+                   help="commit a generation at least every T seconds (default 60)")
     p.add_argument("--estimate", action="store_true",
                    help="print the expected LLM/referee calls of the relators for these documents, build nothing")
     add_llm_arguments(p)
@@ -52,6 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retriever", default="hybrid", help="retriever name (default hybrid)")
     add_option_argument(p)
     p.add_argument("--doc", action="append", default=None, help="restrict to this doc id (repeatable)")
+    p.add_argument("--max-query-chars", type=int, default=None, metavar="N",
+                   help="accept queries up to N characters (default 10000)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_query)
 
@@ -98,41 +112,60 @@ def _index(args: argparse.Namespace) -> int:
     if args.estimate:
         return _estimate(args, relate_specs, chunker_opts)
     t0 = time.monotonic()
+    on_error = "skip" if args.on_error == "skip" else "raise"
     if (store / MANIFEST).exists() and not args.overwrite:
         if args.chunker or args.size:
             say("note: --chunker/--size apply to new stores; this store keeps its own chunker")
         ix = Index.open(store, writable=True)
+        _commit_options(ix, args)
         new_e = [s for s in enrich_specs if not ix.has_component("enrich", s[0])]
         new_r = [s for s in relate_specs if not ix.has_component("relate", s[0])]
         if new_e or new_r:
             say(f"adding {', '.join(n for n, _ in new_e + new_r)} to the store's pipeline (runs on every document)")
             ix.extend(enrich=new_e, relate=new_r)
-        added = ix.add(args.paths)
+            ix.save()
+        ix.add(args.paths, existing="replace" if args.replace else "skip", on_error=on_error,
+               encoding=args.encoding, commit=True)
         ix.save()
     else:
         ix = Index.build(args.paths, store=store, chunker=args.chunker or "recursive", size=args.size,
                          embedder=None if args.no_dense else "default", enrich=enrich_specs, relate=relate_specs,
                          vector_dtype="float16" if args.float16 else "float32", overwrite=args.overwrite,
-                         **chunker_opts)
-        added = ix.doc_ids
+                         on_error=on_error, encoding=args.encoding, commit_docs=args.commit_every,
+                         commit_seconds=args.commit_seconds, **chunker_opts)
+    report = ix.report
+    added = report["added"]
     n_chunks = sum(len(ix.store.documents[d].chunk_ids) for d in added)
     pipe = ix.pipeline
     extra = [c["name"] for c in pipe["enrich"] + pipe["relate"]]
+    for src, why in report["skipped"]:
+        say(f"warning: skipped {src}: {why}")
+    notes = [f"{len(report[k])} {k}" for k in ("unchanged", "replaced") if report[k]]
+    if report["skipped"]:
+        notes.append(f"{len(report['skipped'])} skipped")
     print(f"indexed {len(added)} document(s), {n_chunks} chunk(s) into {store} ({len(ix)} documents in the store) "
-          f"in {time.monotonic() - t0:.1f}s" + (f"; pipeline: {', '.join(extra)}" if extra else ""))
+          f"in {time.monotonic() - t0:.1f}s" + (f"; {', '.join(notes)}" if notes else "")
+          + (f"; pipeline: {', '.join(extra)}" if extra else ""))
     for c in pipe["enrich"] + pipe["relate"]:
         st = (c.get("settings") or {}).get("stats")
         if st:
             print(f"  {c['name']}: " + ", ".join(f"{k} {v}" for k, v in st.items() if isinstance(v, (int, float))))
     ix.close()
-    return 0
+    return 1 if report["skipped"] else 0
+
+
+def _commit_options(ix, args: argparse.Namespace) -> None:
+    if args.commit_every:
+        ix.commit_docs = args.commit_every
+    if args.commit_seconds:
+        ix.commit_seconds = args.commit_seconds
 
 
 def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) -> int:
     from ..index.sources import expand_paths, resolve_chunker, to_document
     from ..methods import registry
 
-    docs = [to_document(x) for x in expand_paths(args.paths)]
+    docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths)]
     name = args.chunker or "recursive"
     params = dict(chunker_opts)
     if args.size or name == "recursive":
@@ -174,6 +207,8 @@ def _query(args: argparse.Namespace) -> int:
 
     opts = parse_options(args.option)
     ix = Index.open(args.store)
+    if args.max_query_chars:
+        ix.max_query_chars = args.max_query_chars
     res = ix.search(args.question, k=args.k, retriever=args.retriever, doc_ids=args.doc,
                     **opts.pop(args.retriever, {}))
     print_result(res, args.json)

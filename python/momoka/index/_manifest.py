@@ -30,7 +30,10 @@ class _Lock:
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot open store {self.path.parent} for writing: {os_reason(exc)}") from None
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -65,6 +68,18 @@ class _Lock:
             self.fd = None
 
 
+def os_reason(exc: OSError) -> str:
+    """A one-line reason for an OSError: read-only file system, permission denied, disk full..."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        reason = "permission denied"
+    elif exc.errno == errno.EROFS:
+        reason = "read-only file system"
+    elif exc.errno == errno.ENOSPC:
+        reason = "no space left on the device"
+    return f"{reason} ({exc.filename})" if exc.filename else reason
+
+
 def read_manifest(path: str | os.PathLike) -> dict:
     """Read and validate ``STORE/manifest.json``.
 
@@ -95,4 +110,7 @@ def read_manifest(path: str | os.PathLike) -> dict:
         )
     if version < 1:
         raise StoreVersionError(f"store {root} has unknown format version {version}")
+    from ._verify import check_manifest
+
+    check_manifest(root, manifest)
     return manifest

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import StoreCorruptedError, StoreError
 from .bm25 import BM25
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable
@@ -38,14 +38,14 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
     except FileNotFoundError:
         raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"store {root} is corrupted ({gdir.name}): {exc}") from None
+        raise StoreCorruptedError(f"store {root} is corrupted ({gdir.name}): {exc}") from None
     n_slots = int(manifest["counts"]["slots"])
     if bm25.n_slots != n_slots or bm25.n_docs != len(records):
-        raise StoreError(f"store {root} is corrupted: BM25 index and chunks disagree")
+        raise StoreCorruptedError(f"store {root} is corrupted: BM25 index and chunks disagree")
     try:
         store.chunks = ChunkTable.from_records(store, records, n_slots)
     except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
+        raise StoreCorruptedError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
     params = dict(DEFAULT_BM25, **(manifest.get("bm25") or {}))
     store.put_artifact("bm25", RAW, BM25View.from_index(store, RAW, bm25, params=params, source={"text": "chunk"}))
     emb = manifest.get("embedder")
@@ -56,10 +56,10 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
         except FileNotFoundError:
             raise
         except (OSError, ValueError) as exc:
-            raise StoreError(f"store {root} is corrupted (vectors): {exc}") from None
+            raise StoreCorruptedError(f"store {root} is corrupted (vectors): {exc}") from None
         ids = store.chunks.ids()
         if vecs.shape != (len(ids), dim):
-            raise StoreError(f"store {root} is corrupted: vectors {vecs.shape} for {len(ids)} chunks")
+            raise StoreCorruptedError(f"store {root} is corrupted: vectors {vecs.shape} for {len(ids)} chunks")
         rows = np.zeros((n_slots, dim), dtype=vecs.dtype)
         rows[ids] = vecs
         has = np.zeros(n_slots, dtype=bool)
@@ -74,7 +74,7 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
             except RuntimeError as exc:
                 if not (gdir / "hnsw.bin").is_file():
                     raise FileNotFoundError(gdir / "hnsw.bin") from None
-                raise StoreError(f"store {root} is corrupted (HNSW index): {exc}") from None
+                raise StoreCorruptedError(f"store {root} is corrupted (HNSW index): {exc}") from None
         store.put_artifact("vectors", RAW, VectorView.from_rows(
             store, RAW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
             hnsw=manifest.get("hnsw"), graph=graph))

@@ -16,8 +16,8 @@ The pipeline (chunker, enrichers, relators and their options) is recorded in
 the store's manifest, so :meth:`Index.add` runs the same components on new
 documents only. Searching asks a registered retriever by name.
 
-Length: this module is the whole public :class:`Index` (build, open, add, extend, delete,
-save, embedding, results, search) with its docstrings, a little over 500 lines; its inputs
+Length: this module is the whole public :class:`Index` (build, open, add with its commits
+and skips, extend, delete, save, embedding, results, search) with its docstrings, about 650 lines; its inputs
 (paths, documents, chunkers, embedders, queries) are in :mod:`momoka.index.sources`.
 """
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -39,6 +40,7 @@ from ..text.model import Chunk
 from .sources import (
     MAX_QUERY_CHARS,
     check_query,
+    content_hash,
     embedder_info,
     expand_paths,
     jsonable,
@@ -56,7 +58,9 @@ DEFAULT_RETRIEVER = "hybrid"
 #: Name of the views built from the chunk texts themselves.
 RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
-EMBED_BATCH = 256
+EMBED_BATCH = 64
+#: Documents run through the pipeline together while indexing with commits.
+ADD_BATCH = 32
 
 
 def _component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
@@ -100,6 +104,12 @@ class Index:
         self.progress = progress
         #: Queries longer than this many characters are refused (raise it for long queries).
         self.max_query_chars = MAX_QUERY_CHARS
+        #: ``add(..., commit=True)`` saves a generation after this many documents ...
+        self.commit_docs = int(os.environ.get("MOMOKA_COMMIT_DOCS") or 256)
+        #: ... or after this many seconds, whichever comes first.
+        self.commit_seconds = float(os.environ.get("MOMOKA_COMMIT_SECONDS") or 60)
+        #: What the last :meth:`add` did: ``{"added", "unchanged", "replaced", "skipped": [(source, reason)]}``.
+        self.report: dict = {"added": [], "unchanged": [], "replaced": [], "skipped": []}
 
     # ------------------------------------------------------------------ construction
 
@@ -118,6 +128,10 @@ class Index:
         vector_dtype: str = "float32",
         overwrite: bool = False,
         progress: bool | None = None,
+        on_error: str = "raise",
+        encoding: str = "utf-8",
+        commit_docs: int | None = None,
+        commit_seconds: float | None = None,
         **chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
@@ -135,6 +149,15 @@ class Index:
             bm25: BM25 parameters of the raw view (see :data:`momoka.index.store.DEFAULT_BM25`).
             vector_dtype: ``"float32"`` or ``"float16"`` for the raw vectors.
             overwrite: replace an existing store at ``store``.
+            on_error, encoding: as for :meth:`add`.
+            commit_docs, commit_seconds: commit every this many documents or seconds
+                (default :attr:`commit_docs`, :attr:`commit_seconds`).
+
+        With a ``store`` directory the work is committed as it is done (see
+        :meth:`add`, ``commit``): an interrupted build keeps every committed
+        generation; open the store and :meth:`add` the same sources with
+        ``existing="skip"`` to finish it (``momoka index`` does). A build killed
+        before its first commit is started again by the next build.
             progress: progress on stderr (default: a live line on a terminal, a line
                 every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
             chunker_params: more parameters for the named chunker.
@@ -171,8 +194,12 @@ class Index:
                         components[name] = obj
             st.manifest["pipeline"] = pipeline
             index = cls(st, chunker=chunker_obj, embedder=emb, components=components, progress=progress)
-            index.add(sources)
-            if store is not None:
+            if commit_docs:
+                index.commit_docs = int(commit_docs)
+            if commit_seconds:
+                index.commit_seconds = float(commit_seconds)
+            index.add(sources, on_error=on_error, encoding=encoding, commit=store is not None)
+            if store is not None and index.store.dirty:
                 index.save()
         except BaseException:
             st.close()
@@ -337,41 +364,118 @@ class Index:
 
     # ------------------------------------------------------------------ changes
 
-    def add(self, sources: Iterable[Any], *, progress: bool | None = None) -> list[str]:
+    def add(self, sources: Iterable[Any], *, progress: bool | None = None, existing: str = "error",
+            on_error: str = "raise", encoding: str = "utf-8", commit: bool = False) -> list[str]:
         """Chunk, embed and add documents, then run the pipeline's enrichers and relators on them.
 
-        Accepts the forms of :meth:`build`. Returns the added doc ids; changes
-        are in memory until :meth:`save`. Raises :class:`InputError` for a
-        document already in the index (nothing is added then),
-        :class:`EmptyInputError` for nothing to add.
+        Accepts the forms of :meth:`build`. Returns the added doc ids (also in
+        :attr:`report`, with what was skipped and why).
+
+        ``existing``: what to do with a doc id already in the index:
+        ``"error"`` raises :class:`InputError` before anything is added;
+        ``"skip"`` skips it when its text and title are identical (sha256) and
+        reports it as skipped when they changed; ``"replace"`` skips identical
+        ones and replaces changed ones.
+        ``on_error``: a file that cannot be read or chunked raises
+        (``"raise"``, nothing added) or is skipped and reported (``"skip"``).
+        ``commit=True`` saves a generation every :attr:`commit_docs` documents or
+        :attr:`commit_seconds` seconds and at the end (a store with a directory
+        only), so an interruption loses at most the documents since the last
+        commit; otherwise changes are in memory until :meth:`save`. Raises
+        :class:`EmptyInputError` when no document is given.
         """
         if progress is not None:
             self.progress = progress
+        if existing not in ("error", "skip", "replace"):
+            raise ConfigError(f"existing must be 'error', 'skip' or 'replace', not {existing!r}")
+        if on_error not in ("raise", "skip"):
+            raise ConfigError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         self.store.ensure_writable()
         if isinstance(sources, Index) or not isinstance(sources, (str, os.PathLike, Iterable)):
             raise InputError(f"cannot index a {type(sources).__name__}: give paths, Documents or dicts with text "
                              "(to add documents to an index, call its add())")
-        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources))
+        skipped: list[tuple[str, str]] = []
+        unsupported: list = []
+        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported)
+        skipped.extend((str(p), why) for p, why in unsupported)
         if not items:
             raise EmptyInputError("no documents to add")
-        docs = [to_document(it) for it in items]
+        self.report = report = {"added": [], "unchanged": [], "replaced": [], "skipped": skipped}
+        docs, hashes = [], {}
         seen: set[str] = set()
-        for d in docs:
-            if d.doc_id in self.store.documents or d.doc_id in seen:
-                raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it")
+        for it in items:
+            try:
+                d = to_document(it, encoding=encoding)
+            except InputError as exc:
+                if on_error == "raise":
+                    raise
+                skipped.append((str(it), str(exc)))
+                continue
+            if d.doc_id in seen:
+                if on_error == "raise":
+                    raise InputError(f"document {d.doc_id!r} is given twice")
+                skipped.append((str(it), f"document id {d.doc_id!r} is given twice"))
+                continue
             seen.add(d.doc_id)
+            old = self.store.documents.get(d.doc_id)
+            if old is not None:
+                if existing == "error":
+                    raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it "
+                                     "(momoka index skips identical documents and re-indexes changed ones with --replace)")
+                h = content_hash(d)
+                if old.sha256 is None or old.sha256 == h:
+                    report["unchanged"].append(d.doc_id)
+                    continue
+                if existing == "skip":
+                    skipped.append((str(it), f"document {d.doc_id!r} changed since it was indexed (--replace "
+                                              "re-indexes it)"))
+                    continue
+                report["replaced"].append(d.doc_id)
+            docs.append(d)
+            hashes[d.doc_id] = content_hash(d)
+        if report["replaced"]:
+            self.store.delete(report["replaced"])
         pipeline = self.pipeline
         enrichers = [self.component("enrich", c["name"]) for c in pipeline["enrich"]]
         relators = [self.component("relate", c["name"]) for c in pipeline["relate"]]
-        chunks = self._chunk(docs)
-        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": {}}
-                for d in docs]
+        commit = commit and self.store.path is not None
+        step = max(1, min(ADD_BATCH, self.commit_docs)) if commit else max(len(docs), 1)
+        since, t_commit = 0, time.monotonic()
+        with Progress("indexing", total=len(docs), unit="docs", enabled=self.progress) as pr:
+            for i in range(0, len(docs), step):
+                batch = docs[i : i + step]
+                added = self._add_batch(batch, hashes, enrichers, relators, on_error, skipped)
+                report["added"].extend(added)
+                pr.update(len(batch))
+                since += len(added)
+                if commit and since and (since >= self.commit_docs or time.monotonic() - t_commit >= self.commit_seconds
+                                         or i + step >= len(docs)):
+                    self.store.save()
+                    since, t_commit = 0, time.monotonic()
+        if commit and self.store.dirty:
+            self.store.save()
+        if skipped and on_error == "raise":  # only unsupported files can be skipped here
+            warnings.warn(f"skipped {len(skipped)} file(s) of unsupported types, e.g. {skipped[0][0]}",
+                          UserWarning, stacklevel=2)
+        return list(report["added"])
+
+    def _add_batch(self, docs: list, hashes: dict, enrichers: list, relators: list, on_error: str,
+                   skipped: list) -> list[str]:
+        """Chunk, embed, enrich and relate one batch of documents; returns the ids added."""
+        chunks = self._chunk(docs, on_error, skipped)
+        keep = [i for i, cs in enumerate(chunks) if cs]
+        docs, chunks = [docs[i] for i in keep], [chunks[i] for i in keep]
+        if not docs:
+            return []
+        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": {},
+                 "sha256": hashes.get(d.doc_id)} for d in docs]
+        texts = [c.text for cs in chunks for c in cs]
+        vecs = self.embed(texts, label="embedding chunks") if self.store.has_vector_view(RAW_VIEW) else None
         ids_per_doc = self.store.add_documents(meta, chunks)
         flat_ids = [i for ids in ids_per_doc for i in ids]
-        texts = [c.text for cs in chunks for c in cs]
         self.store.bm25_view(RAW_VIEW).add(flat_ids, texts)
-        if self.store.has_vector_view(RAW_VIEW):
-            self.store.vector_view(RAW_VIEW).add(flat_ids, self.embed(texts, label="embedding chunks"))
+        if vecs is not None:
+            self.store.vector_view(RAW_VIEW).add(flat_ids, vecs)
         doc_ids = [d.doc_id for d in docs]
         self._documents = {d.doc_id: d for d in docs}
         try:
@@ -410,20 +514,20 @@ class Index:
             buf[c.start : c.end] = c.text
         return Document.from_text("".join(buf), title=entry.title, doc_id=doc_id, source=entry.source)
 
-    def _chunk(self, docs: list) -> list[list[Chunk]]:
+    def _chunk(self, docs: list, on_error: str = "raise", skipped: list | None = None) -> list[list[Chunk]]:
+        """Chunks per document; a document without chunks raises, or gets ``[]`` and a ``skipped`` entry."""
         chunker = self.chunker
         batch = getattr(chunker, "batch", None)
         if callable(batch):
             chunks = [list(cs) for cs in batch(docs)]
         else:
-            chunks = []
-            with Progress("chunking", total=len(docs), unit="docs", enabled=self.progress) as pr:
-                for d in docs:
-                    chunks.append(list(chunker(d)))
-                    pr.update(1)
+            chunks = [list(chunker(d)) for d in docs]
         for d, cs in zip(docs, chunks):
             if not cs:
-                raise InputError(f"document {d.doc_id!r} produced no chunks")
+                if on_error == "raise":
+                    raise InputError(f"document {d.doc_id!r} produced no chunks")
+                if skipped is not None:
+                    skipped.append((d.source or d.doc_id, "produced no chunks"))
         return chunks
 
     def _record(self, kind: str, comp: Any) -> None:

@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
+from ..errors import StoreCorruptedError, StoreError
 from ._io import sha256_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import Store
+
+
+class StoreWarning(UserWarning):
+    """Something in a store was repaired or skipped on the fly (e.g. a damaged HNSW graph rebuilt)."""
 
 
 class Artifact:
@@ -53,7 +57,7 @@ class Artifact:
             )
         rec = self.files.get(rel)
         if verify and rec and rec.get("sha256") and sha256_file(p) != rec["sha256"]:
-            raise StoreError(f"store file {p} of {self.kind} {self.name!r} is corrupted (sha256 differs)")
+            raise StoreCorruptedError(f"store file {p} of {self.kind} {self.name!r} is corrupted (sha256 differs)", p)
         return p
 
     def loaded(self) -> bool:

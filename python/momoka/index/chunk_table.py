@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreCorruptedError, StoreError
 from ..text.model import Chunk
 from ._io import jsonl, write_file, write_npy
 from .artifact import Artifact
@@ -80,10 +80,10 @@ class ChunkTable(Artifact):
         except FileNotFoundError:
             raise
         except (OSError, ValueError) as exc:
-            raise StoreError(f"store {gen_dir} has a corrupted chunk table: {exc}") from None
+            raise StoreCorruptedError(f"store {gen_dir} has a corrupted chunk table: {exc}") from None
         n = len(cols["live"])
         if any(len(c) != n for c in cols.values()) or len(offsets) != n + 1 or (n and int(offsets[-1]) != size):
-            raise StoreError(f"store {gen_dir} has a corrupted chunk table: columns of different lengths")
+            raise StoreCorruptedError(f"store {gen_dir} has a corrupted chunk table: columns of different lengths")
         t._cols, t._offsets, t._docs, t._sections = cols, offsets, list(docs), sections or [()]
         t._blob = np.memmap(base / "text.bin", dtype=np.uint8, mode="r") if size else bytearray()
         t._doc_index = {d: i for i, d in enumerate(t._docs)}
@@ -112,14 +112,14 @@ class ChunkTable(Artifact):
     def _load_meta(self) -> dict[int, dict]:
         if self._meta is None:
             meta: dict[int, dict] = {}
-            p = self.path_of("chunks/meta.jsonl")
+            p = self.path_of("chunks/meta.jsonl", verify=True)
             try:
                 with open(p, encoding="utf-8") as f:
                     for line in f:
                         r = json.loads(line)
                         meta[int(r["id"])] = dict(r["metadata"])
             except (OSError, ValueError, KeyError) as exc:
-                raise StoreError(f"store file {p} is corrupted: {exc}") from None
+                raise StoreCorruptedError(f"store file {p} is corrupted: {exc}") from None
             self._meta = meta
         return self._meta
 

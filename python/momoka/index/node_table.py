@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreCorruptedError, StoreError
 from ._io import jsonl, write_file
 from .artifact import Artifact
 
@@ -41,7 +41,7 @@ class NodeTable(Artifact):
                 with open(p, encoding="utf-8") as f:
                     self._rows = [json.loads(line) for line in f]
             except (OSError, ValueError) as exc:
-                raise StoreError(f"store file {p} (node table {self.name!r}) is corrupted: {exc}") from None
+                raise StoreCorruptedError(f"store file {p} (node table {self.name!r}) is corrupted: {exc}") from None
         return self._rows
 
     def add(self, rows: list[dict]) -> list[int]:

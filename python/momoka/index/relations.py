@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreCorruptedError, StoreError
 from ._io import fsync_file
 from .artifact import Artifact
 
@@ -57,9 +57,9 @@ class Relation(Artifact):
                     src, indptr, ind = z["sources"], z["indptr"], z["indices"]
                     w = z["weights"] if self.weighted else None
             except (OSError, ValueError, KeyError) as exc:
-                raise StoreError(f"store file {p} (relation {self.name!r}) is corrupted: {exc}") from None
+                raise StoreCorruptedError(f"store file {p} (relation {self.name!r}) is corrupted: {exc}") from None
             if len(indptr) != len(src) + 1 or int(indptr[-1]) != len(ind) or (w is not None and len(w) != len(ind)):
-                raise StoreError(f"store file {p} (relation {self.name!r}) is corrupted: CSR sizes disagree")
+                raise StoreCorruptedError(f"store file {p} (relation {self.name!r}) is corrupted: CSR sizes disagree")
             rows, weights = {}, {}
             for i, s in enumerate(src.tolist()):
                 a, b = int(indptr[i]), int(indptr[i + 1])

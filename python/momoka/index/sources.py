@@ -5,8 +5,10 @@ Shared by :class:`momoka.index.Index`, the CLI and the eval runner.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,19 +62,61 @@ def jsonable(x: Any) -> Any:
     return str(x)
 
 
-def expand_paths(items: Iterable[Any]) -> list[Any]:
-    """Files and directories (read recursively for :data:`DOC_EXTENSIONS`) into a list of files; other items pass."""
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to index and its document id (see :func:`expand_paths`)."""
+
+    path: Path
+    doc_id: str
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def file_doc_id(path: Path, base: Path | None = None) -> str:
+    """The document id of a file: its path without the extension, ``/``-separated, relative to ``base``
+    (the directory argument it was found in), else as given (normalised; an absolute path gives its name).
+
+    So ``docs/report.md`` found in ``docs`` is ``report``, ``docs/x/report.md`` is ``x/report``, and the file
+    argument ``y/report.md`` is ``y/report``: files in different folders never share an id. Two files that
+    differ only in their extension do (the second is reported as given twice).
+    """
+    if base is not None:
+        rel = path.relative_to(base)
+    elif path.is_absolute():
+        rel = Path(path.name)
+    else:
+        rel = Path(os.path.normpath(path))
+    return rel.with_suffix("").as_posix() if rel.suffix else rel.as_posix()
+
+
+def expand_paths(items: Iterable[Any], skipped: list | None = None) -> list[Any]:
+    """Files and directories into :class:`SourceFile` items; other items (Documents, dicts) pass unchanged.
+
+    A directory is read recursively for :data:`DOC_EXTENSIONS`; its files get
+    ids relative to it (:func:`file_doc_id`). Files of other types found in a
+    directory are appended to ``skipped`` as ``(path, reason)`` when a list is
+    given. A directory without any document, and a missing path, raise
+    :class:`InputError`.
+    """
     out: list[Any] = []
     for it in items:
         if isinstance(it, (str, os.PathLike)):
             p = Path(it)
             if p.is_dir():
-                files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in DOC_EXTENSIONS)
+                files, other = [], []
+                for f in sorted(p.rglob("*")):
+                    if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
+                        (files if f.suffix.lower() in DOC_EXTENSIONS else other).append(f)
                 if not files:
-                    raise InputError(f"{p} holds no documents ({', '.join(DOC_EXTENSIONS)})")
-                out.extend(files)
+                    raise InputError(f"{p} holds no documents ({', '.join(DOC_EXTENSIONS)})"
+                                     + (f"; it has {len(other)} file(s) of other types, e.g. {other[0]}" if other else ""))
+                if skipped is not None:
+                    skipped.extend((f, f"unsupported file type {f.suffix or '(no extension)'} (momoka reads "
+                                       f"{', '.join(DOC_EXTENSIONS)})") for f in other)
+                out.extend(SourceFile(f, file_doc_id(f, p)) for f in files)
             elif p.is_file():
-                out.append(p)
+                out.append(SourceFile(p, file_doc_id(p)))
             else:
                 raise InputError(f"no such file or directory: {p}")
         else:
@@ -80,14 +124,19 @@ def expand_paths(items: Iterable[Any]) -> list[Any]:
     return out
 
 
-def to_document(item: Any):
-    """A :class:`momoka.text.Document` from a path, a Document, a dict or an eval DocRecord."""
+def to_document(item: Any, encoding: str = "utf-8"):
+    """A :class:`momoka.text.Document` from a :class:`SourceFile`, a path, a Document, a dict or an eval DocRecord.
+
+    Files are read with ``encoding``; a bare path gets the id :func:`file_doc_id` gives it.
+    """
     from ..text import Document
 
+    if isinstance(item, (str, os.PathLike)):
+        item = SourceFile(Path(item), file_doc_id(Path(item)))
     if isinstance(item, Document):
         doc = item
-    elif isinstance(item, (str, os.PathLike)):
-        doc = Document.from_file(item)
+    elif isinstance(item, SourceFile):
+        doc = Document.from_file(item.path, encoding=encoding, doc_id=item.doc_id)
     elif isinstance(item, dict):
         if "text" not in item:
             raise InputError("a document dict needs 'text' (and 'doc_id')")
@@ -98,8 +147,17 @@ def to_document(item: Any):
     else:
         raise InputError(f"cannot index a {type(item).__name__}: give paths, Documents or dicts with text")
     if not doc.doc_id:
-        raise InputError("every document needs a doc_id (files get their name; give one for texts)")
+        raise InputError("every document needs a doc_id (files get their path; give one for texts)")
     return doc
+
+
+def content_hash(doc: Any) -> str:
+    """sha256 of what indexing a document depends on: its text and title."""
+    h = hashlib.sha256()
+    h.update((doc.title or "").encode("utf-8", "surrogatepass"))
+    h.update(b"\0")
+    h.update(doc.text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
@@ -109,5 +167,6 @@ def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
     if not query.strip():
         raise EmptyInputError("query is empty")
     if len(query) > max_chars:
-        raise InputTooLargeError(f"query is {len(query):,} characters; the limit is {max_chars:,}")
+        raise InputTooLargeError(f"query is {len(query):,} characters; the limit is {max_chars:,} (raise it with "
+                                 "momoka query --max-query-chars, or Index.max_query_chars in Python)")
     return query

@@ -43,7 +43,7 @@ One writer at a time: opening for writing takes an exclusive ``flock`` on
 kernel drops the lock when its process dies, so the lock of a killed writer
 is never stale. Readers take no lock.
 
-Length: a little over 500 lines, of which the layout above and the lifecycle (create, open,
+Length: under 600 lines, of which the layout above and the lifecycle (create, open,
 lock, generations, save) are one unit; each artifact kind has its own module.
 """
 
@@ -52,19 +52,22 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import shutil
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, StoreError, StoreMismatchError
+from ..errors import InputError, StoreCorruptedError, StoreError, StoreMismatchError
 from ..text.model import Chunk
 from ._io import file_record, fsync_dir, fsync_file, jsonl, write_file
-from ._manifest import FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, read_manifest
+from ._manifest import FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, os_reason, read_manifest
 from ._registry import KINDS, RAW, ArtifactRegistry
 from ._v1 import load_v1
-from .artifact import Artifact
+from ._verify import check_on_open, manifest_checksum
+from .artifact import Artifact, StoreWarning
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable
 from .node_table import NodeTable
@@ -98,6 +101,8 @@ class DocEntry:
     length: int = 0
     chunk_ids: list[int] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: sha256 of the indexed text and title (None for documents indexed before it was recorded).
+    sha256: str | None = None
 
     def to_dict(self) -> dict:
         """The ``documents.jsonl`` line of this document."""
@@ -105,17 +110,24 @@ class DocEntry:
              "chunk_ids": self.chunk_ids}
         if self.metadata:
             d["metadata"] = self.metadata
+        if self.sha256:
+            d["sha256"] = self.sha256
         return d
 
     @classmethod
     def from_dict(cls, r: dict) -> DocEntry:
         """A document from its ``documents.jsonl`` line."""
         return cls(r["doc_id"], r.get("title"), r.get("source"), int(r.get("length") or 0),
-                   [int(c) for c in r["chunk_ids"]], dict(r.get("metadata") or {}))
+                   [int(c) for c in r["chunk_ids"]], dict(r.get("metadata") or {}), r.get("sha256"))
 
 
 
 
+
+
+def _leftover(name: str) -> bool:
+    """Files a writer leaves in a store directory before its first manifest: the lock and generations."""
+    return name == LOCK or ".tmp-" in name or bool(re.fullmatch(r"gen-\d{6}", name))
 
 
 class Store(ArtifactRegistry):
@@ -190,11 +202,21 @@ class Store(ArtifactRegistry):
                     except (OSError, ValueError, TypeError, AttributeError):
                         old_gen = 0
                     manifest["generation"] = max(old_gen, 0)
-                elif any(p.name != LOCK for p in root.iterdir()):
+                elif any(not _leftover(p.name) for p in root.iterdir()):
                     raise StoreError(f"{root} is a non-empty directory that is not a momoka store; refusing to use it")
-            root.mkdir(parents=True, exist_ok=True)
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create store {root}: {os_reason(exc)}") from None
             store._acquire()
             store._dirty = True
+            if not (root / MANIFEST).exists():
+                left = [p for p in root.iterdir() if p.name != LOCK and _leftover(p.name)]
+                if left:  # a first build that never committed (we hold the lock: its writer is gone)
+                    warnings.warn(f"store {root}: its first build was interrupted before anything was committed; "
+                                  f"starting it again (removed {len(left)} leftover file(s))", StoreWarning, stacklevel=2)
+                    for p in left:
+                        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
         return store
 
     @classmethod
@@ -238,21 +260,15 @@ class Store(ArtifactRegistry):
             load_v1(self, gdir, manifest)
             return
         entries = manifest.get("artifacts") or []
-        for e in entries:  # cheap checks now: every file is there with its size
-            label = KINDS.get(e.get("kind"), e.get("kind"))
-            for rel, rec in (e.get("files") or {}).items():
-                p = gdir / rel
-                size = p.stat().st_size  # FileNotFoundError: retried by open()
-                if size != rec.get("bytes"):
-                    raise StoreError(f"store {root} is corrupted: {rel} ({label} {e.get('name')!r}) has {size} bytes, "
-                                     f"the manifest says {rec.get('bytes')}")
+        check_on_open(root, gen, entries)  # FileNotFoundError: retried by open()
         try:
             with open(gdir / "documents.jsonl", encoding="utf-8") as f:
                 documents = {d.doc_id: d for d in (DocEntry.from_dict(json.loads(line)) for line in f)}
         except FileNotFoundError:
             raise
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"store {root} is corrupted ({gen}/documents.jsonl): {exc}") from None
+            raise StoreCorruptedError(f"store {root} is corrupted ({gen}/documents.jsonl): {exc}",
+                                      gdir / "documents.jsonl") from None
         hnsw = manifest.get("hnsw")
         for e in entries:
             kind, name, files = e.get("kind"), e.get("name"), e.get("files") or {}
@@ -272,7 +288,7 @@ class Store(ArtifactRegistry):
         counts = manifest.get("counts") or {}
         if self.chunks.n_slots != counts.get("slots", self.chunks.n_slots) or len(documents) != counts.get(
                 "documents", len(documents)):
-            raise StoreError(f"store {root} is corrupted: the chunk table or documents disagree with the manifest")
+            raise StoreCorruptedError(f"store {root} is corrupted: the chunk table or documents disagree with the manifest")
         self.documents = documents
 
 
@@ -357,7 +373,7 @@ class Store(ArtifactRegistry):
     def add_documents(self, documents: Sequence[dict], chunks: Sequence[Sequence[Chunk]]) -> list[list[int]]:
         """Add documents with their chunks to the document and chunk tables.
 
-        ``documents[i]`` is ``{"doc_id", "title", "source", "length", "metadata"}``
+        ``documents[i]`` is ``{"doc_id", "title", "source", "length", "metadata"[, "sha256"]}``
         and ``chunks[i]`` its chunks. Returns the new chunk ids per document.
         Views are not filled: callers add vectors and BM25 texts for the new
         ids. Raises :class:`InputError` for a doc_id already in the store (or
@@ -383,7 +399,7 @@ class Store(ArtifactRegistry):
             pos += len(cs)
             self.documents[d["doc_id"]] = DocEntry(d["doc_id"], d.get("title"), d.get("source"),
                                                    int(d.get("length") or 0), list(mine),
-                                                   dict(d.get("metadata") or {}))
+                                                   dict(d.get("metadata") or {}), d.get("sha256"))
             out.append(list(mine))
         self._dirty = True
         return out
@@ -450,12 +466,22 @@ class Store(ArtifactRegistry):
             raise StoreError("an in-memory store needs a path to save to")
         self.ensure_writable()
         root = self.path
+        tmps: list[Path] = []
+        try:
+            return self._save(root, tmps)
+        except OSError as exc:
+            for t in tmps:
+                shutil.rmtree(t, ignore_errors=True) if t.is_dir() else t.unlink(missing_ok=True)
+            raise StoreError(f"cannot save store {root}: {os_reason(exc)}; nothing was changed") from None
+
+    def _save(self, root: Path, tmps: list[Path]) -> Path:
         self._clean_leftovers()
         gen = int(self.manifest.get("generation") or 0) + 1
         name = f"gen-{gen:06d}"
         tmp = root / f"{name}.tmp-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
+        tmps.append(tmp)
         tmp.mkdir()
         docs = sorted(self.documents.values(), key=lambda e: e.chunk_ids[0] if e.chunk_ids else -1)
         write_file(tmp / "documents.jsonl", jsonl(e.to_dict() for e in docs))
@@ -479,6 +505,7 @@ class Store(ArtifactRegistry):
         if final.exists():  # a leftover of a crashed save that never reached the manifest
             shutil.rmtree(final)
         os.rename(tmp, final)
+        tmps[0] = final  # removed again if the manifest cannot be written
         fsync_dir(root)
         previous = self.manifest.get("dir")
         manifest = {k: v for k, v in self.manifest.items() if k not in ("embedder", "bm25", "vector_dtype")}
@@ -494,9 +521,13 @@ class Store(ArtifactRegistry):
             "counts": {"documents": len(self.documents), "chunks": self.n_chunks, "slots": self.n_slots},
             "artifacts": entries,
         })
+        manifest.pop("checksum", None)
+        manifest["checksum"] = manifest_checksum(manifest)
         mtmp = root / f"{MANIFEST}.tmp-{os.getpid()}"
+        tmps.append(mtmp)
         write_file(mtmp, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
         os.replace(mtmp, root / MANIFEST)
+        tmps.clear()  # committed
         fsync_dir(root)
         self.manifest = manifest
         for art, files in written:

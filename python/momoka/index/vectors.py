@@ -15,18 +15,21 @@ the live rows (compaction) at the next save.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, InputError, StoreError
+from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
 from ._io import fsync_file, write_npy
-from .artifact import Artifact
+from .artifact import Artifact, StoreWarning
 
 #: HNSW construction and search parameters.
 DEFAULT_HNSW = {"M": 32, "ef_construction": 200, "ef_search": 128}
 DTYPES = {"float32": np.float32, "float16": np.float16}
+#: Graphs of at most this many rows are built on one thread (deterministic); larger ones in parallel.
+DETERMINISTIC_ROWS = 20_000
 
 
 def check_embedder_info(embedder: object) -> dict:
@@ -85,9 +88,9 @@ class VectorView(Artifact):
         except FileNotFoundError:
             raise
         except (OSError, ValueError) as exc:
-            raise StoreError(f"store {gen_dir}: vector view {name!r} is corrupted: {exc}") from None
+            raise StoreCorruptedError(f"store {gen_dir}: vector view {name!r} is corrupted: {exc}") from None
         if rows.ndim != 2 or rows.shape[1] != v.dim or len(has) != len(rows) or rows.dtype != DTYPES[v.dtype]:
-            raise StoreError(f"store {gen_dir}: vector view {name!r} is corrupted: rows {rows.shape} {rows.dtype}, "
+            raise StoreCorruptedError(f"store {gen_dir}: vector view {name!r} is corrupted: rows {rows.shape} {rows.dtype}, "
                              f"dim {v.dim} {v.dtype}, {len(has)} flags")
         v._rows, v._has, v._owned = rows, np.asarray(has, dtype=bool), False
         v._graph_on_disk = f"hnsw/{name}.bin" in entry["files"]
@@ -119,29 +122,53 @@ class VectorView(Artifact):
         if self._graph is None:
             n = self.n_rows
             if self._graph_on_disk:
-                import hnswlib
-
-                p = self.path_of(f"hnsw/{self.name}.bin", verify=True)
-                ix = hnswlib.Index(space="ip", dim=self.dim)
-                try:
-                    ix.load_index(str(p), max_elements=max(n + len(self._pending), 16))
-                except RuntimeError as exc:
-                    raise StoreError(f"store file {p} (HNSW of view {self.name!r}) is corrupted: {exc}") from None
-                for c in self._pending:
-                    ix.mark_deleted(c)
-                if ix.get_current_count() - len(self._pending) != n:
-                    raise StoreError(f"store file {p} is corrupted: HNSW holds {ix.get_current_count()} rows, "
-                                     f"the view {n + len(self._pending)}")
-                self._pending.clear()
+                ix = self._read_graph(n)
                 self._graph_on_disk = False
-                self._graph = ix
-            else:
+                self._pending.clear()
+                if ix is not None:
+                    self._graph = ix
+                    return ix
+                n = self.n_rows
+            if self._graph is None:
                 ix = self._new_graph(n)
                 if n:
                     ids = self.ids()
-                    ix.add_items(np.asarray(self._rows[ids], dtype=np.float32), ids)
+                    # One thread below DETERMINISTIC_ROWS: the same rows always give the same graph (a
+                    # rebuilt graph answers like the saved one); many threads above it, for speed.
+                    ix.add_items(np.asarray(self._rows[ids], dtype=np.float32), ids,
+                                 num_threads=1 if n <= DETERMINISTIC_ROWS else -1)
                 self._graph = ix
         return self._graph
+
+    def _read_graph(self, n: int):
+        """The saved graph, validated (sha256, then its row count) before and after hnswlib reads it.
+
+        A damaged graph is not read: it is rebuilt from the vectors (with a
+        warning; the next save writes the rebuilt graph) and None is returned.
+        """
+        import hnswlib
+
+        rel = f"hnsw/{self.name}.bin"
+        try:
+            p = self.path_of(rel, verify=True)
+            ix = hnswlib.Index(space="ip", dim=self.dim)
+            try:
+                ix.load_index(str(p), max_elements=max(n + len(self._pending), 16))
+            except RuntimeError as exc:
+                raise StoreCorruptedError(f"store file {p} (HNSW of view {self.name!r}) is corrupted: {exc}",
+                                          p) from None
+            for c in self._pending:
+                ix.mark_deleted(c)
+            if ix.get_current_count() - len(self._pending) != n:
+                raise StoreCorruptedError(f"store file {p} is corrupted: HNSW holds {ix.get_current_count()} rows, "
+                                          f"the view {n + len(self._pending)}", p)
+            return ix
+        except StoreCorruptedError as exc:
+            warnings.warn(f"{exc}; rebuilding the graph from the vectors (the next save writes it anew)",
+                          StoreWarning, stacklevel=3)
+            self._n_deleted += 1  # the next save writes a new graph
+            self.dirty = True
+            return None
 
     # -- reading -------------------------------------------------------------
 

@@ -37,6 +37,36 @@ from .cache import ResponseCache, default_cache_path, make_key
 from .retry import RetryableError, RetryPolicy
 from .types import Completion, MessagesLike, Parsed, normalize_messages
 
+#: Environment variables: seconds per request, and the overall deadline of a client (an LLM stage).
+ENV_TIMEOUT = "MOMOKA_LLM_TIMEOUT"
+ENV_DEADLINE = "MOMOKA_LLM_DEADLINE"
+#: Environment variable: the share of failed calls above which an LLM stage stops (default 0.25).
+ENV_MAX_FAILED = "MOMOKA_LLM_MAX_FAILED"
+
+
+def max_failed_share() -> float:
+    """The share of failed calls above which an LLM stage stops with an error (``$MOMOKA_LLM_MAX_FAILED``)."""
+    v = os.environ.get(ENV_MAX_FAILED, "").strip()
+    try:
+        x = float(v) if v else 0.25
+    except ValueError:
+        raise ConfigError(f"{ENV_MAX_FAILED} must be a share between 0 and 1, not {v!r}") from None
+    return min(max(x, 0.0), 1.0)
+
+
+def _env_seconds(name: str, default: float | None) -> float | None:
+    v = os.environ.get(name, "").strip()
+    if not v:
+        return default
+    try:
+        x = float(v)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, not {v!r}") from None
+    if x <= 0:
+        raise ConfigError(f"{name} must be > 0 seconds, not {v!r}")
+    return x
+
+
 #: Keyword arguments of the batch calls that steer momoka and are never sent to the model.
 CONTROL_KEYS = ("method", "use_cache", "progress", "budget_s")
 
@@ -57,6 +87,8 @@ class BaseClient:
     """Shared implementation of the :class:`~momoka.llm.types.LLMClient` protocol."""
 
     model: str = ""
+    #: The server's URL (part of every cache key; empty for the local model).
+    endpoint: str = ""
 
     def __init__(
         self,
@@ -68,11 +100,19 @@ class BaseClient:
         progress: bool | None = None,
         concurrency: int = 16,
         retry: RetryPolicy | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         budget_s: float | None = None,
         prices: Mapping[str, object] | None = None,
         seed: int | None = None,
+        deadline_s: float | None = None,
     ):
+        timeout = _env_seconds(ENV_TIMEOUT, 120.0) if timeout is None else timeout
+        deadline_s = _env_seconds(ENV_DEADLINE, None) if deadline_s is None else deadline_s
+        if deadline_s is not None and not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
+            raise ConfigError(f"deadline_s must be > 0 seconds or None, got {deadline_s!r}")
+        #: Overall deadline of this client, counted from its first request (None: none).
+        self.deadline_s = deadline_s
+        self._deadline_at: float | None = None
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
         if not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -176,11 +216,14 @@ class BaseClient:
         base_reminder = reminder if reminder is not None else getattr(parser, "reminder", "Please answer in the required format.")
         convos = [normalize_messages(m) for m in batch]
         out: list[Parsed | None] = [None] * len(convos)
+        sent: list[list] = [[] for _ in convos]  # the conversations sent per item (one per round)
         malformed: set[int] = set()
         active = list(range(len(convos)))
         for rnd in range(max_reasks + 1):
             if not active:
                 break
+            for i in active:
+                sent[i].append(convos[i])
             results = self.complete_batch([convos[i] for i in active], **params)
             nxt = []
             for i, res in zip(active, results):
@@ -214,7 +257,16 @@ class BaseClient:
         bad = len(malformed)
         if bad:
             self.accounting.record(method, self.model, parse_failures=bad)
+            # Malformed answers leave the cache, so a rerun asks again instead of reading them back.
+            self._forget([c for i in sorted(malformed) for c in sent[i]], params)
         return final
+
+    def _forget(self, convos: list, params: dict) -> None:
+        """Remove the cached answers of these conversations (sent with ``params``)."""
+        if self.cache is None or not convos:
+            return
+        kind, payloads, _ = self._prepare_chat(convos, dict(params))
+        self.cache.delete(make_key(kind, self.model, p, self.endpoint or None) for p in payloads)
 
     def logprob(self, prompt: str, continuation: str) -> float:
         """Natural-log probability of ``continuation`` following ``prompt`` (raw text, no chat template)."""
@@ -285,8 +337,14 @@ class BaseClient:
         t0 = time.perf_counter()
         budget = budget_s if budget_s is not None else self.budget_s
         deadline = None if budget is None else time.monotonic() + float(budget)
+        if self.deadline_s is not None:
+            if self._deadline_at is None:
+                self._deadline_at = time.monotonic() + float(self.deadline_s)
+            if deadline is None or self._deadline_at < deadline:
+                deadline, budget = self._deadline_at, f"{self.deadline_s:g}s deadline (--llm-deadline)"
+        budget_text = f"{budget}s" if isinstance(budget, (int, float)) else budget
         n = len(payloads)
-        keys = [make_key(kind, self.model, p) for p in payloads]
+        keys = [make_key(kind, self.model, p, self.endpoint or None) for p in payloads]
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
             first.setdefault(k, i)
@@ -338,7 +396,7 @@ class BaseClient:
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
-                        return Completion(error=LLMTimeoutError(f"the batch time budget of {budget}s ran out"), attempts=attempts)
+                        return Completion(error=LLMTimeoutError(f"the time budget of {budget_text} ran out"), attempts=attempts)
                     timeout = min(self.timeout, remaining)
                 else:
                     timeout = self.timeout
@@ -357,7 +415,7 @@ class BaseClient:
                     wait = self.retry.delay(attempts - 1, exc.retry_after, self._rng)
                     if deadline is not None and time.monotonic() + wait > deadline:
                         return Completion(
-                            error=LLMTimeoutError(f"the batch time budget of {budget}s ran out while retrying after: {exc.cause}"),
+                            error=LLMTimeoutError(f"the time budget of {budget_text} ran out while retrying after: {exc.cause}"),
                             attempts=attempts,
                         )
                     acc.record(method, retries=1)
@@ -376,13 +434,23 @@ class BaseClient:
                         await flush()
                 else:
                     acc.record(method, failures=1)
+                    state["failed"] = state.get("failed", 0) + 1
+                state["tokens"] = state.get("tokens", 0) + (res.prompt_tokens or 0) + (res.completion_tokens or 0)
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(1, failed=state.get("failed", 0), tokens=state["tokens"])
 
+        async def heartbeat() -> None:  # a line every few seconds even while no answer arrives
+            while True:
+                await asyncio.sleep(1.0)
+                bar.update(0)
+
+        beat = asyncio.ensure_future(heartbeat()) if bar is not None else None
         try:
             if todo:
                 await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(todo)))))
         finally:
+            if beat is not None:
+                beat.cancel()
             if cache is not None and pending:
                 rows = pending[:]
                 pending.clear()

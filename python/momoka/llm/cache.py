@@ -1,6 +1,6 @@
 """On-disk response cache: one SQLite file in WAL mode.
 
-Keys are SHA-256 hashes of ``(kind, model, payload)`` where the payload holds
+Keys are SHA-256 hashes of ``(kind, model[, endpoint], payload)`` where the payload holds
 the messages (or prompt) and every parameter that changes the answer. Values
 are small JSON objects (:meth:`Completion.to_cache`).
 
@@ -35,17 +35,24 @@ CREATE TABLE IF NOT EXISTS responses (
 
 
 def default_cache_path() -> Path:
-    """``$MOMOKA_LLM_CACHE``, else ``$XDG_CACHE_HOME/momoka/llm.sqlite`` (``~/.cache`` by default)."""
+    """``$MOMOKA_LLM_CACHE``, else ``momoka_home()/llm.sqlite`` (``$MOMOKA_HOME``, else
+    ``$XDG_CACHE_HOME/momoka``, else ``~/.cache/momoka``: where the models are too)."""
     env = os.environ.get("MOMOKA_LLM_CACHE")
     if env:
         return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "momoka" / "llm.sqlite"
+    from ..models.registry import momoka_home
+
+    return momoka_home() / "llm.sqlite"
 
 
-def make_key(kind: str, model: str, payload: Any) -> str:
-    """Stable hex key of a request: independent of dict key order, sensitive to every value."""
-    blob = json.dumps([kind, model, payload], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def make_key(kind: str, model: str, payload: Any, endpoint: str | None = None) -> str:
+    """Stable hex key of a request: independent of dict key order, sensitive to every value.
+
+    ``endpoint`` (the server's URL) is part of the key when given, so two
+    servers serving different models under one name never share answers.
+    """
+    head = [kind, model] if endpoint is None else [kind, model, endpoint]
+    blob = json.dumps(head + [payload], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -167,6 +174,23 @@ class ResponseCache:
     def put(self, key: str, kind: str, model: str, value: Mapping) -> None:
         """Store one value (see :meth:`put_many`)."""
         self.put_many([(key, kind, model, value)])
+
+    def delete(self, keys: Iterable[str]) -> int:
+        """Delete these keys (absent ones are ignored); returns how many were deleted."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return 0
+
+        def wipe():
+            n = 0
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                n += self._db.execute(f"DELETE FROM responses WHERE key IN ({','.join('?' * len(part))})",
+                                      part).rowcount
+            return n
+
+        with self._lock:
+            return self._retry_locked(wipe)
 
     def clear(self, model: str | None = None) -> int:
         """Delete every entry (or those of one ``model``); returns how many."""

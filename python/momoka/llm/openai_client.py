@@ -43,6 +43,9 @@ def _retryable_status(status: int) -> bool:
 _UNSUPPORTED = {"stream": "streaming is not supported by the batch client", "n": "only n=1 is supported"}
 
 _clients: "weakref.WeakSet[OpenAIClient]" = weakref.WeakSet()
+#: Clients with an open HTTP session, held strongly until they are closed, so a client dropped on an
+#: error path is still closed by ``_close_all`` (at exit, or by the CLI) instead of warning at collection.
+_open: "set[OpenAIClient]" = set()
 
 
 class OpenAIClient(BaseClient):
@@ -55,8 +58,10 @@ class OpenAIClient(BaseClient):
     ``$MOMOKA_LLM_BASE_URL`` and ``$MOMOKA_LLM_API_KEY``.
 
     Other arguments: ``concurrency`` (requests in flight, default 16),
-    ``timeout`` (seconds per request), ``retry`` (a :class:`RetryPolicy`),
-    ``budget_s`` (default wall-clock budget of a batch), ``cache`` (True for
+    ``timeout`` (seconds per request; default ``$MOMOKA_LLM_TIMEOUT`` or 120),
+    ``retry`` (a :class:`RetryPolicy`), ``budget_s`` (default wall-clock budget
+    of a batch), ``deadline_s`` (overall deadline of the client from its first
+    request; default ``$MOMOKA_LLM_DEADLINE`` or none), ``cache`` (True for
     the default file, a path, a :class:`ResponseCache`, or False),
     ``accounting`` (share one :class:`Accounting` between clients), ``prices``
     (model → $ per 1M prompt/completion tokens), ``default_params`` (sent with
@@ -72,7 +77,7 @@ class OpenAIClient(BaseClient):
         base_url: str | None = None,
         api_key: str | None = None,
         concurrency: int = 16,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         retry: RetryPolicy | None = None,
         budget_s: float | None = None,
         cache: Any = True,
@@ -82,17 +87,20 @@ class OpenAIClient(BaseClient):
         headers: Mapping[str, str] | None = None,
         progress: bool | None = None,
         seed: int | None = None,
+        deadline_s: float | None = None,
     ):
         base_url = base_url or os.environ.get(ENV_BASE_URL)
         model = model or os.environ.get(ENV_MODEL)
         api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
         if not base_url:
-            raise ConfigError(f"no LLM server: pass base_url= or set {ENV_BASE_URL} (e.g. http://127.0.0.1:8000/v1)")
+            raise ConfigError(f"no LLM server: give --llm-url (base_url= in Python) or set {ENV_BASE_URL} "
+                              "(e.g. http://127.0.0.1:8000/v1)")
         if not (base_url.startswith("http://") or base_url.startswith("https://")):
             raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
         if not model:
-            raise ConfigError(f"no LLM model name: pass model= or set {ENV_MODEL}")
+            raise ConfigError(f"no LLM model name: give --llm-model (model= in Python) or set {ENV_MODEL}")
         self.base_url = base_url.rstrip("/")
+        self.endpoint = self.base_url
         self._chat_url = self.base_url + "/chat/completions"
         self._completions_url = self.base_url + "/completions"
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -113,6 +121,7 @@ class OpenAIClient(BaseClient):
             retry=retry,
             timeout=timeout,
             budget_s=budget_s,
+            deadline_s=deadline_s,
             prices=prices,
             seed=seed,
         )
@@ -147,6 +156,7 @@ class OpenAIClient(BaseClient):
             self._session_loop = loop
             connector = aiohttp.TCPConnector(limit=self.concurrency, keepalive_timeout=60, ttl_dns_cache=300)
             s = self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
+            _open.add(self)
         return s
 
     async def _post(self, url: str, body: dict, timeout: float) -> dict:
@@ -248,6 +258,7 @@ class OpenAIClient(BaseClient):
         """Close the HTTP session (idempotent)."""
         s = self._session
         self._session = None
+        _open.discard(self)
         if s is not None and not s.closed:
             try:
                 _loop.run_sync(s.close())
@@ -282,7 +293,7 @@ def _parse_chat(obj: dict) -> Completion:
 
 @atexit.register
 def _close_all() -> None:
-    for c in list(_clients):
+    for c in set(_clients) | _open:
         try:
             c.close()
         except Exception:  # pragma: no cover - best effort at exit

@@ -105,7 +105,7 @@ def _decode(data: bytes, encoding: str, name: str) -> str:
         bad = data[e.start : min(e.end, e.start + 4)]
         raise EncodingError(
             f"{name}: invalid {encoding} at byte offset {off} (bytes {bad.hex(' ')}); "
-            f"pass the file's encoding (e.g. encoding='latin-1')",
+            f"give the file's encoding (momoka index --encoding latin-1; in Python encoding='latin-1')",
             offset=off,
         ) from None
 

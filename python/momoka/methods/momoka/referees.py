@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, InputError, LLMError, LLMResponseError
+from ...errors import ConfigError, InputError, LLMBatchError, LLMError, LLMResponseError
 
 #: Names accepted by :func:`make_referee`.
 REFEREES = ("ppl", "llm", "embedding")
@@ -53,12 +53,16 @@ class LLMReferee:
     that stayed neither 0 nor 1 after the re-asks: scored 0, METHODS.md 3.5).
     A request that fails for good (network, server) raises
     :class:`~momoka.errors.LLMError`; answers already received are cached, so a
-    rerun resumes.
+    rerun resumes. When more than ``max_failed`` of the pairs judged so far
+    (at least 8) stayed malformed, the stage stops with
+    :class:`~momoka.errors.LLMBatchError` instead of scoring them 0 (default
+    ``$MOMOKA_LLM_MAX_FAILED``, else 0.25; ``momoka ... --llm-max-failed``).
     """
 
     name = "llm"
 
-    def __init__(self, llm: Any = None, *, mode: str = "pair", max_reasks: int = 2, max_tokens: int = 4):
+    def __init__(self, llm: Any = None, *, mode: str = "pair", max_reasks: int = 2, max_tokens: int = 4,
+                 max_failed: float | None = None):
         if mode not in ("pair", "path"):
             raise ConfigError(f"referee mode must be 'pair' or 'path', not {mode!r}")
         if llm is None:
@@ -69,6 +73,11 @@ class LLMReferee:
         self.mode = mode
         self.max_reasks = max_reasks
         self.max_tokens = max_tokens
+        if max_failed is None:
+            from ...llm.base import max_failed_share
+
+            max_failed = max_failed_share()
+        self.max_failed = float(max_failed)
         self.stats = {"pairs": 0, "ones": 0, "zeros": 0, "malformed": 0}
         self.malformed_examples: list[str] = []
 
@@ -100,6 +109,12 @@ class LLMReferee:
             else:
                 raise LLMError(f"referee request failed: {p.error}") from p.error
         self.stats["pairs"] += len(pairs)
+        bad, n = self.stats["malformed"], self.stats["pairs"]
+        if n >= 8 and bad > self.max_failed * n:
+            raise LLMBatchError(
+                f"the LLM referee failed on {bad} of {n} pairs (more than {self.max_failed:.0%}; replies such as "
+                f"{self.malformed_examples[:2]}): is --llm-url serving a chat model? The answers received are "
+                "cached, so a rerun resumes; --llm-max-failed raises the bound")
         ones = int((out == 1).sum())
         self.stats["ones"] += ones
         self.stats["zeros"] += len(pairs) - ones

@@ -1,0 +1,124 @@
+"""Checksums of a store: the manifest's own checksum, the checks on every open, the full verify.
+
+Every file of a generation is listed in the manifest with its size and
+sha256, and the manifest carries the sha256 of its own content
+(``"checksum"``). What is checked when:
+
+- every open: the manifest's checksum; every file's size; the sha256 of the
+  files read at open (documents, chunk columns, vectors), smallest first, up
+  to :data:`VERIFY_ON_OPEN_BYTES` in total (``MOMOKA_VERIFY_MB`` changes it;
+  the rest get their size and array headers checked);
+- first use: the sha256 of every file read lazily (HNSW graphs, BM25 indexes,
+  relations, node tables, chunk metadata) before it is parsed;
+- ``momoka store verify DIR`` (:func:`verify_store`): everything.
+
+A mismatch is a :class:`~momoka.errors.StoreCorruptedError` naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from .._files import sha256_file
+from ..errors import StoreCorruptedError
+
+#: Bytes of eagerly read files whose sha256 is checked on every open (64 MiB unless ``MOMOKA_VERIFY_MB``).
+VERIFY_ON_OPEN_BYTES = 64 << 20
+#: Files read on first use (verified then, not at open).
+LAZY_PREFIXES = ("hnsw/", "bm25/", "relations/", "nodes/", "chunks/meta.jsonl")
+#: Labels of the artifact kinds, for messages.
+LABELS = {"documents": "documents", "chunks": "chunk table", "vectors": "vector view", "bm25": "BM25 view",
+          "relation": "relation", "nodes": "node table"}
+
+
+def manifest_checksum(manifest: dict) -> str:
+    """sha256 of the manifest's content without its ``checksum`` field (canonical JSON)."""
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    blob = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def check_manifest(root: Path, manifest: dict) -> None:
+    """StoreCorruptedError when the manifest's recorded checksum differs from its content."""
+    want = manifest.get("checksum")
+    if want is not None and want != manifest_checksum(manifest):
+        p = Path(root) / "manifest.json"
+        raise StoreCorruptedError(f"store {root} is corrupted: {p.name} does not match its checksum; "
+                                  "restore the store from a backup or rebuild it", p)
+
+
+def _budget() -> int:
+    env = os.environ.get("MOMOKA_VERIFY_MB", "").strip()
+    try:
+        return int(float(env) * (1 << 20)) if env else VERIFY_ON_OPEN_BYTES
+    except ValueError:
+        return VERIFY_ON_OPEN_BYTES
+
+
+def _files(entries: list[dict]):
+    for e in entries:
+        label = f"{LABELS.get(e.get('kind'), e.get('kind'))} {e.get('name')!r}"
+        for rel, rec in (e.get("files") or {}).items():
+            yield rel, rec, label
+
+
+def damaged(root: Path, gen: str, rel: str, label: str, why: str) -> StoreCorruptedError:
+    """The error for one damaged file (``why``: what differs)."""
+    p = Path(root) / gen / rel
+    return StoreCorruptedError(f"store {root} is corrupted: {gen}/{rel} ({label}) {why}; rebuild the store "
+                               "(momoka index ... --overwrite) or restore it from a backup", p)
+
+
+def check_on_open(root: Path, gen: str, entries: list[dict]) -> None:
+    """Sizes of every file and sha256 of the eagerly read ones within the budget (see the module docstring).
+
+    FileNotFoundError passes (a writer may have replaced the generation: the caller retries).
+    """
+    gdir = Path(root) / gen
+    eager = []
+    for rel, rec, label in _files(entries):
+        size = (gdir / rel).stat().st_size
+        if size != rec.get("bytes"):
+            raise damaged(root, gen, rel, label, f"has {size} bytes, the manifest says {rec.get('bytes')}")
+        if not rel.startswith(LAZY_PREFIXES):
+            eager.append((size, rel, rec, label))
+    left = _budget()
+    for size, rel, rec, label in sorted(eager, key=lambda t: (t[0], t[1])):
+        if size > left:
+            break
+        left -= size
+        if rec.get("sha256") and sha256_file(gdir / rel) != rec["sha256"]:
+            raise damaged(root, gen, rel, label, "does not match its sha256")
+
+
+def verify_store(path: str | os.PathLike) -> dict:
+    """Check every file of the store's current generation against the manifest.
+
+    Returns ``{"generation", "files", "bytes", "damaged": [(file, reason), ...]}``;
+    a store whose manifest itself is damaged raises StoreCorruptedError.
+    """
+    from ._manifest import read_manifest
+
+    root = Path(path)
+    manifest = read_manifest(root)
+    gen = manifest.get("dir")
+    out = {"generation": gen, "files": 0, "bytes": 0, "damaged": []}
+    if gen is None:
+        return out
+    gdir = root / gen
+    for rel, rec, label in _files(manifest.get("artifacts") or []):
+        out["files"] += 1
+        p = gdir / rel
+        if not p.is_file():
+            out["damaged"].append((f"{gen}/{rel}", f"{label}: missing"))
+            continue
+        size = p.stat().st_size
+        out["bytes"] += size
+        if size != rec.get("bytes"):
+            out["damaged"].append((f"{gen}/{rel}", f"{label}: {size} bytes, the manifest says {rec.get('bytes')}"))
+        elif rec.get("sha256") and sha256_file(p) != rec["sha256"]:
+            out["damaged"].append((f"{gen}/{rel}", f"{label}: sha256 differs"))
+    return out
