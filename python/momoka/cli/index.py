@@ -107,13 +107,16 @@ def _index(args: argparse.Namespace) -> int:
         if new_e or new_r:
             say(f"adding {', '.join(n for n, _ in new_e + new_r)} to the store's pipeline (runs on every document)")
             ix.extend(enrich=new_e, relate=new_r)
-        from ..index.sources import expand_paths, to_document
+            # the documents already in the store were just enriched: add only the others
+            from ..index.sources import expand_paths, to_document
 
-        docs = [to_document(x) for x in expand_paths(args.paths)]
-        fresh = [d for d in docs if d.doc_id not in ix]
-        if len(fresh) < len(docs):
-            say(f"{len(docs) - len(fresh)} document(s) already in the store are left as they are")
-        added = ix.add(fresh) if fresh else []
+            docs = [to_document(x) for x in expand_paths(args.paths)]
+            fresh = [d for d in docs if d.doc_id not in ix]
+            if len(fresh) < len(docs):
+                say(f"{len(docs) - len(fresh)} document(s) already in the store are left as they are")
+            added = ix.add(fresh) if fresh else []
+        else:
+            added = ix.add(args.paths)
         ix.save()
     else:
         ix = Index.build(args.paths, store=store, chunker=args.chunker or "recursive", size=args.size,
