@@ -67,17 +67,25 @@ def _run(capsys, *argv):
 
 @pytest.fixture(scope="module")
 def stores(data_slice, tmp_path_factory):
-    """One store per chunker, each with the title enricher and the path relator."""
+    """One store per chunker, each with every enricher and relator the registered retrievers need."""
+    from momoka.eval.runner import plan
+
+    need = plan(RETRIEVERS)
+    enrich = ",".join(n for n, _ in need["enrich"])
+    relate = ",".join(n for n, _ in need["relate"])
     out = {}
     base = tmp_path_factory.mktemp("stores")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MOMOKA_LLM_CACHE", str(base / "cache.sqlite"))  # view caches stay in the test's folder
     for ch in CHUNKERS:
         s = base / ch
         size = ["--size", "128"] if ch in ("fixed", "recursive") else []
         rc = main(["index", str(data_slice["root"] / "docs"), "--store", str(s), "--chunker", ch, *size,
-                   "--enrich", "title", "--relate", "paths", *PATHS_FAST])
+                   "--enrich", enrich, "--relate", relate, *PATHS_FAST])
         assert rc == 0
         out[ch] = s
-    return out
+    yield out
+    mp.undo()
 
 
 def _source_text(data_slice, doc_id: str) -> str:
