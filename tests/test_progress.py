@@ -27,7 +27,7 @@ def _no_env(monkeypatch):
 
 def test_terminal_redraws_one_line():
     clock, out = Clock(), Tty()
-    with Progress("embedding", total=100, unit="texts", stream=out, clock=clock) as bar:
+    with Progress("embedding", total=100, unit="texts", stream=out, clock=clock, delay=0) as bar:
         for _ in range(10):
             clock.t += 1.0
             bar.update(10, loss=0.5)
@@ -43,7 +43,7 @@ def test_terminal_redraws_one_line():
 
 def test_terminal_redraw_is_throttled():
     clock, out = Clock(), Tty()
-    bar = Progress("x", total=1000, stream=out, clock=clock, refresh=0.5)
+    bar = Progress("x", total=1000, stream=out, clock=clock, refresh=0.5, delay=0)
     for _ in range(100):
         clock.t += 0.01
         bar.update()
@@ -53,7 +53,7 @@ def test_terminal_redraw_is_throttled():
 
 def test_redirected_output_prints_plain_lines_every_interval():
     clock, out = Clock(), io.StringIO()
-    with Progress("chunking", total=60, unit="documents", stream=out, clock=clock, interval=5.0) as bar:
+    with Progress("chunking", total=60, unit="documents", stream=out, clock=clock, interval=5.0, delay=0) as bar:
         for _ in range(60):
             clock.t += 0.5
             bar.update()
@@ -68,7 +68,7 @@ def test_redirected_output_prints_plain_lines_every_interval():
 
 def test_unknown_total_has_no_eta():
     clock, out = Clock(), io.StringIO()
-    with Progress("mcts", unit="rewards", stream=out, clock=clock) as bar:
+    with Progress("mcts", unit="rewards", stream=out, clock=clock, delay=0) as bar:
         clock.t += 2
         bar.update(50)
     assert out.getvalue().splitlines()[-1] == "mcts: 50 rewards, 25.0 rewards/s, elapsed 00:02"
@@ -88,7 +88,7 @@ def test_delay_keeps_short_loops_silent():
 
 def test_disabled_is_silent_and_still_counts():
     clock, out = Clock(), Tty()
-    with Progress("x", total=3, enabled=False, stream=out, clock=clock) as bar:
+    with Progress("x", total=3, enabled=False, stream=out, clock=clock, delay=0) as bar:
         bar.update(3)
     assert out.getvalue() == ""
     assert bar.n == 3
@@ -97,19 +97,38 @@ def test_disabled_is_silent_and_still_counts():
 def test_environment_forces_off_and_on(monkeypatch):
     out = io.StringIO()
     monkeypatch.setenv("MOMOKA_PROGRESS", "0")
-    with Progress("x", total=1, enabled=True, stream=out) as bar:
+    with Progress("x", total=1, enabled=True, stream=out, delay=0) as bar:
         bar.update()
     assert out.getvalue() == ""
     monkeypatch.setenv("MOMOKA_PROGRESS", "1")
-    with Progress("x", total=1, enabled=False, stream=out) as bar:
+    with Progress("x", total=1, enabled=False, stream=out, delay=0) as bar:
         bar.update()
     assert out.getvalue().startswith("x: 1/1")
 
 
 def test_close_is_idempotent():
     out = io.StringIO()
-    bar = Progress("x", total=1, stream=out)
+    bar = Progress("x", total=2, stream=out, delay=0)
     bar.update()
+    bar.update()  # within the interval: not shown yet
     bar.close()
     bar.close()
-    assert out.getvalue().count("x: 1/1") == 2  # the first update and one final line
+    assert out.getvalue().count("x: 1/2") == 1 and out.getvalue().count("x: 2/2") == 1  # one final line
+
+
+def test_defaults_keep_short_loops_silent_and_show_each_count_once():
+    # tried: a loop shorter than the default 1 s delay (nothing at all), and a redirected stream whose
+    # last plain line already shows the final count (no second, identical final line)
+    clock = Clock()
+    out = io.StringIO()
+    with Progress("quick", total=3, stream=out, clock=clock) as bar:
+        for _ in range(3):
+            clock.t += 0.1
+            bar.update()
+    assert out.getvalue() == ""
+    out = io.StringIO()
+    with Progress("slow", total=2, stream=out, clock=clock, interval=5.0) as bar:
+        clock.t += 2.0
+        bar.update(2)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("slow: 2/2")

@@ -66,7 +66,7 @@ class Progress:
     no ETA); ``unit``: what is counted ("texts", "req"); ``enabled``: see the
     module docstring; ``interval``: seconds between plain lines when ``stream``
     is not a terminal; ``refresh``: seconds between redraws on a terminal;
-    ``delay``: seconds before anything is shown (a short loop stays silent);
+    ``delay``: seconds before anything is shown (default 1: a short loop stays silent);
     ``clock``: the time source (tests pass a fake one).
     """
 
@@ -80,7 +80,7 @@ class Progress:
         *,
         interval: float = 5.0,
         refresh: float = 0.1,
-        delay: float = 0.0,
+        delay: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.label = label
@@ -96,6 +96,7 @@ class Progress:
         self._clock = clock
         self._start = clock()
         self._last: float | None = None  # time of the last line written
+        self._last_n: int | None = None  # count shown by that line
         self._width = 0  # length of the last terminal line (to blank its tail)
         self._closed = False
         try:
@@ -135,6 +136,8 @@ class Progress:
         now = self._clock()
         if self._last is None and now - self._start < self.delay:
             return  # finished before it was worth showing
+        if not self.tty and self._last_n == self.n:
+            return  # a plain line already showed this count
         self._write(now, final=True)
 
     # ------------------------------------------------------------------ text
@@ -168,3 +171,4 @@ class Progress:
             self.stream.write(text + "\n")
         self.stream.flush()
         self._last = now
+        self._last_n = self.n

@@ -115,7 +115,9 @@ def test_kill_and_resume_equals_a_clean_build(tmp_path):
     else:
         pytest.fail(f"the rerun never finished: {outcomes}")
     print("kill-and-resume runs (kill, rc, chunks committed before, chunks embedded):", outcomes)
-    assert sum(1 for o in outcomes if o[1] == -signal.SIGKILL) >= len(plan) - 1
+    # the kills placed inside saves always happen; a random-time kill may come after the run has finished
+    staged = [o for o in outcomes if o[0] != "random"]
+    assert len(staged) == 4 and all(o[1] == -signal.SIGKILL for o in staged), outcomes
     assert _committed(store, texts) == total
     ix = Index.open(store, embedder=HashEmbedder())
     assert sorted(ix.doc_ids) == sorted(texts)
