@@ -169,7 +169,7 @@ class Index {
   std::size_t memory_bytes() const {
     std::size_t n = 0;
     with_prepared([&]() {
-      n = doc_len_.size() * (4 + 1 + 8) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
+      n = doc_len_.size() * (4 + 1 + 8 + 8) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
       for (std::size_t t = 0; t < terms_.size(); ++t) n += lists_[t].bytes.capacity() + terms_[t].size();
     });
     return n;
@@ -222,6 +222,7 @@ class Index {
     deleted_ = o.deleted_;
     idf_ = std::move(o.idf_);
     norm_ = std::move(o.norm_);
+    part1_ = std::move(o.part1_);
     maxpart_ = std::move(o.maxpart_);
     skips_ = std::move(o.skips_);
     skip_start_ = std::move(o.skip_start_);
@@ -308,6 +309,8 @@ class Index {
     norm_.assign(doc_len_.size(), 0.0);
     for (std::size_t d = 0; d < doc_len_.size(); ++d)
       norm_[d] = params_.k1 * (1.0 - params_.b + (avg > 0 ? params_.b * doc_len_[d] / avg : 0.0));
+    part1_.resize(doc_len_.size());
+    for (std::size_t d = 0; d < doc_len_.size(); ++d) part1_[d] = 1.0 * (params_.k1 + 1.0) / (1.0 + norm_[d]);
     // Skips and each list's largest tf part, in one pass over the postings.
     maxpart_.assign(terms_.size(), 0.0);
     skip_start_.assign(terms_.size() + 1, 0);
@@ -333,6 +336,7 @@ class Index {
   }
 
   double tf_part(std::uint32_t tf_i, std::uint32_t d) const {
+    if (tf_i == 1) return part1_[d];  // the same expression, computed once per document
     const double tf = static_cast<double>(tf_i);
     return tf * (params_.k1 + 1.0) / (tf + norm_[d]);
   }
@@ -394,8 +398,9 @@ class Index {
     s.touched.clear();
     std::size_t i = 0;
     double theta = -std::numeric_limits<double>::infinity();
+    double top = 0.0;  // largest accumulator so far: theta <= top, so no break while rest >= top
     for (; i < m; ++i) {
-      if (prunable && s.touched.size() >= k) {
+      if (prunable && s.touched.size() >= k && rest[i] < top) {
         theta = kth(s.touched, k, s);
         if (rest[i] < theta - margin(theta)) break;
       }
@@ -407,7 +412,9 @@ class Index {
           s.seen[d] = 1;
           s.touched.push_back(d);
         }
-        s.acc[d] += w * tf_part(c.tf(), d);
+        const double a = s.acc[d] + w * tf_part(c.tf(), d);
+        s.acc[d] = a;
+        top = std::max(top, a);
       }
     }
     // Phase 2: look the surviving candidates up in the lists left.
@@ -483,6 +490,7 @@ class Index {
   mutable std::size_t n_terms_live_ = 0;
   mutable std::vector<double> idf_;
   mutable std::vector<double> norm_;
+  mutable std::vector<double> part1_;  // tf part of a tf-1 posting, per document
   mutable std::vector<double> maxpart_;
   mutable std::vector<Skip> skips_;
   mutable std::vector<std::uint32_t> skip_start_;
