@@ -108,22 +108,32 @@ std::string idf_name(bm25::Idf i) { return i == bm25::Idf::kOkapi ? "okapi" : "l
 
 // Tokeniser settings are stored after the index bytes as a small trailer so
 // that one blob restores everything: "MMKTOK\0\0", u8 lowercase, u8 stem,
-// u32 n, n x (u32 len, bytes), u64 offset-of-trailer.
-std::string serialize_all(const PyBM25& s) {
-  std::string out = s.ix->serialize();
-  const std::uint64_t off = out.size();
-  out.append("MMKTOK\0\0", 8);
-  out.push_back(static_cast<char>(s.opt.lowercase));
-  out.push_back(static_cast<char>(s.opt.stem));
+// u32 n, n x (u32 len, bytes), u64 offset-of-trailer. `put(ptr, n)` receives
+// the bytes in order (a string or a file), so saving needs no second copy.
+template <class Put>
+void write_all(const PyBM25& s, Put&& put) {
+  std::uint64_t off = 0;
+  s.ix->write([&](const void* p, std::size_t n) {
+    put(p, n);
+    off += n;
+  });
+  put("MMKTOK\0\0", 8);
+  const char flags[2] = {static_cast<char>(s.opt.lowercase), static_cast<char>(s.opt.stem)};
+  put(flags, 2);
   std::vector<std::string> sw(s.opt.stopwords.begin(), s.opt.stopwords.end());
   std::sort(sw.begin(), sw.end());
-  auto put32 = [&](std::uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); };
+  auto put32 = [&](std::uint32_t v) { put(&v, 4); };
   put32(static_cast<std::uint32_t>(sw.size()));
   for (const auto& w : sw) {
     put32(static_cast<std::uint32_t>(w.size()));
-    out.append(w);
+    put(w.data(), w.size());
   }
-  out.append(reinterpret_cast<const char*>(&off), 8);
+  put(&off, 8);
+}
+
+std::string serialize_all(const PyBM25& s) {
+  std::string out;
+  write_all(s, [&](const void* p, std::size_t n) { out.append(static_cast<const char*>(p), n); });
   return out;
 }
 
@@ -221,6 +231,7 @@ void register_bm25(py::module_& m) {
       .def_property_readonly("n_docs", [](const PyBM25& s) { return s.ix->n_docs(); })
       .def_property_readonly("n_slots", [](const PyBM25& s) { return s.ix->n_slots(); })
       .def_property_readonly("vocab_size", [](const PyBM25& s) { return s.ix->vocab_size(); })
+      .def_property_readonly("memory_bytes", [](const PyBM25& s) { return s.ix->memory_bytes(); })
       .def_property_readonly("avgdl", [](const PyBM25& s) { return s.ix->avgdl(); })
       .def("alive", [](const PyBM25& s, std::uint32_t d) { return s.ix->alive(d); }, py::arg("slot"))
       .def("doc_len", [](const PyBM25& s, std::uint32_t d) { return s.ix->doc_len(d); }, py::arg("slot"))
@@ -242,8 +253,14 @@ void register_bm25(py::module_& m) {
              std::vector<std::int64_t> ids(views.size());
              {
                py::gil_scoped_release nogil;
-               auto toks = tokenize_many(views, s.opt, n_threads);
-               for (std::size_t i = 0; i < toks.size(); ++i) ids[i] = s.ix->add(toks[i]);
+               // Tokenised in blocks, so memory holds one block's tokens, not the corpus's.
+               constexpr std::size_t kAddBlock = 4096;
+               for (std::size_t lo = 0; lo < views.size(); lo += kAddBlock) {
+                 const std::size_t hi = std::min(views.size(), lo + kAddBlock);
+                 std::vector<StrView> block(views.begin() + lo, views.begin() + hi);
+                 auto toks = tokenize_many(block, s.opt, n_threads);
+                 for (std::size_t i = 0; i < toks.size(); ++i) ids[lo + i] = s.ix->add(toks[i]);
+               }
              }
              return py::array_t<std::int64_t>(static_cast<py::ssize_t>(ids.size()), ids.data());
            },
@@ -363,10 +380,11 @@ void register_bm25(py::module_& m) {
       .def("save",
            [](const PyBM25& s, const std::string& path) {
              py::gil_scoped_release nogil;
-             std::string b = serialize_all(s);
              std::ofstream f(path, std::ios::binary | std::ios::trunc);
              if (!f) throw std::runtime_error("cannot open " + path + " for writing");
-             f.write(b.data(), static_cast<std::streamsize>(b.size()));
+             write_all(s, [&](const void* p, std::size_t n) {
+               f.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+             });
              f.flush();
              if (!f) throw std::runtime_error("write to " + path + " failed");
            },
@@ -376,11 +394,12 @@ void register_bm25(py::module_& m) {
                     PyBM25 s;
                     {
                       py::gil_scoped_release nogil;
-                      std::ifstream f(path, std::ios::binary);
+                      std::ifstream f(path, std::ios::binary | std::ios::ate);
                       if (!f) throw std::runtime_error("cannot open " + path);
-                      std::stringstream ss;
-                      ss << f.rdbuf();
-                      std::string b = ss.str();
+                      std::string b(static_cast<std::size_t>(f.tellg()), '\0');
+                      f.seekg(0);
+                      f.read(b.data(), static_cast<std::streamsize>(b.size()));
+                      if (!f) throw std::runtime_error("cannot read " + path);
                       s = deserialize_all(b.data(), b.size());
                     }
                     return s;

@@ -2,8 +2,9 @@
 // documents in place.
 //
 // Documents get dense slot ids 0, 1, 2, ... in the order they are added;
-// deleting a document removes its postings and leaves a tombstone slot, so
-// ids never change. Scores follow Robertson & Zaragoza's Okapi BM25:
+// deleting a document leaves a tombstone slot, so ids never change (its
+// postings are dropped when the derived tables are next rebuilt). Scores
+// follow Robertson & Zaragoza's Okapi BM25:
 //
 //   score(q, d) = sum over query tokens t (repeats counted) of
 //                 idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
@@ -15,22 +16,31 @@
 //   kLucene idf = ln(1 + (N - df + 0.5) / (df + 0.5)), always positive.
 //
 // N, df and avgdl count live documents only. Derived tables (idf per term,
-// length norm per document) are rebuilt lazily on the first query after a
-// change. Queries are safe to run from many threads at once; changes take an
-// exclusive lock.
+// length norm per document, each term's largest contribution, skips) are
+// rebuilt lazily on the first query after a change. Queries are safe to run
+// from many threads at once; changes take an exclusive lock.
+//
+// Postings are compressed (bm25_postings.hpp). Top-k uses MaxScore (Turtle &
+// Flood 1995) term-at-a-time: terms are taken in decreasing order of their
+// upper bound; once the bounds of the terms left cannot lift a new document
+// into the top k, only the documents that can still make it are looked up in
+// the remaining lists (by skipping). The contract: top_k returns exactly the
+// k best of scores() -- the same documents, the same scores bit for bit (the
+// survivors are rescored in query-term order), ties by lower slot id. Pruning
+// compares with a margin of 1e-9 relative so rounding never drops a winner.
 #pragma once
 
+#include "momoka/bm25_postings.hpp"
 #include "momoka/kernel_parallel.hpp"
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -44,11 +54,6 @@ struct Params {
   double b = 0.75;
   double epsilon = 0.25;
   Idf idf = Idf::kOkapi;
-};
-
-struct Posting {
-  std::uint32_t doc;
-  std::uint32_t tf;
 };
 
 struct Hit {
@@ -66,15 +71,23 @@ class Index {
   const Params& params() const { return params_; }
   std::size_t n_slots() const { return doc_len_.size(); }
   std::size_t n_docs() const { return n_live_; }
-  std::size_t vocab_size() const { return n_terms_live_; }
   bool alive(std::uint32_t d) const { return d < alive_.size() && alive_[d]; }
   double avgdl() const { return n_live_ ? static_cast<double>(total_len_) / n_live_ : 0.0; }
   std::uint32_t doc_len(std::uint32_t d) const { return doc_len_.at(d); }
 
+  std::size_t vocab_size() const {
+    std::size_t n = 0;
+    with_prepared([&]() { n = n_terms_live_; });
+    return n;
+  }
+
   std::size_t doc_freq(const std::string& term) const {
-    std::shared_lock<std::shared_mutex> l(mu_);
-    auto it = vocab_.find(term);
-    return it == vocab_.end() ? 0 : postings_[it->second].size();
+    std::size_t n = 0;
+    with_prepared([&]() {
+      auto it = vocab_.find(term);
+      n = it == vocab_.end() ? 0 : lists_[it->second].n;
+    });
+    return n;
   }
 
   // Adds one document given as its tokens; returns its slot id.
@@ -82,23 +95,17 @@ class Index {
     std::unique_lock<std::shared_mutex> l(mu_);
     if (doc_len_.size() >= 0xFFFFFFFEu) throw std::length_error("BM25 index is full (2^32 - 2 documents)");
     const std::uint32_t d = static_cast<std::uint32_t>(doc_len_.size());
-    // Term frequencies of this document, in first-occurrence order.
-    std::unordered_map<std::uint32_t, std::uint32_t> tf;
-    std::vector<std::uint32_t> order;
-    tf.reserve(tokens.size());
-    for (const auto& t : tokens) {
-      std::uint32_t id = term_id(t);
-      auto r = tf.emplace(id, 0);
-      if (r.second) order.push_back(id);
-      ++r.first->second;
-    }
-    for (std::uint32_t id : order) {
-      if (postings_[id].empty()) ++n_terms_live_;
-      postings_[id].push_back(Posting{d, tf[id]});  // slots grow, so lists stay sorted
+    add_ids_.clear();
+    for (const auto& t : tokens) add_ids_.push_back(term_id(t));
+    std::sort(add_ids_.begin(), add_ids_.end());
+    for (std::size_t i = 0; i < add_ids_.size();) {
+      std::size_t j = i;
+      while (j < add_ids_.size() && add_ids_[j] == add_ids_[i]) ++j;
+      lists_[add_ids_[i]].append(d, static_cast<std::uint32_t>(j - i));  // slots grow: lists stay sorted
+      i = j;
     }
     doc_len_.push_back(static_cast<std::uint32_t>(tokens.size()));
     alive_.push_back(1);
-    doc_terms_.push_back(std::move(order));
     total_len_ += tokens.size();
     ++n_live_;
     dirty_ = true;
@@ -109,17 +116,10 @@ class Index {
   bool remove(std::uint32_t d) {
     std::unique_lock<std::shared_mutex> l(mu_);
     if (d >= alive_.size() || !alive_[d]) return false;
-    for (std::uint32_t id : doc_terms_[d]) {
-      auto& pl = postings_[id];
-      auto it = std::lower_bound(pl.begin(), pl.end(), d,
-                                 [](const Posting& p, std::uint32_t v) { return p.doc < v; });
-      if (it != pl.end() && it->doc == d) pl.erase(it);
-      if (pl.empty()) --n_terms_live_;
-    }
-    std::vector<std::uint32_t>().swap(doc_terms_[d]);
     alive_[d] = 0;
     total_len_ -= doc_len_[d];
     --n_live_;
+    deleted_ = true;
     dirty_ = true;
     return true;
   }
@@ -132,7 +132,7 @@ class Index {
       out.assign(doc_len_.size(), 0.0);
       for (const auto& tw : query_terms(query)) {
         const double w = idf_[tw.first] * tw.second;
-        for (const Posting& p : postings_[tw.first]) out[p.doc] += w * tf_part(p);
+        for (Cursor c = cursor(tw.first); c.valid(); c.next()) out[c.doc()] += w * tf_part(c.tf(), c.doc());
       }
     });
     return out;
@@ -164,95 +164,27 @@ class Index {
     return out;
   }
 
-  // --- serialisation ------------------------------------------------------
-  // Layout (little-endian): "MMKBM25\0", u32 version, f64 k1, b, epsilon,
-  // u32 idf, u64 slots, slots x (u32 length, u8 alive), u64 terms,
-  // terms x (u32 byte length, bytes, u32 postings, postings x (u32 doc, u32 tf)).
-  static constexpr std::uint32_t kFormatVersion = 1;
+  // Bytes held by postings, skips and per-slot / per-term tables (not
+  // counting allocator overhead).
+  std::size_t memory_bytes() const {
+    std::size_t n = 0;
+    with_prepared([&]() {
+      n = doc_len_.size() * (4 + 1 + 8 + 8) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
+      for (std::size_t t = 0; t < terms_.size(); ++t) n += lists_[t].bytes.capacity() + terms_[t].size();
+    });
+    return n;
+  }
 
+  // --- serialisation (bm25_io.hpp) -----------------------------------------
+  static constexpr std::uint32_t kFormatVersion = 2;
+  template <class Put>
+  void write(Put&& put) const;
   std::string serialize() const {
-    std::shared_lock<std::shared_mutex> l(mu_);
     std::string out;
-    out.append("MMKBM25\0", 8);
-    put(out, kFormatVersion);
-    put(out, params_.k1);
-    put(out, params_.b);
-    put(out, params_.epsilon);
-    put(out, static_cast<std::uint32_t>(params_.idf));
-    put(out, static_cast<std::uint64_t>(doc_len_.size()));
-    for (std::size_t d = 0; d < doc_len_.size(); ++d) {
-      put(out, doc_len_[d]);
-      put(out, alive_[d]);
-    }
-    put(out, static_cast<std::uint64_t>(n_terms_live_));
-    for (std::size_t t = 0; t < terms_.size(); ++t) {
-      if (postings_[t].empty()) continue;
-      put(out, static_cast<std::uint32_t>(terms_[t].size()));
-      out.append(terms_[t]);
-      put(out, static_cast<std::uint32_t>(postings_[t].size()));
-      for (const Posting& p : postings_[t]) {
-        put(out, p.doc);
-        put(out, p.tf);
-      }
-    }
+    write([&](const void* p, std::size_t n) { out.append(static_cast<const char*>(p), n); });
     return out;
   }
-
-  static Index deserialize(const char* data, std::size_t n) {
-    Reader r{data, n, 0};
-    if (n < 8 || std::memcmp(data, "MMKBM25\0", 8) != 0) throw std::runtime_error("not a momoka BM25 index");
-    r.pos = 8;
-    auto version = r.get<std::uint32_t>();
-    if (version > kFormatVersion)
-      throw std::runtime_error("BM25 index format version " + std::to_string(version) +
-                               " is newer than this momoka supports (" + std::to_string(kFormatVersion) + ")");
-    Params p;
-    p.k1 = r.get<double>();
-    p.b = r.get<double>();
-    p.epsilon = r.get<double>();
-    auto idf = r.get<std::uint32_t>();
-    if (idf > 1) throw std::runtime_error("BM25 index: unknown idf variant");
-    p.idf = static_cast<Idf>(idf);
-    Index ix(p);
-    auto slots = r.get<std::uint64_t>();
-    if (slots > n) throw std::runtime_error("BM25 index is truncated or corrupted");
-    ix.doc_len_.resize(slots);
-    ix.alive_.resize(slots);
-    ix.doc_terms_.resize(slots);
-    for (std::size_t d = 0; d < slots; ++d) {
-      ix.doc_len_[d] = r.get<std::uint32_t>();
-      ix.alive_[d] = r.get<std::uint8_t>();
-      if (ix.alive_[d]) {
-        ix.total_len_ += ix.doc_len_[d];
-        ++ix.n_live_;
-      }
-    }
-    auto nterms = r.get<std::uint64_t>();
-    if (nterms > n) throw std::runtime_error("BM25 index is truncated or corrupted");
-    for (std::size_t t = 0; t < nterms; ++t) {
-      auto len = r.get<std::uint32_t>();
-      std::string term = r.bytes(len);
-      std::uint32_t id = ix.term_id(term);
-      auto np = r.get<std::uint32_t>();
-      if (np > n) throw std::runtime_error("BM25 index is truncated or corrupted");
-      auto& pl = ix.postings_[id];
-      if (!pl.empty()) throw std::runtime_error("BM25 index: duplicate term");
-      pl.reserve(np);
-      std::uint32_t prev = 0;
-      for (std::uint32_t i = 0; i < np; ++i) {
-        Posting q{r.get<std::uint32_t>(), r.get<std::uint32_t>()};
-        if (q.doc >= slots || !ix.alive_[q.doc] || (i > 0 && q.doc <= prev))
-          throw std::runtime_error("BM25 index is corrupted (bad posting)");
-        prev = q.doc;
-        pl.push_back(q);
-        ix.doc_terms_[q.doc].push_back(id);
-      }
-      if (np) ++ix.n_terms_live_;
-    }
-    if (r.pos != n) throw std::runtime_error("BM25 index has trailing bytes (corrupted)");
-    ix.dirty_ = true;
-    return ix;
-  }
+  static Index deserialize(const char* data, std::size_t n);
 
   Index(Index&& o) noexcept { move_from(std::move(o)); }
   Index& operator=(Index&& o) noexcept {
@@ -267,49 +199,33 @@ class Index {
     std::vector<double> acc;
     std::vector<std::uint8_t> seen;
     std::vector<std::uint32_t> touched;
+    std::vector<std::uint32_t> cand;
+    std::vector<double> tmp;
   };
 
-  struct Reader {
-    const char* data;
-    std::size_t n;
-    std::size_t pos;
-    template <class T>
-    T get() {
-      if (pos + sizeof(T) > n) throw std::runtime_error("BM25 index is truncated or corrupted");
-      T v;
-      std::memcpy(&v, data + pos, sizeof(T));
-      pos += sizeof(T);
-      return v;
-    }
-    std::string bytes(std::size_t len) {
-      if (pos + len > n) throw std::runtime_error("BM25 index is truncated or corrupted");
-      std::string s(data + pos, len);
-      pos += len;
-      return s;
-    }
+  struct QTerm {
+    std::uint32_t term;
+    double w;   // idf * repeats in the query
+    double ub;  // w * largest tf part in the list
   };
-
-  template <class T>
-  static void put(std::string& out, T v) {
-    char buf[sizeof(T)];
-    std::memcpy(buf, &v, sizeof(T));
-    out.append(buf, sizeof(T));
-  }
 
   void move_from(Index&& o) {
     params_ = o.params_;
     vocab_ = std::move(o.vocab_);
     terms_ = std::move(o.terms_);
-    postings_ = std::move(o.postings_);
+    lists_ = std::move(o.lists_);
     doc_len_ = std::move(o.doc_len_);
     alive_ = std::move(o.alive_);
-    doc_terms_ = std::move(o.doc_terms_);
     total_len_ = o.total_len_;
     n_live_ = o.n_live_;
     n_terms_live_ = o.n_terms_live_;
+    deleted_ = o.deleted_;
     idf_ = std::move(o.idf_);
     norm_ = std::move(o.norm_);
-    weight_ = std::move(o.weight_);
+    part1_ = std::move(o.part1_);
+    maxpart_ = std::move(o.maxpart_);
+    skips_ = std::move(o.skips_);
+    skip_start_ = std::move(o.skip_start_);
     dirty_ = true;
   }
 
@@ -319,8 +235,12 @@ class Index {
     std::uint32_t id = static_cast<std::uint32_t>(terms_.size());
     vocab_.emplace(t, id);
     terms_.push_back(t);
-    postings_.emplace_back();
+    lists_.emplace_back();
     return id;
+  }
+
+  Cursor cursor(std::uint32_t t) const {
+    return Cursor(lists_[t], skips_.data() + skip_start_[t], skip_start_[t + 1] - skip_start_[t]);
   }
 
   // Runs f under a shared lock with the derived tables up to date.
@@ -339,14 +259,35 @@ class Index {
     }
   }
 
+  // Drops the postings of deleted documents (re-coding the lists).
+  void compact_locked() const {
+    for (auto& li : lists_) {
+      if (!li.n) continue;
+      List fresh;
+      const auto* p = reinterpret_cast<const std::uint8_t*>(li.bytes.data());
+      std::uint32_t doc = 0;
+      for (std::uint32_t i = 0; i < li.n; ++i) {
+        doc += get_varint(p);
+        const std::uint32_t tf = get_varint(p);
+        if (alive_[doc]) fresh.append(doc, tf);
+      }
+      if (fresh.n != li.n) {
+        fresh.bytes.shrink_to_fit();
+        li = std::move(fresh);
+      }
+    }
+    deleted_ = false;
+  }
+
   void prepare_locked() const {
+    if (deleted_) compact_locked();
     const double N = static_cast<double>(n_live_);
     idf_.assign(terms_.size(), 0.0);
     double sum = 0.0;
     std::size_t cnt = 0;
     std::vector<std::uint32_t> negative;
     for (std::size_t t = 0; t < terms_.size(); ++t) {
-      const double df = static_cast<double>(postings_[t].size());
+      const double df = static_cast<double>(lists_[t].n);
       if (df == 0) continue;
       double v;
       if (params_.idf == Idf::kOkapi) {
@@ -359,6 +300,7 @@ class Index {
       sum += v;
       ++cnt;
     }
+    n_terms_live_ = cnt;
     if (params_.idf == Idf::kOkapi && cnt) {
       const double eps = params_.epsilon * (sum / static_cast<double>(cnt));
       for (std::uint32_t t : negative) idf_[t] = eps;
@@ -367,28 +309,44 @@ class Index {
     norm_.assign(doc_len_.size(), 0.0);
     for (std::size_t d = 0; d < doc_len_.size(); ++d)
       norm_[d] = params_.k1 * (1.0 - params_.b + (avg > 0 ? params_.b * doc_len_[d] / avg : 0.0));
-    // Term part of every posting, so that a query only multiplies and adds.
-    weight_.resize(postings_.size());
-    for (std::size_t t = 0; t < postings_.size(); ++t) {
-      const auto& pl = postings_[t];
-      auto& w = weight_[t];
-      w.resize(pl.size());
-      for (std::size_t i = 0; i < pl.size(); ++i) w[i] = tf_part(pl[i]);
+    part1_.resize(doc_len_.size());
+    for (std::size_t d = 0; d < doc_len_.size(); ++d) part1_[d] = 1.0 * (params_.k1 + 1.0) / (1.0 + norm_[d]);
+    // Skips and each list's largest tf part, in one pass over the postings.
+    maxpart_.assign(terms_.size(), 0.0);
+    skip_start_.assign(terms_.size() + 1, 0);
+    skips_.clear();
+    for (std::size_t t = 0; t < terms_.size(); ++t) {
+      skip_start_[t] = static_cast<std::uint32_t>(skips_.size());
+      const List& li = lists_[t];
+      const auto* base = reinterpret_cast<const std::uint8_t*>(li.bytes.data());
+      const auto* p = base;
+      std::uint32_t doc = 0;
+      double mx = 0.0;
+      for (std::uint32_t i = 0; i < li.n; ++i) {
+        const std::uint32_t off = static_cast<std::uint32_t>(p - base), prev = doc;
+        doc += get_varint(p);
+        const std::uint32_t tf = get_varint(p);
+        if (i % kBlock == 0) skips_.push_back(Skip{prev, doc, off});
+        mx = std::max(mx, tf_part(tf, doc));
+      }
+      maxpart_[t] = mx;
     }
+    skip_start_[terms_.size()] = static_cast<std::uint32_t>(skips_.size());
     dirty_ = false;
   }
 
-  double tf_part(const Posting& p) const {
-    const double tf = static_cast<double>(p.tf);
-    return tf * (params_.k1 + 1.0) / (tf + norm_[p.doc]);
+  double tf_part(std::uint32_t tf_i, std::uint32_t d) const {
+    if (tf_i == 1) return part1_[d];  // the same expression, computed once per document
+    const double tf = static_cast<double>(tf_i);
+    return tf * (params_.k1 + 1.0) / (tf + norm_[d]);
   }
 
-  // Unique known query terms with their multiplicity.
+  // Unique known query terms with their multiplicity, in first-occurrence order.
   std::vector<std::pair<std::uint32_t, double>> query_terms(const std::vector<std::string>& query) const {
     std::vector<std::pair<std::uint32_t, double>> qt;
     for (const auto& t : query) {
       auto it = vocab_.find(t);
-      if (it == vocab_.end() || postings_[it->second].empty()) continue;
+      if (it == vocab_.end() || lists_[it->second].n == 0) continue;
       bool found = false;
       for (auto& e : qt)
         if (e.first == it->second) {
@@ -401,37 +359,113 @@ class Index {
     return qt;
   }
 
+  static double margin(double theta) { return 1e-9 * (std::fabs(theta) + 1.0); }
+
+  // k-th largest accumulator among `docs` (docs.size() >= k).
+  static double kth(const std::vector<std::uint32_t>& docs, std::size_t k, Scratch& s) {
+    s.tmp.clear();
+    for (std::uint32_t d : docs) s.tmp.push_back(s.acc[d]);
+    std::nth_element(s.tmp.begin(), s.tmp.begin() + static_cast<std::ptrdiff_t>(k - 1), s.tmp.end(),
+                     std::greater<double>());
+    return s.tmp[k - 1];
+  }
+
   void top_k_locked(const std::vector<std::string>& query, std::size_t k, const std::uint8_t* mask,
                     std::size_t mask_len, Scratch& s, std::vector<Hit>& hits) const {
     hits.clear();
     if (k == 0) return;
+    const auto qt = query_terms(query);
+    if (qt.empty()) return;
     const std::size_t ns = doc_len_.size();
     if (s.acc.size() < ns) {
       s.acc.resize(ns, 0.0);
       s.seen.resize(ns, 0);
     }
-    s.touched.clear();
-    for (const auto& tw : query_terms(query)) {
+    std::vector<QTerm> q;
+    bool prunable = true;
+    for (const auto& tw : qt) {
       const double w = idf_[tw.first] * tw.second;
-      const auto& pl = postings_[tw.first];
-      const double* wt = weight_[tw.first].data();
-      const std::size_t np = pl.size();
-      for (std::size_t i = 0; i < np; ++i) {
-        const std::uint32_t d = pl[i].doc;
+      q.push_back(QTerm{tw.first, w, w * maxpart_[tw.first]});
+      if (!(w > 0)) prunable = false;  // bounds need non-negative contributions
+    }
+    if (prunable)
+      std::stable_sort(q.begin(), q.end(), [](const QTerm& a, const QTerm& b) { return a.ub > b.ub; });
+    const std::size_t m = q.size();
+    std::vector<double> rest(m + 1, 0.0);  // rest[i]: bound of terms i.. together
+    for (std::size_t i = m; i-- > 0;) rest[i] = rest[i + 1] + q[i].ub;
+
+    // Phase 1: whole lists, while a document seen in none of them could still enter.
+    s.touched.clear();
+    std::size_t i = 0;
+    double theta = -std::numeric_limits<double>::infinity();
+    double top = 0.0;  // largest accumulator so far: theta <= top, so no break while rest >= top
+    for (; i < m; ++i) {
+      if (prunable && s.touched.size() >= k && rest[i] < top) {
+        theta = kth(s.touched, k, s);
+        if (rest[i] < theta - margin(theta)) break;
+      }
+      const double w = q[i].w;
+      for (Cursor c = cursor(q[i].term); c.valid(); c.next()) {
+        const std::uint32_t d = c.doc();
         if (mask && (d >= mask_len || !mask[d])) continue;
         if (!s.seen[d]) {
           s.seen[d] = 1;
           s.touched.push_back(d);
         }
-        s.acc[d] += w * wt[i];
+        const double a = s.acc[d] + w * tf_part(c.tf(), d);
+        s.acc[d] = a;
+        top = std::max(top, a);
       }
     }
-    hits.reserve(s.touched.size());
-    for (std::uint32_t d : s.touched) {
-      hits.push_back(Hit{d, s.acc[d]});
-      s.acc[d] = 0.0;
-      s.seen[d] = 0;
+    // Phase 2: look the surviving candidates up in the lists left.
+    s.cand.clear();
+    if (i < m) {
+      for (std::uint32_t d : s.touched)
+        if (s.acc[d] + rest[i] >= theta - margin(theta)) s.cand.push_back(d);
+      std::sort(s.cand.begin(), s.cand.end());
+      for (std::size_t j = i; j < m && !s.cand.empty(); ++j) {
+        const double w = q[j].w;
+        Cursor c = cursor(q[j].term);
+        for (std::uint32_t d : s.cand) {
+          c.advance_to(d);
+          if (!c.valid()) break;
+          if (c.doc() == d) s.acc[d] += w * tf_part(c.tf(), d);
+        }
+        if (s.cand.size() > k) {
+          theta = kth(s.cand, k, s);
+          const double cut = theta - margin(theta) - rest[j + 1];
+          s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
+                       s.cand.end());
+        }
+      }
+    } else {
+      s.cand.assign(s.touched.begin(), s.touched.end());
     }
+    // The k best (and any within the margin), rescored in query-term order
+    // when the terms were reordered, so scores equal scores() bit for bit.
+    if (s.cand.size() > k) {
+      theta = kth(s.cand, k, s);
+      const double cut = theta - margin(theta);
+      s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
+                   s.cand.end());
+    }
+    for (std::uint32_t d : s.touched) s.seen[d] = 0;
+    if (prunable) {
+      for (std::uint32_t d : s.touched) s.acc[d] = 0.0;
+      std::sort(s.cand.begin(), s.cand.end());
+      for (const auto& tw : qt) {
+        const double w = idf_[tw.first] * tw.second;
+        Cursor c = cursor(tw.first);
+        for (std::uint32_t d : s.cand) {
+          c.advance_to(d);
+          if (!c.valid()) break;
+          if (c.doc() == d) s.acc[d] += w * tf_part(c.tf(), d);
+        }
+      }
+    }
+    hits.reserve(s.cand.size());
+    for (std::uint32_t d : s.cand) hits.push_back(Hit{d, s.acc[d]});
+    for (std::uint32_t d : prunable ? s.cand : s.touched) s.acc[d] = 0.0;
     auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.doc < b.doc); };
     if (hits.size() > k) {
       std::nth_element(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(), better);
@@ -443,19 +477,25 @@ class Index {
   Params params_;
   std::unordered_map<std::string, std::uint32_t> vocab_;
   std::vector<std::string> terms_;
-  std::vector<std::vector<Posting>> postings_;
+  mutable std::vector<List> lists_;  // compaction (on prepare) rewrites them, not their meaning
   std::vector<std::uint32_t> doc_len_;
   std::vector<std::uint8_t> alive_;
-  std::vector<std::vector<std::uint32_t>> doc_terms_;
+  std::vector<std::uint32_t> add_ids_;
   std::uint64_t total_len_ = 0;
   std::size_t n_live_ = 0;
-  std::size_t n_terms_live_ = 0;
 
   mutable std::shared_mutex mu_;
   mutable bool dirty_ = true;
+  mutable bool deleted_ = false;  // some list may hold postings of deleted documents
+  mutable std::size_t n_terms_live_ = 0;
   mutable std::vector<double> idf_;
   mutable std::vector<double> norm_;
-  mutable std::vector<std::vector<double>> weight_;
+  mutable std::vector<double> part1_;  // tf part of a tf-1 posting, per document
+  mutable std::vector<double> maxpart_;
+  mutable std::vector<Skip> skips_;
+  mutable std::vector<std::uint32_t> skip_start_;
 };
 
 }  // namespace momoka::bm25
+
+#include "momoka/bm25_io.hpp"
