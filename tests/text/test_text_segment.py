@@ -80,6 +80,11 @@ RULES = [
     ("\u300c\u884c\u304f\u3002\u300d\u5f7c\u306f\u8a00\u3063\u305f\u3002",
      ["\u300c\u884c\u304f\u3002\u300d", "\u5f7c\u306f\u8a00\u3063\u305f\u3002"]),
     ("\u4f60\u597d\uff01\uff1f\u6211\u5f88\u597d\u3002", ["\u4f60\u597d\uff01\uff1f", "\u6211\u5f88\u597d\u3002"]),
+    # the fullwidth semicolon, and an ellipsis between Chinese characters, end a sentence with no space
+    ("\u4ed6\u6765\u4e86\uff1b\u6211\u8d70\u4e86\u3002", ["\u4ed6\u6765\u4e86\uff1b", "\u6211\u8d70\u4e86\u3002"]),
+    ("\u4ed6\u8bf4\u2026\u2026\u7136\u540e\u8d70\u4e86\u3002", ["\u4ed6\u8bf4\u2026\u2026", "\u7136\u540e\u8d70\u4e86\u3002"]),
+    # between Latin letters an ellipsis without a space does not
+    ("Wait\u2026then he left.", ["Wait\u2026then he left."]),
     # Arabic and Devanagari terminators (followed by whitespace)
     ("مرحبا؟ شكرا۔ نعم",
      ["مرحبا؟", "شكرا۔", "نعم"]),

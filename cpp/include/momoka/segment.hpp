@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "momoka/tokenize.hpp"
 #include "momoka/unicode_space.hpp"
 
 namespace momoka::text {
@@ -48,8 +49,15 @@ inline bool is_line_break(char32_t c) {
   return c == '\n' || c == '\r' || c == 0x85 || c == 0x2028;
 }
 
+// Full stop, exclamation and question marks, and the fullwidth semicolon of
+// Chinese and Japanese text: they end a sentence with no space after them.
 inline bool is_cjk_terminator(char32_t c) {
-  return c == 0x3002 || c == 0xFF01 || c == 0xFF1F || c == 0xFF61;
+  return c == 0x3002 || c == 0xFF01 || c == 0xFF1F || c == 0xFF61 || c == 0xFF1B;
+}
+
+// A character of a script written without spaces (CJK ideographs, kana, ...).
+inline bool is_unspaced_script(char32_t c) {
+  return c >= 0x0E00 && tok::classify(c) == tok::CpClass::kSingle;
 }
 
 inline bool is_terminator(char32_t c) {
@@ -361,6 +369,14 @@ class Segmenter {
         if (k >= lim || t[k] != CharT(']')) break;
         j = k + 1;
         while (j < e && is_closer(static_cast<char32_t>(t[j]))) ++j;
+      }
+      // An ellipsis between characters of unspaced scripts ("他说……然后") ends
+      // the sentence as the CJK marks do, with no space after it.
+      if (!cjk && t[j - 1] != CharT('.') && term > start && j < e &&
+          is_unspaced_script(static_cast<char32_t>(t[term - 1])) &&
+          is_unspaced_script(static_cast<char32_t>(t[j]))) {
+        for (std::size_t q = term; q < j; ++q)
+          if (static_cast<char32_t>(t[q]) == 0x2026) cjk = true;
       }
       bool boundary;
       if (cjk || j >= e) {
