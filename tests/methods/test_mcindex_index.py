@@ -155,7 +155,9 @@ def test_llm_backend_uses_the_paper_prompts_and_records_the_model(env):
 def test_cli_adds_views_to_an_existing_store(env):
     # tried: `momoka index DIR --store S --enrich keywords,summary` on a store holding raw views only
     py = [sys.executable, "-m", "momoka"]
-    root = Path(__file__).resolve().parents[2] / "python"
+    import momoka
+
+    root = Path(momoka.__file__).resolve().parents[1]  # the momoka this test imports (installed or in-tree)
     run = lambda *a: subprocess.run(py + list(a), capture_output=True, text=True, cwd=env,  # noqa: E731
                                     env={**__import__("os").environ, "PYTHONPATH": str(root)})
     r = run("index", "docs", "--store", "S", "--chunker", "sections")
