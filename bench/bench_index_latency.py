@@ -4,7 +4,7 @@ Builds (or reuses, with MOMOKA_BENCH_STORE=DIR) a store of the 24 documents of
 ../shared/data/squad_v1_dev_half_a with the default chunker and embedder, then
 times ``Index.search`` one query at a time, as ``momoka query`` runs it
 without the process start: query checks, query embedding (dense, hybrid),
-HNSW / BM25 search, fusion, and building the Hit objects.
+HNSW / BM25 search, fusion, and building the Result.
 Target: p50 and p99 under 50 ms for dense and BM25.
 
 Run:  PYTHONPATH=python python -m pytest bench/bench_index_latency.py --benchmark-only -s
