@@ -222,3 +222,5 @@ def test_quickstart_and_ask_with_the_local_model(data_slice, tmp_path, capsys):
     for c in ans["context"] + ans["citations"]:
         assert text[c["start"]:c["end"]] == c["text"]  # every cited or given passage is an exact span
     assert ans["answer"].strip()
+    # the quickstart answer cites at least one passage (by its [n] markers, or by word overlap when it has none)
+    assert ans["citations"] and ans["cited_by"] in ("model", "overlap")

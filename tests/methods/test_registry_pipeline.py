@@ -213,3 +213,28 @@ class _ClientEnricher:
 
     def describe(self):
         return {}
+
+
+def test_reader_citations_from_markers_and_by_overlap():
+    # tried: an answer with [n] markers (cited by the model), one without any (cited by word overlap,
+    # hand-computed below), and one whose words occur in no passage (no citation)
+    from momoka.methods.standard.reader import LLMReader
+
+    class Fixed:
+        model = "fixed"
+
+        def __init__(self, text):
+            self.text = text
+
+        def complete(self, messages, **kw):
+            return self.text
+
+    m = [Member(0, "d", 0, 31, "The tower was automated in 1986"), Member(1, "d", 40, 63, "Keepers lived in a hut.")]
+    res = Result("q", (Item((m[0],), 0.9, 1), Item((m[1],), 0.5, 2)), "t")
+    a = LLMReader(Fixed("It was automated in 1986 [1].")).answer("when?", res)
+    assert a.cited_by == "model" and [c.number for c in a.citations] == [1]
+    # "automated", "1986": both in passage 1 (share 1.0), none in passage 2 (share 0) -> passage 1 only
+    a = LLMReader(Fixed("Automated in 1986.")).answer("when?", res)
+    assert a.cited_by == "overlap" and [(c.start, c.end) for c in a.citations] == [(0, 31)]
+    a = LLMReader(Fixed("Nobody knows.")).answer("when?", res)
+    assert a.cited_by == "none" and a.citations == () and len(a.context) == 2

@@ -216,13 +216,21 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
+    import os
+
     from ..index import Index
+    from ..llm import ENV_BASE_URL
     from ..methods import registry
 
     apply_llm_arguments(args)
     opts = parse_options(args.option)
     ix = Index.open(args.store)
     res = ix.search(args.question, k=args.k, retriever=args.retriever, **opts.pop(args.retriever, {}))
+    if not os.environ.get(ENV_BASE_URL):
+        # no endpoint: the reader runs the local model, installed on first use like the embedder
+        from ..models import DEFAULT_CAUSAL_LM, ensure_installed
+
+        ensure_installed([DEFAULT_CAUSAL_LM])
     reader = registry.create("reader", args.reader, **opts.pop(args.reader, {}))
     ans = reader.answer(args.question, res)
     if args.json:
@@ -235,7 +243,9 @@ def _ask(args: argparse.Namespace) -> int:
         mark = "*" if c.number in cited else " "
         snippet = " ".join(c.text.split())
         print(f"{mark}[{c.number}] {c.doc_id} [{c.start}:{c.end}]  {snippet[:160]}{' ...' if len(snippet) > 160 else ''}")
-    if not ans.citations:
+    if ans.cited_by == "overlap":
+        say("the answer named no passage; * marks the passages holding most of its words")
+    elif not ans.citations:
         say("the answer cites no passage")
     return 0
 

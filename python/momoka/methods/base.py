@@ -206,7 +206,12 @@ class Citation:
 
 @dataclass(frozen=True)
 class Answer:
-    """A reader's answer: the text, the passages it cites (exact spans) and every passage it was given."""
+    """A reader's answer: the text, the passages it cites (exact spans) and every passage it was given.
+
+    ``cited_by`` says how the citations were found: ``"model"`` (the answer's
+    own ``[n]`` markers), ``"overlap"`` (the answer named none, so the passages
+    holding most of its words are cited) or ``"none"``.
+    """
 
     question: str
     text: str
@@ -214,9 +219,10 @@ class Answer:
     context: tuple[Citation, ...]
     model: str | None = None
     usage: dict = field(default_factory=dict, compare=False, hash=False)
+    cited_by: str = "model"
 
     def to_dict(self) -> dict:
-        return {"question": self.question, "answer": self.text, "model": self.model,
+        return {"question": self.question, "answer": self.text, "model": self.model, "cited_by": self.cited_by,
                 "citations": [c.to_dict() for c in self.citations],
                 "context": [c.to_dict() for c in self.context], "usage": dict(self.usage)}
 

@@ -5,9 +5,11 @@ The passages of a :class:`~momoka.methods.base.Result` are numbered ``[1]``,
 member, so every citation points at one exact span), cut to a character
 budget, and sent with the question to any :mod:`momoka.llm` client: the local
 model by default, or an OpenAI-compatible endpoint. The numbers the answer
-cites are mapped back to their spans; an answer that cites nothing is still
-returned (with no citations), and the passages it was given are listed in
-``Answer.context``.
+cites are mapped back to their spans. Small local models often answer without
+``[n]`` markers: then the passages that hold most of the answer's content words
+are cited instead (``Answer.cited_by == "overlap"``), and an answer none of whose
+words occur in any passage cites nothing (``"none"``). Every passage the model
+was given is listed in ``Answer.context``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,29 @@ SYSTEM_PROMPT = (
     "passages it comes from as [n]. If the passages do not contain the answer, say so."
 )
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_WORD = re.compile(r"\w+")
+#: A passage is cited by overlap when it holds at least this share of the answer's content words.
+OVERLAP_SHARE = 0.5
+_STOP = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were "
+                  "which with".split())
+
+
+def overlap_citations(answer: str, context: list[Citation], share: float = OVERLAP_SHARE) -> list[Citation]:
+    """The passages holding at least ``share`` of the answer's content words, best first (at most 2).
+
+    Content words are the lower-cased word tokens of the answer that are not
+    stop words; a passage's score is the share of them it contains.
+    """
+    words = {w for w in _WORD.findall(answer.lower()) if w not in _STOP}
+    if not words:
+        return []
+    scored = []
+    for c in context:
+        have = set(_WORD.findall(c.text.lower()))
+        s = len(words & have) / len(words)
+        if s >= share:
+            scored.append((-s, c.number, c))
+    return [c for _, _, c in sorted(scored)[:2]]
 
 
 class LLMReader:
@@ -96,8 +121,13 @@ class LLMReader:
                 n = int(n)
                 if 1 <= n <= len(context) and n not in cited:
                     cited.append(n)
-        return Answer(question, text, tuple(context[n - 1] for n in cited), tuple(context),
-                      model=getattr(self.llm, "model", None) or type(self.llm).__name__)
+        citations = [context[n - 1] for n in cited]
+        cited_by = "model"
+        if not citations:
+            citations = overlap_citations(text, context)
+            cited_by = "overlap" if citations else "none"
+        return Answer(question, text, tuple(citations), tuple(context),
+                      model=getattr(self.llm, "model", None) or type(self.llm).__name__, cited_by=cited_by)
 
 
 @register("reader", "llm", summary="answer with the local model or an OpenAI-compatible endpoint, citing [n]")
