@@ -17,7 +17,7 @@ its exact span: ``document.text[start:end] == member.text``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "Chunker",
     "Citation",
     "Enricher",
+    "FallbackCounts",
     "Item",
     "Member",
     "Reader",
@@ -225,6 +226,26 @@ class Answer:
         return {"question": self.question, "answer": self.text, "model": self.model, "cited_by": self.cited_by,
                 "citations": [c.to_dict() for c in self.citations],
                 "context": [c.to_dict() for c in self.context], "usage": dict(self.usage)}
+
+
+@dataclass
+class FallbackCounts:
+    """Counts every LLM chunker keeps: units whose answer could not be parsed, or whose items could not be
+    placed on the source, and were cut by the deterministic fallback instead (text is never lost)."""
+
+    fallback_parse: int = 0
+    fallback_unplaced: int = 0
+
+    @property
+    def fallback(self) -> int:
+        """Units cut by the deterministic fallback."""
+        return self.fallback_parse + self.fallback_unplaced
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable view (with ``fallback``)."""
+        d = asdict(self)
+        d["fallback"] = self.fallback
+        return d
 
 
 # --------------------------------------------------------------------------- protocols

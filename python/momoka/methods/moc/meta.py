@@ -26,10 +26,11 @@ else the same model with the class's target length in the prompt
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConfigError, LLMError, LLMResponseError
+from ..base import FallbackCounts
 from ._common import as_document, dynamic_merge, greedy_runs, length_fn, sentence_spans
 
 __all__ = ["CLASS_BOUNDS", "CLASS_TARGETS", "MetaChunkStats", "MetaChunker", "sentence_windows"]
@@ -41,30 +42,17 @@ CLASS_TARGETS = (100, 135, 165, 220)
 
 
 @dataclass
-class MetaChunkStats:
+class MetaChunkStats(FallbackCounts):
     """Counts over the documents a :class:`MetaChunker` has chunked."""
 
     documents: int = 0
     windows: int = 0
     llm_windows: int = 0
-    fallback_parse: int = 0
-    fallback_unplaced: int = 0
     outlines: int = 0
     outlines_unplaced: int = 0
     fuzzy_outlines: int = 0
     chunks: int = 0
     routed: list = field(default_factory=lambda: [0, 0, 0, 0])
-
-    @property
-    def fallback(self) -> int:
-        """Windows chunked by the deterministic fallback."""
-        return self.fallback_parse + self.fallback_unplaced
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view."""
-        d = asdict(self)
-        d["fallback"] = self.fallback
-        return d
 
 
 def sentence_windows(sents: list[tuple[int, int]], max_chars: int) -> list[list[tuple[int, int]]]:

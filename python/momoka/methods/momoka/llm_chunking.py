@@ -16,19 +16,20 @@ an LLM call (the prompt forbids splitting sentences, so the answer is known).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, LLMError, LLMResponseError
+from ..base import FallbackCounts
 
 #: A mask token that never occurs in text: every LLM item is located as a whole chunk.
 _NO_MASK = ("\x00\x00momoka-no-mask\x00\x00",)
 
 
 @dataclass
-class LLMChunkStats:
+class LLMChunkStats(FallbackCounts):
     """Counts of one or more :meth:`LLMChunker.batch` runs."""
 
     documents: int = 0
@@ -36,22 +37,9 @@ class LLMChunkStats:
     llm_paragraphs: int = 0
     short_paragraphs: int = 0
     long_paragraphs: int = 0
-    fallback_parse: int = 0
-    fallback_unplaced: int = 0
     edited_items: int = 0
     chunks: int = 0
     fallback_examples: list = field(default_factory=list)
-
-    @property
-    def fallback(self) -> int:
-        """Paragraphs cut into sentences because the LLM answer could not be used."""
-        return self.fallback_parse + self.fallback_unplaced
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view."""
-        d = asdict(self)
-        d["fallback"] = self.fallback
-        return d
 
 
 class LLMChunker:
