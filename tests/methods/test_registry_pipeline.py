@@ -238,3 +238,46 @@ def test_reader_citations_from_markers_and_by_overlap():
     assert a.cited_by == "overlap" and [(c.start, c.end) for c in a.citations] == [(0, 31)]
     a = LLMReader(Fixed("Nobody knows.")).answer("when?", res)
     assert a.cited_by == "none" and a.citations == () and len(a.context) == 2
+
+
+class _Interrupting(UpperEnricher):
+    """The toy enricher, interrupted (as by Ctrl-C) when it reaches document ``stop_at``."""
+
+    def __init__(self, stop_at=None):
+        super().__init__()
+        self.stop_at = stop_at
+
+    def enrich(self, index, doc_ids):
+        if self.stop_at in doc_ids:
+            raise KeyboardInterrupt
+        super().enrich(index, doc_ids)
+
+
+def test_extend_resumes_after_an_interruption(tmp_path):
+    # tried: adding a view to a 6-document store in committed batches of 2, interrupted at the 3rd batch;
+    # the reopened store keeps the first 4 documents' rows and lists the 2 left; extending again runs on those only
+    docs = [{"doc_id": f"e{i}", "title": "", "text": f"Paragraph about topic {i}.\n\nMore about {i * 3}."}
+            for i in range(6)]
+    emb = HashEmbedder()
+    Index.build(docs, store=tmp_path / "s", chunker="paragraph", embedder=emb, progress=False).close()
+    ix = Index.open(tmp_path / "s", embedder=emb, writable=True)
+    ix.commit_docs = 2
+    with pytest.raises(KeyboardInterrupt):
+        ix.extend(enrich=[_Interrupting(stop_at="e4")], commit=True)
+    ix.close()
+    again = Index.open(tmp_path / "s", embedder=emb, writable=True,
+                       components={"toy-upper": _Interrupting()})
+    st = again.store
+    assert again.pending("enrich", "toy-upper") == ["e4", "e5"]
+    done = [c for d in ("e0", "e1", "e2", "e3") for c in st.documents[d].chunk_ids]
+    left = [c for d in ("e4", "e5") for c in st.documents[d].chunk_ids]
+    assert st.vector_view("upper").has(done).all() and not st.vector_view("upper").has(left).any()
+    again.extend(enrich=[_Interrupting()], commit=True)
+    comp = again.component("enrich", "toy-upper")
+    assert comp.seen == [["e4", "e5"]] and again.pending("enrich", "toy-upper") == []
+    ids = list(st.chunks.ids())
+    want = emb.embed([st.chunks.text(c).upper() for c in ids])
+    np.testing.assert_allclose(st.vector_view("upper").get(ids), want, atol=1e-6)
+    with pytest.raises(ConfigError, match="already has"):
+        again.extend(enrich=[_Interrupting()])
+    again.close()

@@ -118,11 +118,16 @@ def _index(args: argparse.Namespace) -> int:
             say("note: --chunker/--size apply to new stores; this store keeps its own chunker")
         ix = Index.open(store, writable=True)
         _commit_options(ix, args)
-        new_e = [s for s in enrich_specs if not ix.has_component("enrich", s[0])]
-        new_r = [s for s in relate_specs if not ix.has_component("relate", s[0])]
+        new_e = [s for s in enrich_specs if not ix.has_component("enrich", s[0]) or ix.pending("enrich", s[0])]
+        new_r = [s for s in relate_specs if not ix.has_component("relate", s[0]) or ix.pending("relate", s[0])]
         if new_e or new_r:
-            say(f"adding {', '.join(n for n, _ in new_e + new_r)} to the store's pipeline (runs on every document)")
-            ix.extend(enrich=new_e, relate=new_r)
+            resumed = [n for n, _ in new_e if ix.pending("enrich", n)] + [n for n, _ in new_r if ix.pending("relate", n)]
+            fresh = [n for n, _ in new_e + new_r if n not in resumed]
+            if fresh:
+                say(f"adding {', '.join(fresh)} to the store's pipeline (runs on every document)")
+            if resumed:
+                say(f"resuming {', '.join(resumed)} on the documents an interrupted run left")
+            ix.extend(enrich=new_e, relate=new_r, commit=True)
             ix.save()
         ix.add(args.paths, existing="replace" if args.replace else "skip", on_error=on_error,
                encoding=args.encoding, commit=True)

@@ -539,28 +539,54 @@ class Index:
             if spec["name"] == name:
                 spec["settings"] = jsonable(describe())
 
-    def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = ()) -> None:
+    def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = (), commit: bool = False) -> None:
         """Add enrichers/relators to an existing index and run them on every document.
 
         The components join the recorded pipeline, so later :meth:`add` calls
-        run them too. A component already in the pipeline raises :class:`ConfigError`.
+        run them too. A component already in the pipeline raises
+        :class:`ConfigError`, unless an interrupted :meth:`extend` left it with
+        documents still to do (:meth:`pending`): then it resumes on those only.
+
+        ``commit=True`` (with a store directory) runs each component on
+        :attr:`commit_docs` documents at a time and saves after each batch,
+        recording the documents still to do in the manifest, so a kill or
+        Ctrl-C loses at most one batch.
         """
         self.store.ensure_writable()
         doc_ids = self.doc_ids
+        commit = commit and self.store.path is not None
         for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
             for spec in specs:
                 name, prm, obj = _component_spec(kind, spec)
-                if self.has_component(key, name):
+                entry = next((c for c in self.pipeline[key] if c["name"] == name), None)
+                if entry is not None and not entry.get("pending"):
                     raise ConfigError(f"the index already has {kind} {name!r}")
-                self.pipeline[key].append({"name": name, "params": jsonable(prm), "object": obj is not None})
+                if entry is None:
+                    entry = {"name": name, "params": jsonable(prm), "object": obj is not None,
+                             "pending": list(doc_ids)}
+                    self.pipeline[key].append(entry)
                 if obj is not None:
                     self._components[name] = obj
                 comp = self.component(key, name)
-                if doc_ids:
-                    comp.enrich(self, doc_ids) if key == "enrich" else comp.relate(self, doc_ids)
+                todo = [d for d in entry["pending"] if d in self.store.documents]
+                step = max(1, self.commit_docs) if commit else max(len(todo), 1)
+                for i in range(0, len(todo), step):
+                    batch = todo[i : i + step]
+                    comp.enrich(self, batch) if key == "enrich" else comp.relate(self, batch)
+                    entry["pending"] = todo[i + step :]
+                    self._record(key, comp)
+                    if commit:
+                        self.store.mark_dirty()
+                        self.store.save()
+                entry.pop("pending", None)
                 self._record(key, comp)
         self._retrievers.clear()
         self.store.mark_dirty()
+
+    def pending(self, kind: str, name: str) -> list[str]:
+        """Documents an interrupted :meth:`extend` left for enricher/relator ``name`` to do (empty when none)."""
+        entry = next((c for c in self.pipeline.get(kind, []) if c["name"] == name), None)
+        return list((entry or {}).get("pending") or [])
 
     def delete(self, doc_ids: Iterable[str] | str) -> int:
         """Delete documents by id (from every view and relation); returns the number of chunks removed.
