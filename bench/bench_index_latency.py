@@ -25,7 +25,7 @@ N_QUERIES = 300
 @pytest.fixture(scope="module")
 def squad_index(shared_data, tmp_path_factory):
     from momoka.eval import load_dataset
-    from momoka.index import Index
+    from momoka import Index
 
     ds = load_dataset(shared_data / "squad_v1_dev_half_a")
     env = os.environ.get("MOMOKA_BENCH_STORE")

@@ -23,7 +23,7 @@ ROLLOUTS = (1, 3, 5)
 
 def sensitivity(data_dir: Path, name: str, limit: int) -> tuple[str, list[dict]]:
     from momoka.eval import evaluate_retrieval, format_table, load_dataset
-    from momoka.index import Index
+    from momoka import Index
     from momoka.methods.momoka import PathRelator, TrailRetriever
     from momoka.models import CosineReranker, Embedder
 

@@ -19,7 +19,7 @@ import time
 
 def test_trail_latency(benchmark, shared_data):
     from momoka.eval import format_table, load_dataset
-    from momoka.index import Index
+    from momoka import Index
     from momoka.methods.momoka import TrailRetriever
     from momoka.models import CosineReranker, Embedder
 

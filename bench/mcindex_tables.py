@@ -31,7 +31,7 @@ from momoka.chunking import get_chunker  # noqa: E402
 from momoka.eval import load_dataset  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
 from momoka.eval.scope import chunking_error, evaluate_scope_recall  # noqa: E402
-from momoka.index import Index  # noqa: E402
+from momoka import Index  # noqa: E402
 from momoka.methods.mcindex import SectionsChunker  # noqa: E402
 
 KS = (1.5, 3, 5, 10)

@@ -9,6 +9,6 @@ from . import _core  # noqa: F401  (fails early if the build is broken)
 from . import errors
 from ._version import __version__
 
-from .index import Index  # noqa: E402
+from .methods.pipeline import Index  # noqa: E402
 
 __all__ = ["errors", "__version__", "Index"]

@@ -4,7 +4,7 @@ Generated from the built module's signatures and kept by hand; tests/test_core_s
 checks that every public name of the module is here and nothing else.
 """
 
-from typing import Any, Iterable, Iterator, Sequence, overload
+from typing import Iterable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

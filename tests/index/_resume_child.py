@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import HashEmbedder
 
 import momoka.index.store as store_mod
-from momoka.index import Index
+from momoka import Index
 
 
 class CountingEmbedder(HashEmbedder):

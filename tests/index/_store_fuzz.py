@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import sys
 import time
 import warnings
@@ -30,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import TOPICS, HashEmbedder
 
 from momoka.errors import MomokaError, StoreCorruptedError
-from momoka.index import Index
+from momoka import Index
 
 QUERIES = [("apples harvest", "bm25", None), ("rocket engine thrust", "dense", None), ("violin strings", "hybrid", None),
            ("volcano lava", "dense", "titled"), ("chess king", "bm25", "titled")]

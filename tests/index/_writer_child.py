@@ -11,7 +11,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conftest import HashEmbedder
-from momoka.index import Index
+from momoka import Index
 
 
 def doc(i: int) -> dict:

@@ -15,7 +15,8 @@ import momoka
 
 import pytest
 from momoka.errors import StoreLockedError
-from momoka.index import Index, Store
+from momoka import Index
+from momoka.index import Store
 
 from .conftest import HashEmbedder
 

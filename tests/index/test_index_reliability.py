@@ -10,14 +10,12 @@ import errno
 import json
 import os
 import random
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from momoka.cli import main
 from momoka.errors import StoreCorruptedError, StoreError
-from momoka.index import Index, Store
+from momoka import Index
 from momoka.index.artifact import StoreWarning
 
 from .conftest import HashEmbedder

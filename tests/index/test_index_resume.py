@@ -13,7 +13,8 @@ from pathlib import Path
 
 import momoka
 import pytest
-from momoka.index import Index, Store
+from momoka import Index
+from momoka.index import Store
 
 from .conftest import HashEmbedder
 

@@ -17,7 +17,7 @@ from momoka.errors import (
     StoreMismatchError,
     StoreVersionError,
 )
-from momoka.index import Index
+from momoka import Index
 from momoka.index.store import FORMAT_VERSION
 
 from .conftest import HashEmbedder

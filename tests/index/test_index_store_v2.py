@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from momoka.errors import ConfigError, InputError, StoreError
-from momoka.index import BM25, Index, Store
+from momoka import Index
+from momoka.index import BM25, Store
 from momoka.index.store import FORMAT_VERSION
 from momoka.text.model import Chunk
 

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import momoka
-import pytest
 from momoka.cli import main
 from momoka.llm import OpenAIClient, default_cache_path
 from momoka.llm.testing import Reply, ScriptedServer, Status

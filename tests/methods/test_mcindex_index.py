@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from momoka.errors import ConfigError, StoreError
-from momoka.index import Index
-from momoka.index.sources import load_embedder
+from momoka import Index
+from momoka.methods.sources import load_embedder
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer
 from momoka.methods.mcindex import KeywordsEnricher, SummaryEnricher

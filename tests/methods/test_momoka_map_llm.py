@@ -139,7 +139,7 @@ class _HashEmbedder:
 def test_title_enricher_writes_llm_titles_into_the_store(tmp_path, monkeypatch):
     # the title enricher with an LLM: T_D (or its counted fallback) in the document metadata, and the titled
     # view embeds T_D + "\n" + chunk (computed here)
-    from momoka.index import Index
+    from momoka import Index
     from momoka.methods.momoka import TitleEnricher
 
     monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)

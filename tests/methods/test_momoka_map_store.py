@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 from momoka.errors import ConfigError, InputError, PathsMissingError
-from momoka.index import Index
+from momoka import Index
 from momoka.methods.momoka import EmbeddingReferee, PathRelator
 from momoka.text import Document, make_chunks
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from momoka.index import Index
+from momoka import Index
 from momoka.methods.momoka.trail import TrailRetriever
 
 

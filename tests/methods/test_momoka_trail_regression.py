@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from momoka.index import Index
+from momoka import Index
 
 pytestmark = pytest.mark.models
 

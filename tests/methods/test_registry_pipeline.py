@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 from momoka.errors import ConfigError, PathsMissingError, StoreError
-from momoka.index import Index
+from momoka import Index
 from momoka.methods import registry
 from momoka.methods.base import Item, Member, Result
 

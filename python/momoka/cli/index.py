@@ -95,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _index(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
-    from ..index import Index
+    from ..methods.pipeline import Index
     from ..index.store import MANIFEST
 
     apply_llm_arguments(args)
@@ -167,7 +167,7 @@ def _commit_options(ix, args: argparse.Namespace) -> None:
 
 
 def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) -> int:
-    from ..index.sources import expand_paths, resolve_chunker, to_document
+    from ..methods.sources import expand_paths, resolve_chunker, to_document
     from ..methods import registry
 
     docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths)]
@@ -208,7 +208,7 @@ def print_result(result, as_json: bool) -> None:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from ..index import Index
+    from ..methods.pipeline import Index
 
     opts = parse_options(args.option)
     ix = Index.open(args.store)
@@ -223,7 +223,7 @@ def _query(args: argparse.Namespace) -> int:
 def _ask(args: argparse.Namespace) -> int:
     import os
 
-    from ..index import Index
+    from ..methods.pipeline import Index
     from ..llm import ENV_BASE_URL
     from ..methods import registry
 
@@ -259,7 +259,7 @@ def _quickstart(args: argparse.Namespace) -> int:
     import tempfile
 
     from ..examples import QUICKSTART_DOCUMENT, QUICKSTART_QUESTION
-    from ..index import Index
+    from ..methods.pipeline import Index
     from ..index.store import MANIFEST
 
     question = args.question or QUICKSTART_QUESTION

@@ -47,7 +47,7 @@ def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> d
 
 def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int | None, store: Any,
                embedder: Any, progress: bool | None, chunker_options: dict):
-    from ..index import Index
+    from ..methods.pipeline import Index
 
     if store is not None and (Path(store) / "manifest.json").exists():
         ix = Index.open(store, progress=progress)
@@ -93,7 +93,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
     distinct chunks and characters returned at each k, the seconds per
     question and the retriever's own counts.
     """
-    from ..index.sources import jsonable
+    from ..methods.sources import jsonable
     from ..methods import registry
     from .datasets import load_dataset
 

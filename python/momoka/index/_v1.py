@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreCorruptedError, StoreError
+from ..errors import StoreCorruptedError
 from .bm25 import BM25
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, StoreCorruptedError, StoreError
+from ..errors import InputError, StoreCorruptedError
 from ..text.model import Chunk
 from ._io import jsonl, write_file, write_npy
 from .artifact import Artifact

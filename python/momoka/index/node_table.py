@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import InputError, StoreCorruptedError, StoreError
+from ..errors import InputError, StoreCorruptedError
 from ._io import jsonl, write_file
 from .artifact import Artifact
 

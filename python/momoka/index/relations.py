@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, StoreCorruptedError, StoreError
+from ..errors import InputError, StoreCorruptedError
 from ._io import fsync_file
 from .artifact import Artifact
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
+from ..errors import ConfigError, InputError, StoreCorruptedError
 from ._io import fsync_file, write_npy
 from .artifact import Artifact, StoreWarning
 

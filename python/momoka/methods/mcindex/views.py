@@ -117,7 +117,7 @@ class ViewEnricher:
     def _embedder(self, index: Any):
         if index.store.has_vector_view("raw"):
             return index.embedder
-        from ...index.sources import load_embedder
+        from ..sources import load_embedder
 
         if getattr(self, "_own_embedder", None) is None:
             self._own_embedder = load_embedder(None)

@@ -18,7 +18,7 @@ documents only. Searching asks a registered retriever by name.
 
 Length: this module is the whole public :class:`Index` (build, open, add with its commits
 and skips, extend, delete, save, embedding, results, search) with its docstrings, about 650 lines; its inputs
-(paths, documents, chunkers, embedders, queries) are in :mod:`momoka.index.sources`.
+(paths, documents, chunkers, embedders, queries) are in :mod:`momoka.methods.sources`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
-from ..methods.base import Item, Member, Result
+from .base import Item, Member, Result
 from ..progress import Progress
 from ..text.model import Chunk
 from .sources import (
@@ -48,7 +48,7 @@ from .sources import (
     resolve_chunker,
     to_document,
 )
-from .store import Store, check_embedder, read_manifest
+from ..index.store import Store, check_embedder, read_manifest
 
 #: Default chunker and its parameters.
 DEFAULT_CHUNKER = "recursive"
@@ -75,7 +75,7 @@ def _component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], dict):
         name, prm = spec[0], dict(spec[1])
         if jsonable(prm) != prm:
-            from ..methods import registry
+            from . import registry
 
             return name, {}, registry.create(kind, name, **prm)
         return name, prm, None
@@ -173,7 +173,7 @@ class Index:
             raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
         enrich_specs = [_component_spec("enricher", e) for e in enrich]
         relate_specs = [_component_spec("relator", r) for r in relate]
-        from ..methods import registry
+        from . import registry
 
         for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
             for name, _, obj in specs:
@@ -294,7 +294,7 @@ class Index:
 
     def component(self, kind: str, name: str) -> Any:
         """The enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` of the pipeline."""
-        from ..methods import registry
+        from . import registry
 
         if name in self._components:
             return self._components[name]
@@ -649,7 +649,7 @@ class Index:
         :class:`~momoka.errors.StoreError` when the index lacks what it needs
         (e.g. ``trail`` on a store built without Momoka-Map paths).
         """
-        from ..methods import registry
+        from . import registry
 
         key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
         if key not in self._retrievers:
