@@ -10,7 +10,7 @@ from .node_table import NodeTable
 from .relations import Relation
 from .vectors import VectorView
 
-#: The views :class:`~momoka.index.Index` builds over the chunk text.
+#: The views :class:`~momoka.Index` builds over the chunk text.
 RAW = "raw"
 #: Artifact kinds a store holds besides its documents and chunk table, with their labels.
 KINDS = {"vectors": "vector view", "bm25": "BM25 view", "relation": "relation", "nodes": "node table"}

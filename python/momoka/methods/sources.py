@@ -1,6 +1,6 @@
 """What goes into an index: documents from paths, chunkers and embedders by name, queries checked.
 
-Shared by :class:`momoka.index.Index`, the CLI and the eval runner.
+Shared by :class:`momoka.Index`, the CLI and the eval runner.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ class MCIndexRetriever(StoreRetriever):
     """Multi-view retrieval over the raw, keyword and summary views (see the module docstring).
 
     Args:
-        index: the :class:`momoka.index.Index` (built with the ``keywords`` and ``summary`` enrichers).
+        index: the :class:`momoka.Index` (built with the ``keywords`` and ``summary`` enrichers).
         backend: ``"dense"`` or ``"bm25"``.
         views: the views united (an ablation drops one, e.g. ``["raw", "summary"]``).
         fusion: ``"union"`` (the paper) or ``"rrf"``.

@@ -166,7 +166,7 @@ def _limit_checker(reranker: Any) -> Callable[[str, list[str]], list[bool]] | No
 
 
 class TrailRetriever:
-    """Momoka-Trail retriever (Algorithm 1) over a :class:`momoka.index.Index`.
+    """Momoka-Trail retriever (Algorithm 1) over a :class:`momoka.Index`.
 
     Args:
         index: the index (its store gives chunks, titles and, by default, paths).

@@ -101,7 +101,7 @@ class DenseRetriever(StoreRetriever):
     """Cosine top-k over a vector view (HNSW, or exact search within a document filter).
 
     Args:
-        index: the :class:`momoka.index.Index`.
+        index: the :class:`momoka.Index`.
         view: the vector view searched (default ``"raw"``: chunk texts).
     """
 
