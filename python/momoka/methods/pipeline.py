@@ -17,7 +17,7 @@ the store's manifest, so :meth:`Index.add` runs the same components on new
 documents only. Searching asks a registered retriever by name.
 
 Length: this module is the whole public :class:`Index` (build, open, add with its commits
-and skips, extend, delete, save, embedding, results, search) with its docstrings, about 650 lines; its inputs
+and skips, resumable extend, delete, save, embedding, results, search) with its docstrings, about 680 lines; its inputs
 (paths, documents, chunkers, embedders, queries) are in :mod:`momoka.methods.sources`.
 """
 
