@@ -118,8 +118,8 @@ def _index(args: argparse.Namespace) -> int:
             say("note: --chunker/--size apply to new stores; this store keeps its own chunker")
         ix = Index.open(store, writable=True)
         _commit_options(ix, args)
-        new_e = [s for s in enrich_specs if not ix.has_component("enrich", s[0]) or ix.pending("enrich", s[0])]
-        new_r = [s for s in relate_specs if not ix.has_component("relate", s[0]) or ix.pending("relate", s[0])]
+        new_e = [s for s in enrich_specs if ix.needs("enrich", s[0])]
+        new_r = [s for s in relate_specs if ix.needs("relate", s[0])]
         if new_e or new_r:
             resumed = [n for n, _ in new_e if ix.pending("enrich", n)] + [n for n, _ in new_r if ix.pending("relate", n)]
             fresh = [n for n, _ in new_e + new_r if n not in resumed]

@@ -54,8 +54,8 @@ def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int 
         missing = {d.doc_id for d in documents} - set(ix.doc_ids)
         if missing:
             raise ConfigError(f"store {store} lacks {len(missing)} document(s) of {ds.name}; use another store")
-        todo_e = [e for e in need["enrich"] if not ix.has_component("enrich", e[0]) or ix.pending("enrich", e[0])]
-        todo_r = [r for r in need["relate"] if not ix.has_component("relate", r[0]) or ix.pending("relate", r[0])]
+        todo_e = [e for e in need["enrich"] if ix.needs("enrich", e[0])]
+        todo_r = [r for r in need["relate"] if ix.needs("relate", r[0])]
         if todo_e or todo_r:
             ix.extend(enrich=todo_e, relate=todo_r)
             ix.save()

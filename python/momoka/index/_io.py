@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import sha256_file
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -71,3 +71,11 @@ def jsonl(rows: Iterable[dict]) -> bytes:
 def file_record(path: Path) -> dict:
     """``{"bytes", "sha256"}`` of a written file, as the manifest lists it."""
     return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
+
+
+def check_json(value: object, what: str) -> None:
+    """:class:`InputError` naming ``what`` unless ``value`` is JSON-serialisable."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{what} is not JSON-serialisable: {exc}") from None

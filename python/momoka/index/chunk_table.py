@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import InputError, StoreCorruptedError
 from ..text.model import Chunk
-from ._io import jsonl, write_file, write_npy
+from ._io import check_json, jsonl, write_file, write_npy
 from .artifact import Artifact
 
 #: Column name -> dtype.
@@ -288,10 +288,7 @@ class ChunkTable(Artifact):
         c = self._check(cid)
         if not isinstance(key, str):
             raise InputError(f"metadata key must be str, got {type(key).__name__}")
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"metadata value for {key!r} is not JSON-serialisable: {exc}") from None
+        check_json(value, f"metadata value for {key!r}")
         meta = self._load_meta()
         self._changing()
         meta.setdefault(c, {})[key] = value

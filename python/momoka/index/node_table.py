@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError, StoreCorruptedError
-from ._io import jsonl, write_file
+from ._io import check_json, jsonl, write_file
 from .artifact import Artifact
 
 
@@ -50,10 +50,7 @@ class NodeTable(Artifact):
         for i, r in enumerate(rows):
             if not isinstance(r, dict):
                 raise InputError(f"node {i} must be a dict, got {type(r).__name__}")
-            try:
-                json.dumps(r)
-            except (TypeError, ValueError) as exc:
-                raise InputError(f"node {i} is not JSON-serialisable: {exc}") from None
+            check_json(r, f"node {i}")
         data = self._data()
         self._changing()
         start = len(data)

@@ -583,6 +583,10 @@ class Index:
         self._retrievers.clear()
         self.store.mark_dirty()
 
+    def needs(self, kind: str, name: str) -> bool:
+        """Whether :meth:`extend` has work for enricher/relator ``name``: not in the pipeline, or left unfinished."""
+        return not self.has_component(kind, name) or bool(self.pending(kind, name))
+
     def pending(self, kind: str, name: str) -> list[str]:
         """Documents an interrupted :meth:`extend` left for enricher/relator ``name`` to do (empty when none)."""
         entry = next((c for c in self.pipeline.get(kind, []) if c["name"] == name), None)

@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ...index.bm25 import ENGLISH_STOPWORDS
+
 from ...text.segment import split_sentences
 
 __all__ = ["STOPWORDS", "candidates", "clean", "extractive_summary", "keyphrases", "mmr"]
@@ -31,15 +33,10 @@ __all__ = ["STOPWORDS", "candidates", "clean", "extractive_summary", "keyphrases
 _TAG = re.compile(r"<[^<>]{0,200}>")
 _WORD = re.compile(r"\w[\w'\-]*", re.UNICODE)
 
-#: English stop words (a candidate never starts or ends with one).
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before being below between both but
-by can could did do does doing down during each edit few for from further had has have having he her here hers herself
-him himself his how however i if in into is it its itself just let me more most my myself no nor not of off on once only
-or other our ours ourselves out over own same she should so some such than that the their theirs them themselves then
-there these they this those through to too under until up very was we were what when where which while who whom why will
-with would you your yours yourself yourselves may might must shall one two three also via et al using used use based
-""".split())
+#: English stop words (a candidate never starts or ends with one): BM25's list plus words that
+#: make poor keyphrases in papers and articles.
+STOPWORDS = frozenset(ENGLISH_STOPWORDS) | frozenset(
+    "also edit let however may might must shall one two three via et al using used use based".split())
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from ...errors import ConfigError, InputError
+from ...index.bm25 import ENGLISH_STOPWORDS
 from ..base import Answer, Citation, Result
 from ..registry import register
 
@@ -30,8 +31,7 @@ _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _WORD = re.compile(r"\w+")
 #: A passage is cited by overlap when it holds at least this share of the answer's content words.
 OVERLAP_SHARE = 0.5
-_STOP = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were "
-                  "which with".split())
+_STOP_WORDS = frozenset(ENGLISH_STOPWORDS)
 
 
 def overlap_citations(answer: str, context: list[Citation], share: float = OVERLAP_SHARE) -> list[Citation]:
@@ -40,7 +40,7 @@ def overlap_citations(answer: str, context: list[Citation], share: float = OVERL
     Content words are the lower-cased word tokens of the answer that are not
     stop words; a passage's score is the share of them it contains.
     """
-    words = {w for w in _WORD.findall(answer.lower()) if w not in _STOP}
+    words = {w for w in _WORD.findall(answer.lower()) if w not in _STOP_WORDS}
     if not words:
         return []
     scored = []
