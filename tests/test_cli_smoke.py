@@ -52,6 +52,8 @@ def data_slice(shared_data, tmp_path_factory, installed):
     (root / "set").mkdir()
     (root / "set" / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (root / "set" / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    # DragonBall's reference sentences are all needed (its README): the set says so in its metadata.
+    (root / "set" / "dataset.json").write_text(json.dumps({"evidence_mode": "all"}))
     (root / "docs").mkdir()
     for d in docs:
         (root / "docs" / f"{d['doc_id']}.txt").write_text(d["text"], encoding="utf-8")

@@ -12,6 +12,7 @@ from momoka.eval.datasets import find_shared_data
 
 
 def _write(tmp_path, docs, questions):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     (tmp_path / "questions.jsonl").write_text(
         "".join((q if isinstance(q, str) else json.dumps(q)) + "\n" for q in questions)
@@ -22,6 +23,7 @@ def _write(tmp_path, docs, questions):
 def test_squad_evidence_offsets_hold(shared_data):
     ds = load_dataset(shared_data / "squad_v1_dev_half_a", limit=300)
     assert ds.evidence_mode == "any" and len(ds.documents) == 24 and len(ds.questions) == 300
+    assert ds.evidence_mode_source.startswith("inferred")  # every span is an answer occurrence
     for q in ds.questions:
         text = ds.document(q.doc_id).text
         # The set's README: every evidence span equals one of the answers.
@@ -33,6 +35,36 @@ def test_dragonball_cross_document_evidence(shared_data):
     multi = [q for q in ds.questions if len({d for d, _, _ in q.gold}) > 1]
     assert multi, "the set has 2-document questions"
     assert sum(not q.gold for q in ds.questions) == 38  # unanswerable ones, per its README
+
+
+def test_evidence_mode_never_from_the_folder_name(tmp_path):
+    docs = [{"doc_id": "d", "text": "Paris is the capital of France. It lies on the Seine."}]
+    passage = {"qid": "1", "doc_id": "d", "question": "capital?", "answers": ["Paris"], "evidence": [[0, 31]]}
+    occurrence = {"qid": "2", "doc_id": "d", "question": "capital?", "answers": ["Paris"], "evidence": [[0, 5]]}
+    # A folder named like a known set gets no mode from its name: passage evidence is not inferable.
+    ds = load_dataset(_write(tmp_path / "squad_v1_dev_half_a", docs, [passage]))
+    assert ds.evidence_mode is None and "metadata" in ds.evidence_mode_source
+    with pytest.raises(DatasetError, match="--evidence-mode"):
+        ds.require_evidence_mode()
+    # Answer occurrences only: alternatives.
+    assert load_dataset(_write(tmp_path / "occ", docs, [occurrence])).evidence_mode == "any"
+    # Metadata wins over inference; the argument wins over metadata.
+    folder = _write(tmp_path / "meta", docs, [passage, occurrence])
+    (folder / "dataset.json").write_text(json.dumps({"evidence_mode": "all"}))
+    assert load_dataset(folder).evidence_mode == "all"
+    assert load_dataset(folder, evidence_mode="any").evidence_mode == "any"
+    (folder / "dataset.json").write_text(json.dumps({"evidence_mode": "some"}))
+    with pytest.raises(DatasetError, match="evidence_mode"):
+        load_dataset(folder)
+
+
+def test_eval_of_a_set_without_mode_is_an_error(tmp_path):
+    from momoka.eval.runner import run_eval
+
+    docs = [{"doc_id": "d", "text": "Paris is the capital of France. It lies on the Seine."}]
+    q = {"qid": "1", "doc_id": "d", "question": "capital?", "answers": ["Paris"], "evidence": [[0, 31]]}
+    with pytest.raises(DatasetError, match="evidence mode unknown"):
+        run_eval(_write(tmp_path, docs, [q]), ["bm25"])  # before any indexing
 
 
 def test_set_found_by_name(shared_data, monkeypatch):

@@ -34,7 +34,8 @@ def test_single_chunk_question_by_hand():
     gold = [("d", 10, 20)]
     retrieved = [[("d", 0, 5)], [("d", 15, 30)], [("d", 8, 40)]]
     m1 = question_metrics(retrieved, gold, 1)
-    assert m1 == {"recall": 0.0, "precision": 0.0, "mrr": 0.0, "f1": 0.0, "span_recall": 0.0, "hit": 0.0}
+    assert m1 == {"recall": 0.0, "precision": 0.0, "mrr": 0.0, "f1": 0.0, "span_recall": 0.0, "complete": 0.0,
+                  "hit": 0.0}
     m2 = question_metrics(retrieved, gold, 2)
     # item 2 overlaps 15..20 = 5 of 10 gold chars; not wholly inside.
     assert m2["recall"] == 1.0 and m2["precision"] == 0.5 and m2["mrr"] == 0.5
@@ -53,6 +54,49 @@ def test_all_versus_any_modes_by_hand():
     assert all_m["recall"] == 0.5 and all_m["span_recall"] == pytest.approx(10 / 40)
     assert any_m["recall"] == 1.0 and any_m["span_recall"] == 1.0
     assert all_m["hit"] == any_m["hit"] == 1.0
+    # Complete coverage: "all" needs both units whole, "any" one of them.
+    assert all_m["complete"] == 0.0 and any_m["complete"] == 1.0
+    both = question_metrics([[("d", 0, 50)], [("d", 95, 125)], [("d", 125, 140)]], gold, 3, "all")
+    assert both["recall"] == 1.0 and both["complete"] == 1.0  # 100..125 + 125..140 cover the second unit
+    part = question_metrics([[("d", 0, 50)], [("d", 95, 125)]], gold, 2, "all")
+    assert part["recall"] == 1.0 and part["complete"] == 0.0 and part["span_recall"] == pytest.approx(35 / 40)
+
+
+def test_budget_keeps_the_prefix_that_fits_by_hand():
+    from momoka.eval.metrics import budget_metrics, fit_budget
+
+    gold = [("d", 300, 320)]
+    # Item lengths 100, 250, 80, 400.
+    ranked = [[("d", 0, 100)], [("d", 100, 350)], [("d", 500, 580)], [("d", 280, 680)]]
+    assert fit_budget(ranked, 400) == ranked[:2]          # 100 + 250 = 350; + 80 = 430 > 400 ends the prefix
+    assert fit_budget(ranked, 430) == ranked[:3]
+    assert fit_budget(ranked, 99) == []                   # the first item alone is too long
+    m = budget_metrics(ranked, gold, 400)
+    # item 2 covers 300..320 wholly: recall 1, precision 1/2, mrr 1/2, complete, hit.
+    assert (m["recall"], m["precision"], m["mrr"], m["span_recall"], m["complete"], m["hit"]) == \
+        (1.0, 0.5, 0.5, 1.0, 1.0, 1.0)
+    assert m["returned"] == 2 and m["chars"] == 350
+    none = budget_metrics(ranked, gold, 99)
+    assert none["recall"] == 0.0 and none["returned"] == 0 and none["chars"] == 0
+    # A composite item counts all its members' characters.
+    assert fit_budget([[("d", 0, 300), ("d", 400, 600)]], 499) == []
+    with pytest.raises(InputError):
+        fit_budget(ranked, 0)
+
+
+def test_report_gives_budget_means_and_f1_both_ways():
+    qs = [Question("a", "d", "?", (), (("d", 0, 10),)), Question("b", "d", "?", (), (("d", 100, 110),))]
+    results = {"a": [[("d", 0, 50)], [("d", 60, 70)]],            # hit at rank 1
+               "b": [[("d", 200, 260)], [("d", 300, 340)]]}        # nothing relevant
+    rep = evaluate_retrieval(results, qs, ks=(2,), budgets=(60,))
+    # k=2: a: P 1/2, R 1, F1 2/3; b: 0. Mean F1 = 1/3; mean P = 1/4, mean R = 1/2 -> F1 of means = 1/3 too.
+    assert rep.means["f1@2"] == pytest.approx(1 / 3)
+    assert rep.means["f1_pr@2"] == pytest.approx(2 * 0.25 * 0.5 / 0.75)
+    # budget 60: a keeps 1 item (50 chars; +10 = 60 also fits -> 2 items); b keeps 1 (60 chars).
+    assert rep.per_question["a"]["returned@60c"] == 2 and rep.per_question["b"]["returned@60c"] == 1
+    assert rep.means["returned@60c"] == 1.5 and rep.means["chars@60c"] == 60
+    assert rep.means["precision@60c"] == pytest.approx((1 / 2 + 0) / 2)
+    assert rep.means["complete@60c"] == 0.5
 
 
 def test_overlapping_gold_spans_merge_into_one_unit():

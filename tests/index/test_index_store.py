@@ -66,7 +66,7 @@ def test_bm25_scores_match_a_fresh_bm25_over_the_chunks(tmp_path, docs, embedder
     ix.close()
 
 
-def test_hybrid_is_reciprocal_rank_fusion(tmp_path, docs, embedder):
+def test_hybrid_fusion_rules_match_a_hand_computation(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)
     q = "orchestra violin apple harvest"
     dense = ix.search(q, k=15, retriever="dense")
@@ -75,8 +75,22 @@ def test_hybrid_is_reciprocal_rank_fusion(tmp_path, docs, embedder):
     for ranking in (dense, bm):
         for h in ranking:
             fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + 1.0 / (60 + h.rank)
-    hy = ix.search(q, k=5, retriever="hybrid", depth=15)
+    hy = ix.search(q, k=5, retriever="hybrid", depth=15, fusion="rrf", dense_weight=0.5)
     assert [h.score for h in hy] == pytest.approx(sorted(fused.values(), reverse=True)[:5])
+    # Convex fusion (the default): w * min-max(cosine) + (1 - w) * min-max(BM25), 0 where a list lacks the chunk.
+    for w in (0.6, 0.8):
+        conv: dict = {}
+        for share, ranking in ((w, dense), (1 - w, bm)):
+            lo, hi = min(h.score for h in ranking), max(h.score for h in ranking)
+            for h in ranking:
+                conv[h.chunk_id] = conv.get(h.chunk_id, 0.0) + share * (h.score - lo) / (hi - lo)
+        hy = ix.search(q, k=5, retriever="hybrid", depth=15, dense_weight=w)
+        assert [h.score for h in hy] == pytest.approx(sorted(conv.values(), reverse=True)[:5])
+        assert hy[0].provenance["fusion"] == "convex"
+    with pytest.raises(ConfigError):
+        ix.search(q, retriever="hybrid", fusion="max")
+    with pytest.raises(ConfigError):
+        ix.search(q, retriever="hybrid", dense_weight=1.5)
     ix.close()
 
 

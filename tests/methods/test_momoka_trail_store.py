@@ -274,3 +274,35 @@ def test_trail_reads_an_index_built_with_the_paths_relator(word_embedder):
     res = tr.retrieve("apple harvest autumn", k=3)
     assert len(res) == 3 and all(r.doc_id == "a" for r in res)
     assert ix.search("apple harvest autumn", k=3, retriever="momoka").to_dict()["items"] == res.to_dict()["items"]
+
+
+def test_member_scoring_and_dedup_by_hand(tiny_docs, word_embedder):
+    ix = make_index(tiny_docs, word_embedder)
+    o = ix.store.documents["orchard"].chunk_ids
+    q = "apples harvest autumn"
+    first = lambda q, n: o[:1]  # noqa: E731  retrieved: orchard 0, whose path is [1, 3]
+    # Candidates: (0,), (0,1,3), (1,), (0,1), (3,), (0,3). Word-overlap scores of single chunks (title
+    # "Orchard" first): 0 -> {apples} 1, 1 -> {harvest, apples, autumn} 3, 3 -> 0 (plus 1e-6 x length).
+    rec = Recorder()
+    single = {c: rec.score(q, ["Orchard\n\n" + ix.store.chunks.text(c)])[0] for c in (o[0], o[1], o[3])}
+    cands = [(o[0],), (o[0], o[1], o[3]), (o[1],), (o[0], o[1]), (o[3],), (o[0], o[3])]
+    for scoring, combine in (("max", max), ("mean", lambda xs: sum(xs) / len(xs))):
+        rec = Recorder()
+        tr = TrailRetriever(ix, reranker=rec, first_stage=first, scoring=scoring)
+        res = tr.retrieve(q, k=6)
+        want = {c: combine([single[x] for x in c]) for c in cands}
+        assert {it.chunk_ids: it.score for it in res} == pytest.approx(want, rel=1e-5)
+        # one batch of the three distinct chunks, each alone: nothing joined, nothing truncated
+        assert len(rec.calls) == 1 and len(rec.calls[0][1]) == 3
+        assert all(not it.provenance["truncated"] and it.provenance["scoring"] == scoring for it in res)
+    # max: (1,) and its composites tie at 3 and the earliest candidate wins ties: (0,1,3) first. With dedup,
+    # (0,1) and (1,) add no chunk after (0,1,3), so the next items are the ones that still add one (none).
+    tr = TrailRetriever(ix, reranker=Recorder(), first_stage=first, scoring="max", dedup=True)
+    res = tr.retrieve(q, k=3)
+    assert [it.chunk_ids for it in res] == [(o[0], o[1], o[3])]
+    tr = TrailRetriever(ix, reranker=Recorder(), first_stage=first, scoring="mean", dedup=True)
+    # mean: (1,) 3 > (0,1) 2 > (0,1,3) 4/3 > (0,) 1 > (0,3) 0.5 > (3,) 0; dedup keeps (1,), (0,1) adds 0,
+    # (0,1,3) adds 3; the rest add nothing.
+    assert [it.chunk_ids for it in tr.retrieve(q, k=5)] == [(o[1],), (o[0], o[1]), (o[0], o[1], o[3])]
+    with pytest.raises(ConfigError):
+        TrailRetriever(ix, reranker=Recorder(), scoring="sum")

@@ -281,3 +281,30 @@ def test_extend_resumes_after_an_interruption(tmp_path):
     with pytest.raises(ConfigError, match="already has"):
         again.extend(enrich=[_Interrupting()])
     again.close()
+
+
+def test_result_fit_keeps_the_prefix_within_budget_by_hand():
+    m = [Member(i, "d", 100 * i, 100 * i + n, "x" * n) for i, n in enumerate((40, 30, 50, 10))]
+    r = Result("q", tuple(Item((x,), 1.0 - i / 10, i + 1) for i, x in enumerate(m)), "t")
+    assert [it.chunk_id for it in r.fit(70)] == [0, 1]        # 40 + 30 = 70; + 50 > 70 ends it
+    assert [it.chunk_id for it in r.fit(119)] == [0, 1]       # 120 > 119: the short fourth item is not pulled up
+    assert [it.chunk_id for it in r.fit(130)] == [0, 1, 2, 3]
+    assert len(r.fit(39)) == 0 and r.fit(39).stats["budget"] == 39
+    with pytest.raises(ConfigError):
+        r.fit(0)
+
+
+def test_search_with_a_budget_fills_it_from_the_full_ranking():
+    ix = Index.build(DOCS, chunker="paragraph", embedder=None, progress=False)
+    q = "topic 3 topic 7"
+    full = ix.search(q, k=len(DOCS) * 4, retriever="bm25")
+    for budget in (30, 100, 400):
+        got = ix.search(q, retriever="bm25", budget=budget)
+        lengths = [it.n_chars for it in full]
+        n = len(got)
+        assert [it.chunk_id for it in got] == [it.chunk_id for it in full][:n]
+        assert sum(lengths[:n]) <= budget and (n == len(full) or sum(lengths[:n + 1]) > budget)
+    assert len(ix.search(q, k=1, retriever="bm25", budget=10_000)) == 1   # k still caps
+    assert len(ix.search(q, retriever="bm25")) == min(5, len(full))      # neither: 5
+    with pytest.raises(ConfigError):
+        ix.search(q, retriever="bm25", budget=-1)

@@ -31,6 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--documents", default="all", choices=("all", "questions"),
                    help="index every document (all, default) or only those the selected questions refer to")
     p.add_argument("-k", "--ks", default="1,3,5", help="cut-offs (default 1,3,5)")
+    p.add_argument("--budget", default="5000", metavar="CHARS[,CHARS]",
+                   help="character budgets: every metric also over the top results that fit (default 5000)")
+    p.add_argument("--evidence-mode", default=None, choices=("all", "any"),
+                   help="all: every gold span is needed; any: the spans are alternatives (default: the set's "
+                   "dataset.json, or 'any' when every span is an answer occurrence; else required)")
     p.add_argument("--store", default=None, help="build (or reuse) the data set's index in this directory")
     add_option_argument(p)
     p.add_argument("--out", default=None, help="save the JSON report to this file (nothing is written otherwise)")
@@ -61,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--group-chars", type=int, default=2000,
                    help="CS over runs of consecutive chunks of at most N chars (0: whole documents)")
     g.add_argument("--no-retrieval", action="store_true", help="skip dense span recall@1/3/5 per chunker")
+    g.add_argument("--evidence-mode", default=None, choices=("all", "any"),
+                   help="evidence semantics for the retrieval columns (see momoka eval --help)")
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", default=None, help="also save the JSON report to this file")
@@ -79,11 +86,17 @@ def _eval(args: argparse.Namespace) -> int:
         raise ConfigError(f"--ks takes comma-separated integers, not {args.ks!r}") from None
     if not ks or min(ks) < 1:
         raise ConfigError(f"--ks takes positive integers, not {args.ks!r}")
+    try:
+        budgets = [int(b) for b in args.budget.split(",") if b.strip()]
+    except ValueError:
+        raise ConfigError(f"--budget takes comma-separated character counts, not {args.budget!r}") from None
+    if budgets and min(budgets) < 1:
+        raise ConfigError(f"--budget takes positive character counts, not {args.budget!r}")
     opts = parse_options(args.option)
     chunker_opts = opts.pop(args.chunker, {})
     report = run_eval(args.data, retrievers, chunker=args.chunker, size=args.size, ks=ks, limit=args.limit,
                       scope=args.scope, documents=args.documents, store=args.store, options=opts,
-                      chunker_options=chunker_opts, log=say)
+                      chunker_options=chunker_opts, budgets=budgets, evidence_mode=args.evidence_mode, log=say)
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:
         write_json(args.out, report)
@@ -125,7 +138,7 @@ def _eval_chunk_quality(args: argparse.Namespace) -> int:
         if n not in registry.available("chunker"):
             raise ConfigError(f"unknown chunker {n!r}; available: {', '.join(registry.available('chunker'))}")
     metrics = split_names([args.metrics])
-    ds = subset(load_dataset(args.data), docs=args.docs, max_chars=args.max_chars)
+    ds = subset(load_dataset(args.data, evidence_mode=args.evidence_mode), docs=args.docs, max_chars=args.max_chars)
     report = compare_chunkers(ds, names, metrics=metrics, target_chars=args.target_chars, K=args.K,
                               edge_rule=args.edge_rule, space=args.space, group_chars=args.group_chars or None,
                               retrieval=not args.no_retrieval, options=parse_options(args.option), log=say)

@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Print the best items for a question.", epilog=names_epilog("retriever"))
     p.add_argument("store", help="store directory")
     p.add_argument("question", help="the query")
-    p.add_argument("-k", type=int, default=5, help="number of items (default 5)")
+    _add_k_budget(p, "items")
     p.add_argument("--retriever", default="hybrid", help="retriever name (default hybrid)")
     add_option_argument(p)
     p.add_argument("--doc", action="append", default=None, help="restrict to this doc id (repeatable)")
@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "doc [start:end] of a stored document.", epilog=names_epilog("retriever", "reader"))
     p.add_argument("store", help="store directory")
     p.add_argument("question", help="the question")
-    p.add_argument("-k", type=int, default=5, help="number of retrieved items (default 5)")
+    _add_k_budget(p, "retrieved items")
     p.add_argument("--retriever", default="hybrid", help="retriever name (default hybrid)")
     p.add_argument("--reader", default="llm", help="reader name (default llm)")
     add_option_argument(p)
@@ -91,6 +91,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", default=None, help="where to keep the example store (default: a temporary folder)")
     p.add_argument("-k", type=int, default=3, help="number of passages (default 3)")
     p.set_defaults(func=_quickstart)
+
+
+#: Characters of context ``momoka query`` and ``ask`` fill by default (the README's evaluation budget).
+DEFAULT_BUDGET_CHARS = 5000
+
+
+def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("-k", type=int, default=None, help=f"at most this many {what} (default: as many as fit the budget; "
+                   "5 with --budget 0)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET_CHARS, metavar="CHARS",
+                   help=f"the top {what} whose total length fits in CHARS characters (default "
+                   f"{DEFAULT_BUDGET_CHARS}; 0: no budget, k items)")
+
+
+def _k_budget(args: argparse.Namespace) -> dict:
+    """``k`` and ``budget`` for :meth:`Index.search` from ``-k`` and ``--budget``."""
+    from ..errors import ConfigError
+
+    if args.budget < 0 or (args.k is not None and args.k < 1):
+        raise ConfigError("-k takes a positive number and --budget a number of characters (0: none)")
+    return {"k": args.k, "budget": args.budget or None}
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -214,7 +235,7 @@ def _query(args: argparse.Namespace) -> int:
     ix = Index.open(args.store)
     if args.max_query_chars:
         ix.max_query_chars = args.max_query_chars
-    res = ix.search(args.question, k=args.k, retriever=args.retriever, doc_ids=args.doc,
+    res = ix.search(args.question, retriever=args.retriever, doc_ids=args.doc, **_k_budget(args),
                     **opts.pop(args.retriever, {}))
     print_result(res, args.json)
     return 0
@@ -230,7 +251,7 @@ def _ask(args: argparse.Namespace) -> int:
     apply_llm_arguments(args)
     opts = parse_options(args.option)
     ix = Index.open(args.store)
-    res = ix.search(args.question, k=args.k, retriever=args.retriever, **opts.pop(args.retriever, {}))
+    res = ix.search(args.question, retriever=args.retriever, **_k_budget(args), **opts.pop(args.retriever, {}))
     if not os.environ.get(ENV_BASE_URL):
         # no endpoint: the reader runs the local model, installed on first use like the embedder
         from ..models import DEFAULT_CAUSAL_LM, ensure_installed

@@ -45,7 +45,7 @@ def subset(ds: Dataset, *, docs: int | None = None, max_chars: int | None = None
     lengths = {r.doc_id: len(r.text) for r in out}
     qs = [q for q in ds.questions
           if q.doc_id in lengths and q.gold and all(g[0] in lengths and g[2] <= lengths[g[0]] for g in q.gold)]
-    return Dataset(ds.name, ds.path, out, qs, ds.evidence_mode)
+    return Dataset(ds.name, ds.path, out, qs, ds.evidence_mode, ds.evidence_mode_source)
 
 
 def _mean_len(chunker: Any, docs: list) -> tuple[float, list[list[tuple[int, int]]]]:
@@ -105,6 +105,8 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
         from ..models import Embedder
 
         embedder = Embedder.default()
+    if retrieval and ds.questions_with_evidence():
+        ds.require_evidence_mode()  # before any model work
     docs = [r.to_document() for r in ds.documents]
     report: dict[str, Any] = {"data": ds.name, "documents": len(docs), "chars": sum(len(d.text) for d in docs),
                               "target_chars": target_chars, "metrics": list(metrics), "K": K,

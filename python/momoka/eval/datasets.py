@@ -10,8 +10,17 @@ How gold evidence counts differs by set. ``evidence_mode="all"``: every gold
 span is needed (HotpotQA's two supporting paragraphs, DragonBall's reference
 sentences). ``evidence_mode="any"``: the spans are alternatives (SQuAD's
 annotator answers, every occurrence of an NQ or Qasper answer), so retrieving
-one is enough. Known sets get their mode from :data:`EVIDENCE_MODES`; others
-default to ``"all"`` unless told.
+one is enough.
+
+The mode is never guessed from a folder name. It comes, in this order, from
+the ``evidence_mode`` argument (``momoka eval --evidence-mode``), from the
+set's own metadata (``"evidence_mode"`` in a ``dataset.json`` or ``stats.json``
+beside the JSONL files), or from the evidence itself in the one unambiguous
+case: when every evidence span of every question is an occurrence of one of
+that question's answers, the occurrences are alternatives (``"any"``). Other
+sets load with ``evidence_mode=None`` and ``evidence_mode_source`` saying why;
+retrieval metrics on them raise :class:`~momoka.errors.DatasetError` until a
+mode is given.
 """
 
 from __future__ import annotations
@@ -24,15 +33,10 @@ from typing import Any, Iterator
 
 from ..errors import DatasetError
 
-#: Evidence semantics of the sets in ``shared/data`` (see each set's README).
-EVIDENCE_MODES: dict[str, str] = {
-    "squad_v1_dev_half_a": "any",
-    "hotpotqa_dev500_long": "all",
-    "dragonball_finance_en": "all",
-    "leval_nq": "any",
-    "leval_qasper": "any",
-    "quality_leval": "all",
-}
+#: The evidence modes a set can have.
+EVIDENCE_MODES = ("all", "any")
+#: Metadata files read for ``evidence_mode``, first found wins.
+METADATA_FILES = ("dataset.json", "stats.json")
 
 Span = tuple[str, int, int]  # (doc_id, start, end)
 
@@ -81,10 +85,20 @@ class Dataset:
     path: Path
     documents: list[DocRecord]
     questions: list[Question]
-    evidence_mode: str = "all"
+    evidence_mode: str | None = "all"
+    evidence_mode_source: str = "argument"
 
     def __post_init__(self) -> None:
         self._by_id = {d.doc_id: d for d in self.documents}
+
+    def require_evidence_mode(self) -> str:
+        """The evidence mode, or :class:`DatasetError` saying how to give one."""
+        if self.evidence_mode is None:
+            raise DatasetError(
+                f"{self.name}: evidence mode unknown ({self.evidence_mode_source}); give --evidence-mode all|any "
+                "(all: every gold span is needed; any: the spans are alternatives) or put "
+                '"evidence_mode" in the set\'s dataset.json')
+        return self.evidence_mode
 
     def document(self, doc_id: str) -> DocRecord:
         try:
@@ -178,7 +192,7 @@ def load_dataset(
         name_or_path: a folder (``../shared/data/squad_v1_dev_half_a``) or a
             set name looked up in :func:`data_roots`.
         evidence_mode: ``"all"`` or ``"any"`` (see the module docstring);
-            defaults to the set's known mode, else ``"all"``.
+            default: the set's metadata, else inferred where unambiguous, else None.
         limit: keep only the first ``limit`` questions (documents are all kept).
 
     Raises:
@@ -187,9 +201,8 @@ def load_dataset(
     """
     path = resolve_dataset_path(name_or_path)
     name = path.name
-    mode = evidence_mode or EVIDENCE_MODES.get(name, "all")
-    if mode not in ("all", "any"):
-        raise DatasetError(f"evidence_mode must be 'all' or 'any', not {mode!r}")
+    if evidence_mode is not None and evidence_mode not in EVIDENCE_MODES:
+        raise DatasetError(f"evidence_mode must be 'all' or 'any', not {evidence_mode!r}")
 
     docs: list[DocRecord] = []
     lengths: dict[str, int] = {}
@@ -246,4 +259,46 @@ def load_dataset(
         )
         if limit is not None and len(questions) >= limit:
             break
-    return Dataset(name=name, path=path, documents=docs, questions=questions, evidence_mode=mode)
+    if evidence_mode is not None:
+        mode, source = evidence_mode, "argument"
+    else:
+        mode, source = _metadata_mode(path)
+        if mode is None:
+            mode, source = _inferred_mode(questions, {d.doc_id: d.text for d in docs})
+    return Dataset(name=name, path=path, documents=docs, questions=questions, evidence_mode=mode,
+                   evidence_mode_source=source)
+
+
+def _metadata_mode(path: Path) -> tuple[str | None, str]:
+    """``evidence_mode`` from the set's metadata file, with where it was read."""
+    for fname in METADATA_FILES:
+        f = path / fname
+        if not f.is_file():
+            continue
+        try:
+            meta = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DatasetError(f"{f}: unreadable metadata ({exc})") from None
+        mode = meta.get("evidence_mode") if isinstance(meta, dict) else None
+        if mode is None:
+            continue
+        if mode not in EVIDENCE_MODES:
+            raise DatasetError(f"{f}: evidence_mode must be 'all' or 'any', not {mode!r}")
+        return mode, f"metadata {fname}"
+    return None, ""
+
+
+def _inferred_mode(questions: list[Question], texts: dict[str, str]) -> tuple[str | None, str]:
+    """``"any"`` when every evidence span is an occurrence of one of its question's answers, else None."""
+    from .metrics import normalize_answer
+
+    with_evidence = [q for q in questions if q.gold]
+    if not with_evidence:
+        return None, "no question has evidence"
+    for q in with_evidence:
+        answers = {normalize_answer(a) for a in q.answers}
+        for d, s, e in q.gold:
+            if normalize_answer(texts[d][s:e]) not in answers:
+                return None, (f"not in the set's metadata, and its evidence is not only answer occurrences "
+                              f"(question {q.qid})")
+    return "any", "inferred: every evidence span is an occurrence of an answer (alternatives)"

@@ -18,11 +18,25 @@ Per question, at cut-off k:
 * ``f1@k``: harmonic mean of that question's precision and recall;
 * ``span_recall@k``: MC-indexing's recall: the fraction of gold evidence
   characters covered by the union of the top-k spans ("any": the best unit);
+* ``complete@k``: 1 if the evidence is fully covered by the union of the top-k
+  spans: every unit's characters ("all"), or one unit's ("any"). In "all" mode
+  ``recall`` and ``span_recall`` are *partial* figures (a question with one of
+  two units found scores 0.5); ``complete`` is the all-or-nothing figure;
 * ``hit@k``: 1 if some gold unit lies wholly inside one returned span.
 
-Scores are averaged over the questions that have evidence. The Momoka paper's
-tables report Metric@1 + Metric@3 + Metric@5 (its eq. 6); :class:`RetrievalReport`
-gives those sums too.
+Scores are averaged over the questions that have evidence. F1 is given both
+ways: ``f1`` is the mean of per-question F1, ``f1_pr`` the F1 of mean precision
+and mean recall (how the Momoka paper's tables appear to compute it). The Momoka
+paper's tables report Metric@1 + Metric@3 + Metric@5 (its eq. 6);
+:class:`RetrievalReport` gives those sums too.
+
+**At a budget.** Besides a cut-off k, every metric is also computed at a
+character budget B (label ``@{B}c``, e.g. ``span_recall@5000c``): the top items
+whose total length fits in B characters (the longest prefix of the ranking that
+fits; an item longer than what is left ends the prefix), so a method that
+returns longer items gets no free credit. Precision there is relevant items
+over items returned. ``returned@{B}c`` and ``chars@{B}c`` give the mean number
+of items and characters that fitted.
 
 Answer metrics: SQuAD exact match and token F1 (with SQuAD's answer
 normalisation, best over the gold answers), ROUGE-L (LCS F-measure) and
@@ -37,6 +51,7 @@ import re
 import string
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import InputError
@@ -44,7 +59,7 @@ from ..errors import InputError
 Span = tuple[str, int, int]
 Item = Sequence[Span]
 
-RETRIEVAL_METRICS = ("recall", "precision", "mrr", "f1", "span_recall", "hit")
+RETRIEVAL_METRICS = ("recall", "precision", "mrr", "f1", "span_recall", "complete", "hit")
 
 
 # --- span arithmetic ---------------------------------------------------------
@@ -101,12 +116,15 @@ def question_metrics(
     lengths = [u[2] - u[1] for u in units]
     inside = [any(s[0] == u[0] and s[1] <= u[1] and u[2] <= s[2] for s in member_spans) for u in units]
 
+    full = [c == n for c, n in zip(covered, lengths)]
     if mode == "all":
         recall = sum(touched) / len(units)
         span_recall = sum(covered) / sum(lengths)
+        complete = 1.0 if all(full) else 0.0
     else:
         recall = 1.0 if any(touched) else 0.0
         span_recall = max(c / n for c, n in zip(covered, lengths))
+        complete = 1.0 if any(full) else 0.0
     hit = 1.0 if any(inside) else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
     return {
@@ -115,16 +133,47 @@ def question_metrics(
         "mrr": mrr,
         "f1": f1,
         "span_recall": span_recall,
+        "complete": complete,
         "hit": hit,
     }
+
+
+def item_length(item: Item) -> int:
+    """Characters of one returned item: the sum of its spans' lengths."""
+    return sum(int(e) - int(s) for _, s, e in item)
+
+
+def fit_budget(retrieved: Sequence[Item], budget: int) -> list[Item]:
+    """The longest prefix of ``retrieved`` whose total length fits in ``budget`` characters."""
+    if budget <= 0:
+        raise InputError(f"a budget must be a positive number of characters, got {budget}")
+    # lengths are >= 0, so the running totals rise and those within budget are a prefix
+    n = sum(1 for total in accumulate(item_length(i) for i in retrieved) if total <= budget)
+    return list(retrieved[:n])
+
+
+def budget_metrics(retrieved: Sequence[Item], gold: Iterable[Span], budget: int,
+                   mode: str = "all") -> dict[str, float]:
+    """:func:`question_metrics` of the items that fit in ``budget`` characters (see module doc).
+
+    Adds ``returned`` (items that fitted) and ``chars`` (their total length).
+    """
+    fitted = fit_budget(retrieved, budget)
+    out = question_metrics(fitted, gold, max(1, len(fitted)), mode)
+    out["returned"] = float(len(fitted))
+    out["chars"] = float(sum(item_length(i) for i in fitted))
+    return out
 
 
 @dataclass
 class RetrievalReport:
     """Mean retrieval metrics over a set of questions.
 
-    ``means["recall@3"]`` etc.; ``sums["recall"]`` is the Momoka eq. 6 sum of
-    recall@k over the cut-offs; ``per_question[qid]["recall@3"]`` keeps the rows.
+    ``means["recall@3"]`` etc. (and ``means["f1_pr@3"]``, the F1 of mean
+    precision and recall); at a budget ``means["span_recall@5000c"]``,
+    ``means["returned@5000c"]``, ``means["chars@5000c"]``; ``sums["recall"]``
+    is the Momoka eq. 6 sum of recall@k over the cut-offs;
+    ``per_question[qid]["recall@3"]`` keeps the rows.
     """
 
     ks: tuple[int, ...]
@@ -132,14 +181,16 @@ class RetrievalReport:
     n_skipped: int
     means: dict[str, float] = field(default_factory=dict)
     per_question: dict[str, dict[str, float]] = field(default_factory=dict)
+    budgets: tuple[int, ...] = ()
 
     @property
     def sums(self) -> dict[str, float]:
-        return {m: sum(self.means[f"{m}@{k}"] for k in self.ks) for m in RETRIEVAL_METRICS}
+        return {m: sum(self.means[f"{m}@{k}"] for k in self.ks) for m in RETRIEVAL_METRICS + ("f1_pr",)}
 
     def to_dict(self) -> dict:
         return {
             "ks": list(self.ks),
+            "budgets": list(self.budgets),
             "n_questions": self.n_questions,
             "n_skipped_without_evidence": self.n_skipped,
             "means": self.means,
@@ -161,8 +212,9 @@ def evaluate_retrieval(
     questions: Iterable,
     ks: Sequence[int] = (1, 3, 5),
     mode: str = "all",
+    budgets: Sequence[int] = (),
 ) -> RetrievalReport:
-    """Average :func:`question_metrics` over ``questions`` at each k.
+    """Average :func:`question_metrics` over ``questions`` at each k (and :func:`budget_metrics` at each budget).
 
     Args:
         results: ``qid -> ranked items`` (each item a sequence of spans).
@@ -171,12 +223,14 @@ def evaluate_retrieval(
             and counted in ``n_skipped``.
         ks: cut-offs.
         mode: ``"all"`` or ``"any"`` evidence semantics.
+        budgets: character budgets (labels ``@{B}c``).
 
     Raises:
         InputError: a question with evidence has no entry in ``results``.
     """
     ks = tuple(int(k) for k in ks)
-    report = RetrievalReport(ks=ks, n_questions=0, n_skipped=0)
+    budgets = tuple(int(b) for b in budgets)
+    report = RetrievalReport(ks=ks, n_questions=0, n_skipped=0, budgets=budgets)
     totals: Counter = Counter()
     for q in questions:
         if not q.gold:
@@ -188,11 +242,19 @@ def evaluate_retrieval(
         for k in ks:
             for m, v in question_metrics(results[q.qid], q.gold, k, mode).items():
                 row[f"{m}@{k}"] = v
+        for b in budgets:
+            for m, v in budget_metrics(results[q.qid], q.gold, b, mode).items():
+                row[f"{m}@{b}c"] = v
         report.per_question[q.qid] = row
         totals.update(row)
         report.n_questions += 1
     n = max(report.n_questions, 1)
-    report.means = {f"{m}@{k}": totals[f"{m}@{k}"] / n for k in ks for m in RETRIEVAL_METRICS}
+    cuts = [(str(k), RETRIEVAL_METRICS) for k in ks] + \
+        [(f"{b}c", RETRIEVAL_METRICS + ("returned", "chars")) for b in budgets]
+    report.means = {f"{m}@{c}": totals[f"{m}@{c}"] / n for c, names in cuts for m in names}
+    for c, _ in cuts:
+        p, r = report.means[f"precision@{c}"], report.means[f"recall@{c}"]
+        report.means[f"f1_pr@{c}"] = 2 * p * r / (p + r) if p + r > 0 else 0.0
     return report
 
 

@@ -12,6 +12,11 @@ returned items:
 
 For single-chunk retrievers (dense, bm25, hybrid, mm) the two views are equal.
 The Momoka-RAG ablation (paper Table 3) is ``retrievers=["base", "mm", "momoka"]``.
+
+Every metric is reported at the cut-offs k and at character budgets (default
+5,000): the top items that fit, so a retriever returning longer items gets no
+free credit (:mod:`momoka.eval.metrics`). The text table leads with the budget
+figures.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ import numpy as np
 from ..errors import ConfigError, DatasetError
 from .metrics import evaluate_retrieval, format_table
 
-__all__ = ["format_report", "plan", "run_eval"]
+__all__ = ["DEFAULT_BUDGET", "format_report", "plan", "run_eval"]
+
+#: The character budget every report includes unless told otherwise.
+DEFAULT_BUDGET = 5000
 
 
 def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> dict:
@@ -69,6 +77,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
              ks: Sequence[int] = (1, 3, 5), limit: int | None = None, scope: str = "corpus",
              documents: str = "all", store: str | None = None, options: dict[str, dict] | None = None,
              chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,
+             budgets: Sequence[int] = (DEFAULT_BUDGET,), evidence_mode: str | None = None,
              log: Any = None) -> dict:
     """Evaluate ``retrievers`` on ``dataset`` and return a JSON-serialisable report.
 
@@ -86,6 +95,9 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
         store: build the index there (or reuse it: missing components are added).
         options: per component name, its options (e.g. ``{"paths": {"referee": "embedding"}}``).
         embedder: the embedder (``"default"``, a registry id or an object).
+        budgets: character budgets at which every metric is also computed.
+        evidence_mode: ``"all"`` or ``"any"``; default: the set's own
+            (:func:`momoka.eval.load_dataset`), an error when it has none.
         log: a callable taking one-line progress messages (None: silent).
 
     Report: ``retrievers[name]`` holds ``item`` and ``chunk`` metric dicts
@@ -108,7 +120,11 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
     if documents not in ("all", "questions"):
         raise ConfigError(f"documents must be 'all' or 'questions', not {documents!r}")
     options = dict(options or {})
-    ds = dataset if hasattr(dataset, "questions") else load_dataset(dataset)
+    ds = dataset if hasattr(dataset, "questions") else load_dataset(dataset, evidence_mode=evidence_mode)
+    mode = evidence_mode or ds.require_evidence_mode()
+    budgets = tuple(sorted({int(b) for b in budgets}))
+    if any(b <= 0 for b in budgets):
+        raise ConfigError(f"budgets must be positive numbers of characters, not {budgets}")
     questions = [q for q in ds.questions if q.gold]
     if limit is not None:
         questions = questions[:limit]
@@ -128,25 +144,31 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
     say(f"{ds.name}: {len(docs)} documents, {ix.store.n_chunks} chunks, {len(questions)} questions "
         f"(index {t_index:.1f}s)")
     report: dict[str, Any] = {
-        "data": ds.name, "evidence_mode": ds.evidence_mode, "n_questions": len(questions), "limit": limit,
-        "scope": scope, "documents": documents, "n_documents": len(docs), "ks": list(ks),
+        "data": ds.name, "evidence_mode": mode,
+        "evidence_mode_source": "argument" if evidence_mode else ds.evidence_mode_source, "n_questions": len(questions), "limit": limit,
+        "scope": scope, "documents": documents, "n_documents": len(docs), "ks": list(ks), "budgets": list(budgets),
         "chunker": ix.store.manifest.get("chunker"), "n_chunks": ix.store.n_chunks,
         "embedder": (ix.store.embedder_info or {}).get("model_id"), "pipeline": ix.pipeline,
         "index_seconds": round(t_index, 2), "retrievers": {},
     }
+    depth = max([kmax] + [ix.depth_for(b) for b in budgets])
+    report["depth"] = depth
     qtexts = [q.question for q in questions]
     per_doc = [q.doc_id for q in questions] if scope == "document" else None
     try:
         for name in retrievers:
             r = ix.retriever(name, **options.get(name, {}))
             t1 = time.perf_counter()
-            results = r.retrieve_batch(qtexts, kmax, per_query_doc_ids=per_doc) if per_doc else \
-                r.retrieve_batch(qtexts, kmax)
+            results = r.retrieve_batch(qtexts, depth, per_query_doc_ids=per_doc) if per_doc else \
+                r.retrieve_batch(qtexts, depth)
             dt = time.perf_counter() - t1
             items = {q.qid: res.spans() for q, res in zip(questions, results)}
-            chunk_items = {q.qid: [[m.span] for m in res.distinct_chunks(kmax)] for q, res in zip(questions, results)}
-            rep_item = evaluate_retrieval(items, questions, ks=ks, mode=ds.evidence_mode)
-            rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=ds.evidence_mode)
+            chunk_items = {q.qid: [[m.span] for m in res.distinct_chunks()] for q, res in zip(questions, results)}
+            rep_item = evaluate_retrieval(items, questions, ks=ks, mode=mode, budgets=budgets)
+            rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=mode, budgets=budgets)
+            # Rankings that ended (at ``depth``) before the largest budget was filled.
+            short = sum(1 for q in questions if budgets and len(items[q.qid]) >= depth and
+                        rep_item.per_question[q.qid][f"returned@{budgets[-1]}c"] >= depth)
             volume = {}
             for k in ks:
                 volume[f"chunks@{k}"] = float(np.mean([len(_distinct(res[:k])) for res in results]))
@@ -160,9 +182,11 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
                 "retriever": registry.entry("retriever", name).name, "options": jsonable(options.get(name, {})),
                 "item": rep_item.to_dict(), "chunk": rep_chunk.to_dict(), "returned": volume,
                 "counts": counts, "seconds_per_question": dt / len(questions),
+                "depth_exhausted": short,
             }
-            say(f"  {name}: recall@{kmax} {rep_item.means[f'recall@{kmax}']:.3f} (items), "
-                f"{rep_chunk.means[f'recall@{kmax}']:.3f} (distinct chunks), {dt / len(questions) * 1000:.1f} ms/q")
+            head = f"span_recall@{budgets[0]}c" if budgets else f"recall@{kmax}"
+            say(f"  {name}: {head} {rep_item.means[head]:.3f} (items), "
+                f"{rep_chunk.means[head]:.3f} (distinct chunks), {dt / len(questions) * 1000:.1f} ms/q")
     finally:
         ix.close()
     return report
@@ -176,13 +200,19 @@ def _distinct(items: Sequence[Any]) -> set:
 def format_report(report: dict, metrics: Sequence[str] = ("recall", "precision", "mrr", "f1", "span_recall")) -> str:
     """A plain-text table of a :func:`run_eval` report: one row per retriever and view.
 
-    Columns: each metric's Momoka eq. 6 sum over the cut-offs (recall,
-    precision and span recall x100, as the paper prints them), recall at each
-    k, distinct chunks and characters returned at the largest k, ms per question.
+    With budgets, the first columns are the figures at the first budget B:
+    span recall, complete coverage, recall, MRR, and the mean number of items
+    and characters that fitted. Then each metric's Momoka eq. 6 sum over the
+    cut-offs (recall, precision and span recall x100, as the paper prints
+    them), recall at each k, distinct chunks and characters at the largest k,
+    ms per question.
     """
     ks = report["ks"]
     kmax = max(ks)
-    header = ["retriever", "view"] + [f"{m} (sum)" for m in metrics] + [f"R@{k}" for k in ks] + \
+    budgets = report.get("budgets") or []
+    bh = [f"{c}@{budgets[0]}c" for c in ("span_recall", "complete", "recall", "mrr", "returned", "chars")] \
+        if budgets else []
+    header = ["retriever", "view"] + bh + [f"{m} (sum)" for m in metrics] + [f"R@{k}" for k in ks] + \
         [f"chunks@{kmax}", f"chars@{kmax}", "ms/q"]
     rows = []
     for name, row in report["retrievers"].items():
@@ -190,6 +220,10 @@ def format_report(report: dict, metrics: Sequence[str] = ("recall", "precision",
         for view in views:
             d = row[view]
             cells = [name, view if len(views) > 1 else "item = chunk"]
+            for c in bh:
+                v = d["means"][c]
+                cells.append(f"{v:.1f}" if c.startswith("returned") else f"{v:.0f}" if c.startswith("chars")
+                             else f"{v:.3f}")
             for m in metrics:
                 s = d["sums"][m]
                 cells.append(f"{100 * s:.1f}" if m in ("recall", "precision", "span_recall") else f"{s:.3f}")
@@ -197,6 +231,9 @@ def format_report(report: dict, metrics: Sequence[str] = ("recall", "precision",
             cells += [f"{row['returned'][f'chunks@{kmax}']:.1f}", f"{row['returned'][f'chars@{kmax}']:.0f}",
                       f"{1000 * row['seconds_per_question']:.1f}"]
             rows.append(cells)
-    title = (f"{report['data']}: {report['n_questions']} questions, evidence mode {report['evidence_mode']}, "
+    title = (f"{report['data']}: {report['n_questions']} questions, evidence mode {report['evidence_mode']}"
+             f" ({report.get('evidence_mode_source', 'argument')}), "
              f"{report['n_chunks']} chunks ({(report.get('chunker') or {}).get('name')}), scope {report['scope']}")
-    return title + "\n" + format_table(header, rows)
+    notes = ("recall = evidence units touched (partial in mode all); complete = every unit fully covered "
+             "(mode any: one unit); f1 = mean of per-question F1 (f1_pr in the JSON: F1 of mean P and R)")
+    return title + "\n" + format_table(header, rows) + "\n" + notes

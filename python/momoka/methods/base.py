@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import accumulate
 from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ConfigError
 
 __all__ = [
     "SEPARATOR",
@@ -183,6 +186,17 @@ class Result(Sequence):
                     seen.add(key)
                     out.append(m)
         return out if k is None else out[:k]
+
+    def fit(self, budget: int) -> "Result":
+        """The longest prefix of the items whose total length fits in ``budget`` characters.
+
+        An item longer than what is left ends the prefix (so the ranking's
+        order is kept); ``stats["budget"]`` records the budget.
+        """
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ConfigError(f"a budget must be a positive number of characters, got {budget!r}")
+        n = sum(1 for total in accumulate(it.n_chars for it in self.items) if total <= budget)
+        return Result(self.query, self.items[:n], self.retriever, {**self.stats, "budget": budget})
 
     def to_dict(self) -> dict:
         """A JSON-serialisable view."""

@@ -55,6 +55,8 @@ DEFAULT_CHUNKER = "recursive"
 DEFAULT_CHUNK_SIZE = 200
 #: Default retriever of :meth:`Index.search`.
 DEFAULT_RETRIEVER = "hybrid"
+#: Items returned when neither k nor a budget is given.
+DEFAULT_K = 5
 #: Name of the views built from the chunk texts themselves.
 RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
@@ -660,25 +662,43 @@ class Index:
             self._retrievers[key] = registry.create("retriever", name, self, **options)
         return self._retrievers[key]
 
-    def search(self, query: str, k: int = 5, retriever: str = DEFAULT_RETRIEVER, *,
-               doc_ids: Iterable[str] | str | None = None, **options: Any):
-        """The ``k`` best items for ``query`` from retriever ``retriever`` (a :class:`~momoka.methods.base.Result`).
+    def search(self, query: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
+               budget: int | None = None, doc_ids: Iterable[str] | str | None = None, **options: Any):
+        """The best items for ``query`` from retriever ``retriever`` (a :class:`~momoka.methods.base.Result`).
 
-        ``doc_ids`` restricts the search to these documents; ``options`` go to
-        the retriever (e.g. ``view="titled"`` for ``dense``). A BM25-only
-        index answers ``hybrid`` with BM25 alone.
+        ``k``: at most this many items (default 5 without a budget).
+        ``budget``: fill a context of this many characters instead: the top
+        items whose total length fits (at most ``k`` when given; otherwise as
+        many as :meth:`depth_for` reads). ``doc_ids`` restricts the search to
+        these documents; ``options`` go to the retriever (e.g. ``view="titled"``
+        for ``dense``). A BM25-only index answers ``hybrid`` with BM25 alone.
         """
-        return self.search_batch([query], k, retriever, doc_ids=doc_ids, **options)[0]
+        return self.search_batch([query], k, retriever, budget=budget, doc_ids=doc_ids, **options)[0]
 
-    def search_batch(self, queries: Sequence[str], k: int = 5, retriever: str = DEFAULT_RETRIEVER, *,
-                     doc_ids: Iterable[str] | str | None = None, per_query_doc_ids: Sequence[Any] | None = None,
-                     **options: Any) -> list:
+    def search_batch(self, queries: Sequence[str], k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
+                     budget: int | None = None, doc_ids: Iterable[str] | str | None = None,
+                     per_query_doc_ids: Sequence[Any] | None = None, **options: Any) -> list:
         """:meth:`search` for many queries (one batch for the retriever).
 
         ``per_query_doc_ids`` gives one document filter per query (a doc id, a
         list of ids, or None) instead of ``doc_ids`` for all.
         """
         r = self.retriever(retriever, **options)
+        depth = k if k is not None else (self.depth_for(budget) if budget is not None else DEFAULT_K)
         if per_query_doc_ids is not None:
-            return r.retrieve_batch(queries, k, doc_ids=doc_ids, per_query_doc_ids=per_query_doc_ids)
-        return r.retrieve_batch(queries, k, doc_ids=doc_ids)
+            out = r.retrieve_batch(queries, depth, doc_ids=doc_ids, per_query_doc_ids=per_query_doc_ids)
+        else:
+            out = r.retrieve_batch(queries, depth, doc_ids=doc_ids)
+        return out if budget is None else [res.fit(budget) for res in out]
+
+    def depth_for(self, budget: int) -> int:
+        """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ConfigError(f"a budget must be a positive number of characters, got {budget!r}")
+        store = self.store
+        if store.n_chunks == 0:
+            return 1
+        starts, ends = store.chunks.column("start"), store.chunks.column("end")
+        live = store.chunks.column("live").astype(bool)
+        mean = float(np.mean((ends - starts)[live])) if live.any() else 1.0
+        return max(1, int(np.ceil(2 * budget / max(mean, 1.0))) + 1)

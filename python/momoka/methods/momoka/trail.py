@@ -24,6 +24,15 @@ exactly which text was returned; an item's provenance gives its ``kind``
 the reranker saw it ``truncated`` at its input limit (counted per call in
 ``last_stats`` and over all calls in ``TrailRetriever.truncated``).
 
+How a composite is scored (``scoring``): ``"joint"`` (the paper) has the
+reranker score the joined text, which a 256-token reranker sees cut at its
+limit; ``"max"`` and ``"mean"`` score every member chunk alone (title first, as
+for a single chunk: never truncated for chunks within the limit) and take the
+best or the mean member score, so a composite ranks by what it holds rather
+than by its truncated head. With ``dedup=True`` an item is kept only when it
+adds a chunk the items above it do not already return, so the variants of the
+best chunk (its path, its pairs) do not crowd the top K.
+
 Paths come from the store's ordered relation ``paths`` (the ``paths`` relator)
 or from any mapping ``chunk_id -> sequence of chunk ids``. A store without paths
 raises :class:`~momoka.errors.PathsMissingError`.
@@ -52,6 +61,9 @@ __all__ = [
     "build_candidates",
     "candidate_text",
 ]
+
+#: How composites are scored (see the module doc).
+SCORINGS = ("joint", "max", "mean")
 
 #: Manifest ``extra`` key under which the path settings are recorded.
 MANIFEST_KEY = "momoka_map"
@@ -181,6 +193,8 @@ class TrailRetriever:
         titles: prepend ``T_D`` for reranking (True, default), or not (False), or a
             mapping ``doc_id -> title``.
         expand: factor of the first stage depth (``expand * k``; the paper's 2).
+        scoring: ``"joint"`` (default, the paper), ``"max"`` or ``"mean"`` (see the module doc).
+        dedup: drop items that add no chunk beyond the items ranked above them.
 
     Raises:
         PathsMissingError: the store has no paths and none were given.
@@ -192,7 +206,10 @@ class TrailRetriever:
     def __init__(self, index: Any, *, reranker: Any = None, first_stage: str | Callable = "auto",
                  paths: Mapping[int, Sequence[int]] | Callable[[int], Sequence[int]] | None = None,
                  relation: str = "paths", titles: bool | Mapping[str, str] = True, expand: int = 2,
-                 sep: str = SEPARATOR):
+                 sep: str = SEPARATOR, scoring: str = "joint", dedup: bool = False):
+        if scoring not in SCORINGS:
+            raise ConfigError(f"trail: scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
+        self.scoring, self.dedup = scoring, bool(dedup)
         self.index = index
         self.store = index.store
         if paths is None:
@@ -294,21 +311,20 @@ class TrailRetriever:
         for q, init in zip(queries, initial):
             cands = build_candidates(init, self.path)
             members = [tuple(self.index.member(c) for c in cand.members) for cand in cands]
-            texts = [candidate_text([m.text for m in ms], self.title(ms[0].doc_id), self.sep) for ms in members]
-            with warnings.catch_warnings():  # truncation is counted here, per composite
-                warnings.filterwarnings("ignore", message=".*truncat")
-                scores = np.asarray(reranker.score(q, texts), dtype=np.float64) if texts else np.zeros(0)
             comp = [i for i, c in enumerate(cands) if len(c.members) > 1]
-            over = self._checker(q, [texts[i] for i in comp])
-            trunc = {i for i, o in zip(comp, over) if o}
+            if self.scoring == "joint":
+                scores, trunc = self._joint_scores(reranker, q, members, comp)
+            else:
+                scores, trunc = self._member_scores(reranker, q, members), set()
             stats["candidates"] += len(cands)
             stats["composites"] += len(comp)
             stats["truncated"] += len(trunc)
-            order = sorted(range(len(cands)), key=lambda i: (-scores[i], i))[:k]
+            order = sorted(range(len(cands)), key=lambda i: (-scores[i], i))
+            order = self._diverse(order, cands, k) if self.dedup else order[:k]
             items = tuple(
                 Item(members[i], float(scores[i]), rank,
                      {"retriever": self.name, "kind": cands[i].kind, "source": cands[i].source,
-                      "truncated": i in trunc, "first_stage": self.first_stage},
+                      "truncated": i in trunc, "first_stage": self.first_stage, "scoring": self.scoring},
                      self.index.title(members[i][0].doc_id))
                 for rank, i in enumerate(order, 1))
             out.append(Result(q, items, self.name, {"candidates": len(cands), "composites": len(comp),
@@ -316,4 +332,42 @@ class TrailRetriever:
         self.truncated += stats["truncated"]
         stats["seconds"] = time.perf_counter() - t0
         self.last_stats = stats
+        return out
+
+    # ------------------------------------------------------------------ scoring
+
+    def _joint_scores(self, reranker: Any, q: str, members: list, comp: list[int]) -> tuple[np.ndarray, set]:
+        """The paper's scoring: the reranker on each candidate's joined text; which composites it truncated."""
+        texts = [candidate_text([m.text for m in ms], self.title(ms[0].doc_id), self.sep) for ms in members]
+        with warnings.catch_warnings():  # truncation is counted here, per composite
+            warnings.filterwarnings("ignore", message=".*truncat")
+            scores = np.asarray(reranker.score(q, texts), dtype=np.float64) if texts else np.zeros(0)
+        over = self._checker(q, [texts[i] for i in comp])
+        return scores, {i for i, o in zip(comp, over) if o}
+
+    def _member_scores(self, reranker: Any, q: str, members: list) -> np.ndarray:
+        """Each distinct member chunk scored alone (title first), combined per candidate by max or mean."""
+        chunks = list(dict.fromkeys(m.chunk_id for ms in members for m in ms))
+        by_id = {m.chunk_id: m for ms in members for m in ms}
+        texts = [candidate_text([by_id[c].text], self.title(by_id[c].doc_id), self.sep) for c in chunks]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*truncat")
+            got = np.asarray(reranker.score(q, texts), dtype=np.float64) if texts else np.zeros(0)
+        score_of = dict(zip(chunks, got.tolist()))
+        combine = max if self.scoring == "max" else (lambda xs: sum(xs) / len(xs))
+        return np.asarray([combine([score_of[m.chunk_id] for m in ms]) for ms in members], dtype=np.float64)
+
+    @staticmethod
+    def _diverse(order: list[int], cands: list[Candidate], k: int) -> list[int]:
+        """The first ``k`` candidates of ``order`` that each add a chunk not returned above them."""
+        seen: set[int] = set()
+        out: list[int] = []
+        for i in order:
+            new = set(cands[i].members) - seen
+            if not new:
+                continue
+            seen |= new
+            out.append(i)
+            if len(out) == k:
+                break
         return out

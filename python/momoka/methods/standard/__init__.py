@@ -6,8 +6,8 @@ Importing this package registers them (see :mod:`momoka.methods.registry`):
 * reader ``llm`` (the local model, or any OpenAI-compatible endpoint).
 """
 
-from .fusion import RRF_K, rrf
+from .fusion import RRF_K, convex, rrf
 from .reader import LLMReader
 from .retrievers import BM25Retriever, DenseRetriever, HybridRetriever, StoreRetriever
 
-__all__ = ["RRF_K", "BM25Retriever", "DenseRetriever", "HybridRetriever", "LLMReader", "StoreRetriever", "rrf"]
+__all__ = ["RRF_K", "BM25Retriever", "DenseRetriever", "HybridRetriever", "LLMReader", "StoreRetriever", "convex", "rrf"]
