@@ -10,6 +10,13 @@ its document (38 on average), the gold one is the question's ``paragraph_index``
   (``MOMOKA_BENCH_QL_QUESTIONS``, default 20; ``MOMOKA_BENCH_QL_TOPK``, default 5);
   the MRR is over the full ranking (the reranked top-K, then cosine's order) and is
   printed beside cosine's on the same questions;
+- query likelihood with and without KV reuse: the cosine top-K of N questions
+  about one document (``MOMOKA_BENCH_QL_KV_QUESTIONS``, default 12), scored by
+  the same UPR reranker with ``kv_cache_mb=0`` (every prompt run for every
+  question) and with its passage KV cache (each passage's prompt runs once);
+  same scores, the ratio of ms per question printed, and the document-scope
+  case (every question against every paragraph of the document) with
+  ``score_matrix``;
 - cross-encoder: only with ``MOMOKA_BENCH_CROSS_ENCODER=/path/model.onnx`` (a
   ``tokenizer.json`` beside it); no cross-encoder is shipped.
 
@@ -101,6 +108,48 @@ def test_rerank_query_likelihood(benchmark, squad, cosine_rankings):
         f"\nquery likelihood (cosine top-{k} reranked): {n} questions, {pairs} pairs in {dt:.1f}s "
         f"({pairs / dt:.2f} pairs/s), MRR {m_ql:.4f} vs cosine {m_cos:.4f} on the same questions"
     )
+
+
+def test_rerank_query_likelihood_kv_reuse(benchmark, squad, shared_data):
+    import numpy as np
+
+    docs, _ = squad
+    d = next(iter(docs))
+    with open(shared_data / "squad_v1_dev_half_a" / "questions.jsonl", encoding="utf-8") as f:
+        pool = [q for q in map(json.loads, f) if q["doc_id"] == d]
+    n = int(os.environ.get("MOMOKA_BENCH_QL_KV_QUESTIONS", "12"))
+    k = int(os.environ.get("MOMOKA_BENCH_QL_TOPK", "5"))
+    qs = pool[:: max(1, len(pool) // n)][:n]
+    paras = docs[d]
+    cos = CosineReranker(Embedder.default())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tops = [[i for i, _ in rank(cos, q["question"], paras)][:k] for q in qs]
+    plain, cached = QueryLikelihoodReranker(kv_cache_mb=0), QueryLikelihoodReranker()
+    lm = cached.lm
+    plain.lm = lm  # one model in memory
+    t0 = time.perf_counter()
+    a = [plain.score(q["question"], [paras[i] for i in top]) for q, top in zip(qs, tops)]
+    t_plain = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    b = [cached.score(q["question"], [paras[i] for i in top]) for q, top in zip(qs, tops)]
+    t_cached = time.perf_counter() - t0
+    diff = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+    distinct = len({i for top in tops for i in top})
+    # document scope: every question against every paragraph, one prompt run per paragraph
+    m = QueryLikelihoodReranker()
+    m.lm = lm
+    t0 = time.perf_counter()
+    m.score_matrix([q["question"] for q in qs], paras)
+    t_matrix = time.perf_counter() - t0
+    benchmark.pedantic(cached.score, args=(qs[0]["question"], [paras[i] for i in tops[0]]), rounds=1)
+    benchmark.extra_info.update(ms_per_q_plain=round(1000 * t_plain / n, 1), ms_per_q_cached=round(1000 * t_cached / n, 1),
+                                speedup=round(t_plain / t_cached, 2), max_score_diff=diff)
+    print(f"\nUPR top-{k} of {n} questions on one document ({distinct} distinct passages): "
+          f"{1000 * t_plain / n:.0f} ms/q without KV reuse ({plain.prompt_runs} prompt runs), "
+          f"{1000 * t_cached / n:.0f} ms/q with it ({cached.prompt_runs} prompt runs): "
+          f"{t_plain / t_cached:.2f}x, max score difference {diff:.1e}; every question x all {len(paras)} "
+          f"paragraphs with score_matrix: {1000 * t_matrix / n:.0f} ms/q ({m.prompt_runs} prompt runs)")
 
 
 def test_rerank_cross_encoder(benchmark, squad):

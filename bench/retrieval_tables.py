@@ -21,6 +21,12 @@ reference sentences and HotpotQA's supporting paragraphs are all needed);
 the other sets' mode is inferred by ``load_dataset``. Stores are built once
 under ``--stores`` and reused; the peer's vectors are cached there too.
 Prints markdown tables; ``--out`` also writes the JSON.
+
+``--trail`` runs the Momoka-RAG ablation at the same budget instead: fixed
+128-token chunks with titles (``T_D``) and Momoka-Map paths (embedding
+referee, the paper's other settings), then base (dense), mm (dense over
+titled chunks), hybrid, and Trail as the paper scores it (``joint``) and with
+member scoring, dedup and a hybrid first stage (the TRAIL_VARIANTS grid).
 """
 
 from __future__ import annotations
@@ -49,6 +55,17 @@ SIZES = (100, 150, 200)
 VARIANTS = [("dense", "dense", {}), ("bm25", "bm25", {}), ("hybrid rrf", "hybrid", {"fusion": "rrf", "dense_weight": 0.5})]
 VARIANTS += [(f"hybrid rrf w{w}", "hybrid", {"fusion": "rrf", "dense_weight": w}) for w in (0.6, 0.7)]
 VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weight": w}) for w in (0.5, 0.6, 0.7, 0.8)]
+
+
+#: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
+TRAIL_VARIANTS = [("base", "dense", {}), ("mm", "mm", {}), ("hybrid", "hybrid", {}),
+                  ("trail joint (paper)", "trail", {}),
+                  ("trail max+dedup", "trail", {"scoring": "max", "dedup": True}),
+                  ("trail mean+dedup", "trail", {"scoring": "mean", "dedup": True}),
+                  ("trail max+dedup, hybrid first", "trail", {"scoring": "max", "dedup": True,
+                                                             "first_stage": "hybrid"}),
+                  ("trail mean+dedup, hybrid first", "trail", {"scoring": "mean", "dedup": True,
+                                                              "first_stage": "hybrid"})]
 
 
 def questions_of(ds, n: int | None):
@@ -93,11 +110,14 @@ def peer_rows(ds, qs, mode: str, cache: Path, embedder) -> dict:
     return out
 
 
-def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants) -> dict:
-    folder = stores / f"{ds.name}-r{size}"
+def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: bool = False) -> dict:
+    folder = stores / (f"{ds.name}-fixed128-paths" if trail else f"{ds.name}-r{size}")
     t0 = time.perf_counter()
     if (folder / "manifest.json").exists():
         ix = Index.open(folder)
+    elif trail:
+        ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="fixed", size=128,
+                         enrich=["title"], relate=[("paths", {"referee": "embedding"})], progress=True)
     else:
         ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="recursive", size=size,
                          progress=True)
@@ -107,7 +127,7 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants) -> dict:
     try:
         for label, name, opts in variants:
             t1 = time.perf_counter()
-            res = ix.retriever(name, **opts).retrieve_batch(texts, 60)
+            res = ix.retriever(name, **opts).retrieve_batch(texts, ix.depth_for(BUDGET))
             dt = (time.perf_counter() - t1) / len(qs)
             row = score({q.qid: r.spans() for q, r in zip(qs, res)}, qs, mode)
             row["ms_per_question"] = 1000 * dt
@@ -118,11 +138,12 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants) -> dict:
     return out
 
 
-def markdown(report: dict) -> str:
+def markdown(report: dict, trail_variants=None) -> str:
     sets = list(report["sets"])
     lines = [f"span recall at {BUDGET:,} characters (complete coverage in brackets); corpus scope", "",
              "| pipeline | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
-    labels = ["peer"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS]
+    labels = [v[0] for v in trail_variants] if trail_variants else \
+        ["peer"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS]
     for label in labels:
         cells = []
         for name in sets:
@@ -139,6 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--questions", type=int, default=300, help="first N questions with evidence per set")
     ap.add_argument("--stores", required=True, help="folder for the stores and the peer's cached vectors")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--trail", action="store_true", help="the Momoka-RAG ablation instead (see the module doc)")
     args = ap.parse_args(argv)
     from momoka.models import Embedder
 
@@ -154,6 +176,12 @@ def main(argv=None) -> int:
     for name in args.sets.split(","):
         ds = load_dataset(root / name, evidence_mode=MODES.get(name))
         qs = questions_of(ds, args.questions)
+        if args.trail:
+            rows = momoka_rows(ds, qs, ds.evidence_mode, 128, stores, TRAIL_VARIANTS, trail=True)
+            info = rows.pop("_store")
+            report["sets"][name] = {"mode": ds.evidence_mode, "questions": len(qs), "store": info, "rows": rows}
+            _save(report, args.out)
+            continue
         rows = {"peer": peer_rows(ds, qs, ds.evidence_mode, stores, embedder)}
         for size in sizes:
             got = momoka_rows(ds, qs, ds.evidence_mode, size, stores, VARIANTS)
@@ -163,11 +191,15 @@ def main(argv=None) -> int:
         report["sets"][name] = {"mode": ds.evidence_mode, "questions": len(qs), "documents": len(ds.documents),
                                 "rows": rows}
         print(f"{name}: peer {rows['peer']['span_recall']:.3f}", file=sys.stderr, flush=True)
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps(report, indent=2))
-    print(markdown(report))
+        _save(report, args.out)
+    print(markdown(report, TRAIL_VARIANTS if args.trail else None))
     return 0
+
+
+def _save(report: dict, out: str | None) -> None:
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

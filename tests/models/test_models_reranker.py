@@ -197,3 +197,26 @@ def test_query_likelihood_ranks_the_answering_passage_first(lm):
     queries = ["What river flows through Warsaw?", "How do plants make sugar?", "Which game decides the NFL champion?"]
     for gold, q in enumerate(queries):
         assert rank(ql, q, ps)[0][0] == gold, (q, ql.score(q, ps))
+
+
+def test_query_likelihood_kv_reuse_same_scores_fewer_prompt_runs(lm):
+    ps = [
+        "Warsaw is the capital and largest city of Poland. It stands on the Vistula River.",
+        "Photosynthesis lets plants turn sunlight, water and carbon dioxide into sugar.",
+        "The Super Bowl is the annual championship game of the National Football League.",
+    ]
+    queries = ["What river flows through Warsaw?", "How do plants make sugar?", "Which game decides the NFL champion?"]
+    plain = QueryLikelihoodReranker(lm, kv_cache_mb=0)     # every (prompt, query) pair run whole, batched
+    cached = QueryLikelihoodReranker(lm)
+    want = np.stack([plain.score(q, ps) for q in queries])
+    got = np.stack([cached.score(q, ps) for q in queries])
+    np.testing.assert_allclose(got, want, atol=2e-3)
+    assert plain.prompt_runs == 9 and cached.prompt_runs == 3   # each passage's prompt ran once
+    np.testing.assert_allclose(QueryLikelihoodReranker(lm).score_matrix(queries, ps), want, atol=2e-3)
+    # A cache too small for two prompts keeps the last one only: each new passage is a miss again.
+    tiny = QueryLikelihoodReranker(lm, kv_cache_mb=0.001)
+    tiny.score(queries[0], ps)
+    tiny.score(queries[1], ps)
+    assert tiny.prompt_runs == 6 and len(tiny._states) == 1
+    with pytest.raises(EmptyInputError):
+        cached.score_matrix(["   "], ps)

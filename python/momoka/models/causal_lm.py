@@ -100,6 +100,23 @@ class _Cache:
         self.length = length
 
 
+class PrefixState:
+    """The KV cache of a prefix run once (host arrays), to run many suffixes after it.
+
+    ``length`` tokens, ``last_logits`` the next-token logits after the prefix,
+    ``nbytes`` the memory its cache holds. Made by :meth:`CausalLM.prefix_state`.
+    """
+
+    __slots__ = ("kv", "last_logits", "length")
+
+    def __init__(self, kv: dict, last_logits: np.ndarray, length: int):
+        self.kv, self.last_logits, self.length = kv, last_logits, length
+
+    @property
+    def nbytes(self) -> int:
+        return sum(v.nbytes for v in self.kv.values()) + self.last_logits.nbytes
+
+
 class CausalLM:
     """A Llama-architecture ONNX causal LM with a KV cache (see the module docstring).
 
@@ -362,9 +379,20 @@ class CausalLM:
             advance(sum(len(x) for x in seqs))
         return results  # type: ignore[return-value]
 
+    def prefix_state(self, prefix: Sequence[int]) -> PrefixState:
+        """Run ``prefix`` (at least one id, at most ``window``) once; its cache, for :meth:`prefix_batch`."""
+        prefix = list(prefix)
+        if not prefix:
+            raise InputError("a prefix needs at least one token")
+        if len(prefix) > self.window:
+            raise InputTooLargeError(f"prefix of {len(prefix)} tokens exceeds the window ({self.window})")
+        _, last, cache, _ = self._stream(prefix, n_scored=0)
+        host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
+        return PrefixState(host, np.asarray(last, dtype=np.float32), cache.length)
+
     def prefix_batch(
         self,
-        prefix: Sequence[int],
+        prefix: Sequence[int] | PrefixState,
         suffixes: Sequence[Sequence[int]],
         *,
         batch_tokens: int = 1024,
@@ -382,18 +410,22 @@ class CausalLM:
         next-token distribution a prompt ends on.  ``len(prefix) + len(suffix)``
         must fit in ``window``.  This is the KV reuse of MoC's O(n^2) metrics
         (one context chunk, all its targets in one batch) and of MSP/router
-        prompts sharing a template prefix.
+        prompts sharing a template prefix. ``prefix`` may also be a
+        :meth:`prefix_state` made earlier, so a prefix used with several batches
+        (a passage scored against the questions of many calls) runs once.
         """
         import onnxruntime as ort
 
         if want not in ("logprobs", "last_logits"):
             raise ConfigError(f"want must be 'logprobs' or 'last_logits', not {want!r}")
-        prefix = list(prefix)
-        if not prefix:
-            raise InputError("prefix_batch needs a prefix of at least one token")
+        if not isinstance(prefix, PrefixState):
+            prefix = list(prefix)
+            if not prefix:
+                raise InputError("prefix_batch needs a prefix of at least one token")
+        n_prefix = prefix.length if isinstance(prefix, PrefixState) else len(prefix)
         longest = max((len(s) for s in suffixes), default=0)
-        if len(prefix) + longest > self.window:
-            raise InputTooLargeError(f"prefix ({len(prefix)}) + suffix ({longest}) tokens exceed the window ({self.window})")
+        if n_prefix + longest > self.window:
+            raise InputTooLargeError(f"prefix ({n_prefix}) + suffix ({longest}) tokens exceed the window ({self.window})")
         out: list[np.ndarray | None] = [None] * len(suffixes)
         todo = [i for i, s in enumerate(suffixes) if len(s)]
         for i, s in enumerate(suffixes):
@@ -401,9 +433,8 @@ class CausalLM:
                 out[i] = np.empty(0, np.float64) if want == "logprobs" else None
         if not todo:
             return out  # type: ignore[return-value]
-        _, last, cache, _ = self._stream(prefix, n_scored=0)
-        host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
-        P = cache.length
+        state = prefix if isinstance(prefix, PrefixState) else self.prefix_state(prefix)
+        host, last, P = state.kv, state.last_logits, state.length
         todo.sort(key=lambda i: len(suffixes[i]))
         j = 0
         while j < len(todo):
@@ -447,7 +478,8 @@ class CausalLM:
         return self._stream(list(ids), n_scored=n_scored, on_block=on_block)[0]
 
     # -------------------------------------------------------------- scoring
-    def _ctx_ids(self, context: str | None) -> list[int]:
+    def context_ids(self, context: str | None) -> list[int]:
+        """The ids a scored text is conditioned on: the document start token, then ``context``."""
         ids = [self.doc_start_id]
         if context:
             ids += self.encode(context)
@@ -461,7 +493,7 @@ class CausalLM:
         ids = self.encode(text)
         if not ids:
             raise EmptyInputError("cannot score an empty text")
-        return self.score_ids([(self._ctx_ids(context), ids)], progress=progress)[0]
+        return self.score_ids([(self.context_ids(context), ids)], progress=progress)[0]
 
     def token_logprobs_batch(
         self, texts: Sequence[str], contexts: Sequence[str | None] | None = None, *, progress=None
@@ -474,7 +506,7 @@ class CausalLM:
             ids = self.encode(t)
             if not ids:
                 raise EmptyInputError(f"text {i} is empty: cannot score it")
-            pairs.append((self._ctx_ids(contexts[i] if contexts is not None else None), ids))
+            pairs.append((self.context_ids(contexts[i] if contexts is not None else None), ids))
         return self.score_ids(pairs, progress=progress)
 
     def perplexity(self, texts: str | Sequence[str], *, progress=None) -> np.ndarray:

@@ -204,13 +204,22 @@ class QueryLikelihoodReranker:
     from ``{passage}`` (passages are cut to ``max_passage_chars``); the query
     follows it after a space. ``causal_lm`` must offer
     ``token_logprobs_batch(texts, contexts)`` like
-    :class:`momoka.models.causal_lm.CausalLM`; all pairs of one call are
-    scored in padded batches.
+    :class:`momoka.models.causal_lm.CausalLM`.
+
+    KV reuse (``kv_cache_mb`` > 0 and an LM with ``prefix_state``): each
+    passage's prompt runs through the model once and its key/value cache is
+    kept (least recently used first out, up to ``kv_cache_mb`` megabytes), so
+    scoring the same passage for another question runs only the question's
+    tokens. :meth:`score_matrix` scores many questions against many passages
+    with one prompt run per passage. The scores equal the uncached ones (the
+    same token sequences; float rounding of batched runs aside).
+    ``kv_cache_mb=0`` scores every (prompt, query) pair in padded batches.
     """
 
     name = "query-likelihood"
 
-    def __init__(self, causal_lm=None, *, template: str = UPR_TEMPLATE, max_passage_chars: int = 2000):
+    def __init__(self, causal_lm=None, *, template: str = UPR_TEMPLATE, max_passage_chars: int = 2000,
+                 kv_cache_mb: float = 512.0):
         if "{passage}" not in template:
             raise ConfigError("template must contain '{passage}'")
         if causal_lm is None:
@@ -218,6 +227,10 @@ class QueryLikelihoodReranker:
         self.lm = causal_lm
         self.template = template
         self.max_passage_chars = int(max_passage_chars)
+        self.kv_cache_mb = float(kv_cache_mb)
+        self._states: OrderedDict = OrderedDict()
+        self._state_bytes = 0
+        self.prompt_runs = 0  # passage prompts run through the model (cache misses)
 
     def prompt(self, passage: str) -> str:
         """The prompt the query is scored after."""
@@ -228,9 +241,57 @@ class QueryLikelihoodReranker:
         passages = _check(query, passages)
         if not passages:
             return np.zeros(0, dtype=np.float32)
-        cont = " " + query.strip()
-        lps = self.lm.token_logprobs_batch([cont] * len(passages), [self.prompt(p) for p in passages])
-        return np.asarray([float(np.mean(lp)) for lp in lps], dtype=np.float32)
+        if not self._reuse:
+            cont = " " + query.strip()
+            self.prompt_runs += len(passages)
+            lps = self.lm.token_logprobs_batch([cont] * len(passages), [self.prompt(p) for p in passages])
+            return np.asarray([float(np.mean(lp)) for lp in lps], dtype=np.float32)
+        return self.score_matrix([query], passages)[0]
+
+    def score_matrix(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
+        """Scores of every query against every passage: float32 array ``[len(queries), len(passages)]``."""
+        for q in queries:
+            _check(q, [])
+        passages = _check(queries[0] if queries else "x", passages)
+        out = np.zeros((len(queries), len(passages)), dtype=np.float32)
+        if not queries or not passages:
+            return out
+        if not self._reuse:
+            for i, q in enumerate(queries):
+                out[i] = self.score(q, passages)
+            return out
+        q_ids = []
+        for q in queries:
+            ids = self.lm.encode(" " + q.strip())
+            if not ids:
+                raise EmptyInputError("cannot score an empty query")
+            q_ids.append(ids)
+        for j, p in enumerate(passages):
+            state = self._state(self.prompt(p))
+            for i, lp in enumerate(self.lm.prefix_batch(state, q_ids)):
+                out[i, j] = float(np.mean(lp))
+        return out
+
+    @property
+    def _reuse(self) -> bool:
+        return self.kv_cache_mb > 0 and hasattr(self.lm, "prefix_state") and hasattr(self.lm, "context_ids")
+
+    def _state(self, prompt: str):
+        """The prompt's prefix state, from the cache or run now (and cached)."""
+        st = self._states.get(prompt)
+        if st is not None:
+            self._states.move_to_end(prompt)
+            return st
+        ids = self.lm.context_ids(prompt)
+        st = self.lm.prefix_state(ids)
+        self.prompt_runs += 1
+        self._states[prompt] = st
+        self._state_bytes += st.nbytes
+        limit = self.kv_cache_mb * 1024 * 1024
+        while self._state_bytes > limit and len(self._states) > 1:
+            _, old = self._states.popitem(last=False)
+            self._state_bytes -= old.nbytes
+        return st
 
 
 _ALIASES = {
