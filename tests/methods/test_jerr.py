@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -18,57 +17,13 @@ import pytest
 from momoka import Index
 from momoka.cli import main
 from momoka.errors import ConfigError, StoreError
-from momoka.kernels import feature_hash, simhash
+from momoka.kernels import simhash
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer
 from momoka.methods.jerr import JerrRelator, NodeGraph, build_dag, dedup, mcts_top_nodes, pagerank_top_nodes
 from momoka.methods.jerr.search import node_words
 
-# --------------------------------------------------------------------------- references
-
-
-def ref_simhash(text: str) -> int:
-    t = " ".join(text.lower().split())
-    feats = re.findall(r"[a-z0-9_]+", t) + ([t[i:i + 3] for i in range(len(t) - 2)] if len(t) >= 3 else [t])
-    v = [0] * 64
-    for f in feats:
-        h = feature_hash(f)
-        for b in range(64):
-            v[b] += 1 if (h >> b) & 1 else -1
-    return sum(1 << b for b in range(64) if v[b] > 0)
-
-
-def ref_dedup(names, k=3):
-    keys = [" ".join(n.lower().split()) for n in names]
-    first: dict[str, int] = {}
-    rep = list(range(len(names)))
-    exact = 0
-    uniq = []
-    for i, key in enumerate(keys):
-        if key in first:
-            rep[i] = first[key]
-            exact += 1
-        else:
-            first[key] = i
-            uniq.append(i)
-    parent = {i: i for i in uniq}
-
-    def find(x):
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    fps = {i: ref_simhash(keys[i]) for i in uniq}
-    for a in range(len(uniq)):
-        for b in range(a + 1, len(uniq)):
-            i, j = uniq[a], uniq[b]
-            if bin(fps[i] ^ fps[j]).count("1") <= k:
-                ri, rj = find(i), find(j)
-                if ri != rj:
-                    parent[max(ri, rj)] = min(ri, rj)  # the first seen stays the representative
-    near = sum(1 for i in uniq if find(i) != i)
-    return [find(rep[i]) for i in range(len(names))], exact, near
-
+from ._jerr_reference import ref_dedup, ref_simhash
 
 def test_word_char_simhash_equals_reference_bit_votes():
     """The native word+char fingerprint equals bit votes over word unigrams + char trigrams computed here."""

@@ -259,6 +259,10 @@ class JerrRetriever:
 class JerrReader(LLMReader):
     """The LLM reader with JERR's context: top-k nodes and their units' synopses before the numbered chunks.
 
+    Nodes and synopses (at most ``max_preamble_chars``) and chunks share one
+    budget of ``max_context_chars``, so JERR gets the same context size as a
+    top-k chunk retriever read by this reader.
+
     ``options`` in the question (a list of 4 strings given to :meth:`answer_choice`)
     switch to the App. A.5 multiple-choice prompt.
     """
@@ -284,7 +288,7 @@ class JerrReader(LLMReader):
         return "\n\n".join(parts)
 
     def __init__(self, llm: Any = None, *, max_context_chars: int = 3000, max_tokens: int = 128,
-                 max_preamble_chars: int = 1500):
+                 max_preamble_chars: int = 1000):
         super().__init__(llm, max_context_chars=max_context_chars, max_tokens=max_tokens)
         self.max_preamble_chars = int(max_preamble_chars)
         self._pre = ""
@@ -294,12 +298,21 @@ class JerrReader(LLMReader):
         from ...llm import prompts
 
         passages = "\n\n".join(f"[{c.number}] {' '.join(c.text.split())}" for c in context)
-        ctx = (self._pre[: self.max_preamble_chars] + "\n\n" if self._pre else "") + "Passages:\n" + passages
+        ctx = (self._pre + "\n\n" if self._pre else "") + "Passages:\n" + passages
         return [{"role": "user", "content": prompts.render("jerr.answer", context=ctx, question=question)}]
+
+    def context(self, result: Result) -> list:
+        """The numbered chunks, within what the preamble leaves of ``max_context_chars`` (one budget for both)."""
+        full = self.max_context_chars
+        self.max_context_chars = max(200, full - len(self._pre))
+        try:
+            return super().context(result)
+        finally:
+            self.max_context_chars = full
 
     def answer(self, question: str, result: Result):
         """Answer from the nodes, synopses and chunks of ``result`` (see :class:`LLMReader.answer`)."""
-        self._pre = self.preamble(result)
+        self._pre = self.preamble(result)[: self.max_preamble_chars]
         return super().answer(question, result)
 
     def answer_choice(self, question: str, options: Sequence[str], result: Result) -> tuple[int, str]:
@@ -308,9 +321,9 @@ class JerrReader(LLMReader):
 
         if not options:
             raise InputError("a multiple-choice question needs options")
-        self._pre = self.preamble(result)
+        self._pre = self.preamble(result)[: self.max_preamble_chars]
         ctx = self.context(result)
-        article = (self._pre[: self.max_preamble_chars] + "\n\n" if self._pre else "") + "\n\n".join(c.text for c in ctx)
+        article = (self._pre + "\n\n" if self._pre else "") + "\n\n".join(c.text for c in ctx)
         opts = " ".join(f"({chr(65 + i)}) {o}" for i, o in enumerate(options))
         from ...llm import prompts
 
