@@ -204,6 +204,8 @@ def test_cli_graph_prints_and_exports(tmp_path, capsys):
     g = json.loads((tmp_path / "g.json").read_text())
     assert all(0 <= e["source"] < len(g["nodes"]) for e in g["edges"])
     capsys.readouterr()
+    assert main(["query", str(tmp_path / "s"), "who kept the lighthouse lamp?", "--retriever", "jerr", "-k", "2"]) == 0
+    assert "(node)" in capsys.readouterr().out
     assert main(["graph", str(tmp_path / "s"), "--doc", "nope"]) == 2
     assert "no document 'nope'" in capsys.readouterr().err
     assert main(["graph", str(tmp_path / "s"), "--doc", "story", "--export", str(tmp_path / "g.png")]) == 2

@@ -15,12 +15,12 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Any, Iterable, Sequence
 
 from ...errors import ConfigError, InputError
 from ...progress import Progress
+from .._backend import LLMBacked
 from ..base import Item, Result
 from ..registry import register
 from ..standard.reader import LLMReader
@@ -34,7 +34,7 @@ __all__ = ["JerrRelator", "JerrRetriever", "JerrReader", "BACKENDS"]
 BACKENDS = ("auto", "offline", "llm")
 
 
-class JerrRelator:
+class JerrRelator(LLMBacked):
     """Build each document's JERR entity DAG and store it (see :mod:`momoka.methods.jerr.graph`).
 
     Args:
@@ -66,21 +66,6 @@ class JerrRelator:
                         "max_mentions": int(max_mentions), "synopsis_sentences": int(synopsis_sentences)}
         self.stats: dict[str, Any] = {}
 
-    @property
-    def effective_backend(self) -> str:
-        """The back-end with ``"auto"`` resolved."""
-        if self.backend != "auto":
-            return self.backend
-        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "offline"
-
-    @property
-    def llm(self):
-        """The LLM client (built from the environment on first use)."""
-        if self._llm is None:
-            from ...llm import client_from_env
-
-            self._llm = client_from_env()
-        return self._llm
 
     def backend_id(self) -> str:
         """``offline`` or ``llm:<model>``: who built the graphs."""
