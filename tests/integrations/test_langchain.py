@@ -27,15 +27,10 @@ from momoka._extras import MissingExtraError  # noqa: E402
 from momoka.errors import ConfigError  # noqa: E402
 from momoka.integrations.langchain import MomokaRetriever  # noqa: E402
 
-from ._loop_check import run_with_ticker  # noqa: E402
+from ._helpers import expected as _expected, run_with_ticker  # noqa: E402
 from .conftest import QUESTIONS, RETRIEVERS  # noqa: E402
 
 pytestmark = pytest.mark.models
-
-
-def _expected(index, question, k, name):
-    return [(it.doc_id, it.start, it.end, pytest.approx(it.score, rel=1e-6), it.text)
-            for it in index.search(question, k, retriever=name)]
 
 
 def _got(docs):

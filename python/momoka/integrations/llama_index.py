@@ -38,13 +38,11 @@ _SHOWN_TO_LLM = ("doc_id", "title", "section")
 class MomokaRetriever(BaseRetriever):
     """A LlamaIndex ``BaseRetriever`` returning momoka's ranked items as ``NodeWithScore``\\ s.
 
-    Args:
-        index: a :class:`momoka.Index` or the path of a store (opened read-only).
-        retriever: a registered retriever name (``dense``, ``bm25``, ``hybrid``, ``trail`` ...).
-        k: how many items to return.
-        options: options for that retriever (e.g. ``{"view": "titled"}`` for ``dense``).
-        doc_ids: restrict every search to these documents (None: all).
-        **kwargs: LlamaIndex's own (``callback_manager``, ``verbose`` ...).
+    ``index`` (a :class:`momoka.Index` or a store path), ``retriever`` (a
+    registered name), ``k``, ``options`` (the retriever's) and ``doc_ids`` (a
+    filter) are those of the LangChain adapter,
+    :class:`momoka.integrations.langchain.MomokaRetriever`; ``kwargs`` are
+    LlamaIndex's own (``callback_manager``, ``verbose`` ...).
     """
 
     def __init__(self, index: Any, *, retriever: str = DEFAULT_RETRIEVER, k: int = 5, options: dict | None = None,
