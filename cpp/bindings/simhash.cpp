@@ -41,7 +41,8 @@ void register_simhash(py::module_& m) {
         SimTokenizer tok;
         if (tokenizer == "word") tok = SimTokenizer::Word;
         else if (tokenizer == "char") tok = SimTokenizer::Char;
-        else throw py::value_error("tokenizer must be 'word' or 'char'");
+        else if (tokenizer == "word+char") tok = SimTokenizer::WordChar;
+        else throw py::value_error("tokenizer must be 'word', 'char' or 'word+char'");
         std::unique_ptr<FeatureWeights> wmap;
         if (!weights.is_none()) wmap = std::make_unique<FeatureWeights>(weights.cast<FeatureWeights>());
         py::array_t<std::uint64_t> out(static_cast<py::ssize_t>(refs.size()));

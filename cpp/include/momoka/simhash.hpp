@@ -26,7 +26,9 @@
 
 namespace momoka {
 
-enum class SimTokenizer { Word, Char };
+// WordChar: word unigrams plus character n-grams of the same text, in one fingerprint
+// (JERR entity names: METHODS.md section 5).
+enum class SimTokenizer { Word, Char, WordChar };
 
 // Characters that make up words: ASCII letters, digits and '_', and non-ASCII
 // code points outside whitespace and the common punctuation blocks.
@@ -235,6 +237,26 @@ struct SimhashScratch {
 template <class T>
 std::uint64_t simhash(const T* s, std::size_t n, SimTokenizer tok, std::size_t ngram,
                       const FeatureWeights* weights, SimhashScratch& scratch) {
+  if (tok == SimTokenizer::WordChar) {
+    // Both feature sets feed one counter: word unigrams, then character n-grams.
+    auto both = [&](auto&& f) {
+      for_each_feature(s, n, SimTokenizer::Word, 1, scratch.buf, scratch.words, f);
+      for_each_feature(s, n, SimTokenizer::Char, ngram, scratch.buf, scratch.words, f);
+    };
+    if (weights == nullptr) {
+      scratch.hashes.clear();
+      both([&](std::uint64_t h) { scratch.hashes.push_back(h); });
+      detail::BitCounter acc;
+      acc.add_all(scratch.hashes.data(), scratch.hashes.size());
+      return acc.fingerprint();
+    }
+    detail::WeightedCounter acc;
+    both([&](std::uint64_t h) {
+      auto it = weights->find(h);
+      acc.add(h, it == weights->end() ? 1.0 : it->second);
+    });
+    return acc.fingerprint();
+  }
   if (weights == nullptr) {
     // Hash all features first (independent work that pipelines well), then count.
     scratch.hashes.clear();

@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_option_argument(p)
     p.add_argument("--out", default=None, help="save the JSON report to this file (nothing is written otherwise)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="draw recall@k and precision@k per retriever to this PNG (needs momoka[plot])")
     add_llm_arguments(p)
     p.set_defaults(func=_eval)
 
@@ -50,16 +52,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "spans that fall wholly inside a single chunk (MC-indexing's chunking-error statistic) "
         "and the chunk length distribution.", epilog=names_epilog("chunker"))
     p.add_argument("--data", required=True, help="data set folder (documents.jsonl, questions.jsonl) or name")
-    p.add_argument("--chunker", default="fixed",
-                   help="chunker name (default fixed); with --metrics, several comma-separated")
+    p.add_argument("--chunker", default="fixed", help="chunker name(s), comma-separated (default fixed)")
     p.add_argument("--size", type=int, default=None, help="chunk size for chunkers that take one")
     p.add_argument("--overlap", type=int, default=None, help="overlap for chunkers that take one")
     g = p.add_argument_group("MoC chunk quality (--metrics): every chunker at equal mean chunk length")
     g.add_argument("--metrics", default=None, metavar="bc,cs,ds",
                    help="Boundary Clarity, Chunk Stickiness, Dissimilarity on the local causal LM / embedder")
     g.add_argument("--target-chars", type=int, default=400, help="mean chunk length every chunker is sized to")
-    g.add_argument("--docs", type=int, default=None, help="only the first N documents")
-    g.add_argument("--max-chars", type=int, default=None, help="cut each document at a sentence end within N chars")
+    g.add_argument("--docs", type=int, default=None, help="only the first N documents (also without --metrics)")
+    g.add_argument("--max-chars", type=int, default=None,
+                   help="cut each document at a sentence end within N chars (also without --metrics)")
     g.add_argument("--edge-rule", default="reference", choices=("reference", "paper"), help="CS edge rule")
     g.add_argument("-K", type=float, default=0.8, help="CS edge threshold (default 0.8)")
     g.add_argument("--space", default="log", choices=("log", "ppl"), help="BC as a ratio of log-ppl or of ppl")
@@ -71,6 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", default=None, help="also save the JSON report to this file")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="draw the chunk-length distribution of each chunker to this PNG (needs momoka[plot]; "
+                   "not with --metrics)")
     p.set_defaults(func=_eval_chunking)
 
 
@@ -92,6 +97,8 @@ def _eval(args: argparse.Namespace) -> int:
         raise ConfigError(f"--budget takes comma-separated character counts, not {args.budget!r}") from None
     if budgets and min(budgets) < 1:
         raise ConfigError(f"--budget takes positive character counts, not {args.budget!r}")
+    if args.plot:
+        _require_plot()
     opts = parse_options(args.option)
     chunker_opts = opts.pop(args.chunker, {})
     report = run_eval(args.data, retrievers, chunker=args.chunker, size=args.size, ks=ks, limit=args.limit,
@@ -101,29 +108,65 @@ def _eval(args: argparse.Namespace) -> int:
     if args.out:
         write_json(args.out, report)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
+    if args.plot:
+        from ..eval.plots import plot_eval
+
+        plot_eval(report, args.plot)
+        say(f"plot written to {args.plot}")
     return 0
 
 
+def _require_plot() -> None:
+    """Fail before any work when --plot is asked for without matplotlib."""
+    from .._extras import require
+
+    require("matplotlib", "plot", "--plot")
+
+
 def _eval_chunking(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
     from ..eval import load_dataset
     if args.metrics is not None:
+        if args.plot:
+            raise ConfigError("--plot draws the chunk lengths of the plain mode; run it without --metrics")
         return _eval_chunk_quality(args)
+    from ..eval.chunk_compare import subset
     from ..eval.chunking import evaluate_chunker, format_chunker_report
     from ..methods import registry
 
+    if args.plot:
+        _require_plot()
     params = {}
     if args.size is not None:
         params["size"] = args.size
     if args.overlap is not None:
         params["overlap"] = args.overlap
-    chunker = registry.create("chunker", args.chunker, **params)
+    names = split_names([args.chunker])
+    chunkers = {n: registry.create("chunker", n, **params) for n in names}
     dataset = load_dataset(args.data)
-    report = evaluate_chunker(dataset, chunker)
-    report["chunker"] = args.chunker
-    report["params"] = params
+    if args.docs is not None or args.max_chars is not None:
+        dataset = subset(dataset, docs=args.docs, max_chars=args.max_chars)
+    reports = {}
+    for name, chunker in chunkers.items():
+        reports[name] = evaluate_chunker(dataset, chunker, keep_lengths=bool(args.plot))
+        reports[name]["chunker"] = name
+        reports[name]["params"] = params
+    if args.plot:
+        from ..eval.plots import plot_chunk_lengths
+
+        plot_chunk_lengths(reports, args.plot)
+        for rep in reports.values():
+            del rep["char_lengths"]
+    report = reports[names[0]] if len(names) == 1 else {"chunkers": reports}
     if args.out:
         write_json(args.out, report)
-    print(json.dumps(report, indent=2) if args.json else format_chunker_report(report))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_chunker_report(report) if len(names) == 1 else
+              "\n\n".join(f"chunker {n}\n" + format_chunker_report(r) for n, r in reports.items()))
+    if args.plot:
+        say(f"plot written to {args.plot}")
     return 0
 
 

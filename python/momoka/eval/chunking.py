@@ -33,12 +33,14 @@ def length_stats(lengths: Sequence[int]) -> dict[str, float]:
     }
 
 
-def evaluate_chunker(dataset: Dataset, chunker: Callable, *, progress: bool = False) -> dict:
+def evaluate_chunker(dataset: Dataset, chunker: Callable, *, progress: bool = False, keep_lengths: bool = False) -> dict:
     """Chunk every document of ``dataset`` and report evidence containment and lengths.
 
     ``chunker`` is any ``chunker(document) -> list[Chunk]``. Only documents
     that questions refer to are needed for containment, but all are chunked so
-    the length distribution describes the whole set.
+    the length distribution describes the whole set. ``keep_lengths`` adds
+    ``char_lengths``, every chunk's length in characters (for
+    :func:`momoka.eval.plots.plot_chunk_lengths`).
     """
     spans: dict[str, list[tuple[int, int]]] = {}
     chars: list[int] = []
@@ -54,7 +56,7 @@ def evaluate_chunker(dataset: Dataset, chunker: Callable, *, progress: bool = Fa
             bar.update()
     elapsed = time.perf_counter() - t0
     containment = evidence_containment(spans, dataset.questions)
-    return {
+    report = {
         "dataset": dataset.name,
         "documents": len(dataset.documents),
         "chunks": len(chars),
@@ -63,6 +65,9 @@ def evaluate_chunker(dataset: Dataset, chunker: Callable, *, progress: bool = Fa
         "chars": length_stats(chars),
         "words": length_stats(words),
     }
+    if keep_lengths:
+        report["char_lengths"] = chars
+    return report
 
 
 def format_chunker_report(report: dict) -> str:

@@ -30,7 +30,7 @@ def feature_hash(feature: str) -> int:
 def simhash(
     texts: Iterable[str],
     ngram: int = 3,
-    tokenizer: Literal["word", "char"] = "word",
+    tokenizer: Literal["word", "char", "word+char"] = "word",
     weights: Mapping[str, float] | None = None,
     threads: int | None = None,
 ) -> np.ndarray:
@@ -40,15 +40,17 @@ def simhash(
     (runs of ASCII letters/digits/underscore or non-ASCII non-punctuation
     characters, ASCII lower-cased). ``tokenizer="char"``: n-grams of
     ``ngram`` characters of the text with whitespace runs collapsed to one
-    space and ASCII lower-cased. A text with fewer units than ``ngram`` has
+    space and ASCII lower-cased. ``tokenizer="word+char"``: the word unigrams
+    and the character ``ngram``-grams together in one fingerprint (JERR's
+    entity names). A text with fewer units than ``ngram`` has
     one feature (all of them); a text without any has fingerprint 0.
     ``weights`` maps feature strings to weights (default 1.0 each), e.g. IDF.
     ``threads``: ``None`` spreads the texts over every core.
     """
     if isinstance(ngram, bool) or not isinstance(ngram, (int, np.integer)) or ngram < 1:
         raise ConfigError(f"ngram must be an int >= 1, got {ngram!r}")
-    if tokenizer not in ("word", "char"):
-        raise ConfigError(f"tokenizer must be 'word' or 'char', got {tokenizer!r}")
+    if tokenizer not in ("word", "char", "word+char"):
+        raise ConfigError(f"tokenizer must be 'word', 'char' or 'word+char', got {tokenizer!r}")
     wmap = None
     if weights is not None:
         wmap = {}

@@ -45,7 +45,8 @@ __all__ = [
 #: Component kinds.
 KINDS = ("chunker", "enricher", "relator", "retriever", "refiner", "reader")
 #: Packages whose import registers the built-in components.
-BUILTIN_PACKAGES = ("momoka.methods.standard", "momoka.methods.momoka", "momoka.methods.moc", "momoka.methods.mcindex")
+BUILTIN_PACKAGES = ("momoka.methods.standard", "momoka.methods.momoka", "momoka.methods.moc", "momoka.methods.mcindex",
+                    "momoka.methods.jerr")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ it stopped. :meth:`ViewEnricher.estimate` gives the LLM calls and tokens before 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from ...errors import ConfigError, LLMError
 from ...progress import Progress
+from .._backend import LLMBacked
 from . import offline
 
 __all__ = ["BACKENDS", "KeywordsEnricher", "SummaryEnricher", "ViewEnricher"]
@@ -42,7 +42,7 @@ BACKENDS = ("auto", "offline", "llm")
 CHARS_PER_TOKEN = 4
 
 
-class ViewEnricher:
+class ViewEnricher(LLMBacked):
     """Common part of the ``keywords`` and ``summary`` enrichers (see the module docstring).
 
     Args:
@@ -91,21 +91,6 @@ class ViewEnricher:
 
     # ------------------------------------------------------------------ parts
 
-    @property
-    def effective_backend(self) -> str:
-        """The back-end with ``"auto"`` resolved."""
-        if self.backend != "auto":
-            return self.backend
-        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "offline"
-
-    @property
-    def llm(self):
-        """The LLM client (made from the environment on first use)."""
-        if self._llm is None:
-            from ...llm import client_from_env
-
-            self._llm = client_from_env()
-        return self._llm
 
     def backend_id(self, index: Any) -> str:
         """Who makes the view text: ``offline:<embedder>`` or ``llm:<model>``."""

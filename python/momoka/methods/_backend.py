@@ -1,0 +1,32 @@
+"""The offline-or-LLM back-end choice shared by components that can run with or without an LLM."""
+
+from __future__ import annotations
+
+import os
+
+
+class LLMBacked:
+    """Mixin: ``backend`` (``"auto"``, ``"offline"``, ``"llm"``) and an optional client ``_llm``.
+
+    ``"auto"`` means ``llm`` when a client was given or ``MOMOKA_LLM_BASE_URL`` is
+    set, else ``offline``; the client is made from the environment on first use.
+    """
+
+    backend: str = "auto"
+    _llm = None
+
+    @property
+    def effective_backend(self) -> str:
+        """The back-end with ``"auto"`` resolved."""
+        if self.backend != "auto":
+            return self.backend
+        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "offline"
+
+    @property
+    def llm(self):
+        """The LLM client (made from the environment on first use)."""
+        if self._llm is None:
+            from ..llm import client_from_env
+
+            self._llm = client_from_env()
+        return self._llm

@@ -1,0 +1,338 @@
+"""JERR's registered components: the ``jerr`` relator (graph construction), retriever and reader.
+
+* relator ``jerr``: units of the paper's size (``unit_tokens``), extraction by
+  the offline or the LLM back-end (:mod:`.extract`), dedup and DAG
+  (:mod:`.graph`), written to the store as node tables and relations;
+* retriever ``jerr``: Algorithm 1 MCTS (``method="mcts"``) or PageRank
+  (``method="pagerank"``) over the graph (:mod:`.search`); each result item is
+  one entity node, its members the node's chunks that hold most query keywords
+  (``chunks_per_node``), its score win/visit (or PageRank);
+* reader ``jerr``: the LLM reader given the top-k nodes (name, aliases, edges)
+  and the synopses of their units before the numbered chunks (App. A.6 prompt),
+  or the A.5 prompt for a multiple-choice question.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Iterable, Sequence
+
+from ...errors import ConfigError, InputError
+from ...progress import Progress
+from .._backend import LLMBacked
+from ..base import Item, Result
+from ..registry import register
+from ..standard.reader import LLMReader
+from ..standard.retrievers import check_k
+from .extract import content_words, estimate_llm, extract_llm, extract_offline, make_units
+from .graph import ENTITIES, MAX_HAMMING, SYNOPSIS_KEY, build_graph, read_graphs, write_graph
+from .search import NodeGraph, mcts_top_nodes, node_words, pagerank_top_nodes
+
+__all__ = ["JerrRelator", "JerrRetriever", "JerrReader", "BACKENDS"]
+
+BACKENDS = ("auto", "offline", "llm")
+
+
+class JerrRelator(LLMBacked):
+    """Build each document's JERR entity DAG and store it (see :mod:`momoka.methods.jerr.graph`).
+
+    Args:
+        backend: ``"offline"`` (no LLM), ``"llm"`` (the paper's prompts) or
+            ``"auto"`` (``llm`` when a client is given or ``MOMOKA_LLM_BASE_URL`` is set).
+        unit_tokens: tokens per JERR chunk (600: the paper's QuALITY setting;
+            2000 for NarrativeQA / MuSiQue); units are runs of whole store chunks.
+        max_hamming: SimHash near-duplicate distance (3).
+        llm, max_tokens, max_chars: the LLM client and its answer / input limits.
+        repeated_terms, min_count, max_mentions, synopsis_sentences: offline back-end settings.
+    """
+
+    name = "jerr"
+
+    def __init__(self, backend: str = "auto", *, unit_tokens: int = 600, max_hamming: int = MAX_HAMMING,
+                 llm: Any = None, max_tokens: int = 256, max_chars: int = 6000, repeated_terms: int = 20,
+                 min_count: int = 3, max_mentions: int = 8, synopsis_sentences: int = 2):
+        if backend not in BACKENDS:
+            raise ConfigError(f"jerr: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        for nm, v in (("unit_tokens", unit_tokens), ("max_tokens", max_tokens), ("max_chars", max_chars)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"jerr: {nm} must be a positive integer, got {v!r}")
+        if isinstance(max_hamming, bool) or not isinstance(max_hamming, int) or not 0 <= max_hamming <= 63:
+            raise ConfigError(f"jerr: max_hamming must be an int in [0, 63], got {max_hamming!r}")
+        self.backend, self._llm = backend, llm
+        self.unit_tokens, self.max_hamming = unit_tokens, max_hamming
+        self.max_tokens, self.max_chars = max_tokens, max_chars
+        self.offline = {"repeated_terms": int(repeated_terms), "min_count": int(min_count),
+                        "max_mentions": int(max_mentions), "synopsis_sentences": int(synopsis_sentences)}
+        self.stats: dict[str, Any] = {}
+
+
+    def backend_id(self) -> str:
+        """``offline`` or ``llm:<model>``: who built the graphs."""
+        if self.effective_backend == "llm":
+            return f"llm:{getattr(self.llm, 'model', '') or type(self.llm).__name__}"
+        return "offline"
+
+    def _count(self, key: str, v: float) -> None:
+        self.stats[key] = self.stats.get(key, 0) + v
+
+    def units_of(self, store: Any, doc_id: str, text: str) -> list:
+        """The document's JERR units (runs of its store chunks)."""
+        cids = list(store.documents[doc_id].chunk_ids)
+        spans = [store.chunks.span(c)[1:] for c in cids]
+        return make_units(doc_id, text, spans, cids, self.unit_tokens)
+
+    def relate(self, index: Any, doc_ids: Sequence[str]) -> None:
+        """Extract, dedup and store the graph of every document of ``doc_ids`` (progress per unit)."""
+        store = index.store
+        backend, bid = self.effective_backend, self.backend_id()
+        source = {"by": self.name, "backend": bid, "settings": self.settings()}
+        docs = [(d, index.document(d).text) for d in doc_ids]
+        units = [self.units_of(store, d, t) for d, t in docs]
+        with Progress(f"jerr graphs ({backend})", total=sum(len(u) for u in units), unit="units",
+                      enabled=index.progress) as pr:
+            for (d, text), us in zip(docs, units):
+                t0 = time.perf_counter()
+                st: dict = {}
+                if not us:
+                    ex = []
+                elif backend == "llm":
+                    ex = extract_llm(us, text, self.llm, st, max_tokens=self.max_tokens, max_chars=self.max_chars,
+                                     **self.offline)
+                else:
+                    ex = extract_offline(us, text, **self.offline)
+                g = build_graph(d, ex, us, self.max_hamming)
+                g.stats.update({"backend": bid, **st, "seconds": round(time.perf_counter() - t0, 3)})
+                write_graph(store, g, source)
+                for key in ("units", "nodes", "exact_merges", "near_merges", "edges", "dropped_cycle_edges",
+                            "dropped_self_loops", "llm_calls", "prompt_tokens", "completion_tokens",
+                            "fallback_parse"):
+                    if key in g.stats:
+                        self._count(key, g.stats[key])
+                self._count("documents", 1)
+                self._count("seconds", time.perf_counter() - t0)
+                pr.update(len(us))
+
+    def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
+        """Pre-run estimate of LLM calls and tokens for documents already chunked (4 characters per token)."""
+        units = []
+        for doc, cs in zip(documents, chunks):
+            units += make_units(doc.doc_id, doc.text, [(c.start, c.end) for c in cs], list(range(len(cs))),
+                                self.unit_tokens)
+        return {"backend": self.effective_backend, **estimate_llm(units, max_tokens=self.max_tokens,
+                                                                   max_chars=self.max_chars)}
+
+    def settings(self) -> dict:
+        """What changes the graph."""
+        base = {"unit_tokens": self.unit_tokens, "max_hamming": self.max_hamming,
+                "simhash": "64-bit, word unigrams + char trigrams", "dedup_representative": "first seen",
+                "dag": "document order, cycle-closing edges dropped"}
+        if self.effective_backend == "llm":
+            return {**base, "prompts": "jerr.synopsis/entities/elements/edge_attributes", "max_tokens": self.max_tokens,
+                    "max_chars": self.max_chars}
+        return {**base, **self.offline}
+
+    def describe(self) -> dict:
+        """Settings and counts (recorded in the manifest)."""
+        return {"backend": self.effective_backend, "settings": self.settings(), "stats": dict(self.stats)}
+
+
+class JerrRetriever:
+    """Entity nodes for a query by MCTS (Algorithm 1) or PageRank over the stored JERR graphs.
+
+    Args:
+        index: the :class:`momoka.Index` (built with ``relate=["jerr"]``).
+        method: ``"mcts"`` (default) or ``"pagerank"`` (Table 4's ablation).
+        simulations, depth, c, seed: MCTS settings (100, 10, sqrt 2, 0).
+        direction: expand along out-edges of the DAG (``"out"``) or both ways.
+        chunks_per_node: chunks of each node returned (those holding most keywords; 0: all).
+    """
+
+    name = "jerr"
+    requires = {"relate": ["jerr"]}
+
+    def __init__(self, index: Any, *, method: str = "mcts", simulations: int = 100, depth: int = 10,
+                 c: float = math.sqrt(2.0), seed: int = 0, direction: str = "out", chunks_per_node: int = 2):
+        if method not in ("mcts", "pagerank"):
+            raise ConfigError(f"jerr: method must be 'mcts' or 'pagerank', not {method!r}")
+        if direction not in ("out", "both"):
+            raise ConfigError(f"jerr: direction must be 'out' or 'both', not {direction!r}")
+        if not index.store.has_node_table(ENTITIES):
+            from ...errors import StoreError
+
+            raise StoreError("the store has no JERR graph: build it with `momoka index ... --relate jerr`")
+        self.index, self.method = index, method
+        self.simulations, self.depth, self.c, self.seed = int(simulations), int(depth), float(c), int(seed)
+        self.direction, self.chunks_per_node = direction, int(chunks_per_node)
+        self._graphs: dict[tuple, tuple[NodeGraph, list[dict]]] = {}
+
+    def _graph(self, doc_ids: tuple | None) -> tuple[NodeGraph, list[dict]]:
+        if doc_ids not in self._graphs:
+            ents, edges = read_graphs(self.index.store, None if doc_ids is None else list(doc_ids))
+            pos = {r["id"]: i for i, r in enumerate(ents)}
+            attrs: list[list[str]] = [[] for _ in ents]
+            pairs = []
+            for e in edges:
+                s, d = pos[e["src"]], pos[e["dst"]]
+                pairs.append((s, d))
+                attrs[s].append(e["attr"])
+                attrs[d].append(e["attr"])
+            g = NodeGraph(node_words([r["name"] for r in ents], [r.get("aliases", []) for r in ents], attrs), pairs)
+            self._graphs[doc_ids] = (g, ents)
+        return self._graphs[doc_ids]
+
+    def _chunks(self, row: dict, kw: set[str]) -> list[int]:
+        cids = [c for c in row["chunks"] if c in self.index.store.chunks]
+        if self.chunks_per_node <= 0 or len(cids) <= self.chunks_per_node:
+            return cids
+        text = self.index.store.chunks.text
+        hits = [(-len(kw & set(content_words(text(c)))), i, c) for i, c in enumerate(cids)]
+        return [c for _, _, c in sorted(hits)[: self.chunks_per_node]]
+
+    def retrieve(self, query: str, k: int = 5, *, doc_ids: Iterable[str] | str | None = None) -> Result:
+        """The top ``k`` entity nodes for ``query`` (``doc_ids``: only these documents' graphs)."""
+        return self.retrieve_batch([query], k, doc_ids=doc_ids)[0]
+
+    def retrieve_batch(self, queries: Sequence[str], k: int = 5, *, doc_ids: Iterable[str] | str | None = None,
+                       per_query_doc_ids: Sequence[Any] | None = None) -> list[Result]:
+        """:meth:`retrieve` for many queries (``per_query_doc_ids``: one document filter per query)."""
+        queries = self.index.check_queries(queries)
+        k = check_k(k)
+        if per_query_doc_ids is not None and doc_ids is not None:
+            raise ConfigError("give doc_ids or per_query_doc_ids, not both")
+        if per_query_doc_ids is None:
+            per_query_doc_ids = [doc_ids] * len(queries)
+        elif len(per_query_doc_ids) != len(queries):
+            raise ConfigError("per_query_doc_ids needs one entry per query")
+        out = []
+        for q, f in zip(queries, per_query_doc_ids):
+            key = None if f is None else ((f,) if isinstance(f, str) else tuple(f))
+            out.append(self._one(q, k, key))
+        return out
+
+    def _one(self, query: str, k: int, key: tuple | None) -> Result:
+        t0 = time.perf_counter()
+        g, rows = self._graph(key)
+        if g.n == 0:
+            return Result(query, (), self.name, {"seconds": 0.0, "nodes": 0})
+        if self.method == "mcts":
+            nodes, scores, st = mcts_top_nodes(g, query, k, simulations=self.simulations, depth=self.depth, c=self.c,
+                                               direction=self.direction, seed=self.seed)
+        else:
+            nodes, scores, st = pagerank_top_nodes(g, query, k, direction=self.direction)
+        kw = set(st["keywords"])
+        items = []
+        for rank, (v, s) in enumerate(zip(nodes, scores), start=1):
+            row = rows[v]
+            cids = self._chunks(row, kw)
+            if not cids:
+                continue
+            prov = {"retriever": self.name, "kind": "node", "method": self.method, "node": row["id"],
+                    "entity": row["name"], "aliases": list(row.get("aliases", []))}
+            syn = []
+            for c in cids:
+                t = self.index.store.chunks.metadata(c).get(SYNOPSIS_KEY)
+                if t and t not in syn:
+                    syn.append(t)
+            prov["synopsis"] = syn
+            members = tuple(self.index.member(c) for c in cids)
+            items.append(Item(members, float(s), len(items) + 1, prov, self.index.title(row["doc_id"])))
+        st.update({"seconds": time.perf_counter() - t0, "nodes": g.n})
+        return Result(query, tuple(items), self.name, st)
+
+
+class JerrReader(LLMReader):
+    """The LLM reader with JERR's context: top-k nodes and their units' synopses before the numbered chunks.
+
+    Nodes and synopses (at most ``max_preamble_chars``) and chunks share one
+    budget of ``max_context_chars``, so JERR gets the same context size as a
+    top-k chunk retriever read by this reader.
+
+    ``options`` in the question (a list of 4 strings given to :meth:`answer_choice`)
+    switch to the App. A.5 multiple-choice prompt.
+    """
+
+    name = "jerr"
+
+    def preamble(self, result: Result) -> str:
+        """The nodes (name, aliases) and the distinct synopses of their chunks' units."""
+        lines, syn = [], []
+        for it in result:
+            ent = it.provenance.get("entity")
+            if ent:
+                al = it.provenance.get("aliases") or []
+                lines.append(f"- {ent}" + (f" (also: {', '.join(al)})" if al else ""))
+            for s in it.provenance.get("synopsis") or []:
+                if s and s not in syn:
+                    syn.append(s)
+        parts = []
+        if lines:
+            parts.append("Relevant nodes:\n" + "\n".join(lines))
+        if syn:
+            parts.append("Synopsis:\n" + "\n".join(syn))
+        return "\n\n".join(parts)
+
+    def __init__(self, llm: Any = None, *, max_context_chars: int = 3000, max_tokens: int = 128,
+                 max_preamble_chars: int = 1000):
+        super().__init__(llm, max_context_chars=max_context_chars, max_tokens=max_tokens)
+        self.max_preamble_chars = int(max_preamble_chars)
+        self._pre = ""
+
+    def messages(self, question: str, context: list) -> list[dict]:
+        """The A.6 prompt: nodes and synopsis, then the numbered chunks, then the question."""
+        from ...llm import prompts
+
+        passages = "\n\n".join(f"[{c.number}] {' '.join(c.text.split())}" for c in context)
+        ctx = (self._pre + "\n\n" if self._pre else "") + "Passages:\n" + passages
+        return [{"role": "user", "content": prompts.render("jerr.answer", context=ctx, question=question)}]
+
+    def context(self, result: Result) -> list:
+        """The numbered chunks, within what the preamble leaves of ``max_context_chars`` (one budget for both)."""
+        full = self.max_context_chars
+        self.max_context_chars = max(200, full - len(self._pre))
+        try:
+            return super().context(result)
+        finally:
+            self.max_context_chars = full
+
+    def answer(self, question: str, result: Result):
+        """Answer from the nodes, synopses and chunks of ``result`` (see :class:`LLMReader.answer`)."""
+        self._pre = self.preamble(result)[: self.max_preamble_chars]
+        return super().answer(question, result)
+
+    def answer_choice(self, question: str, options: Sequence[str], result: Result) -> tuple[int, str]:
+        """A.5 multiple choice: the option index the model names (``-1`` when it names none) and its answer."""
+        import re
+
+        if not options:
+            raise InputError("a multiple-choice question needs options")
+        self._pre = self.preamble(result)[: self.max_preamble_chars]
+        ctx = self.context(result)
+        article = (self._pre + "\n\n" if self._pre else "") + "\n\n".join(c.text for c in ctx)
+        opts = " ".join(f"({chr(65 + i)}) {o}" for i, o in enumerate(options))
+        from ...llm import prompts
+
+        text = self.llm.complete([{"role": "user", "content": prompts.render(
+            "jerr.answer_quality", context=article, question=question, options=opts)}],
+            max_tokens=self.max_tokens, temperature=0) or ""
+        m = re.search(r"\(([A-Z])\)", text) or re.search(r"\b([A-D])\b", text)
+        idx = ord(m.group(1)) - 65 if m else -1
+        return (idx if 0 <= idx < len(options) else -1), text
+
+
+@register("relator", "jerr", summary="JERR entity DAG per document: synopsis, Bloom+trie / SimHash dedup, DAG "
+          "(options backend=auto|offline|llm, unit_tokens, max_hamming)")
+def _relator(**options: Any) -> JerrRelator:
+    return JerrRelator(**options)
+
+
+@register("retriever", "jerr", summary="JERR: MCTS (Algorithm 1) or PageRank over the entity DAG; items are nodes "
+          "with their chunks (options method=mcts|pagerank, simulations, depth, chunks_per_node)",
+          requires={"relate": ["jerr"]})
+def _retriever(index: Any, **options: Any) -> JerrRetriever:
+    return JerrRetriever(index, **options)
+
+
+@register("reader", "jerr", summary="LLM reader given JERR's top-k nodes + synopsis + chunks (App. A.5 / A.6 prompts)")
+def _reader(**options: Any) -> JerrReader:
+    return JerrReader(**options)

@@ -1,0 +1,272 @@
+"""JERR: dedup, DAG, graph search, store round trip, CLI and bad input, against independent references.
+
+References: exact dedup by a plain-Python dict of normalised names; near dedup
+by SimHash computed here from ``feature_hash`` (word unigrams + char trigrams,
+summed bit votes) and an all-pairs Hamming check with a plain union-find; the
+DAG by a hand-written DFS cycle check; the search by a planted node.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from momoka import Index
+from momoka.cli import main
+from momoka.errors import ConfigError, StoreError
+from momoka.kernels import simhash
+from momoka.llm import OpenAIClient
+from momoka.llm.testing import Reply, ScriptedServer
+from momoka.methods.jerr import JerrRelator, NodeGraph, build_dag, dedup, mcts_top_nodes, pagerank_top_nodes
+from momoka.methods.jerr.search import node_words
+
+from ._jerr_reference import ref_dedup, ref_simhash
+
+def test_word_char_simhash_equals_reference_bit_votes():
+    """The native word+char fingerprint equals bit votes over word unigrams + char trigrams computed here."""
+    texts = ["Captain Korvin", "the Ruler of Tr'en", "x", "Comity  of Planets", "Didyak"]
+    got = simhash(texts, tokenizer="word+char", ngram=3)
+    assert [int(g) for g in got] == [ref_simhash(t) for t in texts]
+
+
+def test_dedup_matches_set_and_pairwise_hamming_reference():
+    """Exact (case/space variants) and near duplicates (SimHash <= 3 bits) agree with the plain-Python reference."""
+    rnd = random.Random(7)
+    base = ["Korvin", "the Ruler", "Comity of Planets", "Didyak", "Earth Central", "Brownian movement",
+            "Captain Ames", "Lost in Translation", "experts in logic", "the great chair"]
+    names = []
+    for _ in range(300):
+        b = rnd.choice(base)
+        r = rnd.random()
+        if r < 0.3:
+            b = b.upper()
+        elif r < 0.5:
+            b = "  ".join(b.split())
+        elif r < 0.6:
+            b = b + "s"
+        elif r < 0.7:
+            b = "".join(rnd.choice("abcdefghijklmnop") for _ in range(rnd.randint(3, 12)))
+        names.append(b)
+    got = dedup(names)
+    rep, exact, near = ref_dedup(names)
+    assert got.rep == rep
+    assert (got.exact_merges, got.near_merges) == (exact, near)
+    assert exact > 100  # the set really holds exact duplicates
+
+
+def test_dedup_first_seen_is_representative_and_empty():
+    """The first-seen spelling represents its group; an empty list gives nothing."""
+    d = dedup(["Mr Smith", "MR SMITH", "mr   smith"])
+    assert d.rep == [0, 0, 0] and d.exact_merges == 2
+    assert dedup([]).rep == []
+
+
+def _reaches(adj, a, b):
+    stack, seen = [a], set()
+    while stack:
+        x = stack.pop()
+        if x == b:
+            return True
+        if x in seen:
+            continue
+        seen.add(x)
+        stack.extend(adj.get(x, ()))
+    return False
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_dag_matches_dfs_reference(seed):
+    """Edges in order; one whose target reaches its source is dropped (reference: DFS on the kept edges)."""
+    rnd = random.Random(seed)
+    n = 25
+    edges = [(rnd.randrange(n), rnd.randrange(n)) for _ in range(150)]
+    kept, cycles, loops = build_dag(n, edges)
+    adj: dict[int, list[int]] = {}
+    ref_kept, ref_cycles, ref_loops, have = [], 0, 0, set()
+    for i, (u, v) in enumerate(edges):
+        if u == v:
+            ref_loops += 1
+        elif (u, v) in have:
+            pass
+        elif _reaches(adj, v, u):
+            ref_cycles += 1
+        else:
+            adj.setdefault(u, []).append(v)
+            have.add((u, v))
+            ref_kept.append(i)
+    assert (kept, cycles, loops) == (ref_kept, ref_cycles, ref_loops)
+    assert cycles > 0
+    # the kept graph is acyclic: a DFS colouring finds no back edge
+    colour = [0] * n
+
+    def dfs(x):
+        colour[x] = 1
+        for y in adj.get(x, ()):
+            assert colour[y] != 1
+            if colour[y] == 0:
+                dfs(y)
+        colour[x] = 2
+
+    for x in range(n):
+        if colour[x] == 0:
+            dfs(x)
+
+
+def _planted():
+    rnd = random.Random(3)
+    vocab = ["river", "stone", "cloud", "market", "letter", "garden", "engine", "window", "bridge", "candle"]
+    names = [f"{rnd.choice(vocab)} {rnd.choice(vocab)}" for _ in range(40)]
+    names[23] = "golden lighthouse keeper"
+    attrs = [[] for _ in names]
+    attrs[23] = ["guards lighthouse"]
+    edges = [(i, rnd.randrange(i + 1, 41)) for i in range(39) for _ in range(2) if rnd.random() < 0.8]
+    edges = [(a, b) for a, b in edges if b < 40]
+    return NodeGraph(node_words(names, [[] for _ in names], attrs), edges)
+
+
+def test_mcts_finds_planted_keyword_node():
+    """Among 40 nodes, the one holding every keyword of the query ranks first (MCTS and PageRank)."""
+    g = _planted()
+    q = "Who is the golden lighthouse keeper of the harbour?"
+    top, scores, st = mcts_top_nodes(g, q, k=5)
+    assert top[0] == 23 and scores == sorted(scores, reverse=True)
+    assert set(st["keywords"]) >= {"golden", "lighthouse", "keeper"} and "the" not in st["keywords"]
+    assert pagerank_top_nodes(g, q, k=5)[0][0] == 23
+    assert mcts_top_nodes(g, "qwerty zxcv", k=5)[0] == []  # no keyword matches: nothing
+
+
+STORY = (
+    "Captain Ames sailed the Northern Star into the harbour of Port Vell. "
+    "The harbourmaster, Mira Tolan, met Captain Ames at the golden lighthouse. "
+    "Mira Tolan kept the lighthouse lamp burning every night.\n\n"
+    "In the morning Captain Ames sold the cargo of salt in the Port Vell market. "
+    "The merchants of Port Vell paid in silver. "
+    "CAPTAIN AMES left with the silver and the Northern Star sailed north.\n\n"
+    "Years later Mira Tolan wrote a letter about the lighthouse and the salt."
+)
+
+
+def _build(tmp_path, **relate):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "story.txt").write_text(STORY)
+    (tmp_path / "docs" / "empty.txt").write_text("and the of it. was in to.")
+    return Index.build([tmp_path / "docs"], store=tmp_path / "s", chunker="recursive", size=40, embedder=None,
+                       relate=[JerrRelator("offline", unit_tokens=60, **relate)], progress=False)
+
+
+def test_store_round_trip_and_retriever(tmp_path):
+    """Graph rows, spans and search results survive save/reopen; members are exact document spans."""
+    ix = _build(tmp_path)
+    rec = ix.store.documents["story"].metadata["jerr"]
+    assert rec["backend"] == "offline" and rec["nodes"] > 3 and rec["exact_merges"] >= 1
+    assert ix.store.documents["empty"].metadata["jerr"]["nodes"] == 0
+    before = ix.search("Who kept the lighthouse lamp burning?", k=3, retriever="jerr")
+    ix.save()
+    ix.close()
+    ix2 = Index.open(tmp_path / "s", components={"jerr": JerrRelator("offline")})
+    after = ix2.search("Who kept the lighthouse lamp burning?", k=3, retriever="jerr")
+    assert [it.to_dict() for it in before] == [it.to_dict() for it in after] and len(after) > 0
+    text = ix2.document("story").text
+    for it in after:
+        assert it.provenance["kind"] == "node"
+        for m in it.members:
+            assert text[m.start:m.end] == m.text
+    names = {it.provenance["entity"] for it in after}
+    assert names & {"lighthouse", "Mira Tolan", "lamp"}
+    # entity spans are the chunks' spans and the merged spelling is an alias
+    from momoka.methods.jerr import read_graphs
+
+    ents, edges = read_graphs(ix2.store, ["story"])
+    ames = [e for e in ents if e["name"] == "Captain Ames"][0]
+    assert "CAPTAIN AMES" in ames["aliases"]
+    for c, (a, b) in zip(ames["chunks"], ames["spans"]):
+        assert ix2.store.chunks.span(c) == ("story", a, b)
+    for e in edges:
+        assert e["span"][0] < e["span"][1] and text[e["span"][0]:e["span"][1]].strip()
+    assert ix2.search("lighthouse", k=2, retriever="jerr", doc_ids="empty").items == ()
+    ix2.close()
+
+
+def test_cli_graph_prints_and_exports(tmp_path, capsys):
+    """`momoka graph` prints the record, nodes and edges; exports parse as GraphML and JSON; errors exit 2."""
+    _build(tmp_path).save()
+    assert main(["graph", str(tmp_path / "s"), "--doc", "story"]) == 0
+    out = capsys.readouterr().out
+    assert "backend offline" in out and "Captain Ames" in out and "edges:" in out
+    assert main(["graph", str(tmp_path / "s"), "--doc", "story", "--export", str(tmp_path / "g.graphml")]) == 0
+    root = ET.parse(tmp_path / "g.graphml").getroot()
+    ns = "{http://graphml.graphdrawing.org/xmlns}"
+    assert root.find(f"{ns}graph").findall(f"{ns}node")
+    assert main(["graph", str(tmp_path / "s"), "--doc", "story", "--export", str(tmp_path / "g.json")]) == 0
+    g = json.loads((tmp_path / "g.json").read_text())
+    assert all(0 <= e["source"] < len(g["nodes"]) for e in g["edges"])
+    capsys.readouterr()
+    assert main(["query", str(tmp_path / "s"), "who kept the lighthouse lamp?", "--retriever", "jerr", "-k", "2"]) == 0
+    assert "(node)" in capsys.readouterr().out
+    assert main(["graph", str(tmp_path / "s"), "--doc", "nope"]) == 2
+    assert "no document 'nope'" in capsys.readouterr().err
+    assert main(["graph", str(tmp_path / "s"), "--doc", "story", "--export", str(tmp_path / "g.png")]) == 2
+
+
+def test_bad_options_and_missing_graph(tmp_path):
+    """Bad relator options are ConfigErrors; the retriever on a store without a graph says how to build it."""
+    with pytest.raises(ConfigError):
+        JerrRelator("magic")
+    with pytest.raises(ConfigError):
+        JerrRelator(max_hamming=99)
+    (tmp_path / "a.txt").write_text(STORY)
+    ix = Index.build([tmp_path / "a.txt"], embedder=None, progress=False)
+    with pytest.raises(StoreError, match="--relate jerr"):
+        ix.search("lighthouse", retriever="jerr")
+
+
+def _script(body, i):
+    user = body["messages"][-1]["content"]
+    if user.startswith("Please transfer"):
+        return Reply("Synopsis: " + user.split("Passage: ", 1)[1])
+    if "information atoms" in user:
+        return Reply("1. Captain Ames meets Mira Tolan.\n2. Mira Tolan keeps the lighthouse.")
+    if "core components" in user:
+        if "salt" in user or "silver" in user:
+            return Reply("I cannot answer this as a list because " + "the text is long " * 20)  # malformed
+        return Reply('["Captain Ames", "Mira Tolan", "lighthouse"]')
+    if "attributes between" in user:
+        return Reply("none" if "lighthouse" in user.split("between")[1] and "Captain" in user.split("between")[1]
+                     else "meets")
+    return Reply("?")
+
+
+def test_llm_backend_prompts_estimate_and_malformed_fallback(tmp_path):
+    """The LLM back-end sends the App. A prompts; an unparsable element list falls back offline and is counted."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "story.txt").write_text(STORY)
+    with ScriptedServer(_script) as srv:
+        llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+        rel = JerrRelator("llm", llm=llm, unit_tokens=40)
+        ix = Index.build([tmp_path / "docs"], store=tmp_path / "s", chunker="recursive", size=40, embedder=None,
+                         relate=[rel], progress=False)
+        bodies = srv.chat_bodies()
+    rec = ix.store.documents["story"].metadata["jerr"]
+    assert rec["backend"] == "llm:scripted-llm"
+    assert rec["fallback_parse"] >= 1 and "offline-fallback" in rec["backends"] and "llm" in rec["backends"]
+    units = rec["units"]
+    firsts = [b["messages"][-1]["content"].split("\n")[0] for b in bodies]
+    assert sum(f.startswith("Please transfer") for f in firsts) == units
+    llm_units = units - rec["fallback_parse"]
+    assert sum("attributes between" in b["messages"][-1]["content"] for b in bodies) == 3 * llm_units
+    assert rec["llm_calls"] == len(bodies) and rec["prompt_tokens"] > 0
+    from momoka.methods.jerr import read_graphs
+
+    ents, edges = read_graphs(ix.store, ["story"])
+    assert {"Captain Ames", "Mira Tolan", "lighthouse"} <= {e["name"] for e in ents}
+    assert {e["attr"] for e in edges} >= {"meets"}
+    # estimate: 6 calls per unit, the same units as the run
+    from momoka.methods.sources import to_document
+
+    doc = to_document(tmp_path / "docs" / "story.txt")
+    chunks = [ix.store.chunks.get(c) for c in ix.store.documents["story"].chunk_ids]
+    est = rel.estimate([doc], [chunks])
+    assert est["units"] == units and est["llm_calls"] == 6 * units
