@@ -148,7 +148,8 @@ class MCTS:
         Momoka section 3.1); ``"leaf"``: only the leaf and the random items
         (``METHODS.md`` 3.3). With ``"leaf"`` a node's value measures the items
         *below* it, not the node itself, and planted paths are not recovered
-        (see ``docs/search.md``).
+        (see ``docs/search.md``). Under ``"path"`` ``rollout_len`` is a floor,
+        not a cap: a rollout scores ``max(leaf depth, rollout_len)`` steps.
     max_depth: tree depth limit (root depth 0); ``None``: unlimited.
     path_cap: longest best path returned (default ``rollout_len``).
     c: UCT exploration constant (Momoka eq. 3 / ETS eq. 1 ``w``); default sqrt(2).
