@@ -120,7 +120,7 @@ def test_bad_options_and_inputs():
     with pytest.raises(ConfigError):
         PathRelator(referee="oracle")  # the relator validates the name too
     with pytest.raises(ConfigError):
-        PathRelator(title="none")  # titles are the title enricher's job now: an unknown option
+        PathRelator(title="none")  # title is True/False (whether the referee sees T_D); T_D comes from the enricher
     with pytest.raises(ConfigError):
         PathRelator(iterations=0)
     with pytest.raises(InputError):

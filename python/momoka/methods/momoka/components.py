@@ -15,6 +15,7 @@ chunk ids, root excluded).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -103,19 +104,26 @@ class PathRelator:
         referee: ``"ppl"``, ``"llm"``, ``"embedding"`` or None (the offline default:
             ``llm`` when ``MOMOKA_LLM_BASE_URL`` is set, else ``ppl``).
         threshold: the referee's threshold (ppl edge / cosine); None: its default.
+        title: the referee judges chunks with the document title T_D in front
+            (eq. 2: a chunk is ``T_D + text``), when the ``title`` enricher has
+            written one (default True); False: the chunk text alone.
         options: everything else goes to :class:`~momoka.methods.momoka.map.MomokaMap`
             (``iterations``, ``rollout``, ``alpha`` ... ``long_docs``, ``seed``).
 
-    The embedding referee reuses the raw view's vectors (nothing is embedded twice).
+    The embedding referee reuses the stored vectors (nothing is embedded twice):
+    the ``titled`` view's when titles are used and present, else the raw view's.
     """
 
     name = "paths"
 
     def __init__(self, referee: str | None = None, *, threshold: float | None = None, llm: Any = None,
-                 relation: str = PATHS_RELATION, **options: Any):
+                 relation: str = PATHS_RELATION, title: bool = True, **options: Any):
         if isinstance(referee, str) and referee not in ("ppl", "llm", "embedding"):
             raise ConfigError(f"unknown referee {referee!r}; choose one of ppl, llm, embedding")
+        if not isinstance(title, bool):
+            raise ConfigError(f"paths: title is True (the referee sees T_D + chunk, eq. 2) or False, not {title!r}")
         self.relation = relation
+        self.title = title
         self.referee_name = referee
         self._bound = False
         try:
@@ -135,9 +143,13 @@ class PathRelator:
         rel = store.relation(self.relation)
         ids = [list(store.documents[d].chunk_ids) for d in doc_ids]
         chunks = [[store.chunks.get(c) for c in cs] for cs in ids]
+        titles = [store.documents[d].metadata.get(TITLE_KEY) if self.title else None for d in doc_ids]
+        # eq. 2: the referee sees T_D + chunk (offsets are not used by the search)
+        chunks = [[replace(c, text=with_title(t, c.text)) for c in cs] if t else cs for cs, t in zip(chunks, titles)]
         vectors = None
         if self._bound:
-            vectors = [store.vector_view("raw").get(cs) for cs in ids]
+            view = TITLED_VIEW if self.title and any(titles) and store.has_vector_view(TITLED_VIEW) else "raw"
+            vectors = [store.vector_view(view).get(cs) for cs in ids]
         paths, records = self.map.paths_for_documents(chunks, vectors=vectors)
         for d, cs, ps, rec in zip(doc_ids, ids, paths, records):
             store.documents[d].metadata[DOC_RECORD_KEY] = rec
@@ -150,7 +162,7 @@ class PathRelator:
 
     def describe(self) -> dict:
         """Settings and counts (recorded in the manifest)."""
-        return self.map.describe()
+        return {**self.map.describe(), "referee_sees_title": self.title}
 
 
 @register("enricher", "title", summary="Momoka T_D per document and the 'titled' vector view (option mode=auto)")
