@@ -135,11 +135,10 @@ def test_add_computes_paths_for_the_new_document_only(tmp_path):
     st = ix.store
     assert {c: st.relation("paths").get(c).tolist() for c in before} == before
     np.testing.assert_array_equal(st.vector_view("titled").get(sorted(before)), old_vecs)
-    # eq. 2: the referee sees T_D + chunk, and T_D is "Glacier ice melted.", so by hand (hashed words, cosine
-    # > 0.5) chunk 0 accepts both 1 (cos 0.71) and 2 (0.91): equal rewards (alpha = beta = 0 here), and the
-    # documented tie-break (lower chunk index) picks 1. Without the title only 0 <-> 2 (tested below).
-    got = _paths(st, "new")
-    assert got[0] == [1] and got[2] in ([0], [1])
+    # glacier 0 <-> 2 by hand; "Orbit moon photo." shares no word with the others: no edge (its path is
+    # then left to the visit-count tie-breaks, so it is not asserted). T_D here is the first sentence (the
+    # document has no title), which the referee does not get (see the next test).
+    assert _paths(st, "new")[::2] == [[2], [0]]
     assert st.documents["new"].metadata["momoka_title"] == "Glacier ice melted."
     ids = list(st.documents["new"].chunk_ids)
     np.testing.assert_allclose(st.vector_view("titled").get(ids),
@@ -291,13 +290,17 @@ def test_cli_builds_a_momoka_store(tmp_path, capsys, no_llm_env):
 
 
 def test_referee_sees_the_title_unless_told_not_to(tmp_path):
-    new = Document.from_text("Glacier ice melted. Orbit moon photo. Glacier ice cracked.", doc_id="new")
+    new = Document.from_text("Glacier ice melted. Orbit moon photo. Glacier ice cracked.", doc_id="new",
+                             title="Glacier ice")
+    untitled = Document.from_text(new.text, doc_id="new")
     name, opts = PATHS
-    for title, want0 in ((False, [2]), (True, [1])):
-        ix = Index.build([new], chunker=sentence_chunker, embedder=HashEmbedder(), enrich=[TITLES],
+    for doc, title, want0 in ((new, False, [2]), (new, True, [1]), (untitled, True, [2])):
+        ix = Index.build([doc], chunker=sentence_chunker, embedder=HashEmbedder(), enrich=[TITLES],
                          relate=[(name, {**opts, "title": title})], progress=False)
         # Without T_D only the two glacier sentences share words (0 <-> 2); with it (eq. 2) every chunk carries
-        # "Glacier ice melted.", the referee accepts chunk 1 too, and the tie-break (lower index) picks it.
+        # "Glacier ice": chunk 1 "Glacier ice\nOrbit moon photo." has cosine 4 / (3 sqrt(5)) = 0.60 > 0.5
+        # with chunk 0, the referee accepts it too (alpha = beta = 0 here), and the documented tie-break (lower
+        # index) picks it. A first-sentence fallback title is not given to the referee: as without a title.
         assert _paths(ix.store, "new")[0] == want0
         assert ix.component("relate", "paths").describe()["referee_sees_title"] is title
         ix.close()

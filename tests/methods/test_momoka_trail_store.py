@@ -267,7 +267,11 @@ def test_trail_reads_an_index_built_with_the_paths_relator(word_embedder):
     ids = ix.store.documents["a"].chunk_ids
     chunks = [ix.store.chunks.get(c) for c in ids]
     assert [c.text for c in chunks] == paras
-    want = MomokaMap(referee=EmbeddingReferee(word_embedder)).paths_for_chunks(chunks)
+    # eq. 2: the referee judges T_D + chunk ("Apples" is the document's own title)
+    from dataclasses import replace
+
+    titled = [replace(c, text=f"Apples\n{c.text}") for c in chunks]
+    want = MomokaMap(referee=EmbeddingReferee(word_embedder)).paths_for_chunks(titled)
     assert [tr.path(c) for c in ids] == [[ids[j] for j in p] for p in want]
     assert any(tr.path(c) for c in ids)
     assert tr.title("a") == "Apples"
@@ -304,5 +308,16 @@ def test_member_scoring_and_dedup_by_hand(tiny_docs, word_embedder):
     # mean: (1,) 3 > (0,1) 2 > (0,1,3) 4/3 > (0,) 1 > (0,3) 0.5 > (3,) 0; dedup keeps (1,), (0,1) adds 0,
     # (0,1,3) adds 3; the rest add nothing.
     assert [it.chunk_ids for it in tr.retrieve(q, k=5)] == [(o[1],), (o[0], o[1]), (o[0], o[1], o[3])]
+    # flatten (the "budget" preset: mean scoring, flattened; the explicit first stage wins over the preset's):
+    # the distinct chunks in the order they first appear: 1 (from (1,), 3), 0 (from (0,1), 2), 3 (from (0,1,3)).
+    tr = TrailRetriever(ix, reranker=Recorder(), first_stage=first, preset="budget")
+    res = tr.retrieve(q, k=5)
+    assert [it.chunk_ids for it in res] == [(o[1],), (o[0],), (o[3],)]
+    assert [it.score for it in res] == pytest.approx([single[o[1]], (single[o[0]] + single[o[1]]) / 2,
+                                                      (single[o[0]] + single[o[1]] + single[o[3]]) / 3])
+    assert all(it.provenance["flattened"] and it.provenance["preset"] == "budget" for it in res)
+    assert [it.rank for it in res] == [1, 2, 3] and len(tr.retrieve(q, k=2)) == 2
     with pytest.raises(ConfigError):
         TrailRetriever(ix, reranker=Recorder(), scoring="sum")
+    with pytest.raises(ConfigError):
+        TrailRetriever(ix, reranker=Recorder(), preset="best")

@@ -106,7 +106,9 @@ class PathRelator:
         threshold: the referee's threshold (ppl edge / cosine); None: its default.
         title: the referee judges chunks with the document title T_D in front
             (eq. 2: a chunk is ``T_D + text``), when the ``title`` enricher has
-            written one (default True); False: the chunk text alone.
+            written one that is a title (the document's own, a heading or an
+            LLM's; not the first-sentence fallback) (default True); False: the
+            chunk text alone.
         options: everything else goes to :class:`~momoka.methods.momoka.map.MomokaMap`
             (``iterations``, ``rollout``, ``alpha`` ... ``long_docs``, ``seed``).
 
@@ -143,7 +145,7 @@ class PathRelator:
         rel = store.relation(self.relation)
         ids = [list(store.documents[d].chunk_ids) for d in doc_ids]
         chunks = [[store.chunks.get(c) for c in cs] for cs in ids]
-        titles = [store.documents[d].metadata.get(TITLE_KEY) if self.title else None for d in doc_ids]
+        titles = [self._referee_title(store.documents[d].metadata) for d in doc_ids]
         # eq. 2: the referee sees T_D + chunk (offsets are not used by the search)
         chunks = [[replace(c, text=with_title(t, c.text)) for c in cs] if t else cs for cs, t in zip(chunks, titles)]
         vectors = None
@@ -155,6 +157,17 @@ class PathRelator:
             store.documents[d].metadata[DOC_RECORD_KEY] = rec
             for cid, p in zip(cs, ps):
                 rel.set(cid, np.asarray([cs[j] for j in p], dtype=np.int64))
+
+    def _referee_title(self, metadata: dict) -> str | None:
+        """T_D for the referee: the enricher's title, unless it is only the document's first sentence.
+
+        A first-sentence fallback is the first chunk's own text, not a summary of
+        the document: put in front of every chunk it makes all chunks alike to
+        the referee, so the chunks are judged alone then.
+        """
+        if not self.title or metadata.get(TITLE_SOURCE_KEY) == "sentence":
+            return None
+        return metadata.get(TITLE_KEY) or None
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
         """Pre-run estimate of referee calls and tokens (see :meth:`MomokaMap.estimate`)."""

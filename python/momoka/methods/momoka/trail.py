@@ -31,7 +31,17 @@ for a single chunk: never truncated for chunks within the limit) and take the
 best or the mean member score, so a composite ranks by what it holds rather
 than by its truncated head. With ``dedup=True`` an item is kept only when it
 adds a chunk the items above it do not already return, so the variants of the
-best chunk (its path, its pairs) do not crowd the top K.
+best chunk (its path, its pairs) do not crowd the top K. With
+``flatten=True`` the ranked candidates are returned as their distinct member
+chunks, one item each, in the order they first appear (each scored as the
+candidate that brought it), so a budget is filled with chunks the paths
+brought forward rather than with long composites.
+
+Presets: ``preset="paper"`` (default: joint scoring, composites, the paper's
+first stage) reproduces Algorithm 1; ``preset="budget"`` is ``scoring="mean",
+flatten=True, first_stage="hybrid"``, the variant that does best at an equal
+context budget in the README's ablation. Options given explicitly override the
+preset.
 
 Paths come from the store's ordered relation ``paths`` (the ``paths`` relator)
 or from any mapping ``chunk_id -> sequence of chunk ids``. A store without paths
@@ -64,6 +74,9 @@ __all__ = [
 
 #: How composites are scored (see the module doc).
 SCORINGS = ("joint", "max", "mean")
+#: Named settings (see the module doc).
+PRESETS = {"paper": {"scoring": "joint", "flatten": False, "first_stage": "auto"},
+           "budget": {"scoring": "mean", "flatten": True, "first_stage": "hybrid"}}
 
 #: Manifest ``extra`` key under which the path settings are recorded.
 MANIFEST_KEY = "momoka_map"
@@ -193,8 +206,10 @@ class TrailRetriever:
         titles: prepend ``T_D`` for reranking (True, default), or not (False), or a
             mapping ``doc_id -> title``.
         expand: factor of the first stage depth (``expand * k``; the paper's 2).
-        scoring: ``"joint"`` (default, the paper), ``"max"`` or ``"mean"`` (see the module doc).
+        scoring: ``"joint"`` (the paper), ``"max"`` or ``"mean"`` (see the module doc).
         dedup: drop items that add no chunk beyond the items ranked above them.
+        flatten: return the distinct member chunks of the ranked candidates, one item each.
+        preset: ``"paper"`` or ``"budget"`` (see the module doc); explicit options win.
 
     Raises:
         PathsMissingError: the store has no paths and none were given.
@@ -203,13 +218,20 @@ class TrailRetriever:
     name = "trail"
     requires = {"enrich": ["title"], "relate": ["paths"]}
 
-    def __init__(self, index: Any, *, reranker: Any = None, first_stage: str | Callable = "auto",
+    def __init__(self, index: Any, *, reranker: Any = None, first_stage: str | Callable | None = None,
                  paths: Mapping[int, Sequence[int]] | Callable[[int], Sequence[int]] | None = None,
                  relation: str = "paths", titles: bool | Mapping[str, str] = True, expand: int = 2,
-                 sep: str = SEPARATOR, scoring: str = "joint", dedup: bool = False):
+                 sep: str = SEPARATOR, scoring: str | None = None, dedup: bool = False, flatten: bool | None = None,
+                 preset: str = "paper"):
+        if preset not in PRESETS:
+            raise ConfigError(f"trail: preset must be one of {', '.join(PRESETS)}, not {preset!r}")
+        defaults = PRESETS[preset]
+        scoring = defaults["scoring"] if scoring is None else scoring
+        flatten = defaults["flatten"] if flatten is None else flatten
+        first_stage = defaults["first_stage"] if first_stage is None else first_stage
         if scoring not in SCORINGS:
             raise ConfigError(f"trail: scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
-        self.scoring, self.dedup = scoring, bool(dedup)
+        self.preset, self.scoring, self.dedup, self.flatten = preset, scoring, bool(dedup), bool(flatten)
         self.index = index
         self.store = index.store
         if paths is None:
@@ -320,13 +342,12 @@ class TrailRetriever:
             stats["composites"] += len(comp)
             stats["truncated"] += len(trunc)
             order = sorted(range(len(cands)), key=lambda i: (-scores[i], i))
-            order = self._diverse(order, cands, k) if self.dedup else order[:k]
-            items = tuple(
-                Item(members[i], float(scores[i]), rank,
-                     {"retriever": self.name, "kind": cands[i].kind, "source": cands[i].source,
-                      "truncated": i in trunc, "first_stage": self.first_stage, "scoring": self.scoring},
-                     self.index.title(members[i][0].doc_id))
-                for rank, i in enumerate(order, 1))
+            if self.flatten:
+                items = self._flattened(order, cands, members, scores, trunc, k)
+            else:
+                order = self._diverse(order, cands, k) if self.dedup else order[:k]
+                items = tuple(Item(members[i], float(scores[i]), rank, self._prov(cands[i], i in trunc),
+                                   self.index.title(members[i][0].doc_id)) for rank, i in enumerate(order, 1))
             out.append(Result(q, items, self.name, {"candidates": len(cands), "composites": len(comp),
                                                     "truncated": len(trunc)}))
         self.truncated += stats["truncated"]
@@ -356,6 +377,27 @@ class TrailRetriever:
         score_of = dict(zip(chunks, got.tolist()))
         combine = max if self.scoring == "max" else (lambda xs: sum(xs) / len(xs))
         return np.asarray([combine([score_of[m.chunk_id] for m in ms]) for ms in members], dtype=np.float64)
+
+    def _prov(self, cand: Candidate, truncated: bool, **extra: Any) -> dict:
+        return {"retriever": self.name, "kind": cand.kind, "source": cand.source, "truncated": truncated,
+                "first_stage": self.first_stage, "scoring": self.scoring, "preset": self.preset, **extra}
+
+    def _flattened(self, order: list[int], cands: list[Candidate], members: list, scores: np.ndarray,
+                   trunc: set, k: int) -> tuple[Item, ...]:
+        """The distinct member chunks of the ranked candidates, one item each, first ``k``."""
+        seen: set[int] = set()
+        out: list[Item] = []
+        for i in order:
+            for m in members[i]:
+                if m.chunk_id in seen:
+                    continue
+                seen.add(m.chunk_id)
+                out.append(Item((m,), float(scores[i]), len(out) + 1,
+                                self._prov(cands[i], i in trunc, flattened=True),
+                                self.index.title(m.doc_id)))
+                if len(out) == k:
+                    return tuple(out)
+        return tuple(out)
 
     @staticmethod
     def _diverse(order: list[int], cands: list[Candidate], k: int) -> list[int]:
