@@ -25,8 +25,9 @@ Prints markdown tables; ``--out`` also writes the JSON.
 ``--trail`` runs the Momoka-RAG ablation at the same budget instead: fixed
 128-token chunks with titles (``T_D``) and Momoka-Map paths (embedding
 referee, the paper's other settings), then base (dense), mm (dense over
-titled chunks), hybrid, and Trail as the paper scores it (``joint``) and with
-member scoring, dedup and a hybrid first stage (the TRAIL_VARIANTS grid).
+titled chunks), hybrid, and Trail with its presets (``paper``: Algorithm 1 as
+published; ``budget``: mean member scoring, hybrid first stage, flattened to
+distinct chunks) and variants (the TRAIL_VARIANTS grid).
 """
 
 from __future__ import annotations
@@ -59,13 +60,9 @@ VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weigh
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
 TRAIL_VARIANTS = [("base", "dense", {}), ("mm", "mm", {}), ("hybrid", "hybrid", {}),
-                  ("trail joint (paper)", "trail", {}),
-                  ("trail max+dedup", "trail", {"scoring": "max", "dedup": True}),
-                  ("trail mean+dedup", "trail", {"scoring": "mean", "dedup": True}),
-                  ("trail max+dedup, hybrid first", "trail", {"scoring": "max", "dedup": True,
-                                                             "first_stage": "hybrid"}),
-                  ("trail mean+dedup, hybrid first", "trail", {"scoring": "mean", "dedup": True,
-                                                              "first_stage": "hybrid"})]
+                  ("momoka preset=paper (Algorithm 1)", "trail", {"preset": "paper"}),
+                  ("momoka preset=budget", "trail", {"preset": "budget"}),
+                  ("momoka preset=budget, mm first stage", "trail", {"preset": "budget", "first_stage": "mm"})]
 
 
 def questions_of(ds, n: int | None):
@@ -138,6 +135,39 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
     return out
 
 
+#: The README's rows: (label in the README, row label here).
+README_ROWS = [("peer: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
+               ("**momoka default: recursive 100, hybrid convex w=0.6**", "r100 hybrid convex w0.6"),
+               ("recursive 100, dense", "r100 dense"), ("recursive 100, BM25", "r100 bm25"),
+               ("recursive 100, hybrid RRF", "r100 hybrid rrf"),
+               ("recursive 100, hybrid convex w=0.5", "r100 hybrid convex w0.5"),
+               ("recursive 100, hybrid convex w=0.7", "r100 hybrid convex w0.7"),
+               ("recursive 200, hybrid RRF (the previous default)", "r200 hybrid rrf"),
+               ("recursive 200, hybrid convex w=0.6", "r200 hybrid convex w0.6")]
+
+
+def readme_table(report: dict) -> str:
+    """The README's table: span recall at the budget, and the default's margin over the peer."""
+    sets = list(report["sets"])
+    head = "| pipeline | " + " | ".join(f"{n} ({report['sets'][n]['questions']} q)" for n in sets) + " |"
+    lines = [head, "|---" * (len(sets) + 1) + "|"]
+    for label, key in README_ROWS:
+        cells = []
+        for n in sets:
+            row = report["sets"][n]["rows"].get(key)
+            cells.append("" if row is None else f"{row['span_recall']:.3f}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    margin = []
+    for n in sets:
+        rows = report["sets"][n]["rows"]
+        if "peer" in rows and README_ROWS[1][1] in rows:
+            margin.append(f"{100 * (rows[README_ROWS[1][1]]['span_recall'] - rows['peer']['span_recall']):+.1f}")
+        else:
+            margin.append("")
+    lines.append("| default minus peer (points) | " + " | ".join(margin) + " |")
+    return "\n".join(lines)
+
+
 def markdown(report: dict, trail_variants=None) -> str:
     sets = list(report["sets"])
     lines = [f"span recall at {BUDGET:,} characters (complete coverage in brackets); corpus scope", "",
@@ -193,6 +223,8 @@ def main(argv=None) -> int:
         print(f"{name}: peer {rows['peer']['span_recall']:.3f}", file=sys.stderr, flush=True)
         _save(report, args.out)
     print(markdown(report, TRAIL_VARIANTS if args.trail else None))
+    if not args.trail:
+        print("\n" + readme_table(report))
     return 0
 
 

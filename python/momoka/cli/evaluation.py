@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retriever", action="append", default=None, metavar="NAME[,NAME]",
                    help="retriever(s), comma-separated or repeated (default hybrid)")
     p.add_argument("--chunker", default="recursive", help="chunker name (default recursive)")
-    p.add_argument("--size", type=int, default=None, help="chunk size (default 200 tokens for recursive)")
+    p.add_argument("--size", type=int, default=None, help="chunk size (default 100 tokens for recursive)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions with evidence")
     p.add_argument("--scope", default="corpus", choices=("corpus", "document"),
                    help="search all documents (corpus, default) or only the question's own document")

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", help="files or directories to index")
     p.add_argument("--store", required=True, help="store directory (created if missing)")
     p.add_argument("--chunker", default=None, help="chunker name (default recursive; new stores only)")
-    p.add_argument("--size", type=int, default=None, help="chunk size for the chunker (default 200 tokens)")
+    p.add_argument("--size", type=int, default=None, help="chunk size for the chunker (default 100 tokens for recursive)")
     p.add_argument("--enrich", action="append", default=None, metavar="NAME",
                    help="enricher(s) to run, e.g. --enrich title (comma-separated or repeated)")
     p.add_argument("--relate", action="append", default=None, metavar="NAME",

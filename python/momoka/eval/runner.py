@@ -121,7 +121,6 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
         raise ConfigError(f"documents must be 'all' or 'questions', not {documents!r}")
     options = dict(options or {})
     ds = dataset if hasattr(dataset, "questions") else load_dataset(dataset, evidence_mode=evidence_mode)
-    mode = evidence_mode or ds.require_evidence_mode()
     budgets = tuple(sorted({int(b) for b in budgets}))
     if any(b <= 0 for b in budgets):
         raise ConfigError(f"budgets must be positive numbers of characters, not {budgets}")
@@ -130,6 +129,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
         questions = questions[:limit]
     if not questions:
         raise DatasetError(f"{ds.name}: no question has evidence spans; retrieval metrics need them")
+    mode = evidence_mode or ds.require_evidence_mode()
     docs = ds.documents
     if documents == "questions":
         want = {g[0] for q in questions for g in q.gold} | {q.doc_id for q in questions}

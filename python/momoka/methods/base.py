@@ -187,15 +187,20 @@ class Result(Sequence):
                     out.append(m)
         return out if k is None else out[:k]
 
-    def fit(self, budget: int) -> "Result":
+    def fit(self, budget: int, *, keep_first: bool = True) -> "Result":
         """The longest prefix of the items whose total length fits in ``budget`` characters.
 
         An item longer than what is left ends the prefix (so the ranking's
-        order is kept); ``stats["budget"]`` records the budget.
+        order is kept). With ``keep_first`` (default) the best item is kept
+        even when it alone is longer than the budget, so a search never comes
+        back empty for want of room (evaluation at a budget is strict:
+        :func:`momoka.eval.metrics.fit_budget`). ``stats["budget"]`` records the budget.
         """
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise ConfigError(f"a budget must be a positive number of characters, got {budget!r}")
         n = sum(1 for total in accumulate(it.n_chars for it in self.items) if total <= budget)
+        if keep_first and self.items:
+            n = max(n, 1)
         return Result(self.query, self.items[:n], self.retriever, {**self.stats, "budget": budget})
 
     def to_dict(self) -> dict:

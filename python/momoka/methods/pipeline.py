@@ -52,7 +52,10 @@ from ..index.store import Store, check_embedder, read_manifest
 
 #: Default chunker and its parameters.
 DEFAULT_CHUNKER = "recursive"
-DEFAULT_CHUNK_SIZE = 200
+#: Chunk size (tokens) of the default chunker, chosen by the equal-budget evaluation in the README.
+DEFAULT_CHUNK_SIZE = 100
+#: The size stores record-less of their chunker were built with (the default before it was 100).
+LEGACY_CHUNK_SIZE = 200
 #: Default retriever of :meth:`Index.search`.
 DEFAULT_RETRIEVER = "hybrid"
 #: Items returned when neither k nor a budget is given.
@@ -143,7 +146,7 @@ class Index:
                 objects, dicts ``{"doc_id", "text", "title"}`` or eval ``DocRecord``s.
             store: directory to save the store to (None: in memory; call :meth:`save` later).
             chunker: a registered chunker name or a chunker object.
-            size: chunk size for the named chunker (default 200 tokens for ``recursive``).
+            size: chunk size for the named chunker (default 100 tokens for ``recursive``).
             embedder: ``"default"`` (installed on demand), a registry model id, an
                 object with ``.embed/.dim/.model_id/.checksum``, or None for BM25 only.
             enrich, relate: enrichers and relators to run after chunking: registered
@@ -287,7 +290,7 @@ class Index:
     def chunker(self):
         """The chunker documents are cut with (rebuilt from the manifest when needed)."""
         if self._chunker is None:
-            info = self.store.manifest.get("chunker") or {"name": DEFAULT_CHUNKER, "params": {"size": DEFAULT_CHUNK_SIZE}}
+            info = self.store.manifest.get("chunker") or {"name": DEFAULT_CHUNKER, "params": {"size": LEGACY_CHUNK_SIZE}}
             if info.get("object"):
                 raise ConfigError(f"this store was built with a custom chunker ({info['name']}); pass it again: "
                                   "Index.open(..., chunker=...)")
