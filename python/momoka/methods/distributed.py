@@ -44,9 +44,8 @@ import numpy as np
 
 from ..errors import ConfigError, MomokaError
 from ..progress import Progress
+from .pipeline import ADD_BATCH
 
-#: Documents per task sent to a worker.
-RAY_BATCH = 4
 #: Times Ray restarts a dead worker actor, and retries a batch whose worker died.
 MAX_RESTARTS = 3
 #: Default number of LLM requests in flight over all workers (the OpenAI client's own default).
@@ -297,19 +296,19 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     """Ray, connected to the cluster at ``address`` (None: the running one, else a new local one)."""
     ray = require_ray()
     if not ray.is_initialized():
+        import os
+        from pathlib import Path
+
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address:
             kw["address"] = address
-        else:
-            # a local cluster's workers import the same momoka as this process (a source checkout too)
-            import os
-            from pathlib import Path
-
-            here = str(Path(__file__).resolve().parents[2])
-            path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+        elif num_cpus:
+            kw["num_cpus"] = num_cpus
+        here = Path(__file__).resolve().parents[2]
+        if here.name not in ("site-packages", "dist-packages"):
+            # momoka runs from a source checkout: the workers import this one, not another installed copy
+            path = os.pathsep.join(p for p in (str(here), os.environ.get("PYTHONPATH")) if p)
             kw["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
-            if num_cpus:
-                kw["num_cpus"] = num_cpus
         ray.init(**kw)
     return ray
 
@@ -327,10 +326,12 @@ def _shippable(index) -> tuple[Any, Any, dict]:
 
 def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any, workers: int | None = None,
                  address: str | None = None, llm_concurrency: int = LLM_CONCURRENCY,
-                 batch: int = RAY_BATCH) -> None:
+                 batch: int | None = None) -> None:
     """Run ``docs`` through the pipeline on Ray workers and commit their outputs into ``index`` in order.
 
     Called by :meth:`Index.add` with ``engine="ray"`` (the documents are parsed and checked there).
+    A task is ``batch`` documents (default: the single-process path's batches, ``min(32, commit_docs)``,
+    so both paths give the same store; a smaller ``commit_docs`` gives more, smaller tasks).
     Fills ``index.report``: ``added``, ``skipped``, and ``failed`` (doc ids whose batch failed
     after every retry) and ``embedded`` (texts embedded by the workers).
     """
@@ -348,6 +349,11 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(Worker)
     template = store_template(index.store)
     actors = [actor_cls.remote(template, chunker, emb, comps, limiter) for _ in range(n_workers)]
+    if batch is None:
+        # The batches of the single-process path: the default embedder's int8 activations are quantised
+        # per forward pass, so a chunk's vector depends on the texts embedded with it; the same batches
+        # give the same vectors, bit for bit.
+        batch = max(1, min(ADD_BATCH, index.commit_docs))
     batches = [docs[i : i + batch] for i in range(0, len(docs), batch)]
     hashes_of = [{d.doc_id: hashes.get(d.doc_id) for d in b} for b in batches]
     pending: dict[Any, tuple[int, Any]] = {}
