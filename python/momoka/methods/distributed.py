@@ -332,8 +332,9 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     Called by :meth:`Index.add` with ``engine="ray"`` (the documents are parsed and checked there).
     A task is ``batch`` documents (default: the single-process path's batches, ``min(32, commit_docs)``,
     so both paths give the same store; a smaller ``commit_docs`` gives more, smaller tasks).
-    Fills ``index.report``: ``added``, ``skipped``, and ``failed`` (doc ids whose batch failed
-    after every retry) and ``embedded`` (texts embedded by the workers).
+    Fills ``index.report``: ``added``, ``skipped``, ``failed`` (doc ids whose batch failed after
+    every retry), ``embedded`` (texts embedded by the workers) and ``timing`` (the writer's seconds
+    applying outputs, ``apply_s``, and committing, ``commit_s``; the workers' seconds, ``worker_s``).
     """
     ray = connect(address)
     from ray.exceptions import RayActorError, RayTaskError
@@ -341,6 +342,8 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     report = index.report
     report.setdefault("failed", [])
     report["embedded"] = 0
+    # seconds the writer spent applying outputs and committing, and the workers' seconds summed
+    report["timing"] = timing = {"apply_s": 0.0, "commit_s": 0.0, "worker_s": 0.0}
     if not docs:
         return
     n_workers = int(workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
@@ -397,11 +400,17 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
                 report["skipped"].extend((d.source or d.doc_id, f"its Ray worker died: {out}") for d in b)
                 pr.update(len(b))
                 continue
+            t_w = time.perf_counter()
             report["added"].extend(apply_batch(index, out))
+            t_c = time.perf_counter()
+            commits.added(len(report["added"]))
+            t_e = time.perf_counter()
             report["skipped"].extend(out["skipped"])
             report["embedded"] += int(out["embedded"])
+            timing["apply_s"] += t_c - t_w
+            timing["commit_s"] += t_e - t_c
+            timing["worker_s"] += float(out["seconds"])
             pr.update(len(b))
-            commits.added(len(report["added"]))
     for ref in pending:
         ray.cancel(ref, force=False)
     for a in actors:
