@@ -182,6 +182,68 @@ def test_worker_killed_mid_run(cluster, corpus, reference, tmp_path):
     ix.close()
 
 
+class Poison:
+    """An enricher object that kills its worker process whenever it is given document ``doc_id``."""
+
+    name = "poison"
+
+    def __init__(self, doc_id: str):
+        self.doc_id = doc_id
+
+    def enrich(self, index, doc_ids):
+        if self.doc_id in doc_ids:
+            os._exit(9)
+
+
+def test_worker_dying_on_every_retry_is_reported(cluster, corpus, reference, tmp_path):
+    """Tried: a BM25-only build where one document kills its worker every time (4 tries: the actor is
+    restarted 3 times). The other documents are indexed and committed, the poisoned one is reported in
+    report["failed"] and skipped, and the store verifies and holds exactly the others' chunks."""
+    import ray.cloudpickle as cp
+
+    cp.register_pickle_by_value(sys.modules[__name__])
+    folder, _ = corpus
+    bad = sorted(reference.doc_ids)[1]
+    ix = momoka.Index.build([folder], store=tmp_path / "s", embedder=None, enrich=[Poison(bad)], engine="ray",
+                            workers=2, commit_docs=1, on_error="skip", progress=False)
+    assert ix.report["failed"] == [bad]
+    assert any(bad in src and "worker died" in why for src, why in ix.report["skipped"])
+    assert sorted(ix.report["added"]) == sorted(set(reference.doc_ids) - {bad})
+    ix.close()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s", components={"poison": Poison(bad)})
+    want = sorted(sp for sp in _spans(reference) if sp[0] != bad)
+    assert sorted(_spans(ix)) == want
+    ix.close()
+
+
+class NodeWriter:
+    """A relator object writing a node table whose rows hold chunk ids (as JERR's entities do)."""
+
+    name = "nodewriter"
+
+    def relate(self, index, doc_ids):
+        st = index.store
+        if not st.has_node_table("things"):
+            st.add_node_table("things")
+        st.node_table("things").add([{"doc_id": d, "chunks": list(st.documents[d].chunk_ids)} for d in doc_ids])
+
+
+def test_node_table_rows_are_refused_on_ray(cluster, corpus, tmp_path):
+    """Tried: a BM25-only Ray build whose relator writes node-table rows holding chunk ids (ids a worker's
+    scratch store cannot know). A ConfigError names the table and the way out; no document is committed."""
+    import ray.cloudpickle as cp
+
+    from momoka.errors import ConfigError
+
+    cp.register_pickle_by_value(sys.modules[__name__])
+    folder, _ = corpus
+    with pytest.raises(ConfigError, match="node table.*things.*without --engine ray"):
+        momoka.Index.build([folder], store=tmp_path / "s", embedder=None, relate=[NodeWriter()], engine="ray",
+                           workers=2, commit_docs=1, progress=False)
+    assert not (tmp_path / "s" / "manifest.json").exists()
+
+
 def test_driver_killed_rerun_skips_committed(cluster, corpus, reference, tmp_path):
     """Tried: `momoka index --engine ray --address` as a child process, SIGKILL once the store has a
     commit with some but not all documents; then the same documents added again on Ray. The rerun

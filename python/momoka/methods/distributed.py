@@ -32,7 +32,8 @@ Who does what:
 
 Enrichers and relators run per batch of documents, as their protocol says
 (``enrich(index, doc_ids)`` for those documents only); a component that needs the other
-documents of the store while it runs cannot be distributed this way.
+documents of the store while it runs cannot be distributed this way, nor one that writes
+node-table rows holding store ids (JERR's entity graph): :func:`apply_batch` refuses those.
 """
 
 from __future__ import annotations
@@ -158,11 +159,18 @@ def export_batch(index) -> dict:
 def apply_batch(index, out: dict) -> list[str]:
     """Write one worker's output into ``index``'s store (the single writer); returns the doc ids added.
 
-    Chunk ids of the scratch store become new global ids, relation targets follow them (or,
-    for targets in a node table, the offset of the rows appended to it); views, relations and
-    node tables the store lacks are created as the worker's scratch store had them.
+    Chunk ids of the scratch store become new global ids and relation targets follow them; views,
+    relations and node tables the store lacks are created as the worker's scratch store had them.
+    Node-table rows are refused (:class:`ConfigError`): they may hold chunk and node ids (JERR's
+    entities do) that no generic mapping can rewrite.
     """
     st = index.store
+    rows = sorted(n for n, e in out["nodes"].items() if e["rows"])
+    rows += sorted(f"(targets of relation {n})" for n, e in out["relations"].items() if e["target_table"] and e["rows"])
+    if rows:
+        raise ConfigError(f"the pipeline writes node table(s) {', '.join(rows)}, whose rows hold store ids that a "
+                          "Ray worker's scratch store cannot know; index with the local engine, or add that "
+                          "component afterwards (momoka index PATHS --store DIR --relate NAME, without --engine ray)")
     ids_per_doc = st.add_documents(out["documents"], [[c for _, c in cs] for cs in out["chunks"]])
     gid = {local: new for cs, ids in zip(out["chunks"], ids_per_doc) for (local, _), new in zip(cs, ids)}
 
@@ -179,20 +187,16 @@ def apply_batch(index, out: dict) -> list[str]:
             st.add_bm25_view(name, params=e["params"], source=e["source"])
         for ids, texts in e["log"]:
             st.bm25_view(name).add(mapped(ids), texts)
-    offsets = {}
     for name, e in out["nodes"].items():
         if not st.has_node_table(name):
             st.add_node_table(name, source=e["source"])
-        offsets[name] = len(st.node_table(name))
-        st.node_table(name).add(e["rows"])
     for name, e in out["relations"].items():
         if not st.has_relation(name):
             st.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
                             source=e["source"])
-        rel, table = st.relation(name), e["target_table"]
+        rel = st.relation(name)
         for c, (targets, weights) in e["rows"].items():
-            t = mapped(targets) if table is None else (np.asarray(targets) + offsets.get(table, 0))
-            rel.set(gid[int(c)], t, weights)
+            rel.set(gid[int(c)], mapped(targets), weights)
     for kind, name, settings in out["settings"]:
         index.record_settings(kind, name, settings)
     st.mark_dirty()
@@ -364,58 +368,67 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     nxt_submit = nxt_apply = 0
     idle = list(actors)
     err: BaseException | None = None
-    with Progress("indexing on ray", total=len(docs), unit="docs", enabled=index.progress) as pr:
-        while nxt_apply < len(batches):
-            while idle and nxt_submit < len(batches) and err is None and nxt_submit - nxt_apply < 4 * n_workers:
-                a = idle.pop()
-                pending[a.run.remote(batches[nxt_submit], hashes_of[nxt_submit], on_error)] = (nxt_submit, a)
-                nxt_submit += 1
-            if nxt_apply not in results:
-                if not pending:
-                    break  # stopped by an error: nothing more comes
-                done, _ = ray.wait(list(pending), num_returns=1)
-                i, a = pending.pop(done[0])
-                idle.append(a)
-                try:
-                    results[i] = ray.get(done[0])
-                except RayTaskError as exc:  # the pipeline raised (e.g. a document without chunks)
-                    cause = exc.as_instanceof_cause()
-                    err = err or (cause if isinstance(cause, MomokaError) else exc)
-                    results[i] = None
-                except RayActorError as exc:  # the worker died more often than it may be restarted
-                    results[i] = exc
-                continue
-            out = results.pop(nxt_apply)
-            b = batches[nxt_apply]
-            nxt_apply += 1
-            if out is None:
-                break
-            if isinstance(out, BaseException):
-                ids = [d.doc_id for d in b]
-                if on_error == "raise":
-                    err = err or MomokaError(f"a Ray worker died {MAX_RESTARTS + 1} times on documents "
-                                             f"{', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}: {out}")
+    try:
+        with Progress("indexing on ray", total=len(docs), unit="docs", enabled=index.progress) as pr:
+            while nxt_apply < len(batches):
+                while idle and nxt_submit < len(batches) and err is None and nxt_submit - nxt_apply < 4 * n_workers:
+                    a = idle.pop()
+                    pending[a.run.remote(batches[nxt_submit], hashes_of[nxt_submit], on_error)] = (nxt_submit, a)
+                    nxt_submit += 1
+                if nxt_apply not in results:
+                    if not pending:
+                        break  # stopped by an error: nothing more comes
+                    done, _ = ray.wait(list(pending), num_returns=1)
+                    i, a = pending.pop(done[0])
+                    try:
+                        results[i] = ray.get(done[0])
+                        idle.append(a)
+                    except RayTaskError as exc:  # the pipeline raised (e.g. a document without chunks)
+                        cause = exc.as_instanceof_cause()
+                        err = err or (cause if isinstance(cause, MomokaError) else exc)
+                        results[i] = None
+                    except RayActorError as exc:  # the worker died more often than it may be restarted
+                        results[i] = exc
+                        if not idle and not pending:  # no worker left for the batches not yet given out
+                            for j in range(nxt_submit, len(batches)):
+                                results[j] = exc
+                            nxt_submit = len(batches)
+                    continue
+                out = results.pop(nxt_apply)
+                b = batches[nxt_apply]
+                nxt_apply += 1
+                if out is None:
                     break
-                report["failed"].extend(ids)
-                report["skipped"].extend((d.source or d.doc_id, f"its Ray worker died: {out}") for d in b)
+                if isinstance(out, BaseException):
+                    ids = [d.doc_id for d in b]
+                    if on_error == "raise":
+                        err = err or MomokaError(f"a Ray worker died {MAX_RESTARTS + 1} times on documents "
+                                                 f"{', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}: {out}")
+                        break
+                    report["failed"].extend(ids)
+                    report["skipped"].extend((d.source or d.doc_id, f"its Ray worker died: {out}") for d in b)
+                    pr.update(len(b))
+                    continue
+                t_w = time.perf_counter()
+                report["added"].extend(apply_batch(index, out))
+                t_c = time.perf_counter()
+                commits.added(len(report["added"]))
+                t_e = time.perf_counter()
+                report["skipped"].extend(out["skipped"])
+                report["embedded"] += int(out["embedded"])
+                timing["apply_s"] += t_c - t_w
+                timing["commit_s"] += t_e - t_c
+                timing["worker_s"] += float(out["seconds"])
                 pr.update(len(b))
-                continue
-            t_w = time.perf_counter()
-            report["added"].extend(apply_batch(index, out))
-            t_c = time.perf_counter()
-            commits.added(len(report["added"]))
-            t_e = time.perf_counter()
-            report["skipped"].extend(out["skipped"])
-            report["embedded"] += int(out["embedded"])
-            timing["apply_s"] += t_c - t_w
-            timing["commit_s"] += t_e - t_c
-            timing["worker_s"] += float(out["seconds"])
-            pr.update(len(b))
-    for ref in pending:
-        ray.cancel(ref, force=False)
-    for a in actors:
-        ray.kill(a)
-    ray.kill(limiter)
+    finally:
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=False)
+            except Exception:  # noqa: BLE001 - the task may be gone already
+                pass
+        for a in actors:
+            ray.kill(a)
+        ray.kill(limiter)
     if err is not None:
         commits.finish()
         raise err
