@@ -244,6 +244,41 @@ def test_node_table_rows_are_refused_on_ray(cluster, corpus, tmp_path):
     assert not (tmp_path / "s" / "manifest.json").exists()
 
 
+class LLMProbe:
+    """An enricher object sending 8 concurrent chat requests per batch to an endpoint (a client of its own)."""
+
+    name = "llmprobe"
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def enrich(self, index, doc_ids):
+        from momoka.llm import OpenAIClient
+
+        client = OpenAIClient("scripted", base_url=self.url, api_key="x", concurrency=8, cache=False)
+        client.complete_many([[{"role": "user", "content": f"{d} {i}"}] for d in doc_ids for i in range(8)])
+
+
+def test_llm_requests_share_one_limit_across_workers(cluster, corpus, tmp_path, monkeypatch):
+    """Tried: 2 Ray workers each sending 8 concurrent requests (their clients allow 8) to a scripted
+    endpoint on 127.0.0.1 that answers after 0.3 s, with MOMOKA_LLM_GLOBAL_CONCURRENCY=3. The server itself
+    counts requests in flight: never more than 3 at once over both workers (and 3 is reached)."""
+    import ray.cloudpickle as cp
+
+    from momoka.llm.testing import ScriptedServer
+
+    cp.register_pickle_by_value(sys.modules[__name__])
+    monkeypatch.setenv("MOMOKA_LLM_GLOBAL_CONCURRENCY", "3")
+    folder, _ = corpus
+    with ScriptedServer(delay=0.3) as srv:
+        ix = momoka.Index.build([folder], store=tmp_path / "s", embedder=None, enrich=[LLMProbe(srv.base_url)],
+                                engine="ray", workers=2, commit_docs=1, progress=False)
+        assert srv.count == 8 * N_DOCS
+        assert srv.max_inflight == 3
+    assert len(ix.report["added"]) == N_DOCS
+    ix.close()
+
+
 def test_driver_killed_rerun_skips_committed(cluster, corpus, reference, tmp_path):
     """Tried: `momoka index --engine ray --address` as a child process, SIGKILL once the store has a
     commit with some but not all documents; then the same documents added again on Ray. The rerun

@@ -49,8 +49,10 @@ from .pipeline import ADD_BATCH
 
 #: Times Ray restarts a dead worker actor, and retries a batch whose worker died.
 MAX_RESTARTS = 3
-#: Default number of LLM requests in flight over all workers (the OpenAI client's own default).
+#: Default number of LLM requests in flight over all workers (the OpenAI client's own default);
+#: ``$MOMOKA_LLM_GLOBAL_CONCURRENCY`` sets another.
 LLM_CONCURRENCY = 16
+ENV_LLM_CONCURRENCY = "MOMOKA_LLM_GLOBAL_CONCURRENCY"
 
 INSTALL_HINT = 'Ray is not installed: pip install "momoka[ray]"'
 
@@ -220,8 +222,6 @@ class Worker:
         ix = scratch_index(template, chunker=chunker, embedder=embedder, components=self.components)
         self.chunker = ix.chunker  # rebuilt from the manifest unless given
         self.embedder = ix.embedder  # loaded once (None for a BM25-only store)
-        #: Texts embedded by this worker (every view), for tests and reports.
-        self.embedded = 0
 
     def pid(self) -> int:
         """The worker's process id."""
@@ -248,7 +248,6 @@ class Worker:
         skipped: list = []
         ix._add_batch(list(docs), hashes, enrichers, relators, on_error, skipped)
         self.components.update(ix._components)
-        self.embedded += counted["n"]
         out = export_batch(ix)
         out.update(skipped=skipped, embedded=counted["n"], seconds=time.perf_counter() - t0)
         return out
@@ -329,7 +328,7 @@ def _shippable(index) -> tuple[Any, Any, dict]:
 
 
 def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any, workers: int | None = None,
-                 address: str | None = None, llm_concurrency: int = LLM_CONCURRENCY,
+                 address: str | None = None, llm_concurrency: int | None = None,
                  batch: int | None = None) -> None:
     """Run ``docs`` through the pipeline on Ray workers and commit their outputs into ``index`` in order.
 
@@ -351,6 +350,13 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     if not docs:
         return
     n_workers = int(workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
+    if llm_concurrency is None:
+        import os
+
+        env = os.environ.get(ENV_LLM_CONCURRENCY, "").strip()
+        if env and (not env.isdigit() or int(env) < 1):
+            raise ConfigError(f"{ENV_LLM_CONCURRENCY} must be a positive integer, not {env!r}")
+        llm_concurrency = int(env) if env else LLM_CONCURRENCY
     chunker, emb, comps = _shippable(index)
     limiter = ray.remote(num_cpus=0)(Limiter).remote(llm_concurrency)
     actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(Worker)
