@@ -27,7 +27,7 @@ from .chunk_quality import METRICS, quality_of_chunks
 from .datasets import Dataset, DocRecord
 from .metrics import format_table
 
-__all__ = ["calibrate", "compare_chunkers", "format_comparison", "subset"]
+__all__ = ["calibrate", "compare_chunkers", "fallback_note", "format_comparison", "subset"]
 
 
 def subset(ds: Dataset, *, docs: int | None = None, max_chars: int | None = None) -> Dataset:
@@ -157,4 +157,13 @@ def format_comparison(report: dict) -> str:
              f"{report['target_chars']} chars; BC space={report['space']}; CS K={report['K']} "
              f"edge_rule={report['edge_rule']}, over runs of <= {report['group_chars']} chars; "
              f"model {report['model']}")
-    return title + "\n" + format_table(header, rows)
+    notes = [fallback_note(name, r["stats"]) for name, r in report["chunkers"].items()
+             if isinstance(r.get("stats"), dict) and "fallback" in r["stats"]]
+    return title + "\n" + format_table(header, rows) + "".join("\n" + n for n in notes)
+
+
+def fallback_note(name: str, stats: dict) -> str:
+    """One line saying how many of an LLM chunker's windows fell back to the deterministic cut, and why."""
+    return (f"{name}: {stats.get('windows', '?')} windows, {stats['fallback']} fell back to whole sentences "
+            f"({stats.get('fallback_parse', 0)} unparsable replies, {stats.get('fallback_unplaced', 0)} with no "
+            f"outline placed; {stats.get('outlines_unplaced', 0)} of {stats.get('outlines', 0)} outlines unplaced)")
