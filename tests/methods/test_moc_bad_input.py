@@ -10,7 +10,6 @@ window; and the two user-facing outputs (``momoka chunk`` and the
 from __future__ import annotations
 
 import pytest
-
 from momoka.errors import ModelError
 from momoka.methods.moc import MetaChunker, MSPChunker
 

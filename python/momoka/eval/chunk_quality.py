@@ -26,7 +26,6 @@ characters (the reference's "documents" are meta-chunker windows), mean over run
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
