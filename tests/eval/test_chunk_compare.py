@@ -42,6 +42,6 @@ def test_meta_chunker_is_asked_once_per_window_during_calibration():
 
 
 def test_classic_chunker_settles_on_a_fresh_chunker_of_that_size():
-    ch, size, mean, spans = calibrate("fixed", DOCS, 120)
+    _, size, _, spans = calibrate("fixed", DOCS, 120)
     fresh = registry.create("chunker", "fixed", size=size)
     assert spans == [[(c.start, c.end) for c in fresh(d)] for d in DOCS]
