@@ -369,7 +369,8 @@ class CausalLM:
         *,
         batch_tokens: int = 1024,
         want: str = "logprobs",
-    ) -> list[np.ndarray]:
+        return_prefix: bool = False,
+    ):
         """Run ``prefix`` once and every suffix after it, reusing the prefix's KV cache.
 
         The prefix (at least one id) goes through the cache once; the suffixes are
@@ -382,7 +383,9 @@ class CausalLM:
         next-token distribution a prompt ends on.  ``len(prefix) + len(suffix)``
         must fit in ``window``.  This is the KV reuse of MoC's O(n^2) metrics
         (one context chunk, all its targets in one batch) and of MSP/router
-        prompts sharing a template prefix.
+        prompts sharing a template prefix.  With ``return_prefix=True`` the result
+        is ``(entries, prefix_logprobs)``, the second ``log P(prefix[t] | prefix[:t])``
+        for ``t >= 1``: the prefix's own score, from the same run.
         """
         import onnxruntime as ort
 
@@ -399,9 +402,12 @@ class CausalLM:
         for i, s in enumerate(suffixes):
             if not len(s):
                 out[i] = np.empty(0, np.float64) if want == "logprobs" else None
+        n_pre = len(prefix) - 1 if return_prefix else 0
         if not todo:
+            if return_prefix:
+                return out, self._stream(prefix, n_scored=n_pre)[0]
             return out  # type: ignore[return-value]
-        _, last, cache, _ = self._stream(prefix, n_scored=0)
+        pre_lp, last, cache, _ = self._stream(prefix, n_scored=n_pre)
         host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
         P = cache.length
         todo.sort(key=lambda i: len(suffixes[i]))
@@ -434,7 +440,7 @@ class CausalLM:
                 rows = np.concatenate([last[None, :], logits[r, :n - 1]], axis=0)
                 lp = log_softmax(rows)
                 out[i] = lp[np.arange(n), np.asarray(s)].astype(np.float64)
-        return out  # type: ignore[return-value]
+        return (out, pre_lp) if return_prefix else out  # type: ignore[return-value]
 
     def stream_logprobs(self, ids: Sequence[int], *, n_scored: int | None = None, on_block=None) -> np.ndarray:
         """log P(ids[j] | ids[:j]) for the last ``n_scored`` ids (default all but the first), streamed.
