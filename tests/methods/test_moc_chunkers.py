@@ -251,3 +251,22 @@ def test_router_argmax_matches_plain_scoring(lm):
         ids = lm.encode(lm.apply_chat_template(prompts.messages("moc.router", window=w)))
         scores = [lm.score_ids([(ids, [d])])[0][0] for d in digits]
         assert g == int(np.argmax(scores))
+
+
+def test_ppl_interrupted_run_resumes_only_the_missing_segments(lm, tmp_path):
+    # an interrupted run leaves some segments cached (here: every other file removed, one file truncated
+    # as a kill mid-write would): the rerun scores only those segments and gives the same scores
+    doc = Document.from_text(TEXT)
+    d = tmp_path / "c"
+    first = PPLChunker(lm, cache=d, segment=8, context=16)
+    want = first.scores(doc)[0]
+    files = sorted(d.glob("*.npy"))
+    assert len(files) >= 4 and first.stats["tokens_scored"] == first.stats["tokens"]
+    removed = files[::2]
+    for f in removed:
+        f.unlink()
+    files[1].write_bytes(files[1].read_bytes()[:20])  # a torn file is rescored, not trusted
+    again = PPLChunker(lm, cache=d, segment=8, context=16)
+    np.testing.assert_allclose(again.scores(doc)[0], want, rtol=1e-5, atol=1e-5)
+    assert again.stats["cached_segments"] == len(files) - len(removed) - 1
+    assert 0 < again.stats["tokens_scored"] <= 8 * (len(removed) + 1)

@@ -68,6 +68,11 @@ def run(args: argparse.Namespace) -> int:
             head = f"[{c.index}] {c.start}:{c.end}  paragraph {c.paragraph}  sentence {c.sentence}"
             out.write(head + (f"  section {section}" if section else "") + "\n")
             out.write("    " + c.text.replace("\n", "\n    ") + "\n\n")
+    st = getattr(chunker, "stats", None)
+    if hasattr(st, "fallback") and hasattr(st, "to_dict"):  # an LLM chunker: say how many windows fell back
+        from ..eval.chunk_compare import fallback_note
+
+        sys.stderr.write(f"momoka: {fallback_note(args.chunker, st.to_dict())}\n")
     return 0
 
 

@@ -51,6 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "interrupted run loses at most that much; rerun the command to finish it")
     p.add_argument("--commit-seconds", type=float, default=None, metavar="T",
                    help="commit a generation at least every T seconds (default 60)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="run the per-document work in this process (default) or on Ray workers while this "
+                        "process commits (needs momoka[ray])")
+    p.add_argument("--address", default=None, metavar="ADDR",
+                   help="with --engine ray: the Ray cluster to join (default: a running one, else a local one)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="with --engine ray: worker actors (default one per CPU of the cluster)")
     p.add_argument("--estimate", action="store_true",
                    help="print the expected LLM/referee calls of the relators for these documents, build nothing")
     add_llm_arguments(p)
@@ -134,6 +141,11 @@ def _index(args: argparse.Namespace) -> int:
         return _estimate(args, relate_specs, chunker_opts)
     t0 = time.monotonic()
     on_error = "skip" if args.on_error == "skip" else "raise"
+    engine = {"engine": args.engine, "workers": args.workers, "address": args.address}
+    if args.engine == "ray":
+        from ..methods.distributed import require_ray
+
+        require_ray()
     if (store / MANIFEST).exists() and not args.overwrite:
         if args.chunker or args.size:
             say("note: --chunker/--size apply to new stores; this store keeps its own chunker")
@@ -151,14 +163,14 @@ def _index(args: argparse.Namespace) -> int:
             ix.extend(enrich=new_e, relate=new_r, commit=True)
             ix.save()
         ix.add(args.paths, existing="replace" if args.replace else "skip", on_error=on_error,
-               encoding=args.encoding, commit=True)
+               encoding=args.encoding, commit=True, **engine)
         ix.save()
     else:
         ix = Index.build(args.paths, store=store, chunker=args.chunker or "recursive", size=args.size,
                          embedder=None if args.no_dense else "default", enrich=enrich_specs, relate=relate_specs,
                          vector_dtype="float16" if args.float16 else "float32", overwrite=args.overwrite,
                          on_error=on_error, encoding=args.encoding, commit_docs=args.commit_every,
-                         commit_seconds=args.commit_seconds, **chunker_opts)
+                         commit_seconds=args.commit_seconds, **engine, **chunker_opts)
     report = ix.report
     added = report["added"]
     n_chunks = sum(len(ix.store.documents[d].chunk_ids) for d in added)

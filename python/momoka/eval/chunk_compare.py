@@ -27,7 +27,7 @@ from .chunk_quality import METRICS, quality_of_chunks
 from .datasets import Dataset, DocRecord
 from .metrics import format_table
 
-__all__ = ["calibrate", "compare_chunkers", "format_comparison", "subset"]
+__all__ = ["calibrate", "compare_chunkers", "fallback_note", "format_comparison", "subset"]
 
 
 def subset(ds: Dataset, *, docs: int | None = None, max_chars: int | None = None) -> Dataset:
@@ -54,29 +54,74 @@ def _mean_len(chunker: Any, docs: list) -> tuple[float, list[list[tuple[int, int
     return (float(np.mean(lens)) if lens else 0.0), spans
 
 
+class _Settled:
+    """The spans calibration settled on, served as a chunker, so the retrieval run re-chunks nothing
+    (an LLM chunker would otherwise ask again for every window whose answer could not be parsed)."""
+
+    def __init__(self, chunker: Any, spans: dict):
+        self.chunker, self.spans = chunker, spans
+        self.name = getattr(chunker, "name", type(chunker).__name__)
+        self.stats = getattr(chunker, "stats", None)
+
+    def params(self) -> dict:
+        """The wrapped chunker's settings."""
+        p = getattr(self.chunker, "params", None)
+        return p() if callable(p) else {}
+
+    def __call__(self, document: Any) -> list:
+        """The settled chunks of ``document`` (any other document goes to the wrapped chunker)."""
+        from ..text import make_chunks
+
+        spans = self.spans.get(document.text)
+        return make_chunks(document, spans) if spans is not None else self.chunker(document)
+
+
+def _base_spans(chunker: Any, docs: list) -> list[list[tuple[int, int]]]:
+    batch = getattr(chunker, "chunk_spans_batch", None)
+    if callable(batch):
+        return [list(s) for s in batch(docs)]
+    return [[(c.start, c.end) for c in chunker(d)] for d in docs]
+
+
 def calibrate(name: str, docs: list, target: int, *, options: dict | None = None,
               lo: int = 1, hi: int = 4000) -> tuple[Any, int | None, float, list]:
-    """``(chunker, size, mean length, spans)``: the size whose mean chunk length is closest to ``target`` chars."""
+    """``(chunker, size, mean length, spans)``: the size whose mean chunk length is closest to ``target`` chars.
+
+    A chunker with a dynamic-merge target in characters (``ppl``, ``msp``, ``meta``, ``moc``) is run
+    once without merging and the search merges its spans (what the chunker itself does with that
+    target), so the LM / LLM work is done once; the returned chunker serves the settled spans.
+    """
     from ..methods import registry
+    from ..methods.moc import dynamic_merge
 
     options = dict(options or {})
     if name == "sentence":
         lo, hi = 1, 60
     base = registry.create("chunker", name, **options)
     merge = hasattr(base, "merge_target")
+    raw = None
+    if merge and getattr(base, "merge_unit", "chars") == "chars":
+        base.merge_target = None
+        raw = _base_spans(base, docs)
 
-    def make(size: int):
+    def run(size: int) -> tuple[Any, float, list]:
+        if raw is not None:
+            spans = [dynamic_merge(r, size, lambda a, b: b - a) for r in raw]
+            lens = [b - a for s in spans for a, b in s]
+            return base, (float(np.mean(lens)) if lens else 0.0), spans
         if merge:
             base.merge_target = size
-            return base
-        return registry.create("chunker", name, size=size, **options)
+            ch = base
+        else:
+            ch = registry.create("chunker", name, size=size, **options)
+        m, spans = _mean_len(ch, docs)
+        return ch, m, spans
 
     best = None
     a, b = lo, hi
     while a <= b:
         mid = (a + b) // 2
-        ch = make(mid)
-        m, spans = _mean_len(ch, docs)
+        ch, m, spans = run(mid)
         if best is None or abs(m - target) < abs(best[2] - target):
             best = (ch, mid, m, spans)
         if m < target:
@@ -84,7 +129,10 @@ def calibrate(name: str, docs: list, target: int, *, options: dict | None = None
         else:
             b = mid - 1
     ch, size, m, spans = best
-    make(size)
+    if merge:
+        base.merge_target = size
+    if raw is not None:
+        ch = _Settled(base, {d.text: s for d, s in zip(docs, spans)})
     return ch, size, m, spans
 
 
@@ -159,4 +207,13 @@ def format_comparison(report: dict) -> str:
              f"{report['target_chars']} chars; BC space={report['space']}; CS K={report['K']} "
              f"edge_rule={report['edge_rule']}, over runs of <= {report['group_chars']} chars; "
              f"model {report['model']}")
-    return title + "\n" + format_table(header, rows)
+    notes = [fallback_note(name, r["stats"]) for name, r in report["chunkers"].items()
+             if isinstance(r.get("stats"), dict) and "fallback" in r["stats"]]
+    return title + "\n" + format_table(header, rows) + "".join("\n" + n for n in notes)
+
+
+def fallback_note(name: str, stats: dict) -> str:
+    """One line saying how many of an LLM chunker's windows fell back to the deterministic cut, and why."""
+    return (f"{name}: {stats.get('windows', '?')} windows, {stats['fallback']} fell back to whole sentences "
+            f"({stats.get('fallback_parse', 0)} unparsable replies, {stats.get('fallback_unplaced', 0)} with no "
+            f"outline placed; {stats.get('outlines_unplaced', 0)} of {stats.get('outlines', 0)} outlines unplaced)")

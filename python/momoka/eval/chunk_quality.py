@@ -17,14 +17,15 @@ Computed per document (never across documents) on a causal LM:
 * :func:`dissimilarity` -- ``1 - cos(emb(q), emb(d))`` for consecutive chunks, mean.
 
 The n^2 conditional passes of CS are batched per context chunk with its KV
-cache reused (:func:`momoka.models.perplexity.mean_nll_given`). ``group_chars``
+cache reused (:func:`momoka.models.perplexity.mean_nll_given`); the context's
+own run gives its alone score, and :func:`quality_of_chunks` computes one table
+per document that BC and CS share (:func:`conditional_nlls`). ``group_chars``
 computes CS over runs of consecutive chunks spanning at most that many
 characters (the reference's "documents" are meta-chunker windows), mean over runs.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -35,27 +36,73 @@ from ..errors import ConfigError
 from ..methods.moc._common import greedy_runs
 from ..models.perplexity import edge_weight, mean_nll_given
 
-__all__ = ["EDGE_RULES", "METRICS", "boundary_clarity", "chunk_stickiness", "dissimilarity",
+__all__ = ["EDGE_RULES", "METRICS", "boundary_clarity", "chunk_stickiness", "conditional_nlls", "dissimilarity",
            "quality_of_chunks", "stickiness_entropy"]
 
 EDGE_RULES = ("reference", "paper")
 METRICS = ("bc", "cs", "ds")
 
 
-def boundary_clarity(lm: Any, chunks: Sequence[str], *, space: str = "log", reuse_kv: bool = True) -> float:
-    """Mean BC over consecutive chunk pairs of one document (NaN with fewer than 2 chunks)."""
+def conditional_nlls(lm: Any, chunks: Sequence[str], pairs: Sequence[tuple[int, int]], *,
+                     reuse_kv: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(alone, cond)``: mean NLL of every chunk after the document start, and ``cond[i, j]`` of chunk
+    ``j`` after chunk ``i`` for each requested pair (NaN elsewhere).
+
+    One pass per context chunk ``i`` with its KV cache reused for all its
+    targets; with ``reuse_kv`` the same pass also gives chunk ``i``'s ``alone``
+    score (the context run *is* the chunk scored after the document start), so
+    only chunks that are never a context get a separate (batched) alone pass.
+    Without ``reuse_kv`` every pair and every alone score is run in full.
+    """
+    chunks = list(chunks)
+    n = len(chunks)
+    alone = np.full(n, np.nan)
+    cond = np.full((n, n), np.nan)
+    by_ctx: dict[int, list[int]] = {}
+    for i, j in pairs:
+        if i != j and j not in by_ctx.setdefault(i, []):
+            by_ctx[i].append(j)
+    for i, js in sorted(by_ctx.items()):
+        if reuse_kv:
+            alone[i], cond[i, js] = mean_nll_given(lm, chunks[i], [chunks[j] for j in js], with_context=True)
+        else:
+            cond[i, js] = mean_nll_given(lm, chunks[i], [chunks[j] for j in js], reuse_kv=False)
+    targets = {j for _, j in pairs}
+    need = [j for j in sorted(targets) if np.isnan(alone[j])]
+    if need:
+        alone[need] = mean_nll_given(lm, None, [chunks[j] for j in need], reuse_kv=reuse_kv)
+    return alone, cond
+
+
+def _bc(alone: np.ndarray, cond: np.ndarray, space: str) -> float:
+    n = len(alone)
+    if n < 2:
+        return float("nan")
+    a = cond[np.arange(n - 1), np.arange(1, n)]
+    b = alone[1:]
+    return float(np.mean(a / b if space == "log" else np.exp(a - b)))
+
+
+def _check_space(space: str) -> None:
     if space not in ("log", "ppl"):
         raise ConfigError(f"space must be 'log' or 'ppl', not {space!r}")
+
+
+def _check_edge(edge_rule: str, K: float) -> None:
+    if edge_rule not in EDGE_RULES:
+        raise ConfigError(f"edge_rule must be one of {', '.join(EDGE_RULES)}, not {edge_rule!r}")
+    if not 0 < K < 1 and edge_rule == "paper":
+        raise ConfigError(f"K must lie in (0, 1) with the paper's rule, got {K!r}")
+
+
+def boundary_clarity(lm: Any, chunks: Sequence[str], *, space: str = "log", reuse_kv: bool = True) -> float:
+    """Mean BC over consecutive chunk pairs of one document (NaN with fewer than 2 chunks)."""
+    _check_space(space)
     chunks = list(chunks)
     if len(chunks) < 2:
         return float("nan")
-    alone = mean_nll_given(lm, None, chunks[1:], reuse_kv=reuse_kv)
-    vals = []
-    for k in range(len(chunks) - 1):
-        a = float(mean_nll_given(lm, chunks[k], [chunks[k + 1]], reuse_kv=reuse_kv)[0])
-        b = float(alone[k])
-        vals.append(a / b if space == "log" else math.exp(a - b))
-    return float(np.mean(vals))
+    alone, cond = conditional_nlls(lm, chunks, [(k, k + 1) for k in range(len(chunks) - 1)], reuse_kv=reuse_kv)
+    return _bc(alone, cond, space)
 
 
 def stickiness_entropy(keep: np.ndarray) -> float:
@@ -70,35 +117,31 @@ def stickiness_entropy(keep: np.ndarray) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
-def _cond_matrix(lm: Any, chunks: list[str], reuse_kv: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(mean NLL of j alone, mean NLL of j given i), one pass per context chunk."""
-    n = len(chunks)
-    alone = mean_nll_given(lm, None, chunks, reuse_kv=reuse_kv)
-    cond = np.full((n, n), np.nan)
-    for i in range(n):
-        js = [j for j in range(n) if j != i]
-        cond[i, js] = mean_nll_given(lm, chunks[i], [chunks[j] for j in js], reuse_kv=reuse_kv)
-    return alone, cond
-
-
-def chunk_stickiness(lm: Any, chunks: Sequence[str], *, K: float = 0.8, edge_rule: str = "reference",
-                     reuse_kv: bool = True) -> dict:
-    """CS of one group of chunks: ``{"complete": .., "sequential": .., "edge_rule": .., "K": ..}``."""
-    if edge_rule not in EDGE_RULES:
-        raise ConfigError(f"edge_rule must be one of {', '.join(EDGE_RULES)}, not {edge_rule!r}")
-    if not 0 < K < 1 and edge_rule == "paper":
-        raise ConfigError(f"K must lie in (0, 1) with the paper's rule, got {K!r}")
-    chunks = list(chunks)
-    n = len(chunks)
-    if n < 2:
+def _cs(alone: np.ndarray, cond: np.ndarray, K: float, edge_rule: str) -> dict:
+    """CS of one group from its alone scores and conditional matrix (``cond[i, j]``: j given i)."""
+    if len(alone) < 2:
         return {"complete": 0.0, "sequential": 0.0, "edge_rule": edge_rule, "K": K}
-    alone, cond = _cond_matrix(lm, chunks, reuse_kv)
     edge = edge_weight(np.exp(alone)[None, :], np.exp(cond))  # Edge(q=j | d=i)
     with np.errstate(invalid="ignore"):
         keep = (1.0 - edge > K) if edge_rule == "reference" else (edge > K)
     keep &= ~np.isnan(edge)
     return {"complete": stickiness_entropy(keep), "sequential": stickiness_entropy(np.triu(keep, 1)),
             "edge_rule": edge_rule, "K": K}
+
+
+def _all_pairs(idx: Sequence[int]) -> list[tuple[int, int]]:
+    return [(i, j) for i in idx for j in idx if i != j]
+
+
+def chunk_stickiness(lm: Any, chunks: Sequence[str], *, K: float = 0.8, edge_rule: str = "reference",
+                     reuse_kv: bool = True) -> dict:
+    """CS of one group of chunks: ``{"complete": .., "sequential": .., "edge_rule": .., "K": ..}``."""
+    _check_edge(edge_rule, K)
+    chunks = list(chunks)
+    if len(chunks) < 2:
+        return _cs(np.zeros(len(chunks)), np.zeros((len(chunks),) * 2), K, edge_rule)
+    alone, cond = conditional_nlls(lm, chunks, _all_pairs(range(len(chunks))), reuse_kv=reuse_kv)
+    return _cs(alone, cond, K, edge_rule)
 
 
 def dissimilarity(embedder: Any, chunks: Sequence[str]) -> float:
@@ -118,14 +161,26 @@ def quality_of_chunks(text: str, spans: Sequence[tuple[int, int]], *, metrics: S
     bad = sorted(set(metrics) - set(METRICS))
     if bad:
         raise ConfigError(f"unknown chunk metric(s) {bad}; choose from {', '.join(METRICS)}")
+    if "bc" in metrics:
+        _check_space(space)
+    if "cs" in metrics:
+        _check_edge(edge_rule, K)
     chunks = [text[a:b] for a, b in spans]
     out: dict[str, Any] = {"chunks": len(chunks)}
     t0 = time.perf_counter()
+    # one table of conditional NLLs per document: BC's consecutive pairs and CS's in-group pairs share
+    # their passes, and every context pass also yields that chunk's alone score
+    groups = greedy_runs(spans, group_chars) if "cs" in metrics else []
+    pairs = [(k, k + 1) for k in range(len(chunks) - 1)] if "bc" in metrics else []
+    for g in groups:
+        pairs += _all_pairs(g)
+    n = len(chunks)
+    alone, cond = conditional_nlls(lm, chunks, pairs, reuse_kv=reuse_kv) if pairs else \
+        (np.full(n, np.nan), np.full((n, n), np.nan))
     if "bc" in metrics:
-        out["bc"] = boundary_clarity(lm, chunks, space=space, reuse_kv=reuse_kv)
+        out["bc"] = _bc(alone, cond, space)
     if "cs" in metrics:
-        cs = [chunk_stickiness(lm, [chunks[k] for k in g], K=K, edge_rule=edge_rule, reuse_kv=reuse_kv)
-              for g in greedy_runs(spans, group_chars)]
+        cs = [_cs(alone[g], cond[np.ix_(g, g)], K, edge_rule) for g in groups]
         out["cs_complete"] = float(np.mean([c["complete"] for c in cs])) if cs else 0.0
         out["cs_sequential"] = float(np.mean([c["sequential"] for c in cs])) if cs else 0.0
     if "ds" in metrics:

@@ -67,6 +67,32 @@ def _env_seconds(name: str, default: float | None) -> float | None:
     return x
 
 
+_LIMITER: Any = None
+
+
+def set_request_limiter(limiter: Any) -> None:
+    """Make every request of every client in this process also hold a slot of ``limiter``
+    (an object with ``async acquire()`` and ``async release()``; None removes it).
+
+    Distributed indexing gives each worker process the same limiter, so LLM-bound stages keep one
+    concurrency limit across all workers (see :mod:`momoka.methods.distributed`)."""
+    global _LIMITER
+    _LIMITER = limiter
+
+
+class _global_slot:
+    """``async with``: a slot of the process-wide request limiter (a no-op without one)."""
+
+    async def __aenter__(self) -> None:
+        self.lim = _LIMITER
+        if self.lim is not None:
+            await self.lim.acquire()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self.lim is not None:
+            await self.lim.release()
+
+
 #: Keyword arguments of the batch calls that steer momoka and are never sent to the model.
 CONTROL_KEYS = ("method", "use_cache", "progress", "budget_s")
 
@@ -402,7 +428,7 @@ class BaseClient:
                     timeout = self.timeout
                 attempts += 1
                 try:
-                    async with sem:
+                    async with sem, _global_slot():
                         res = await self._send(kind, payload, timeout)
                     res.attempts = attempts
                     res.latency_s = time.perf_counter() - start

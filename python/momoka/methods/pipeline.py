@@ -66,6 +66,33 @@ RAW_VIEW = "raw"
 EMBED_BATCH = 64
 #: Documents run through the pipeline together while indexing with commits.
 ADD_BATCH = 32
+#: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
+ENGINES = ("local", "ray")
+
+
+class _Commits:
+    """When :meth:`Index.add` (with ``commit=True``) saves a generation: every
+    :attr:`Index.commit_docs` documents or :attr:`Index.commit_seconds` seconds, and at the end."""
+
+    def __init__(self, index: Index, enabled: bool):
+        self.index = index
+        self.enabled = bool(enabled) and index.store.path is not None
+        self._done, self._since, self._t = 0, 0, time.monotonic()
+
+    def added(self, total: int) -> None:
+        """``total`` documents are in the store so far: commit when enough time or documents have passed."""
+        self._since += total - self._done
+        self._done = total
+        ix = self.index
+        if self.enabled and self._since and (self._since >= ix.commit_docs
+                                            or time.monotonic() - self._t >= ix.commit_seconds):
+            ix.store.save()
+            self._since, self._t = 0, time.monotonic()
+
+    def finish(self) -> None:
+        """Commit what is left."""
+        if self.enabled and self.index.store.dirty:
+            self.index.store.save()
 
 
 def _component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
@@ -137,6 +164,9 @@ class Index:
         encoding: str = "utf-8",
         commit_docs: int | None = None,
         commit_seconds: float | None = None,
+        engine: str = "local",
+        workers: int | None = None,
+        address: str | None = None,
         **chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
@@ -157,6 +187,8 @@ class Index:
             on_error, encoding: as for :meth:`add`.
             commit_docs, commit_seconds: commit every this many documents or seconds
                 (default :attr:`commit_docs`, :attr:`commit_seconds`).
+            engine, workers, address: ``engine="ray"`` runs the per-document work on Ray
+                workers (see :meth:`add`).
 
         With a ``store`` directory the work is committed as it is done (see
         :meth:`add`, ``commit``): an interrupted build keeps every committed
@@ -174,6 +206,12 @@ class Index:
             params["size"] = size
         chunker_obj, chunker_info = resolve_chunker(chunker, params)
         emb = cls._make_embedder(embedder)
+        if engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        if engine == "ray":
+            from .distributed import require_ray
+
+            require_ray()  # before a store directory is made
         if vector_dtype not in ("float32", "float16"):
             raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
         enrich_specs = [_component_spec("enricher", e) for e in enrich]
@@ -203,7 +241,8 @@ class Index:
                 index.commit_docs = int(commit_docs)
             if commit_seconds:
                 index.commit_seconds = float(commit_seconds)
-            index.add(sources, on_error=on_error, encoding=encoding, commit=store is not None)
+            index.add(sources, on_error=on_error, encoding=encoding, commit=store is not None, engine=engine,
+                      workers=workers, address=address)
             if store is not None and index.store.dirty:
                 index.save()
         except BaseException:
@@ -370,7 +409,8 @@ class Index:
     # ------------------------------------------------------------------ changes
 
     def add(self, sources: Iterable[Any], *, progress: bool | None = None, existing: str = "error",
-            on_error: str = "raise", encoding: str = "utf-8", commit: bool = False) -> list[str]:
+            on_error: str = "raise", encoding: str = "utf-8", commit: bool = False, engine: str = "local",
+            workers: int | None = None, address: str | None = None) -> list[str]:
         """Chunk, embed and add documents, then run the pipeline's enrichers and relators on them.
 
         Accepts the forms of :meth:`build`. Returns the added doc ids (also in
@@ -388,6 +428,11 @@ class Index:
         only), so an interruption loses at most the documents since the last
         commit; otherwise changes are in memory until :meth:`save`. Raises
         :class:`EmptyInputError` when no document is given.
+        ``engine="ray"`` runs the per-document work (chunk, embed, enrich,
+        relate) on Ray workers (``workers`` actors, default one per CPU of the
+        cluster at ``address``, default a local one) while this process commits
+        their outputs in order (see :mod:`momoka.methods.distributed`); the
+        store is the one ``engine="local"`` builds.
         """
         if progress is not None:
             self.progress = progress
@@ -395,6 +440,8 @@ class Index:
             raise ConfigError(f"existing must be 'error', 'skip' or 'replace', not {existing!r}")
         if on_error not in ("raise", "skip"):
             raise ConfigError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        if engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.store.ensure_writable()
         if isinstance(sources, Index) or not isinstance(sources, (str, os.PathLike, Iterable)):
             raise InputError(f"cannot index a {type(sources).__name__}: give paths, Documents or dicts with text "
@@ -440,25 +487,23 @@ class Index:
             hashes[d.doc_id] = content_hash(d)
         if report["replaced"]:
             self.store.delete(report["replaced"])
-        pipeline = self.pipeline
-        enrichers = [self.component("enrich", c["name"]) for c in pipeline["enrich"]]
-        relators = [self.component("relate", c["name"]) for c in pipeline["relate"]]
-        commit = commit and self.store.path is not None
-        step = max(1, min(ADD_BATCH, self.commit_docs)) if commit else max(len(docs), 1)
-        since, t_commit = 0, time.monotonic()
-        with Progress("indexing", total=len(docs), unit="docs", enabled=self.progress) as pr:
-            for i in range(0, len(docs), step):
-                batch = docs[i : i + step]
-                added = self._add_batch(batch, hashes, enrichers, relators, on_error, skipped)
-                report["added"].extend(added)
-                pr.update(len(batch))
-                since += len(added)
-                if commit and since and (since >= self.commit_docs or time.monotonic() - t_commit >= self.commit_seconds
-                                         or i + step >= len(docs)):
-                    self.store.save()
-                    since, t_commit = 0, time.monotonic()
-        if commit and self.store.dirty:
-            self.store.save()
+        commits = _Commits(self, commit)
+        if engine == "ray":
+            from .distributed import add_with_ray
+
+            add_with_ray(self, docs, hashes, on_error=on_error, commits=commits, workers=workers, address=address)
+        else:
+            pipeline = self.pipeline
+            enrichers = [self.component("enrich", c["name"]) for c in pipeline["enrich"]]
+            relators = [self.component("relate", c["name"]) for c in pipeline["relate"]]
+            step = max(1, min(ADD_BATCH, self.commit_docs)) if commits.enabled else max(len(docs), 1)
+            with Progress("indexing", total=len(docs), unit="docs", enabled=self.progress) as pr:
+                for i in range(0, len(docs), step):
+                    batch = docs[i : i + step]
+                    report["added"].extend(self._add_batch(batch, hashes, enrichers, relators, on_error, skipped))
+                    pr.update(len(batch))
+                    commits.added(len(report["added"]))
+        commits.finish()
         if skipped and on_error == "raise":  # only unsupported files can be skipped here
             warnings.warn(f"skipped {len(skipped)} file(s) of unsupported types, e.g. {skipped[0][0]}",
                           UserWarning, stacklevel=2)
@@ -539,10 +584,13 @@ class Index:
         describe = getattr(comp, "describe", None)
         if not callable(describe):
             return
-        name = getattr(comp, "name", type(comp).__name__)
+        self.record_settings(kind, getattr(comp, "name", type(comp).__name__), jsonable(describe()))
+
+    def record_settings(self, kind: str, name: str, settings: dict) -> None:
+        """Record what enricher/relator ``name`` reports (its ``describe()``) in the pipeline of the manifest."""
         for spec in self.pipeline[kind]:
             if spec["name"] == name:
-                spec["settings"] = jsonable(describe())
+                spec["settings"] = settings
 
     def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = (), commit: bool = False) -> None:
         """Add enrichers/relators to an existing index and run them on every document.

@@ -117,6 +117,12 @@ class PrefixState:
         return sum(v.nbytes for v in self.kv.values()) + self.last_logits.nbytes
 
 
+def _state_of(cache: _Cache, last_logits: np.ndarray) -> PrefixState:
+    """A :class:`PrefixState` holding ``cache`` as host arrays."""
+    host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
+    return PrefixState(host, np.asarray(last_logits, dtype=np.float32), cache.length)
+
+
 class CausalLM:
     """A Llama-architecture ONNX causal LM with a KV cache (see the module docstring).
 
@@ -387,8 +393,7 @@ class CausalLM:
         if len(prefix) > self.window:
             raise InputTooLargeError(f"prefix of {len(prefix)} tokens exceeds the window ({self.window})")
         _, last, cache, _ = self._stream(prefix, n_scored=0)
-        host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
-        return PrefixState(host, np.asarray(last, dtype=np.float32), cache.length)
+        return _state_of(cache, last)
 
     def prefix_batch(
         self,
@@ -397,7 +402,8 @@ class CausalLM:
         *,
         batch_tokens: int = 1024,
         want: str = "logprobs",
-    ) -> list[np.ndarray]:
+        return_prefix: bool = False,
+    ):
         """Run ``prefix`` once and every suffix after it, reusing the prefix's KV cache.
 
         The prefix (at least one id) goes through the cache once; the suffixes are
@@ -410,15 +416,21 @@ class CausalLM:
         next-token distribution a prompt ends on.  ``len(prefix) + len(suffix)``
         must fit in ``window``.  This is the KV reuse of MoC's O(n^2) metrics
         (one context chunk, all its targets in one batch) and of MSP/router
-        prompts sharing a template prefix. ``prefix`` may also be a
-        :meth:`prefix_state` made earlier, so a prefix used with several batches
-        (a passage scored against the questions of many calls) runs once.
+        prompts sharing a template prefix.  With ``return_prefix=True`` the result
+        is ``(entries, prefix_logprobs)``, the second ``log P(prefix[t] | prefix[:t])``
+        for ``t >= 1``: the prefix's own score, from the same run. ``prefix`` may
+        also be a :meth:`prefix_state` made earlier (not with ``return_prefix``),
+        so a prefix used with several batches (a passage scored against the
+        questions of many calls) runs once.
         """
         import onnxruntime as ort
 
         if want not in ("logprobs", "last_logits"):
             raise ConfigError(f"want must be 'logprobs' or 'last_logits', not {want!r}")
-        if not isinstance(prefix, PrefixState):
+        if isinstance(prefix, PrefixState):
+            if return_prefix:
+                raise ConfigError("return_prefix needs the prefix ids, not a prefix state")
+        else:
             prefix = list(prefix)
             if not prefix:
                 raise InputError("prefix_batch needs a prefix of at least one token")
@@ -431,9 +443,16 @@ class CausalLM:
         for i, s in enumerate(suffixes):
             if not len(s):
                 out[i] = np.empty(0, np.float64) if want == "logprobs" else None
+        n_pre = len(prefix) - 1 if return_prefix else 0
         if not todo:
+            if return_prefix:
+                return out, self._stream(prefix, n_scored=n_pre)[0]
             return out  # type: ignore[return-value]
-        state = prefix if isinstance(prefix, PrefixState) else self.prefix_state(prefix)
+        if isinstance(prefix, PrefixState):
+            state, pre_lp = prefix, None
+        else:
+            pre_lp, last, cache, _ = self._stream(prefix, n_scored=n_pre)
+            state = _state_of(cache, last)
         host, last, P = state.kv, state.last_logits, state.length
         todo.sort(key=lambda i: len(suffixes[i]))
         j = 0
@@ -465,7 +484,7 @@ class CausalLM:
                 rows = np.concatenate([last[None, :], logits[r, :n - 1]], axis=0)
                 lp = log_softmax(rows)
                 out[i] = lp[np.arange(n), np.asarray(s)].astype(np.float64)
-        return out  # type: ignore[return-value]
+        return (out, pre_lp) if return_prefix else out  # type: ignore[return-value]
 
     def stream_logprobs(self, ids: Sequence[int], *, n_scored: int | None = None, on_block=None) -> np.ndarray:
         """log P(ids[j] | ids[:j]) for the last ``n_scored`` ids (default all but the first), streamed.

@@ -55,7 +55,8 @@ def pair_edges(lm: Any, pairs: Sequence[tuple[str, str]], *, max_chars: int | No
 
 
 def mean_nll_given(lm: Any, context: str | None, targets: Sequence[str], *, reuse_kv: bool = True,
-                   max_context_tokens: int | None = None, batch_tokens: int = 1024) -> np.ndarray:
+                   max_context_tokens: int | None = None, batch_tokens: int = 1024,
+                   with_context: bool = False):
     """Mean NLL (nats per scored token) of each target after ``context`` (None: after the document start only).
 
     With ``reuse_kv`` (and an ``lm`` that has ``prefix_batch``) the context runs
@@ -64,17 +65,30 @@ def mean_nll_given(lm: Any, context: str | None, targets: Sequence[str], *, reus
     (``lm.token_logprobs_batch``), which is what the KV reuse saves.
     ``max_context_tokens`` keeps only the last tokens of the context (the rest
     of the window is left to the targets). Empty targets give NaN.
+
+    ``with_context=True`` returns ``(context_nll, nlls)``: ``context_nll`` is the
+    context's own mean NLL after the document start, read from the same run of
+    the context with KV reuse (NaN when the context was cut, is empty, or
+    ``reuse_kv`` is off) -- MoC's "chunk alone" score for free.
     """
     ids = [lm.encode(t) for t in targets]
-    ctx = [lm.doc_start_id] + (lm.encode(context) if context else [])
+    cids = lm.encode(context) if context else []
+    ctx = [lm.doc_start_id] + cids
     longest = max((len(x) for x in ids), default=0)
     room = lm.window - longest
     if max_context_tokens is not None:
         room = min(room, max_context_tokens + 1)
     if len(ctx) > room:
         ctx = [lm.doc_start_id] + ctx[len(ctx) - room + 1:]
+    full = len(cids) > 0 and len(ctx) == len(cids) + 1
+    own = float("nan")
     if reuse_kv and hasattr(lm, "prefix_batch"):
-        lps = lm.prefix_batch(ctx, ids, batch_tokens=batch_tokens)
+        if with_context and full:
+            lps, pre = lm.prefix_batch(ctx, ids, batch_tokens=batch_tokens, return_prefix=True)
+            own = float(-pre.mean())
+        else:
+            lps = lm.prefix_batch(ctx, ids, batch_tokens=batch_tokens)
     else:
         lps = lm.score_ids([(ctx, x) for x in ids])
-    return np.asarray([float(-lp.mean()) if len(lp) else float("nan") for lp in lps], dtype=np.float64)
+    nlls = np.asarray([float(-lp.mean()) if len(lp) else float("nan") for lp in lps], dtype=np.float64)
+    return (own, nlls) if with_context else nlls

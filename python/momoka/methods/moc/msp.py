@@ -37,6 +37,12 @@ def label_ids(lm: Any, labels: Sequence[str] = ("1", "2")) -> list[int]:
         if len(ids) != 1:
             raise ModelError(f"this model's tokenizer encodes {lab!r} as {len(ids)} tokens {ids}; MSP chunking and "
                              f"the granularity router need single-token labels {list(labels)}")
+        dec = getattr(lm, "decode", None)
+        if dec is not None and dec([ids[0]]).strip() != lab:
+            # one token, but not the label's own (an unknown-token id): its probability is not P(label)
+            raise ModelError(f"this model's tokenizer has no token for {lab!r} (it encodes as {ids}, which decodes "
+                             f"to {dec([ids[0]])!r}); MSP chunking and the granularity router need single-token "
+                             f"labels {list(labels)}")
         out.append(ids[0])
     return out
 

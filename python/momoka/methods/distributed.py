@@ -1,0 +1,440 @@
+"""Distributed indexing on Ray: ``Index.add(..., engine="ray")`` and ``momoka index --engine ray``.
+
+Who does what:
+
+- **Workers** (Ray actors, :class:`Worker`) each load the chunker, the embedder and the pipeline's
+  enrichers and relators once, then take batches of documents. A batch runs through
+  :meth:`momoka.Index._add_batch` -- the very function the single-process path runs -- on an
+  in-memory scratch store shaped like the real one (same views, same pipeline), and the worker
+  ships back what that scratch store now holds (:func:`export_batch`): the documents with their
+  metadata, the chunks, every vector view's rows, the texts given to every BM25 view, relation
+  rows and node-table rows.
+- **The driver** (the process calling :meth:`Index.add`) reads and parses the files (so workers
+  need no shared filesystem), skips documents already committed, hands out batches and is the
+  single writer: it applies the outputs to the real store in submission order
+  (:func:`apply_batch`, which maps the scratch store's chunk ids onto new global ids, so the
+  store is the one a single-process run builds, chunk ids included) and commits a generation
+  every ``commit_docs`` documents or ``commit_seconds`` seconds. A killed driver loses only what
+  was not committed; rerunning the same command skips the committed documents (their content
+  hash matches), so they are never chunked or embedded again.
+- **A killed worker**: its actor is restarted by Ray (``max_restarts``) and the batch retried
+  (``max_task_retries``); a batch whose retries run out is reported in ``index.report["failed"]``
+  (with ``on_error="skip"``) or raises :class:`~momoka.errors.MomokaError` after committing every
+  batch before it (``on_error="raise"``). The store stays consistent either way: only the driver
+  writes it.
+- **LLM-bound stages** (LLM titles, LLM chunking, LLM referees) keep one concurrency limit over
+  all workers: one :class:`Limiter` actor hands out ``llm_concurrency`` slots, and every worker
+  installs it with :func:`momoka.llm.base.set_request_limiter`, so each request holds a slot of
+  it as well as its client's own. The response cache is the SQLite file of
+  :func:`momoka.llm.cache.default_cache_path` (``$MOMOKA_LLM_CACHE``), which several processes
+  share safely (WAL, one writer transaction at a time); on a cluster of several machines point
+  ``MOMOKA_LLM_CACHE`` at a shared filesystem.
+
+Enrichers and relators run per batch of documents, as their protocol says
+(``enrich(index, doc_ids)`` for those documents only); a component that needs the other
+documents of the store while it runs cannot be distributed this way, nor one that writes
+node-table rows holding store ids (JERR's entity graph): :func:`apply_batch` refuses those.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, MomokaError
+from ..progress import Progress
+from .pipeline import ADD_BATCH
+
+#: Times Ray restarts a dead worker actor, and retries a batch whose worker died.
+MAX_RESTARTS = 3
+#: Default number of LLM requests in flight over all workers (the OpenAI client's own default);
+#: ``$MOMOKA_LLM_GLOBAL_CONCURRENCY`` sets another.
+LLM_CONCURRENCY = 16
+ENV_LLM_CONCURRENCY = "MOMOKA_LLM_GLOBAL_CONCURRENCY"
+
+INSTALL_HINT = 'Ray is not installed: pip install "momoka[ray]"'
+
+
+def require_ray():
+    """The ``ray`` module, or :class:`ConfigError` saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(INSTALL_HINT) from None
+    return ray
+
+
+# ---------------------------------------------------------------------------------- the scratch store
+
+
+def scratch_index(template: dict, *, chunker: Any = None, embedder: Any = None, components: dict | None = None):
+    """An in-memory :class:`Index` shaped like the store ``template`` describes (:func:`store_template`).
+
+    Its BM25 views remember the texts they are given (a native BM25 index cannot give them back),
+    so :func:`export_batch` can ship them to the writer.
+    """
+    from ..index.store import Store
+    from .pipeline import Index
+
+    st = Store.create(None, chunker=template["chunker"], hnsw=template["hnsw"])
+    st.manifest["pipeline"] = _copy(template["pipeline"])
+    for name, e in template["vectors"].items():
+        st.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
+    for name, e in template["bm25"].items():
+        _logged(st.add_bm25_view(name, params=e["params"], source=e["source"]))
+    for name, e in template["relations"].items():
+        st.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
+                        source=e["source"])
+    for name, e in template["nodes"].items():
+        st.add_node_table(name, source=e["source"])
+    add_bm25 = st.add_bm25_view
+
+    def add_bm25_view(name: str, **kw: Any):
+        return _logged(add_bm25(name, **kw))
+
+    st.add_bm25_view = add_bm25_view  # views an enricher adds on the scratch store log their texts too
+    return Index(st, chunker=chunker, embedder=embedder, components=components, progress=False)
+
+
+def _logged(view):
+    view.log = []
+    add = view.add
+
+    def logged_add(ids, texts):
+        ids, texts = [int(i) for i in ids], list(texts)
+        add(ids, texts)
+        view.log.append((ids, texts))
+
+    view.add = logged_add
+    return view
+
+
+def _copy(x: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(x)
+
+
+def store_template(store) -> dict:
+    """What a scratch store needs to look like ``store``: chunker, HNSW settings, pipeline and every view."""
+    m = store.manifest
+    vectors = {n: {"embedder": v.embedder, "dtype": v.dtype, "source": dict(v.source)}
+               for n, v in store._artifacts["vectors"].items()}
+    bm25 = {n: {"params": dict(v.params), "source": dict(v.source)} for n, v in store._artifacts["bm25"].items()}
+    relations = {n: {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
+                     "source": dict(r.source)} for n, r in store._artifacts["relation"].items()}
+    nodes = {n: {"source": dict(t.source)} for n, t in store._artifacts["nodes"].items()}
+    return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": _copy(m.get("pipeline") or {}),
+            "vectors": vectors, "bm25": bm25, "relations": relations, "nodes": nodes}
+
+
+def export_batch(index) -> dict:
+    """Everything a scratch index holds, by its local chunk ids, as plain picklable values."""
+    st = index.store
+    docs, chunks = [], []
+    for d in st.documents.values():
+        docs.append({"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": d.length,
+                     "metadata": dict(d.metadata), "sha256": d.sha256})
+        chunks.append([(cid, st.chunks.get(cid)) for cid in d.chunk_ids])
+    out: dict[str, Any] = {"documents": docs, "chunks": chunks, "vectors": {}, "bm25": {}, "relations": {},
+                           "nodes": {}}
+    for name, v in st._artifacts["vectors"].items():
+        ids = np.arange(v.n_rows, dtype=np.int64)
+        ids = ids[v.has(ids)] if len(ids) else ids
+        out["vectors"][name] = {"embedder": v.embedder, "dtype": v.dtype, "source": dict(v.source), "ids": ids,
+                                "rows": np.asarray(v.get(ids)) if len(ids) else None}
+    for name, v in st._artifacts["bm25"].items():
+        out["bm25"][name] = {"params": dict(v.params), "source": dict(v.source), "log": list(getattr(v, "log", []))}
+    for name, r in st._artifacts["relation"].items():
+        rows = {c: (np.asarray(r.get(c)), np.asarray(r.weights(c)) if r.weighted else None) for c in r.rows()}
+        out["relations"][name] = {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
+                                  "source": dict(r.source), "rows": rows}
+    for name, t in st._artifacts["nodes"].items():
+        out["nodes"][name] = {"source": dict(t.source), "rows": [t.get(i) for i in range(len(t))]}
+    out["settings"] = [(kind, spec["name"], spec["settings"]) for kind in ("enrich", "relate")
+                       for spec in index.pipeline.get(kind, []) if "settings" in spec]
+    return out
+
+
+def apply_batch(index, out: dict) -> list[str]:
+    """Write one worker's output into ``index``'s store (the single writer); returns the doc ids added.
+
+    Chunk ids of the scratch store become new global ids and relation targets follow them; views,
+    relations and node tables the store lacks are created as the worker's scratch store had them.
+    Node-table rows are refused (:class:`ConfigError`): they may hold chunk and node ids (JERR's
+    entities do) that no generic mapping can rewrite.
+    """
+    st = index.store
+    rows = sorted(n for n, e in out["nodes"].items() if e["rows"])
+    rows += sorted(f"(targets of relation {n})" for n, e in out["relations"].items() if e["target_table"] and e["rows"])
+    if rows:
+        raise ConfigError(f"the pipeline writes node table(s) {', '.join(rows)}, whose rows hold store ids that a "
+                          "Ray worker's scratch store cannot know; index with the local engine, or add that "
+                          "component afterwards (momoka index PATHS --store DIR --relate NAME, without --engine ray)")
+    ids_per_doc = st.add_documents(out["documents"], [[c for _, c in cs] for cs in out["chunks"]])
+    gid = {local: new for cs, ids in zip(out["chunks"], ids_per_doc) for (local, _), new in zip(cs, ids)}
+
+    def mapped(ids):
+        return [gid[int(i)] for i in ids]
+
+    for name, e in out["vectors"].items():
+        if not st.has_vector_view(name):
+            st.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
+        if e["rows"] is not None:
+            st.vector_view(name).add(mapped(e["ids"]), e["rows"])
+    for name, e in out["bm25"].items():
+        if not st.has_bm25_view(name):
+            st.add_bm25_view(name, params=e["params"], source=e["source"])
+        for ids, texts in e["log"]:
+            st.bm25_view(name).add(mapped(ids), texts)
+    for name, e in out["nodes"].items():
+        if not st.has_node_table(name):
+            st.add_node_table(name, source=e["source"])
+    for name, e in out["relations"].items():
+        if not st.has_relation(name):
+            st.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
+                            source=e["source"])
+        rel = st.relation(name)
+        for c, (targets, weights) in e["rows"].items():
+            rel.set(gid[int(c)], mapped(targets), weights)
+    for kind, name, settings in out["settings"]:
+        index.record_settings(kind, name, settings)
+    st.mark_dirty()
+    return [d["doc_id"] for d in out["documents"]]
+
+
+# ---------------------------------------------------------------------------------- Ray actors
+
+
+class Worker:
+    """One Ray worker: the models loaded once, then :meth:`run` per batch of documents."""
+
+    def __init__(self, template: dict, chunker: Any = None, embedder: Any = None, components: dict | None = None,
+                 limiter: Any = None):
+        self.template = template
+        self.components = dict(components or {})
+        if limiter is not None:
+            from ..llm.base import set_request_limiter
+
+            set_request_limiter(_LimiterClient(limiter))
+        ix = scratch_index(template, chunker=chunker, embedder=embedder, components=self.components)
+        self.chunker = ix.chunker  # rebuilt from the manifest unless given
+        self.embedder = ix.embedder  # loaded once (None for a BM25-only store)
+
+    def pid(self) -> int:
+        """The worker's process id."""
+        import os
+
+        return os.getpid()
+
+    def run(self, docs: list, hashes: dict, on_error: str) -> dict:
+        """Chunk, embed, enrich and relate ``docs`` (:meth:`Index._add_batch`); the scratch store's contents."""
+        t0 = time.perf_counter()
+        ix = scratch_index(self.template, chunker=self.chunker, embedder=self.embedder, components=self.components)
+        counted = {"n": 0}
+        embed = ix.embed
+
+        def counting_embed(texts, **kw):
+            texts = list(texts)
+            counted["n"] += len(texts)
+            return embed(texts, **kw)
+
+        ix.embed = counting_embed
+        pipeline = ix.pipeline
+        enrichers = [ix.component("enrich", c["name"]) for c in pipeline["enrich"]]
+        relators = [ix.component("relate", c["name"]) for c in pipeline["relate"]]
+        skipped: list = []
+        ix._add_batch(list(docs), hashes, enrichers, relators, on_error, skipped)
+        self.components.update(ix._components)
+        out = export_batch(ix)
+        out.update(skipped=skipped, embedded=counted["n"], seconds=time.perf_counter() - t0)
+        return out
+
+
+class Limiter:
+    """One process-wide pool of LLM request slots, shared by every worker (a Ray async actor)."""
+
+    def __init__(self, slots: int):
+        import asyncio
+
+        self.slots = int(slots)
+        self.sem = asyncio.Semaphore(self.slots)
+        self.held = self.peak = 0
+
+    async def acquire(self) -> None:
+        """Wait for a free slot."""
+        await self.sem.acquire()
+        self.held += 1
+        self.peak = max(self.peak, self.held)
+
+    async def release(self) -> None:
+        """Give a slot back."""
+        self.held -= 1
+        self.sem.release()
+
+    async def stats(self) -> dict:
+        """``{"slots", "held", "peak"}``: the limit, slots held now, most ever held at once."""
+        return {"slots": self.slots, "held": self.held, "peak": self.peak}
+
+
+class _LimiterClient:
+    """The :func:`~momoka.llm.base.set_request_limiter` interface over a :class:`Limiter` actor handle."""
+
+    def __init__(self, actor: Any):
+        self.actor = actor
+
+    async def acquire(self) -> None:
+        await self.actor.acquire.remote()
+
+    async def release(self) -> None:
+        await self.actor.release.remote()
+
+
+# ---------------------------------------------------------------------------------- the driver
+
+
+def connect(address: str | None = None, num_cpus: int | None = None):
+    """Ray, connected to the cluster at ``address`` (None: the running one, else a new local one)."""
+    ray = require_ray()
+    if not ray.is_initialized():
+        import os
+        from pathlib import Path
+
+        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            kw["address"] = address
+        elif num_cpus:
+            kw["num_cpus"] = num_cpus
+        here = Path(__file__).resolve().parents[2]
+        if here.name not in ("site-packages", "dist-packages"):
+            # momoka runs from a source checkout: the workers import this one, not another installed copy
+            path = os.pathsep.join(p for p in (str(here), os.environ.get("PYTHONPATH")) if p)
+            kw["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+        ray.init(**kw)
+    return ray
+
+
+def _shippable(index) -> tuple[Any, Any, dict]:
+    """The chunker, embedder and components the workers cannot rebuild from the manifest (objects)."""
+    chunker = index._chunker if (index.store.manifest.get("chunker") or {}).get("object") else None
+    emb = index._embedder
+    if emb is not None and type(emb).__module__.startswith("momoka.models"):
+        emb = None  # a registry model: each worker loads it itself
+    comps = {spec["name"]: index.component(kind, spec["name"]) for kind in ("enrich", "relate")
+             for spec in index.pipeline.get(kind, []) if spec.get("object")}
+    return chunker, emb, comps
+
+
+def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any, workers: int | None = None,
+                 address: str | None = None, llm_concurrency: int | None = None,
+                 batch: int | None = None) -> None:
+    """Run ``docs`` through the pipeline on Ray workers and commit their outputs into ``index`` in order.
+
+    Called by :meth:`Index.add` with ``engine="ray"`` (the documents are parsed and checked there).
+    A task is ``batch`` documents (default: the single-process path's batches, ``min(32, commit_docs)``,
+    so both paths give the same store; a smaller ``commit_docs`` gives more, smaller tasks).
+    Fills ``index.report``: ``added``, ``skipped``, ``failed`` (doc ids whose batch failed after
+    every retry), ``embedded`` (texts embedded by the workers) and ``timing`` (the writer's seconds
+    applying outputs, ``apply_s``, and committing, ``commit_s``; the workers' seconds, ``worker_s``).
+    """
+    ray = connect(address)
+    from ray.exceptions import RayActorError, RayTaskError
+
+    report = index.report
+    report.setdefault("failed", [])
+    report["embedded"] = 0
+    # seconds the writer spent applying outputs and committing, and the workers' seconds summed
+    report["timing"] = timing = {"apply_s": 0.0, "commit_s": 0.0, "worker_s": 0.0}
+    if not docs:
+        return
+    n_workers = int(workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
+    if llm_concurrency is None:
+        import os
+
+        env = os.environ.get(ENV_LLM_CONCURRENCY, "").strip()
+        if env and (not env.isdigit() or int(env) < 1):
+            raise ConfigError(f"{ENV_LLM_CONCURRENCY} must be a positive integer, not {env!r}")
+        llm_concurrency = int(env) if env else LLM_CONCURRENCY
+    chunker, emb, comps = _shippable(index)
+    limiter = ray.remote(num_cpus=0)(Limiter).remote(llm_concurrency)
+    actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(Worker)
+    template = store_template(index.store)
+    actors = [actor_cls.remote(template, chunker, emb, comps, limiter) for _ in range(n_workers)]
+    if batch is None:
+        # The batches of the single-process path: the default embedder's int8 activations are quantised
+        # per forward pass, so a chunk's vector depends on the texts embedded with it; the same batches
+        # give the same vectors, bit for bit.
+        batch = max(1, min(ADD_BATCH, index.commit_docs))
+    batches = [docs[i : i + batch] for i in range(0, len(docs), batch)]
+    hashes_of = [{d.doc_id: hashes.get(d.doc_id) for d in b} for b in batches]
+    pending: dict[Any, tuple[int, Any]] = {}
+    results: dict[int, Any] = {}
+    nxt_submit = nxt_apply = 0
+    idle = list(actors)
+    err: BaseException | None = None
+    try:
+        with Progress("indexing on ray", total=len(docs), unit="docs", enabled=index.progress) as pr:
+            while nxt_apply < len(batches):
+                while idle and nxt_submit < len(batches) and err is None and nxt_submit - nxt_apply < 4 * n_workers:
+                    a = idle.pop()
+                    pending[a.run.remote(batches[nxt_submit], hashes_of[nxt_submit], on_error)] = (nxt_submit, a)
+                    nxt_submit += 1
+                if nxt_apply not in results:
+                    if not pending:
+                        break  # stopped by an error: nothing more comes
+                    done, _ = ray.wait(list(pending), num_returns=1)
+                    i, a = pending.pop(done[0])
+                    try:
+                        results[i] = ray.get(done[0])
+                        idle.append(a)
+                    except RayTaskError as exc:  # the pipeline raised (e.g. a document without chunks)
+                        cause = exc.as_instanceof_cause()
+                        err = err or (cause if isinstance(cause, MomokaError) else exc)
+                        results[i] = None
+                    except RayActorError as exc:  # the worker died more often than it may be restarted
+                        results[i] = exc
+                        if not idle and not pending:  # no worker left for the batches not yet given out
+                            for j in range(nxt_submit, len(batches)):
+                                results[j] = exc
+                            nxt_submit = len(batches)
+                    continue
+                out = results.pop(nxt_apply)
+                b = batches[nxt_apply]
+                nxt_apply += 1
+                if out is None:
+                    break
+                if isinstance(out, BaseException):
+                    ids = [d.doc_id for d in b]
+                    if on_error == "raise":
+                        err = err or MomokaError(f"a Ray worker died {MAX_RESTARTS + 1} times on documents "
+                                                 f"{', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}: {out}")
+                        break
+                    report["failed"].extend(ids)
+                    report["skipped"].extend((d.source or d.doc_id, f"its Ray worker died: {out}") for d in b)
+                    pr.update(len(b))
+                    continue
+                t_w = time.perf_counter()
+                report["added"].extend(apply_batch(index, out))
+                t_c = time.perf_counter()
+                commits.added(len(report["added"]))
+                t_e = time.perf_counter()
+                report["skipped"].extend(out["skipped"])
+                report["embedded"] += int(out["embedded"])
+                timing["apply_s"] += t_c - t_w
+                timing["commit_s"] += t_e - t_c
+                timing["worker_s"] += float(out["seconds"])
+                pr.update(len(b))
+    finally:
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=False)
+            except Exception:  # noqa: BLE001 - the task may be gone already
+                pass
+        for a in actors:
+            ray.kill(a)
+        ray.kill(limiter)
+    if err is not None:
+        commits.finish()
+        raise err

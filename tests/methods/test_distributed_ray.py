@@ -1,0 +1,344 @@
+"""Distributed indexing on a local Ray cluster (``engine="ray"``) against the single-process build.
+
+The reference is the same documents indexed in this process (``engine="local"``): the Ray build must
+hold the same chunks at the same offsets (and ids), the same vectors in every view up to float
+tolerance, the same document metadata and give the same query results. Then faults: a worker
+killed with SIGKILL in the middle of a batch (the run finishes, the store verifies and still equals
+the reference), and a driver killed with SIGKILL after some commits (a rerun skips the committed
+documents: the texts the workers embed are exactly the chunks of the other documents).
+
+The cluster is started here (``ray.init(num_cpus=2)``) on three small SQuAD half-A documents
+(about 60 chunks), written as files so the CLI driver reads the same input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import momoka  # noqa: E402
+from momoka.index._verify import verify_store  # noqa: E402
+
+PYDIR = Path(momoka.__file__).resolve().parents[1]
+N_DOCS = 3
+QUERIES = 12
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(PYDIR)}})
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_data, tmp_path_factory):
+    """The three smallest SQuAD half-A documents as .txt files, and questions about them."""
+    d = shared_data / "squad_v1_dev_half_a"
+    docs = sorted((json.loads(line) for line in open(d / "documents.jsonl", encoding="utf-8")),
+                  key=lambda r: len(r["text"]))[:N_DOCS]
+    folder = tmp_path_factory.mktemp("squad_slice")
+    for r in docs:
+        (folder / f"{r['doc_id']}.txt").write_text(r["text"], encoding="utf-8")
+    ids = {r["doc_id"] for r in docs}
+    qs = [q["question"] for q in (json.loads(line) for line in open(d / "questions.jsonl", encoding="utf-8"))
+          if q["doc_id"] in ids]
+    return folder, qs[:: max(1, len(qs) // QUERIES)][:QUERIES]
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory, clean_llm_env):
+    folder, _ = corpus
+    ix = momoka.Index.build([folder], store=tmp_path_factory.mktemp("ref") / "s", enrich=["title"], commit_docs=1,
+                            progress=False)
+    yield ix
+    ix.close()
+
+
+@pytest.fixture(scope="module")
+def clean_llm_env():
+    """No LLM endpoint: the title enricher takes the documents' own titles (no LLM call)."""
+    old = os.environ.pop("MOMOKA_LLM_BASE_URL", None)
+    yield
+    if old is not None:
+        os.environ["MOMOKA_LLM_BASE_URL"] = old
+
+
+def _spans(ix):
+    return [ix.store.chunks.span(int(c)) for c in ix.store.chunks.ids()]
+
+
+def assert_same_store(ix, ref, views=("raw", "titled")):
+    """Same chunk ids, spans and texts; same vectors (float tolerance) in ``views``; same titles and hashes."""
+    assert sorted(ix.doc_ids) == sorted(ref.doc_ids)
+    assert list(ix.store.chunks.ids()) == list(ref.store.chunks.ids())
+    assert _spans(ix) == _spans(ref)
+    ids = ref.store.chunks.ids()
+    assert [ix.store.chunks.text(int(c)) for c in ids] == [ref.store.chunks.text(int(c)) for c in ids]
+    for v in views:
+        a, b = ix.store.vector_view(v).get(ids), ref.store.vector_view(v).get(ids)
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    for d in ref.doc_ids:
+        if "titled" in views:
+            assert ix.store.documents[d].metadata["momoka_title"] == ref.store.documents[d].metadata["momoka_title"]
+        assert ix.store.documents[d].sha256 == ref.store.documents[d].sha256
+
+
+def test_ray_build_equals_single_process(cluster, corpus, reference, tmp_path):
+    """Tried: the slice built with engine="ray" (2 workers, a commit every document) and the title
+    enricher; chunks, vectors of both views, titles and the results of 12 SQuAD questions for the
+    dense, BM25 and hybrid retrievers must equal the single-process build's."""
+    folder, questions = corpus
+    ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
+                            commit_docs=1, progress=False)
+    assert ix.report["failed"] == [] and len(ix.report["added"]) == N_DOCS
+    assert ix.report["embedded"] == 2 * ref_chunks(reference)  # raw + titled, each chunk once
+    ix.close()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s")
+    assert_same_store(ix, reference)
+    for r in ("dense", "bm25", "hybrid", "mm"):
+        got = ix.search_batch(questions, k=5, retriever=r)
+        want = reference.search_batch(questions, k=5, retriever=r)
+        for g, w in zip(got, want):
+            assert [it.spans for it in g] == [it.spans for it in w], r
+            np.testing.assert_allclose([it.score for it in g], [it.score for it in w], atol=1e-4)
+    ix.close()
+
+
+def ref_chunks(ref) -> int:
+    return len(ref.store.chunks.ids())
+
+
+class KillHook:
+    """An enricher object that writes its worker's pid to a file and lingers, so the test can kill it mid-batch."""
+
+    name = "killhook"
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def enrich(self, index, doc_ids):
+        p = Path(self.folder) / f"{os.getpid()}.pid"
+        if not p.exists():
+            p.write_text(",".join(doc_ids))
+            time.sleep(1.5)
+
+
+def test_worker_killed_mid_run(cluster, corpus, reference, tmp_path):
+    """Tried: SIGKILL of the first Ray worker process while it runs a batch (pid found through the
+    worker itself). Ray restarts the actor and retries the batch: the run finishes with every document,
+    nothing failed, the store verifies and equals the single-process build."""
+    import ray.cloudpickle as cp
+
+    cp.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    folder, _ = corpus
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    killed: list[int] = []
+
+    def killer():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            got = list(pids.glob("*.pid"))
+            if got:
+                pid = int(got[0].stem)
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    try:
+        ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=[KillHook(str(pids))], engine="ray",
+                                workers=2, commit_docs=1, progress=False)
+    finally:
+        t.join()
+    assert killed, "no worker was killed"
+    with pytest.raises(ProcessLookupError):
+        os.kill(killed[0], 0)
+    first = (pids / f"{killed[0]}.pid").read_text()
+    again = [p for p in pids.glob("*.pid") if p.stem != str(killed[0]) and p.read_text() == first]
+    assert again, "the killed worker's batch did not run again in a restarted worker"
+    assert ix.report["failed"] == [] and sorted(ix.report["added"]) == sorted(reference.doc_ids)
+    ix.close()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s", components={"killhook": KillHook(str(pids))})
+    assert_same_store(ix, reference, views=("raw",))
+    ix.close()
+
+
+class Poison:
+    """An enricher object that kills its worker process whenever it is given document ``doc_id``."""
+
+    name = "poison"
+
+    def __init__(self, doc_id: str):
+        self.doc_id = doc_id
+
+    def enrich(self, index, doc_ids):
+        if self.doc_id in doc_ids:
+            os._exit(9)
+
+
+def test_worker_dying_on_every_retry_is_reported(cluster, corpus, reference, tmp_path):
+    """Tried: a BM25-only build where one document kills its worker every time (4 tries: the actor is
+    restarted 3 times). The other documents are indexed and committed, the poisoned one is reported in
+    report["failed"] and skipped, and the store verifies and holds exactly the others' chunks."""
+    import ray.cloudpickle as cp
+
+    cp.register_pickle_by_value(sys.modules[__name__])
+    folder, _ = corpus
+    bad = sorted(reference.doc_ids)[1]
+    ix = momoka.Index.build([folder], store=tmp_path / "s", embedder=None, enrich=[Poison(bad)], engine="ray",
+                            workers=2, commit_docs=1, on_error="skip", progress=False)
+    assert ix.report["failed"] == [bad]
+    assert any(bad in src and "worker died" in why for src, why in ix.report["skipped"])
+    assert sorted(ix.report["added"]) == sorted(set(reference.doc_ids) - {bad})
+    ix.close()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s", components={"poison": Poison(bad)})
+    want = sorted(sp for sp in _spans(reference) if sp[0] != bad)
+    assert sorted(_spans(ix)) == want
+    ix.close()
+
+
+class NodeWriter:
+    """A relator object writing a node table whose rows hold chunk ids (as JERR's entities do)."""
+
+    name = "nodewriter"
+
+    def relate(self, index, doc_ids):
+        st = index.store
+        if not st.has_node_table("things"):
+            st.add_node_table("things")
+        st.node_table("things").add([{"doc_id": d, "chunks": list(st.documents[d].chunk_ids)} for d in doc_ids])
+
+
+def test_node_table_rows_are_refused_on_ray(cluster, corpus, tmp_path):
+    """Tried: a BM25-only Ray build whose relator writes node-table rows holding chunk ids (ids a worker's
+    scratch store cannot know). A ConfigError names the table and the way out; no document is committed."""
+    import ray.cloudpickle as cp
+
+    from momoka.errors import ConfigError
+
+    cp.register_pickle_by_value(sys.modules[__name__])
+    folder, _ = corpus
+    with pytest.raises(ConfigError, match="node table.*things.*without --engine ray"):
+        momoka.Index.build([folder], store=tmp_path / "s", embedder=None, relate=[NodeWriter()], engine="ray",
+                           workers=2, commit_docs=1, progress=False)
+    assert not (tmp_path / "s" / "manifest.json").exists()
+
+
+class LLMProbe:
+    """An enricher object sending 8 concurrent chat requests per batch to an endpoint (a client of its own)."""
+
+    name = "llmprobe"
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def enrich(self, index, doc_ids):
+        from momoka.llm import OpenAIClient
+
+        client = OpenAIClient("scripted", base_url=self.url, api_key="x", concurrency=8, cache=False)
+        client.complete_many([[{"role": "user", "content": f"{d} {i}"}] for d in doc_ids for i in range(8)])
+
+
+def test_llm_requests_share_one_limit_across_workers(cluster, corpus, tmp_path, monkeypatch):
+    """Tried: 2 Ray workers each sending 8 concurrent requests (their clients allow 8) to a scripted
+    endpoint on 127.0.0.1 that answers after 0.3 s, with MOMOKA_LLM_GLOBAL_CONCURRENCY=3. The server itself
+    counts requests in flight: never more than 3 at once over both workers (and 3 is reached)."""
+    import ray.cloudpickle as cp
+
+    from momoka.llm.testing import ScriptedServer
+
+    cp.register_pickle_by_value(sys.modules[__name__])
+    monkeypatch.setenv("MOMOKA_LLM_GLOBAL_CONCURRENCY", "3")
+    folder, _ = corpus
+    with ScriptedServer(delay=0.3) as srv:
+        ix = momoka.Index.build([folder], store=tmp_path / "s", embedder=None, enrich=[LLMProbe(srv.base_url)],
+                                engine="ray", workers=2, commit_docs=1, progress=False)
+        assert srv.count == 8 * N_DOCS
+        assert srv.max_inflight == 3
+    assert len(ix.report["added"]) == N_DOCS
+    ix.close()
+
+
+def test_driver_killed_rerun_skips_committed(cluster, corpus, reference, tmp_path):
+    """Tried: `momoka index --engine ray --address` as a child process, SIGKILL once the store has a
+    commit with some but not all documents; then the same documents added again on Ray. The rerun
+    leaves the committed documents alone (reported unchanged) and its workers embed exactly the chunks
+    of the others; the final store equals the single-process build (raw view)."""
+    folder, _ = corpus
+    store = tmp_path / "s"
+    env = dict(os.environ, PYTHONPATH=str(PYDIR), MOMOKA_PROGRESS="0")
+    cmd = [sys.executable, "-m", "momoka", "index", str(folder), "--store", str(store), "--engine", "ray",
+           "--address", cluster, "--workers", "1", "--commit-every", "1"]
+    child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    committed = 0
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline and child.poll() is None:
+            m = store / "manifest.json"
+            if m.exists():
+                try:
+                    committed = json.loads(m.read_text())["counts"]["documents"]
+                except (ValueError, KeyError):
+                    committed = 0
+                if committed >= 1:
+                    break
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        out = child.communicate(timeout=60)[0].decode(errors="replace")
+    assert child.returncode == -signal.SIGKILL, out
+    assert verify_store(store)["damaged"] == []
+    before = momoka.Index.open(store)
+    done = set(before.doc_ids)
+    done_chunks = sum(len(before.store.documents[d].chunk_ids) for d in done)
+    before.close()
+    assert 1 <= len(done) < N_DOCS, f"the driver was killed with {len(done)} of {N_DOCS} documents committed"
+    ix = momoka.Index.open(store, writable=True)
+    ix.commit_docs = 1
+    ix.add([folder], existing="skip", commit=True, engine="ray", workers=2)
+    assert sorted(ix.report["unchanged"]) == sorted(done)
+    assert sorted(ix.report["added"]) == sorted(set(reference.doc_ids) - done)
+    assert ix.report["embedded"] == ref_chunks(reference) - done_chunks
+    ix.close()
+    ix = momoka.Index.open(store)
+    assert sorted(_spans(ix)) == sorted(_spans(reference))
+    by_span = {ix.store.chunks.span(int(c)): int(c) for c in ix.store.chunks.ids()}
+    ref_ids = list(reference.store.chunks.ids())
+    mine = [by_span[reference.store.chunks.span(int(c))] for c in ref_ids]
+    np.testing.assert_allclose(ix.store.vector_view("raw").get(mine), reference.store.vector_view("raw").get(ref_ids),
+                               atol=1e-6)
+    ix.close()
+
+
+def test_without_ray_the_cli_says_how_to_install(tmp_path, monkeypatch, capsys):
+    """Tried: `momoka index --engine ray` with the ray module hidden: one line naming momoka[ray], exit 2,
+    no store directory made."""
+    from momoka.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
+    (tmp_path / "a.txt").write_text("some text to index")
+    rc = main(["index", str(tmp_path / "a.txt"), "--store", str(tmp_path / "s"), "--engine", "ray"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert err[-1].startswith("momoka: error:") and 'pip install "momoka[ray]"' in err[-1]
+    assert not (tmp_path / "s").exists()
