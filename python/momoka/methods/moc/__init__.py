@@ -8,7 +8,7 @@
 Every chunker takes ``size`` as its dynamic-merge target (characters by default)::
 
     momoka chunk report.md --chunker ppl --size 400
-    momoka eval-chunking --data dragonball_finance_en --chunker fixed,ppl,meta --metrics bc,cs,ds
+    momoka eval-chunking --data dragonball_finance_en --chunker fixed,ppl,meta --metrics bc,cs,ds --evidence-mode all
 
 The chunk-quality metrics (Boundary Clarity, Chunk Stickiness, Dissimilarity)
 live in :mod:`momoka.eval.chunk_quality`.
