@@ -18,22 +18,31 @@ from hypothesis import strategies as st
 from momoka.index import BM25
 
 
-def exhaustive_top(ix: BM25, query: str, k: int, mask=None) -> tuple[list[int], np.ndarray]:
-    """Top-k by sorting every score (documents sharing no query term excluded)."""
+def exhaustive_top(ix: BM25, query: str, k: int, mask=None, docs=None) -> tuple[list[int], np.ndarray]:
+    """Top-k by sorting every score (documents sharing no query term excluded).
+
+    A document is a candidate when it holds a query term. With ``docs`` (the
+    indexed texts) that is checked on their tokens; without, the nonzero
+    scores stand for it, which holds where every idf is > 0 (real text). A
+    term in exactly half the documents has idf 0, so on small random corpora
+    a document can hold a query term and score 0: pass ``docs`` there.
+    """
     sc = ix.get_scores(query)
     ok = [i for i in range(ix.n_slots) if ix.is_alive(i) and (mask is None or mask[i])]
-    # a document is a candidate when it holds a query term: its score is then > 0
-    # for these corpora (all idf > 0), so the nonzero scores are the candidates
-    cand = [i for i in ok if sc[i] != 0]
+    if docs is not None:
+        terms = set(ix.tokenize(query))
+        cand = [i for i in ok if terms & set(ix.tokenize(docs[i]))]
+    else:
+        cand = [i for i in ok if sc[i] != 0]
     order = sorted(cand, key=lambda i: (-sc[i], i))[:k]
     return order, sc[order]
 
 
-def _assert_same(ix, queries, k, mask=None):
+def _assert_same(ix, queries, k, mask=None, docs=None):
     ids_b, sc_b = ix.search_batch(queries, k=k, n_threads=2, mask=mask)
     for qi, q in enumerate(queries):
         ids, sc = ix.search(q, k=k, mask=mask)
-        want_ids, want_sc = exhaustive_top(ix, q, k, mask)
+        want_ids, want_sc = exhaustive_top(ix, q, k, mask, docs)
         assert ids.tolist() == want_ids, q
         np.testing.assert_array_equal(sc, want_sc)  # bit for bit
         assert ids_b[qi, : len(ids)].tolist() == want_ids
@@ -105,7 +114,19 @@ def test_pruning_on_zipf_corpora(seed, k):
     ix = BM25()
     ix.add(docs)
     queries = [" ".join(rng.choice(ZIPF, size=rng.integers(1, 8))) for _ in range(15)]
-    _assert_same(ix, queries, k)
+    _assert_same(ix, queries, k, docs=docs)
+
+
+def test_zero_idf_term_still_makes_a_candidate():
+    # tried: the corpus of seed 5296 where "w233" is in exactly half the documents (idf 0): a document
+    # holding only such terms scores 0 and is still returned, after the positive ones, lowest id first
+    rng = np.random.default_rng(5296)
+    p = 1.0 / np.arange(1, len(ZIPF) + 1)
+    p /= p.sum()
+    docs = [" ".join(rng.choice(ZIPF, size=rng.integers(1, 50), p=p)) for _ in range(int(rng.integers(50, 800)))]
+    ix = BM25()
+    ix.add(docs)
+    _assert_same(ix, ["w3 w90 w234 w235 w233"], 7, docs=docs)
 
 
 def test_postings_are_compressed(real):
