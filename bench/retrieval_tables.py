@@ -46,11 +46,12 @@ sys.path.insert(0, str(REPO / "python"))
 from momoka import Index  # noqa: E402
 from momoka.eval import evaluate_retrieval, load_dataset  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
+from momoka.methods.pipeline import DEFAULT_BUDGET  # noqa: E402
 
 SETS = ("squad_v1_dev_half_a", "hotpotqa_dev500_long", "dragonball_finance_en", "leval_nq", "leval_qasper")
 #: As the sets' READMEs describe their evidence (the others are answer occurrences: "any", inferred).
 MODES = {"hotpotqa_dev500_long": "all", "dragonball_finance_en": "all"}
-BUDGET = 5000
+BUDGET = DEFAULT_BUDGET
 SIZES = (100, 150, 200)
 #: (label, retriever, options)
 VARIANTS = [("dense", "dense", {}), ("bm25", "bm25", {}), ("hybrid rrf", "hybrid", {"fusion": "rrf", "dense_weight": 0.5})]

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..methods.pipeline import DEFAULT_BUDGET
 from .common import add_llm_arguments, add_option_argument, apply_llm_arguments, names_epilog, parse_options, say, \
     split_names, write_json
 
@@ -31,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--documents", default="all", choices=("all", "questions"),
                    help="index every document (all, default) or only those the selected questions refer to")
     p.add_argument("-k", "--ks", default="1,3,5", help="cut-offs (default 1,3,5)")
-    p.add_argument("--budget", default="5000", metavar="CHARS[,CHARS]",
-                   help="character budgets: every metric also over the top results that fit (default 5000)")
+    p.add_argument("--budget", default=str(DEFAULT_BUDGET), metavar="CHARS[,CHARS]",
+                   help=f"character budgets: every metric also over the top results that fit (default {DEFAULT_BUDGET})")
     p.add_argument("--evidence-mode", default=None, choices=("all", "any"),
                    help="all: every gold span is needed; any: the spans are alternatives (default: the set's "
                    "dataset.json, or 'any' when every span is an answer occurrence; else required)")

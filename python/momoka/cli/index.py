@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from ..methods.pipeline import DEFAULT_BUDGET
 from .common import (
     add_llm_arguments,
     add_option_argument,
@@ -100,16 +101,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_quickstart)
 
 
-#: Characters of context ``momoka query`` and ``ask`` fill by default (the README's evaluation budget).
-DEFAULT_BUDGET_CHARS = 5000
-
-
 def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("-k", type=int, default=None, help=f"at most this many {what} (default: as many as fit the budget; "
                    "5 with --budget 0)")
-    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET_CHARS, metavar="CHARS",
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="CHARS",
                    help=f"the top {what} whose total length fits in CHARS characters (default "
-                   f"{DEFAULT_BUDGET_CHARS}; 0: no budget, k items)")
+                   f"{DEFAULT_BUDGET}; 0: no budget, k items)")
 
 
 def _k_budget(args: argparse.Namespace) -> dict:

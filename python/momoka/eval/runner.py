@@ -29,12 +29,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DatasetError
+from ..methods.pipeline import DEFAULT_BUDGET
 from .metrics import evaluate_retrieval, format_table
 
 __all__ = ["DEFAULT_BUDGET", "format_report", "plan", "run_eval"]
 
-#: The character budget every report includes unless told otherwise.
-DEFAULT_BUDGET = 5000
 
 
 def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> dict:

@@ -60,6 +60,8 @@ LEGACY_CHUNK_SIZE = 200
 DEFAULT_RETRIEVER = "hybrid"
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
+#: The context budget (characters) `momoka query/ask` fill and `momoka eval` scores at by default.
+DEFAULT_BUDGET = 5000
 #: Name of the views built from the chunk texts themselves.
 RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
@@ -132,6 +134,7 @@ class Index:
         self._embedder = embedder
         self._components: dict[str, Any] = dict(components or {})
         self._retrievers: dict[tuple, Any] = {}
+        self._mean_chunk: tuple = (None, 1.0)  # (chunk-table state, mean chunk length): see depth_for
         self._documents: dict[str, Any] = {}
         self.progress = progress
         #: Queries longer than this many characters are refused (raise it for long queries).
@@ -749,7 +752,9 @@ class Index:
         store = self.store
         if store.n_chunks == 0:
             return 1
-        starts, ends = store.chunks.column("start"), store.chunks.column("end")
-        live = store.chunks.column("live").astype(bool)
-        mean = float(np.mean((ends - starts)[live])) if live.any() else 1.0
-        return max(1, int(np.ceil(2 * budget / max(mean, 1.0))) + 1)
+        key = (id(store.chunks), store.chunks.n_slots, store.n_chunks)
+        if self._mean_chunk[0] != key:  # once per state of the chunk table, not per query
+            starts, ends = store.chunks.column("start"), store.chunks.column("end")
+            live = store.chunks.column("live").astype(bool)
+            self._mean_chunk = (key, float(np.mean((ends - starts)[live])) if live.any() else 1.0)
+        return max(1, int(np.ceil(2 * budget / max(self._mean_chunk[1], 1.0))) + 1)

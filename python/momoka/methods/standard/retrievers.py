@@ -165,7 +165,7 @@ class HybridRetriever(StoreRetriever):
         rrf_k: the RRF constant.
 
     The defaults were chosen by the cross-set evaluation at equal context
-    budget in the README ("Choosing the default pipeline"). On a store
+    budget in the README ("Baselines and the default pipeline, at equal context budget"). On a store
     without vectors it is BM25 alone (and says so in the provenance).
     """
 
