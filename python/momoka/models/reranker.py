@@ -55,10 +55,18 @@ class Reranker(Protocol):
 
 
 def _check(query: str, passages: Sequence[str]) -> list[str]:
+    _check_query(query)
+    return _check_passages(passages)
+
+
+def _check_query(query: str) -> None:
     if not isinstance(query, str):
         raise InputError(f"query must be a str, got {type(query).__name__}")
     if not query.strip():
         raise EmptyInputError("query is empty")
+
+
+def _check_passages(passages: Sequence[str]) -> list[str]:
     if isinstance(passages, (str, bytes)):
         raise InputError("passages must be a list of strings, not a single string")
     passages = list(passages)
@@ -250,9 +258,11 @@ class QueryLikelihoodReranker:
 
     def score_matrix(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """Scores of every query against every passage: float32 array ``[len(queries), len(passages)]``."""
+        if isinstance(queries, (str, bytes)):
+            raise InputError("queries must be a list of strings, not a single string")
         for q in queries:
-            _check(q, [])
-        passages = _check(queries[0] if queries else "x", passages)
+            _check_query(q)
+        passages = _check_passages(passages)
         out = np.zeros((len(queries), len(passages)), dtype=np.float32)
         if not queries or not passages:
             return out
