@@ -156,3 +156,32 @@ def test_two_client_processes_share_one_cache(make_server, cache_path):
     c = OpenAIClient("m", base_url=srv.base_url, cache=cache_path, progress=False)
     c.complete_many(a + b)
     assert srv.count == 0  # everything either process finished is on disk
+
+
+def _open_after(path, barrier, errors):
+    barrier.wait()
+    try:
+        ResponseCache(path)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        errors.put(repr(exc))
+
+
+def test_processes_opening_a_new_cache_at_once(tmp_path):
+    # tried: eight processes opening the same new cache file at the same moment, forty times; switching a
+    # new file to WAL takes an exclusive lock SQLite's busy handler does not wait for ("database is locked")
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    errors = ctx.Queue()
+    for r in range(40):
+        barrier = ctx.Barrier(8)
+        procs = [ctx.Process(target=_open_after, args=(tmp_path / f"c{r}.sqlite", barrier, errors)) for _ in range(8)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0] * 8
+    got = []
+    while not errors.empty():
+        got.append(errors.get())
+    assert got == []

@@ -79,7 +79,9 @@ class ResponseCache:
                 str(self.path), timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # Switching to WAL takes an exclusive lock that SQLite's busy handler does not wait for,
+            # so two processes opening a new cache at once can see "database is locked": retry it.
+            mode = self._retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
             if str(mode).lower() != "wal":
                 raise ConfigError(f"LLM cache {self.path}: cannot switch to WAL mode (got {mode!r})")
             conn.execute("PRAGMA synchronous = NORMAL")
