@@ -321,3 +321,68 @@ def test_member_scoring_and_dedup_by_hand(tiny_docs, word_embedder):
         TrailRetriever(ix, reranker=Recorder(), scoring="sum")
     with pytest.raises(ConfigError):
         TrailRetriever(ix, reranker=Recorder(), preset="best")
+
+
+class TableReranker:
+    """Scores each passage by the chunk text it ends with (the title comes first); records its calls."""
+
+    name = "table"
+
+    def __init__(self, by_text):
+        self.by_text, self.calls = by_text, []
+
+    def score(self, query, passages):
+        self.calls.append(list(passages))
+        return np.array([next(v for t, v in self.by_text.items() if p.endswith(t)) for p in passages])
+
+
+def _guarded_reference(init, paths, score, k):
+    """Plain-Python guarded expansion: the base order; a path node goes in only when it beats the next base chunk."""
+    out = []
+    init = list(dict.fromkeys(init))
+    for i, c in enumerate(init):
+        if len(out) >= k:
+            break
+        if c in out:
+            continue
+        out.append(c)
+        rest = [b for b in init[i + 1:] if b not in out]
+        for p in dict.fromkeys(paths.get(c, [])):
+            if len(out) < k and p != c and p not in out and (not rest or score[p] > score[rest[0]]):
+                out.append(p)
+    return out
+
+
+def test_guarded_expansion_by_hand_and_against_a_reference(tiny_docs, word_embedder):
+    ix = make_index(tiny_docs, word_embedder)
+    o, r = ix.store.documents["orchard"].chunk_ids, ix.store.documents["rocket"].chunk_ids
+    text = ix.store.chunks.text
+    # Hand case: scores o0 5, o1 4, o2 1, o3 .5, r0 3, r1 2, r2 3.5; first stage o0, r0, o2, r1; paths
+    # o0 -> [o1, o3], r0 -> [r2]. o1 (4) beats the next base chunk r0 (3): inserted; o3 (.5) is not.
+    # r2 (3.5) beats o2 (1): inserted. Then o2, r1.
+    sc = {o[0]: 5, o[1]: 4, o[2]: 1, o[3]: 0.5, r[0]: 3, r[1]: 2, r[2]: 3.5}
+    rr = TableReranker({text(c): v for c, v in sc.items()})
+    paths = {o[0]: [o[1], o[3]], r[0]: [r[2]]}
+    tr = TrailRetriever(ix, reranker=rr, first_stage=lambda q, n: [o[0], r[0], o[2], r[1]][:n], paths=paths,
+                        preset="guarded")
+    res = tr.retrieve("anything", k=6)
+    assert [it.chunk_ids for it in res] == [(o[0],), (o[1],), (r[0],), (r[2],), (o[2],), (r[1],)]
+    assert [it.provenance["kind"] for it in res] == ["chunk", "node", "chunk", "node", "chunk", "chunk"]
+    assert [it.score for it in res] == [5, 4, 3, 3.5, 1, 2] and [it.rank for it in res] == [1, 2, 3, 4, 5, 6]
+    assert len(rr.calls) == 1 and len(rr.calls[0]) == 7  # every distinct chunk once, in one call
+    assert all(ix.document(m.doc_id).text[m.start:m.end] == m.text for it in res for m in it.members)
+    assert [it.chunk_ids for it in tr.retrieve("anything", k=3)] == [(o[0],), (o[1],), (r[0],)]
+    # Tried: 200 random first stages, paths and scores over the 7 chunks, against the plain reference.
+    rng = np.random.default_rng(7)
+    ids = list(o) + list(r)
+    for _ in range(200):
+        init = [int(x) for x in rng.choice(ids, size=rng.integers(1, 12), replace=True)]
+        paths = {c: [int(x) for x in rng.choice(ids, size=rng.integers(0, 4), replace=False)] for c in ids}
+        sc = {c: float(rng.integers(0, 5)) for c in ids}  # ties on purpose: the partner must beat, not equal
+        k = int(rng.integers(1, 8))
+        tr = TrailRetriever(ix, reranker=TableReranker({text(c): v for c, v in sc.items()}),
+                            first_stage=lambda q, n, init=init: init, paths=paths, guard=True)
+        got = [it.chunk_ids[0] for it in tr.retrieve("q", k=k)]
+        assert got == _guarded_reference(init[:2 * k], paths, sc, k)  # the first stage is asked for 2k
+    with pytest.raises(ConfigError):
+        TrailRetriever(ix, reranker=Recorder(), guard="yes")

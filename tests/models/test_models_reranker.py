@@ -213,10 +213,41 @@ def test_query_likelihood_kv_reuse_same_scores_fewer_prompt_runs(lm):
     np.testing.assert_allclose(got, want, atol=2e-3)
     assert plain.prompt_runs == 9 and cached.prompt_runs == 3   # each passage's prompt ran once
     np.testing.assert_allclose(QueryLikelihoodReranker(lm).score_matrix(queries, ps), want, atol=2e-3)
-    # A cache too small for two prompts keeps the last one only: each new passage is a miss again.
+    # A cache too small for two prompts keeps the last one only: on the next call the first two passages
+    # are misses again, the last a hit (a call looks up all its passages before it stores the misses).
     tiny = QueryLikelihoodReranker(lm, kv_cache_mb=0.001)
     tiny.score(queries[0], ps)
     tiny.score(queries[1], ps)
-    assert tiny.prompt_runs == 6 and len(tiny._states) == 1
+    assert tiny.prompt_runs == 5 and len(tiny._states) == 1
+    # score_batch: each question against its own list; one prompt run per distinct passage in the batch
+    fresh = QueryLikelihoodReranker(lm)
+    got = fresh.score_batch(queries, [ps[:2], ps[1:], [ps[0], ps[2], ps[0]]])
+    np.testing.assert_allclose(got[0], want[0, :2], atol=2e-3)
+    np.testing.assert_allclose(got[1], want[1, 1:], atol=2e-3)
+    np.testing.assert_allclose(got[2], want[2, [0, 2, 0]], atol=2e-3)
+    assert fresh.prompt_runs == 3
+    with pytest.raises(InputError):
+        fresh.score_batch(queries, [ps])  # one list per query
     with pytest.raises(EmptyInputError):
         cached.score_matrix(["   "], ps)
+
+
+def test_causal_lm_prefix_states_batched_equal_single_runs(lm):
+    # Tried: three prompts of different lengths run together (right padding) against each run alone.
+    prompts = ["Passage: Warsaw is the capital of Poland.", "Passage: Bananas.",
+               "Passage: The Super Bowl is the annual championship game of the National Football League."]
+    ids = [lm.context_ids(p) for p in prompts]
+    batched = lm.prefix_states(ids)
+    for x, st in zip(ids, batched):
+        one = lm.prefix_state(x)
+        assert st.length == one.length == len(x)
+        np.testing.assert_allclose(st.last_logits, one.last_logits, atol=2e-3)
+        assert st.kv.keys() == one.kv.keys()
+        for k in one.kv:
+            assert st.kv[k].shape == one.kv[k].shape
+            np.testing.assert_allclose(st.kv[k], one.kv[k], atol=2e-3)
+    # the batched state continues like the single one
+    q = lm.encode(" What is the capital of Poland?")
+    np.testing.assert_allclose(lm.prefix_batch(batched[0], [q])[0], lm.prefix_batch(ids[0], [q])[0], atol=2e-3)
+    with pytest.raises(InputError):
+        lm.prefix_states([ids[0], []])

@@ -395,6 +395,46 @@ class CausalLM:
         _, last, cache, _ = self._stream(prefix, n_scored=0)
         return _state_of(cache, last)
 
+    def prefix_states(self, prefixes: Sequence[Sequence[int]], *, batch_tokens: int = 4096) -> list[PrefixState]:
+        """:meth:`prefix_state` for many prefixes, the short ones run together.
+
+        Prefixes of at most ``block`` tokens run in right-padded batches of about
+        ``batch_tokens`` tokens (sorted by length, so little padding); each row's
+        cache is cut to its own length, which under causal attention with right
+        padding is exactly its single run's cache (float rounding of the batched
+        matrix products aside). Longer prefixes stream one by one.
+        """
+        seqs = [list(p) for p in prefixes]
+        for p in seqs:
+            if not p:
+                raise InputError("a prefix needs at least one token")
+        out: list[PrefixState | None] = [None] * len(seqs)
+        short = sorted((i for i, p in enumerate(seqs) if len(p) <= self.block), key=lambda i: len(seqs[i]))
+        for i, p in enumerate(seqs):
+            if len(p) > self.block:
+                out[i] = self.prefix_state(p)
+        j = 0
+        while j < len(short):
+            group = [short[j]]
+            j += 1
+            while j < len(short) and len(seqs[short[j]]) * (len(group) + 1) <= batch_tokens:
+                group.append(short[j])
+                j += 1
+            b, s = len(group), max(len(seqs[i]) for i in group)
+            ids = np.full((b, s), self.pad_id, dtype=np.int64)
+            mask = np.zeros((b, s), dtype=np.int64)
+            for r, i in enumerate(group):
+                ids[r, :len(seqs[i])] = seqs[i]
+                mask[r, :len(seqs[i])] = 1
+            pos = np.broadcast_to(np.arange(s, dtype=np.int64), (b, s))
+            logits, cache = self._forward(ids, mask, pos, self._empty_cache(b))
+            host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
+            for r, i in enumerate(group):
+                n = len(seqs[i])
+                kv = {k: np.ascontiguousarray(v[r:r + 1, :, :n]) for k, v in host.items()}
+                out[i] = PrefixState(kv, np.asarray(logits[r, n - 1], dtype=np.float32), n)
+        return out  # type: ignore[return-value]
+
     def prefix_batch(
         self,
         prefix: Sequence[int] | PrefixState,

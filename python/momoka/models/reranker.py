@@ -219,7 +219,8 @@ class QueryLikelihoodReranker:
     kept (least recently used first out, up to ``kv_cache_mb`` megabytes), so
     scoring the same passage for another question runs only the question's
     tokens. :meth:`score_matrix` scores many questions against many passages
-    with one prompt run per passage. The scores equal the uncached ones (the
+    and :meth:`score_batch` each question against its own list, with one prompt
+    run per distinct passage (the misses run together in padded batches). The scores equal the uncached ones (the
     same token sequences; float rounding of batched runs aside).
     ``kv_cache_mb=0`` scores every (prompt, query) pair in padded batches.
     """
@@ -254,54 +255,94 @@ class QueryLikelihoodReranker:
             self.prompt_runs += len(passages)
             lps = self.lm.token_logprobs_batch([cont] * len(passages), [self.prompt(p) for p in passages])
             return np.asarray([float(np.mean(lp)) for lp in lps], dtype=np.float32)
-        return self.score_matrix([query], passages)[0]
+        return self.score_batch([query], [passages])[0]
 
     def score_matrix(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """Scores of every query against every passage: float32 array ``[len(queries), len(passages)]``."""
-        if isinstance(queries, (str, bytes)):
-            raise InputError("queries must be a list of strings, not a single string")
-        for q in queries:
-            _check_query(q)
+        queries = self._check_queries(queries)
         passages = _check_passages(passages)
-        out = np.zeros((len(queries), len(passages)), dtype=np.float32)
         if not queries or not passages:
-            return out
+            return np.zeros((len(queries), len(passages)), dtype=np.float32)
+        return np.stack(self.score_batch(queries, [passages] * len(queries)))
+
+    def score_batch(self, queries: Sequence[str], passage_lists: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Each query against its own passages (``passage_lists[i]`` for ``queries[i]``): float32 arrays.
+
+        With KV reuse the pairs are grouped by passage: every distinct passage's
+        prompt runs once (the cache misses together, in padded batches, see
+        :meth:`~momoka.models.causal_lm.CausalLM.prefix_states`), then all the
+        questions that rerank that passage run in one batch after its cached
+        state. So the Trail candidates or top-k lists of a batch of questions
+        about the same documents cost one prompt run per distinct passage.
+        Without reuse each query goes through :meth:`score`.
+        """
+        queries = self._check_queries(queries)
+        if isinstance(passage_lists, (str, bytes)) or len(passage_lists) != len(queries):
+            raise InputError("passage_lists must hold one list of passages per query")
+        lists = [_check_passages(ps) for ps in passage_lists]
         if not self._reuse:
-            for i, q in enumerate(queries):
-                out[i] = self.score(q, passages)
-            return out
+            return [self.score(q, ps) if ps else np.zeros(0, dtype=np.float32) for q, ps in zip(queries, lists)]
+        out = [np.zeros(len(ps), dtype=np.float32) for ps in lists]
         q_ids = []
         for q in queries:
             ids = self.lm.encode(" " + q.strip())
             if not ids:
                 raise EmptyInputError("cannot score an empty query")
             q_ids.append(ids)
-        for j, p in enumerate(passages):
-            state = self._state(self.prompt(p))
-            for i, lp in enumerate(self.lm.prefix_batch(state, q_ids)):
-                out[i, j] = float(np.mean(lp))
+        where: dict[str, list[tuple[int, int]]] = {}  # prompt -> (query, position) pairs that need it
+        for i, ps in enumerate(lists):
+            for j, p in enumerate(ps):
+                where.setdefault(self.prompt(p), []).append((i, j))
+        prompts = list(where)
+        for s in range(0, len(prompts), self.group):
+            group = prompts[s:s + self.group]
+            for prompt, state in zip(group, self._states_for(group)):
+                qs = list(dict.fromkeys(i for i, _ in where[prompt]))
+                lp = dict(zip(qs, self.lm.prefix_batch(state, [q_ids[i] for i in qs])))
+                for i, j in where[prompt]:
+                    out[i][j] = float(np.mean(lp[i]))
         return out
+
+    #: Distinct passages whose states are held at once inside one :meth:`score_batch` call.
+    group = 64
+
+    @staticmethod
+    def _check_queries(queries: Sequence[str]) -> list[str]:
+        if isinstance(queries, (str, bytes)):
+            raise InputError("queries must be a list of strings, not a single string")
+        queries = list(queries)
+        for q in queries:
+            _check_query(q)
+        return queries
 
     @property
     def _reuse(self) -> bool:
         return self.kv_cache_mb > 0 and hasattr(self.lm, "prefix_state") and hasattr(self.lm, "context_ids")
 
-    def _state(self, prompt: str):
-        """The prompt's prefix state, from the cache or run now (and cached)."""
-        st = self._states.get(prompt)
-        if st is not None:
-            self._states.move_to_end(prompt)
-            return st
-        ids = self.lm.context_ids(prompt)
-        st = self.lm.prefix_state(ids)
-        self.prompt_runs += 1
-        self._states[prompt] = st
-        self._state_bytes += st.nbytes
+    def _states_for(self, prompts: list[str]) -> list:
+        """The prompts' prefix states: from the cache, the misses run together (and cached)."""
+        got = [self._states.get(p) for p in prompts]
+        miss = [i for i, st in enumerate(got) if st is None]
+        if miss:
+            ids = [self.lm.context_ids(prompts[i]) for i in miss]
+            if hasattr(self.lm, "prefix_states"):
+                states = self.lm.prefix_states(ids)
+            else:
+                states = [self.lm.prefix_state(x) for x in ids]
+            self.prompt_runs += len(miss)
+            for i, st in zip(miss, states):
+                got[i] = st
         limit = self.kv_cache_mb * 1024 * 1024
-        while self._state_bytes > limit and len(self._states) > 1:
-            _, old = self._states.popitem(last=False)
-            self._state_bytes -= old.nbytes
-        return st
+        for p, st in zip(prompts, got):
+            if p in self._states:
+                self._states.move_to_end(p)
+                continue
+            self._states[p] = st
+            self._state_bytes += st.nbytes
+            while self._state_bytes > limit and len(self._states) > 1:
+                _, old = self._states.popitem(last=False)
+                self._state_bytes -= old.nbytes
+        return got
 
 
 _ALIASES = {

@@ -37,11 +37,19 @@ chunks, one item each, in the order they first appear (each scored as the
 candidate that brought it), so a budget is filled with chunks the paths
 brought forward rather than with long composites.
 
+Guarded expansion (``guard=True``): the first stage's ranking is kept, and a
+path node is inserted right after the chunk whose path brought it only when
+the reranker scores it (alone, title first) above the next first-stage chunk
+it would push down the list; so an expansion spends budget only on a partner
+the reranker prefers to what the base ranking would have returned next. The
+result is flat (one chunk per item; provenance ``kind`` is ``chunk`` for a
+first-stage chunk and ``node`` for an inserted partner).
+
 Presets: ``preset="paper"`` (default: joint scoring, composites, the paper's
 first stage) reproduces Algorithm 1; ``preset="budget"`` is ``scoring="mean",
-flatten=True, first_stage="hybrid"``, the variant that does best at an equal
-context budget in the README's ablation. Options given explicitly override the
-preset.
+flatten=True, first_stage="hybrid"``; ``preset="guarded"`` is ``guard=True,
+first_stage="hybrid"``, the variant that does best at an equal context budget
+in the README's ablation. Options given explicitly override the preset.
 
 Paths come from the store's ordered relation ``paths`` (the ``paths`` relator)
 or from any mapping ``chunk_id -> sequence of chunk ids``. A store without paths
@@ -75,8 +83,9 @@ __all__ = [
 #: How composites are scored (see the module doc).
 SCORINGS = ("joint", "max", "mean")
 #: Named settings (see the module doc).
-PRESETS = {"paper": {"scoring": "joint", "flatten": False, "first_stage": "auto"},
-           "budget": {"scoring": "mean", "flatten": True, "first_stage": "hybrid"}}
+PRESETS = {"paper": {"scoring": "joint", "flatten": False, "first_stage": "auto", "guard": False},
+           "budget": {"scoring": "mean", "flatten": True, "first_stage": "hybrid", "guard": False},
+           "guarded": {"scoring": "mean", "flatten": True, "first_stage": "hybrid", "guard": True}}
 
 #: Manifest ``extra`` key under which the path settings are recorded.
 MANIFEST_KEY = "momoka_map"
@@ -209,7 +218,9 @@ class TrailRetriever:
         scoring: ``"joint"`` (the paper), ``"max"`` or ``"mean"`` (see the module doc).
         dedup: drop items that add no chunk beyond the items ranked above them.
         flatten: return the distinct member chunks of the ranked candidates, one item each.
-        preset: ``"paper"`` or ``"budget"`` (see the module doc); explicit options win.
+        guard: guarded expansion (see the module doc): keep the first stage's order and insert a
+            path node only when the reranker scores it above the next first-stage chunk.
+        preset: ``"paper"``, ``"budget"`` or ``"guarded"`` (see the module doc); explicit options win.
 
     Raises:
         PathsMissingError: the store has no paths and none were given.
@@ -222,13 +233,17 @@ class TrailRetriever:
                  paths: Mapping[int, Sequence[int]] | Callable[[int], Sequence[int]] | None = None,
                  relation: str = "paths", titles: bool | Mapping[str, str] = True, expand: int = 2,
                  sep: str = SEPARATOR, scoring: str | None = None, dedup: bool = False, flatten: bool | None = None,
-                 preset: str = "paper"):
+                 preset: str = "paper", guard: bool | None = None):
         if preset not in PRESETS:
             raise ConfigError(f"trail: preset must be one of {', '.join(PRESETS)}, not {preset!r}")
         defaults = PRESETS[preset]
         scoring = defaults["scoring"] if scoring is None else scoring
         flatten = defaults["flatten"] if flatten is None else flatten
         first_stage = defaults["first_stage"] if first_stage is None else first_stage
+        guard = defaults["guard"] if guard is None else guard
+        if not isinstance(guard, bool):
+            raise ConfigError(f"trail: guard must be True or False, not {guard!r}")
+        self.guard = guard
         if scoring not in SCORINGS:
             raise ConfigError(f"trail: scoring must be one of {', '.join(SCORINGS)}, not {scoring!r}")
         self.preset, self.scoring, self.dedup, self.flatten = preset, scoring, bool(dedup), bool(flatten)
@@ -331,6 +346,11 @@ class TrailRetriever:
         stats = {"queries": len(queries), "candidates": 0, "composites": 0, "truncated": 0}
         out: list[Result] = []
         for q, init in zip(queries, initial):
+            if self.guard:
+                items, n_scored = self._guarded(reranker, q, init, k)
+                stats["candidates"] += n_scored
+                out.append(Result(q, items, self.name, {"candidates": n_scored, "composites": 0, "truncated": 0}))
+                continue
             cands = build_candidates(init, self.path)
             members = [tuple(self.index.member(c) for c in cand.members) for cand in cands]
             comp = [i for i, c in enumerate(cands) if len(c.members) > 1]
@@ -366,15 +386,19 @@ class TrailRetriever:
         over = self._checker(q, [texts[i] for i in comp])
         return scores, {i for i, o in zip(comp, over) if o}
 
-    def _member_scores(self, reranker: Any, q: str, members: list) -> np.ndarray:
-        """Each distinct member chunk scored alone (title first), combined per candidate by max or mean."""
-        chunks = list(dict.fromkeys(m.chunk_id for ms in members for m in ms))
-        by_id = {m.chunk_id: m for ms in members for m in ms}
-        texts = [candidate_text([by_id[c].text], self.title(by_id[c].doc_id), self.sep) for c in chunks]
+    def _chunk_scores(self, reranker: Any, q: str, chunks: Sequence[Any]) -> dict[int, float]:
+        """The reranker's score of each distinct chunk (``Member``) alone, title first, in one call."""
+        by_id = {m.chunk_id: m for m in chunks}
+        ids = list(by_id)
+        texts = [candidate_text([by_id[c].text], self.title(by_id[c].doc_id), self.sep) for c in ids]
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*truncat")
             got = np.asarray(reranker.score(q, texts), dtype=np.float64) if texts else np.zeros(0)
-        score_of = dict(zip(chunks, got.tolist()))
+        return dict(zip(ids, got.tolist()))
+
+    def _member_scores(self, reranker: Any, q: str, members: list) -> np.ndarray:
+        """Each distinct member chunk scored alone (title first), combined per candidate by max or mean."""
+        score_of = self._chunk_scores(reranker, q, [m for ms in members for m in ms])
         combine = max if self.scoring == "max" else (lambda xs: sum(xs) / len(xs))
         return np.asarray([combine([score_of[m.chunk_id] for m in ms]) for ms in members], dtype=np.float64)
 
@@ -398,6 +422,41 @@ class TrailRetriever:
                 if len(out) == k:
                     return tuple(out)
         return tuple(out)
+
+    def _guarded(self, reranker: Any, q: str, init: list[int], k: int) -> tuple[tuple[Item, ...], int]:
+        """Guarded expansion: the first stage's order, a path node inserted only when it outscores the next base chunk.
+
+        Returns the first ``k`` items and the number of chunks scored.
+        """
+        init = list(dict.fromkeys(int(c) for c in init))
+        paths = {c: [p for p in dict.fromkeys(self.path(c)) if p != c] for c in init}
+        ids = list(dict.fromkeys(init + [p for c in init for p in paths[c]]))
+        member = {c: self.index.member(c) for c in ids}
+        score = self._chunk_scores(reranker, q, [member[c] for c in ids])
+        seen: set[int] = set()
+        out: list[Item] = []
+
+        def emit(c: int, kind: str, source: int) -> None:
+            seen.add(c)
+            m = member[c]
+            out.append(Item((m,), float(score[c]), len(out) + 1,
+                            self._prov(Candidate((c,), kind, source), False, flattened=True, guarded=True),
+                            self.index.title(m.doc_id)))
+
+        for i, c in enumerate(init):
+            if len(out) == k:
+                break
+            if c in seen:
+                continue
+            emit(c, "chunk", c)
+            nxt = next((b for b in init[i + 1:] if b not in seen), None)
+            bar = -np.inf if nxt is None else score[nxt]
+            for p in paths[c]:
+                if len(out) == k:
+                    break
+                if p not in seen and score[p] > bar:
+                    emit(p, "node", c)
+        return tuple(out), len(ids)
 
     @staticmethod
     def _diverse(order: list[int], cands: list[Candidate], k: int) -> list[int]:
