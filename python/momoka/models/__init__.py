@@ -3,6 +3,7 @@
 - :class:`Embedder` (ONNX sentence embedder; ``Embedder.default()``),
 - rerankers behind one protocol (:class:`Reranker`, :func:`get_reranker`):
   :class:`CosineReranker`, :class:`CrossEncoderReranker`, :class:`QueryLikelihoodReranker`,
+  :class:`EndpointReranker` (a ``/rerank`` HTTP endpoint),
 - the registry and cache of default models (:func:`install`, :func:`ensure_installed`,
   :func:`models_dir`, :func:`model_dir`), built from PyPI packages by ``momoka models install``,
 - device and thread selection (:mod:`momoka.models.runtime`).
@@ -31,6 +32,7 @@ from .registry import (
     momoka_home,
     read_manifest,
 )
+from .rerank_endpoint import EndpointReranker
 from .reranker import (
     CosineReranker,
     CrossEncoderReranker,
@@ -48,6 +50,7 @@ __all__ = [
     "CosineReranker",
     "CrossEncoderReranker",
     "QueryLikelihoodReranker",
+    "EndpointReranker",
     "get_reranker",
     "rank",
     "install",

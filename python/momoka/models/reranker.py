@@ -10,7 +10,9 @@ Every backend follows the :class:`Reranker` protocol, ``score(query, passages)
   ``token_type_ids``; output ``logits`` of shape (n,), (n, 1) or (n, 2));
 - :class:`QueryLikelihoodReranker` (``"query-likelihood"``, UPR): the mean
   log-probability of the query's tokens given a prompt built from the
-  passage, from the local causal LM.
+  passage, from the local causal LM;
+- :class:`~momoka.models.rerank_endpoint.EndpointReranker` (``"endpoint"``): a
+  Cohere/Jina/vLLM-style ``/rerank`` HTTP server.
 
 An empty passage list gives an empty array; an empty or whitespace-only
 query raises :class:`~momoka.errors.EmptyInputError`.
@@ -353,15 +355,23 @@ _ALIASES = {
     "query-likelihood": "query-likelihood",
     "ql": "query-likelihood",
     "upr": "query-likelihood",
+    "endpoint": "endpoint",
+    "rerank-endpoint": "endpoint",
+    "http": "endpoint",
 }
 
 
 def get_reranker(name: str = "cosine", **kwargs) -> Reranker:
-    """A reranker by name: ``"cosine"`` (default), ``"query-likelihood"`` (aliases ``"ql"``, ``"upr"``)
-    or ``"cross-encoder"`` (needs ``onnx_path=``); ``kwargs`` go to the backend's constructor."""
+    """A reranker by name: ``"cosine"`` (default), ``"query-likelihood"`` (aliases ``"ql"``, ``"upr"``),
+    ``"cross-encoder"`` (needs ``onnx_path=``) or ``"endpoint"`` (a ``/rerank`` HTTP server,
+    :class:`~momoka.models.rerank_endpoint.EndpointReranker`); ``kwargs`` go to the backend's constructor."""
     key = _ALIASES.get(str(name).strip().lower())
     if key is None:
-        raise ConfigError(f"unknown reranker {name!r}; choose cosine, query-likelihood or cross-encoder")
+        raise ConfigError(f"unknown reranker {name!r}; choose cosine, query-likelihood, cross-encoder or endpoint")
+    if key == "endpoint":
+        from .rerank_endpoint import EndpointReranker
+
+        return EndpointReranker(**kwargs)
     if key == "cosine":
         return CosineReranker(**kwargs)
     if key == "cross-encoder":
