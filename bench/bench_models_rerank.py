@@ -13,7 +13,8 @@ its document (38 on average), the gold one is the question's ``paragraph_index``
 - query likelihood with and without KV reuse: the cosine top-K of N questions
   about one document (``MOMOKA_BENCH_QL_KV_QUESTIONS``, default 12), scored by
   the same UPR reranker with ``kv_cache_mb=0`` (every prompt run for every
-  question) and with its passage KV cache (each passage's prompt runs once);
+  question) and with its passage KV cache (each passage's prompt runs once;
+  questions one at a time, and all of them as one ``score_batch``);
   same scores, the ratio of ms per question printed, and the document-scope
   case (every question against every paragraph of the document) with
   ``score_matrix``;
@@ -125,31 +126,41 @@ def test_rerank_query_likelihood_kv_reuse(benchmark, squad, shared_data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tops = [[i for i, _ in rank(cos, q["question"], paras)][:k] for q in qs]
-    plain, cached = QueryLikelihoodReranker(kv_cache_mb=0), QueryLikelihoodReranker()
-    lm = cached.lm
-    plain.lm = lm  # one model in memory
-    t0 = time.perf_counter()
-    a = [plain.score(q["question"], [paras[i] for i in top]) for q, top in zip(qs, tops)]
-    t_plain = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    b = [cached.score(q["question"], [paras[i] for i in top]) for q, top in zip(qs, tops)]
-    t_cached = time.perf_counter() - t0
-    diff = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
-    distinct = len({i for top in tops for i in top})
+    lm = QueryLikelihoodReranker().lm  # one model in memory for every variant
+    questions, lists = [q["question"] for q in qs], [[paras[i] for i in top] for top in tops]
+
+    def timed(fn):
+        w, c = time.perf_counter(), time.process_time()
+        out = fn()
+        return out, time.perf_counter() - w, time.process_time() - c
+
+    plain, cached, batch, m = (QueryLikelihoodReranker(lm, kv_cache_mb=0), QueryLikelihoodReranker(lm),
+                               QueryLikelihoodReranker(lm), QueryLikelihoodReranker(lm))
+    a, t_plain, c_plain = timed(lambda: [plain.score(q, ps) for q, ps in zip(questions, lists)])
+    b, t_cached, c_cached = timed(lambda: [cached.score(q, ps) for q, ps in zip(questions, lists)])
+    # the questions as one batch (score_batch): one prompt run per distinct passage, the misses together,
+    # each passage's questions in one batch after its cached prompt
+    c, t_batch, c_batch = timed(lambda: batch.score_batch(questions, lists))
     # document scope: every question against every paragraph, one prompt run per paragraph
-    m = QueryLikelihoodReranker()
-    m.lm = lm
-    t0 = time.perf_counter()
-    m.score_matrix([q["question"] for q in qs], paras)
-    t_matrix = time.perf_counter() - t0
-    benchmark.pedantic(cached.score, args=(qs[0]["question"], [paras[i] for i in tops[0]]), rounds=1)
+    _, t_matrix, _ = timed(lambda: m.score_matrix(questions, paras))
+    diff = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+    diff_batch = max(float(np.max(np.abs(x - y))) for x, y in zip(a, c))
+    distinct = len({i for top in tops for i in top})
+    benchmark.pedantic(cached.score, args=(questions[0], lists[0]), rounds=1)
     benchmark.extra_info.update(ms_per_q_plain=round(1000 * t_plain / n, 1), ms_per_q_cached=round(1000 * t_cached / n, 1),
-                                speedup=round(t_plain / t_cached, 2), max_score_diff=diff)
-    print(f"\nUPR top-{k} of {n} questions on one document ({distinct} distinct passages): "
-          f"{1000 * t_plain / n:.0f} ms/q without KV reuse ({plain.prompt_runs} prompt runs), "
-          f"{1000 * t_cached / n:.0f} ms/q with it ({cached.prompt_runs} prompt runs): "
-          f"{t_plain / t_cached:.2f}x, max score difference {diff:.1e}; every question x all {len(paras)} "
-          f"paragraphs with score_matrix: {1000 * t_matrix / n:.0f} ms/q ({m.prompt_runs} prompt runs)")
+                                speedup=round(t_plain / t_cached, 2), max_score_diff=diff,
+                                ms_per_q_batch=round(1000 * t_batch / n, 1), speedup_batch=round(t_plain / t_batch, 2),
+                                max_score_diff_batch=diff_batch, cpu_s=[c_plain, c_cached, c_batch])
+    print(f"\nUPR top-{k} of {n} questions on one document ({distinct} distinct passages), wall / CPU ms per question:"
+          f"\n  without KV reuse: {1000 * t_plain / n:.0f} / {1000 * c_plain / n:.0f} ({plain.prompt_runs} prompt runs)"
+          f"\n  with it, one question at a time: {1000 * t_cached / n:.0f} / {1000 * c_cached / n:.0f} "
+          f"({cached.prompt_runs} prompt runs): {t_plain / t_cached:.2f}x wall, {c_plain / c_cached:.2f}x CPU, "
+          f"max score difference {diff:.1e}"
+          f"\n  with it, the {n} questions as one score_batch: {1000 * t_batch / n:.0f} / {1000 * c_batch / n:.0f} "
+          f"({batch.prompt_runs} prompt runs): {t_plain / t_batch:.2f}x wall, {c_plain / c_batch:.2f}x CPU, "
+          f"max score difference {diff_batch:.1e}"
+          f"\n  every question x all {len(paras)} paragraphs (score_matrix): {1000 * t_matrix / n:.0f} ms/q "
+          f"({m.prompt_runs} prompt runs)")
 
 
 def test_rerank_cross_encoder(benchmark, squad):
