@@ -27,7 +27,10 @@ Prints markdown tables; ``--out`` also writes the JSON.
 referee, the paper's other settings), then base (dense), mm (dense over
 titled chunks), hybrid, and Trail with its presets (``paper``: Algorithm 1 as
 published; ``budget``: mean member scoring, hybrid first stage, flattened to
-distinct chunks) and variants (the TRAIL_VARIANTS grid).
+distinct chunks; ``guarded``: hybrid order, a path node inserted only when it
+outscores the next hybrid chunk) and variants (the TRAIL_VARIANTS grid), over
+the stored paths (paper settings) and over paths searched again with the paths
+preset ``referee`` (in memory; the store is not changed).
 """
 
 from __future__ import annotations
@@ -60,10 +63,14 @@ VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weigh
 
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
+#: ``paths_referee``: the same stores' paths searched again with the paths preset ``referee`` (in memory).
 TRAIL_VARIANTS = [("base", "dense", {}), ("mm", "mm", {}), ("hybrid", "hybrid", {}),
                   ("momoka preset=paper (Algorithm 1)", "trail", {"preset": "paper"}),
+                  ("momoka preset=paper, referee paths", "trail", {"preset": "paper", "relation": "paths_referee"}),
                   ("momoka preset=budget", "trail", {"preset": "budget"}),
-                  ("momoka preset=budget, mm first stage", "trail", {"preset": "budget", "first_stage": "mm"})]
+                  ("momoka preset=budget, mm first stage", "trail", {"preset": "budget", "first_stage": "mm"}),
+                  ("momoka preset=guarded", "trail", {"preset": "guarded"}),
+                  ("momoka preset=guarded, referee paths", "trail", {"preset": "guarded", "relation": "paths_referee"})]
 
 
 def questions_of(ds, n: int | None):
@@ -120,6 +127,10 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
         ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="recursive", size=size,
                          progress=True)
     built = time.perf_counter() - t0
+    if any(o.get("relation") == "paths_referee" for _, _, o in variants):
+        from momoka.methods.momoka import PathRelator
+
+        PathRelator(referee="embedding", preset="referee", relation="paths_referee").relate(ix, list(ix.store.documents))
     texts = [q.question for q in qs]
     out = {}
     try:
