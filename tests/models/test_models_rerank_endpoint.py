@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from momoka.errors import ConfigError, EmptyInputError, LLMConnectionError, LLMHTTPError, LLMResponseError, LLMTimeoutError
+from momoka.errors import (
+    ConfigError,
+    EmptyInputError,
+    LLMConnectionError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+)
 from momoka.llm.retry import RetryPolicy
 from momoka.llm.testing import Drop, Garbage, ScriptedServer, Shape, Status
 from momoka.models import EndpointReranker, get_reranker

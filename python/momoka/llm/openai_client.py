@@ -27,17 +27,14 @@ from ..errors import (
 from . import _loop
 from .accounting import Accounting
 from .base import BaseClient
-from .retry import RetryableError, RetryPolicy, parse_retry_after
+from .retry import RetryableError, RetryPolicy, json_answer, retryable_status
 from .types import Completion
 
 ENV_BASE_URL = "MOMOKA_LLM_BASE_URL"
 ENV_MODEL = "MOMOKA_LLM_MODEL"
 ENV_API_KEY = "MOMOKA_LLM_API_KEY"
 
-def _retryable_status(status: int) -> bool:
-    """Status codes that are retried: 429 (rate limit), 408 (request timeout) and 5xx server errors,
-    except 501 Not Implemented, which no retry can change."""
-    return status == 429 or status == 408 or (status >= 500 and status != 501)
+_retryable_status = retryable_status  # the name this module used to define
 
 
 _UNSUPPORTED = {"stream": "streaming is not supported by the batch client", "n": "only n=1 is supported"}
@@ -173,22 +170,7 @@ class OpenAIClient(BaseClient):
             raise RetryableError(LLMConnectionError(f"connection to {url} failed: {type(exc).__name__}: {exc}")) from exc
         except aiohttp.ClientError as exc:
             raise RetryableError(LLMConnectionError(f"bad HTTP exchange with {url}: {type(exc).__name__}: {exc}")) from exc
-        if status >= 400:
-            snippet = raw[:300].decode("utf-8", "replace").strip()
-            err = LLMHTTPError(f"HTTP {status} from {url}: {snippet}", status)
-            if _retryable_status(status):
-                raise RetryableError(err, parse_retry_after(retry_after))
-            if status in (401, 403):
-                err = LLMHTTPError(f"HTTP {status} from {url} (check the API key, {ENV_API_KEY}): {snippet}", status)
-            raise err
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            snippet = raw[:120].decode("utf-8", "replace")
-            raise RetryableError(LLMResponseError(f"the server sent malformed JSON ({exc}): {snippet!r}")) from exc
-        if not isinstance(obj, dict):
-            raise RetryableError(LLMResponseError(f"the server sent a JSON {type(obj).__name__}, expected an object"))
-        return obj
+        return json_answer(url, status, raw, retry_after, hint=f"check the API key, {ENV_API_KEY}")
 
     async def _send(self, kind: str, payload: dict, timeout: float) -> Completion:
         if kind == "chat":

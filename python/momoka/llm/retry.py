@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from ..errors import ConfigError, LLMError
+from ..errors import ConfigError, LLMError, LLMHTTPError, LLMResponseError
 
 
 class RetryableError(LLMError):
@@ -74,3 +74,37 @@ def parse_retry_after(value: str | None) -> float | None:
     if when is None:
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def retryable_status(status: int) -> bool:
+    """Status codes that are retried: 429 (rate limit), 408 (request timeout) and 5xx server errors,
+    except 501 Not Implemented, which no retry can change."""
+    return status == 429 or status == 408 or (status >= 500 and status != 501)
+
+
+def json_answer(url: str, status: int, raw: bytes, retry_after: str | None = None, *, hint: str = "") -> dict:
+    """The JSON object of an HTTP answer, or the error it stands for.
+
+    A status >= 400 raises :class:`LLMHTTPError` (``hint`` is added for 401/403),
+    wrapped in :class:`RetryableError` when :func:`retryable_status` says so
+    (with the Retry-After seconds); malformed JSON raises a retryable
+    :class:`LLMResponseError`, and so does JSON that is not an object.
+    """
+    import json
+
+    if status >= 400:
+        snippet = raw[:300].decode("utf-8", "replace").strip()
+        err = LLMHTTPError(f"HTTP {status} from {url}: {snippet}", status)
+        if retryable_status(status):
+            raise RetryableError(err, parse_retry_after(retry_after))
+        if status in (401, 403) and hint:
+            err = LLMHTTPError(f"HTTP {status} from {url} ({hint}): {snippet}", status)
+        raise err
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        snippet = raw[:120].decode("utf-8", "replace")
+        raise RetryableError(LLMResponseError(f"the server sent malformed JSON ({exc}): {snippet!r}")) from exc
+    if not isinstance(obj, dict):
+        raise RetryableError(LLMResponseError(f"the server sent a JSON {type(obj).__name__}, expected an object"))
+    return obj

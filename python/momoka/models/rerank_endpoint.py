@@ -28,11 +28,12 @@ import os
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, LLMConnectionError, LLMHTTPError, LLMResponseError, LLMTimeoutError
+from ..errors import ConfigError, LLMConnectionError, LLMResponseError, LLMTimeoutError
 
 ENV_BASE_URL = "MOMOKA_RERANK_BASE_URL"
 ENV_MODEL = "MOMOKA_RERANK_MODEL"
@@ -101,8 +102,7 @@ class EndpointReranker:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _post_once(self, body: dict) -> dict:
-        from ..llm.openai_client import _retryable_status
-        from ..llm.retry import RetryableError, parse_retry_after
+        from ..llm.retry import RetryableError, json_answer
 
         headers = {"Content-Type": "application/json"}
         if self._key:
@@ -113,11 +113,8 @@ class EndpointReranker:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
-            snippet = exc.read()[:300].decode("utf-8", "replace").strip()
-            err = LLMHTTPError(f"HTTP {exc.code} from {self.url}: {snippet}", exc.code)
-            if _retryable_status(exc.code):
-                raise RetryableError(err, parse_retry_after(exc.headers.get("Retry-After"))) from None
-            raise err from None
+            return json_answer(self.url, exc.code, exc.read(), exc.headers.get("Retry-After"),
+                               hint=f"check the API key, {ENV_API_KEY}")
         except TimeoutError:
             raise RetryableError(LLMTimeoutError(f"no answer from {self.url} within {self.timeout:.3g}s")) from None
         except urllib.error.URLError as exc:
@@ -126,14 +123,7 @@ class EndpointReranker:
             raise RetryableError(LLMConnectionError(f"connection to {self.url} failed: {exc.reason}")) from None
         except (ConnectionError, OSError) as exc:  # dropped mid-answer (http.client raises these bare)
             raise RetryableError(LLMConnectionError(f"connection to {self.url} failed: {type(exc).__name__}: {exc}")) from None
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            snippet = raw[:120].decode("utf-8", "replace")
-            raise RetryableError(LLMResponseError(f"the rerank server sent malformed JSON ({exc}): {snippet!r}")) from None
-        if not isinstance(obj, dict):
-            raise LLMResponseError(f"the rerank server sent a JSON {type(obj).__name__}, expected an object")
-        return obj
+        return json_answer(self.url, 200, raw)
 
     def _scores(self, obj: dict, n: int) -> np.ndarray:
         """Scores in input order from a ``results`` list; every index 0..n-1 exactly once."""
