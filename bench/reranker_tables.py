@@ -32,7 +32,6 @@ sys.path.insert(0, str(REPO / "bench"))
 import retrieval_tables as rt
 from momoka import Index
 from momoka.eval import load_dataset
-from momoka.eval.datasets import find_shared_data
 
 
 def rerank_rows(ds, qs, ix, depth: int, rerankers: dict) -> dict:
@@ -68,9 +67,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from momoka.models import CosineReranker, Embedder, QueryLikelihoodReranker
 
-    root = find_shared_data(REPO)
+    root = rt.shared_root()
     if root is None:
-        print("no shared data beside the checkout", file=sys.stderr)
         return 2
     stores = Path(args.stores)
     report = {"budget": rt.BUDGET, "depth": args.depth, "questions_per_set": args.questions, "sets": {}}

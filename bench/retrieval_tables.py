@@ -73,6 +73,14 @@ TRAIL_VARIANTS = [("base", "dense", {}), ("mm", "mm", {}), ("hybrid", "hybrid", 
                   ("momoka preset=guarded, referee paths", "trail", {"preset": "guarded", "relation": "paths_referee"})]
 
 
+def shared_root():
+    """The shared data folder beside the checkout (None, with a message on stderr, when absent)."""
+    root = find_shared_data(REPO)
+    if root is None:
+        print("no shared data beside the checkout", file=sys.stderr)
+    return root
+
+
 def questions_of(ds, n: int | None):
     qs = [q for q in ds.questions if q.gold]
     return qs if n is None else qs[:n]
@@ -206,9 +214,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from momoka.models import Embedder
 
-    root = find_shared_data(REPO)
+    root = shared_root()
     if root is None:
-        print("no shared data beside the checkout", file=sys.stderr)
         return 2
     stores = Path(args.stores)
     stores.mkdir(parents=True, exist_ok=True)
