@@ -29,9 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 sys.path.insert(0, str(REPO / "bench"))
 
-import retrieval_tables as rt
-from momoka import Index
-from momoka.eval import load_dataset
+import retrieval_tables as rt  # noqa: E402
+from momoka import Index  # noqa: E402
+from momoka.eval import load_dataset  # noqa: E402
 
 
 def rerank_rows(ds, qs, ix, depth: int, rerankers: dict) -> dict:
