@@ -1,11 +1,10 @@
-"""Fixtures of the ETS tests: the real default causal LM and embedder (skip when not installed), local servers."""
+"""Fixtures of the ETS tests: the real default causal LM and embedder (skip when not installed), fast retries."""
 
 from __future__ import annotations
 
 import pytest
 
 from momoka.llm import RetryPolicy
-from momoka.llm.testing import ScriptedServer
 
 
 @pytest.fixture(scope="session")
@@ -40,21 +39,6 @@ def reader(lm):
     from momoka.methods.ets import Reader
 
     return Reader(lm)
-
-
-@pytest.fixture
-def make_server():
-    """Factory: ``make_server(script=None, delay=0.0, routes=None)`` -> a started ScriptedServer on 127.0.0.1."""
-    started = []
-
-    def make(script=None, delay=0.0, routes=None):
-        srv = ScriptedServer(script, delay=delay, routes=routes).start()
-        started.append(srv)
-        return srv
-
-    yield make
-    for s in started:
-        s.stop()
 
 
 @pytest.fixture

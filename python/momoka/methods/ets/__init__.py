@@ -5,6 +5,9 @@
 * :mod:`.reader` -- the reader likelihood P(y | q, d) = exp(mean token log-prob),
   greedy answers and correctness, on the local LM or an OpenAI-compatible endpoint
   (:class:`Reader`, :func:`is_correct`);
+* :mod:`.annotate` -- the MCTS annotation on the native engine (scored top-M
+  expansion by reader likelihood) and the export of its paths as policy/value
+  training records (:func:`~.annotate.annotate_dataset`, ``momoka ets annotate``);
 
 See ``docs/ets.md``.
 """
