@@ -22,3 +22,23 @@ def shared_data() -> Path:
     if d is None:
         pytest.skip("../shared/data is not available")
     return d
+
+
+@pytest.fixture
+def make_server():
+    """Scripted OpenAI-compatible servers on 127.0.0.1 (:mod:`momoka.llm.testing`).
+
+    Factory: ``make_server(script=None, delay=0.0, routes=None)`` -> a started ScriptedServer (stopped after the test).
+    """
+    from momoka.llm.testing import ScriptedServer
+
+    started = []
+
+    def make(script=None, delay=0.0, routes=None):
+        srv = ScriptedServer(script, delay=delay, routes=routes).start()
+        started.append(srv)
+        return srv
+
+    yield make
+    for s in started:
+        s.stop()

@@ -117,7 +117,7 @@ void register_mcts(py::module_& m) {
                b = e.ask(max_requests, threads);
              }
              return py::make_tuple(to_np(b.ids), to_np(b.root_index), to_np(b.root_item), to_np(b.path_id),
-                                   to_np(b.cand));
+                                   to_np(b.cand), to_np(b.kind));
            },
            py::arg("max_requests"), py::arg("threads") = 0)
       .def("tell",

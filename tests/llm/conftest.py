@@ -1,26 +1,10 @@
-"""Fixtures of the LLM tests: scripted servers on 127.0.0.1, a temporary cache, a fast retry policy."""
+"""Fixtures of the LLM tests: a temporary cache, a fast retry policy (scripted servers: ``make_server`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from momoka.llm import RetryPolicy
-from momoka.llm.testing import ScriptedServer
-
-
-@pytest.fixture
-def make_server():
-    """Factory: ``make_server(script=None, delay=0.0, routes=None)`` -> a started ScriptedServer (stopped after the test)."""
-    started = []
-
-    def make(script=None, delay=0.0, routes=None):
-        srv = ScriptedServer(script, delay=delay, routes=routes).start()
-        started.append(srv)
-        return srv
-
-    yield make
-    for s in started:
-        s.stop()
 
 
 @pytest.fixture

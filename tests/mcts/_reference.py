@@ -3,7 +3,8 @@
 Momoka-RAG section 3 (UCT eq. 3, random expansion without repeating an item
 on the path, rollout with a step reward per step, eq. 4 / eq. 7, mean return
 eq. 5, cumulative backpropagation, best path by visits), ETS eq. 1 / eq. 3
-(running-mean backup, top-M expansion) and JERR (search on a graph, summed
+(running-mean backup, top-M expansion, and the "scored" expansion: per node, the
+top M items off the path by a score of (path, item), ties to the lower item) and JERR (search on a graph, summed
 return). Decisions the papers leave open follow momoka's documented rules
 (docs/search.md): SplitMix64 per root, how a uniform pick is drawn, tie-breaks,
 waves of `parallel` trajectories with virtual loss.
@@ -60,7 +61,7 @@ class ReferenceMCTS:
     def __init__(self, n, root, I, *, iterations=100, rollout_len=5, rollout_scope="path", c=math.sqrt(2), backup="sum",
                  rollout_return="mean", expansion="random", prior=None, top_m=3, neighbors=None,
                  reward="pair", paragraph=None, sentence=None, alpha=3.0, beta=2.0, gamma=1.0, delta=1.0,
-                 normalize=True, widening=None, parallel=1, max_depth=None, seed=0):
+                 normalize=True, widening=None, parallel=1, max_depth=None, seed=0, score=None):
         self.n, self.root_item, self.I = n, root, I
         self.iterations, self.L, self.c = iterations, rollout_len, c
         self.scope = rollout_scope
@@ -78,9 +79,23 @@ class ReferenceMCTS:
         self.nodes = []
         self.root = self.new_node(root, None)
         self.calls = []  # (context, cand) of every reward evaluation, in order
+        self.score = score  # expansion="scored": score(path tuple, cand)
+        self.score_calls = []  # (path tuple, cand) of every expansion score, in order
 
     # -- candidates
+    def scored_candidates(self, node):
+        """The node's kept top M, computed (and its scores recorded) the first time it is needed."""
+        if getattr(node, "kept", None) is None:
+            path = tuple(node.path())
+            free = [u for u in range(self.n) if u not in path]
+            for u in free:
+                self.score_calls.append((path, u))
+            node.kept = sorted(free, key=lambda u: (-self.score(path, u), u))[: self.top_m]
+        return node.kept
+
     def candidates(self, item, on_path):
+        if self.expansion == "scored":  # only the count is known before the scores
+            return [None] * min(self.top_m, self.n - len(on_path))
         if self.expansion == "random":
             return [i for i in range(self.n) if i not in on_path]
         if self.expansion == "topm":
@@ -166,6 +181,8 @@ class ReferenceMCTS:
                 item = self.uniform_excluding(set(on_path) | child_items)
             elif self.expansion == "topm":
                 item = self.candidates(node.item, set(on_path))[len(node.children)]
+            elif self.expansion == "scored":
+                item = self.scored_candidates(node)[len(node.children)]
             else:
                 item = self.pick_from(self.candidates(node.item, set(on_path) | child_items))
             node = self.new_node(item, node)
@@ -180,7 +197,7 @@ class ReferenceMCTS:
         used = list(path)
         cur = path[-1]
         while len(steps) < self.L:
-            if self.expansion == "random":
+            if self.expansion in ("random", "scored"):
                 nxt = self.uniform_excluding(set(used))
             elif self.expansion == "topm":
                 nxt = self.pick_from(self.candidates(cur, set(used)))

@@ -157,3 +157,77 @@ def test_random_configs_match_reference(ref, n, iterations, rollout_len, seed, b
     eng = MCTS(n, **kw).run_native(I)
     refs = [ref.ReferenceMCTS(n, r, lambda ctx, cc: I[ctx, cc], **kw).run() for r in range(n)]
     _compare(eng, refs, rollout_len)
+
+
+def _score(context, cand):
+    # a deterministic expansion score of (path, cand), rounded so that ties occur
+    h = 0
+    for x in context:
+        h = (h * 131 + x + 3) % 1000033
+    return round(((h * 7 + cand * 13) % 17) / 17, 1)
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(),  # ETS annotation: leaf reward only, running mean, w = 1.4
+    dict(top_m=2, max_depth=3),
+    dict(parallel=3),
+    dict(rollout_len=3, rollout_scope="path", rollout_return="mean", backup="sum"),
+    dict(top_m=5, c=0.5, parallel=2, max_depth=2),
+])
+@pytest.mark.parametrize("n", [1, 2, 5, 9])
+def test_scored_expansion_matches_reference(ref, cfg, n):
+    # tried: per-node expansion scores asked through ask/tell with several batch sizes; the trees, best paths,
+    # reward keys and score keys must equal the plain reference's, node for node
+    kw = dict(iterations=20, seed=4, rollout_len=1, rollout_scope="leaf", rollout_return="last", backup="mean",
+              c=1.4, top_m=3, max_depth=5, reward="path", expansion="scored")
+    kw.update(cfg)
+    refs = [ref.ReferenceMCTS(n, r, _path_I, score=_score, **kw).run() for r in range(n)]
+    for batch_size in (1, 7, 1000):
+        eng = MCTS(n, **kw)
+        asked, scored = [], []
+
+        def judge(b):
+            out = []
+            for p, c, k in zip(b.paths, b.cand.tolist(), b.is_score.tolist()):
+                key = (tuple(p.tolist()), c)
+                (scored if k else asked).append(key)
+                out.append(_score(*key) if k else _path_I(*key))
+            return out
+
+        eng.run(judge, batch_size=batch_size)
+        _compare(eng, refs, kw["rollout_len"])
+        assert len(asked) == len(set(asked)) and len(scored) == len(set(scored))
+        assert set(asked) == {(tuple(ctx), c) for r in refs for ctx, c in r.calls}
+        assert set(scored) == {(tuple(ctx), c) for r in refs for ctx, c in r.score_calls}
+        if n > 1:
+            assert scored  # the expansion really asked for scores
+
+
+def test_scored_expansion_asks_scores_of_every_free_item_and_keeps_the_top_m():
+    # tried: 6 items, root 5, hand-set scores; the root's children must be the 3 best items in score order
+    scores = {0: 0.2, 1: 0.9, 2: 0.9, 3: 0.1, 4: 0.5}
+    eng = MCTS(6, roots=[5], iterations=3, rollout_len=1, rollout_scope="leaf", backup="mean", c=1.4,
+               expansion="scored", top_m=3, reward="path", max_depth=1)
+    b = eng.ask(100)
+    assert b.is_score.all() and sorted(b.cand.tolist()) == [0, 1, 2, 3, 4]
+    assert all(p.tolist() == [5] for p in b.paths)
+    eng.tell([scores[c] for c in b.cand.tolist()])
+    b = eng.ask(100)  # the first expansion: item 1 (0.9, lower item than 2), its reward
+    assert not b.is_score.any() and b.cand.tolist() == [1]
+    eng.tell([0.5])
+    seen = [1]
+    while not eng.done:
+        b = eng.ask(100)
+        seen += b.cand.tolist()
+        eng.tell(np.zeros(len(b)))
+    assert seen == [1, 2, 4]
+    assert eng.tree(0)["item"].tolist() == [5, 1, 2, 4]
+
+
+def test_scored_expansion_config_errors():
+    from momoka.errors import ConfigError
+
+    with pytest.raises(ConfigError):  # scores depend on the path
+        MCTS(4, expansion="scored", reward="pair")
+    with pytest.raises(ConfigError):  # no native run: scores come through ask/tell
+        MCTS(4, expansion="scored", reward="path").run_native(np.ones((4, 4)))

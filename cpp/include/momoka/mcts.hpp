@@ -66,7 +66,9 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Expansion { Random = 0, TopM = 1, Neighbors = 2 };
+// Scored: top-M by a score computed per node through ask/tell (prior requests
+// keyed by (path prefix, cand) with kPriorBit set), e.g. ETS's P(y | q, path + d).
+enum class Expansion { Random = 0, TopM = 1, Neighbors = 2, Scored = 3 };
 enum class Backup { Sum = 0, Mean = 1 };           // cumulative R (Momoka) / running mean V (ETS)
 enum class Return { Mean = 0, Sum = 1, Last = 2 };  // rollout return over step rewards
 enum class RewardKey { Pair = 0, Path = 1 };        // I(root, cand) (eq. 4) / I(path, cand) (eq. 7)
@@ -188,6 +190,9 @@ struct Search {
   std::vector<uint64_t> needed;  // keys of the current wave waiting to be queued
   int32_t waiting = 0;           // distinct unknown keys the wave waits for
   int32_t iters_done = 0;
+  int32_t prior_wait = 0;        // expansion-score keys queued by the wave being built
+  bool building = false;         // the wave stopped for expansion scores; building resumes once they are known
+  std::vector<std::vector<int32_t>> kept;  // Expansion::Scored: per node, its top-M items in score order
   Status status = Status::Running;
   int64_t requests = 0;          // distinct keys ever queued
 };
@@ -195,6 +200,9 @@ struct Search {
 inline uint64_t pair_key(int32_t ctx, int32_t cand) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(ctx)) << 32) | static_cast<uint32_t>(cand);
 }
+
+// Memo keys of expansion scores (Expansion::Scored) carry this bit; path ids are < 2^31.
+constexpr uint64_t kPriorBit = 1ULL << 63;
 
 class Engine {
  public:
@@ -216,6 +224,10 @@ class Engine {
       order_.resize(n);
       for (int32_t i = 0; i < n; ++i) order_[i] = i;
       std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return prior[a] > prior[b]; });
+    }
+    if (cfg_.expansion == Expansion::Scored) {
+      if (cfg_.key != RewardKey::Path) throw Error("scored expansion needs path rewards (scores depend on the path)");
+      if (cfg_.top_m < 1) throw Error("top_m must be >= 1");
     }
     if (cfg_.expansion == Expansion::Neighbors) {
       if (static_cast<int32_t>(g_indptr_.size()) != n + 1) throw Error("graph indptr must have n_items + 1 entries");
@@ -260,6 +272,7 @@ class Engine {
   // ---------------------------------------------------------------- native
   void run_native(const NativeReward& I, int threads) {
     if (cfg_.key != RewardKey::Pair) throw Error("native rewards support pair mode only");
+    if (cfg_.expansion == Expansion::Scored) throw Error("scored expansion needs ask/tell (scores come from outside)");
     if (asked_) throw Error("engine already runs in ask/tell mode");
     start_clock();
     parallel_for(searches_.size(), threads, [&](size_t i, Scratch& sc) {
@@ -278,6 +291,7 @@ class Engine {
   struct Batch {
     std::vector<int64_t> ids, path_id;
     std::vector<int32_t> root_index, root_item, cand;
+    std::vector<uint8_t> kind;  // 0: reward of (path, cand); 1: expansion score of (path, cand)
   };
 
   Batch ask(int64_t max_requests, int threads) {
@@ -298,8 +312,9 @@ class Engine {
       b.root_item.push_back(s.root);
       b.cand.push_back(static_cast<int32_t>(key & 0xFFFFFFFFu));
       b.path_id.push_back(cfg_.key == RewardKey::Path
-                              ? ((static_cast<int64_t>(ri) << 32) | static_cast<int64_t>(key >> 32))
+                              ? ((static_cast<int64_t>(ri) << 32) | static_cast<int64_t>((key & ~kPriorBit) >> 32))
                               : -1);
+      b.kind.push_back(static_cast<uint8_t>(key >> 63));
     }
     return b;
   }
@@ -420,7 +435,8 @@ class Engine {
     const int32_t n = cfg_.n_items;
     switch (cfg_.expansion) {
       case Expansion::Random: return n - plen;
-      case Expansion::TopM: return std::min(cfg_.top_m, n - plen);
+      case Expansion::TopM:
+      case Expansion::Scored: return std::min(cfg_.top_m, n - plen);
       default: {
         int32_t c = 0;
         for (int64_t j = g_indptr_[item]; j < g_indptr_[item + 1]; ++j) c += !sc.has(g_indices_[j]);
@@ -497,8 +513,35 @@ class Engine {
     for (int32_t u = v; u >= 0; u = t.parent[u]) { sc.set(t.item[u]); ++plen; }
   }
 
-  // One selection + expansion + rollout. Returns false if the root can do nothing.
-  bool trajectory(Search& s, Scratch& sc, Trajectory& tr) const {
+  // Expansion::Scored: the kept top-M of node v (its path marked in sc), or nullptr after queueing
+  // the expansion scores still unknown. Ties in score go to the lower item.
+  const std::vector<int32_t>* scored_children(Search& s, int32_t v, const Scratch& sc) const {
+    if (s.kept.size() <= static_cast<size_t>(v)) s.kept.resize(s.t.size());
+    if (!s.kept[v].empty()) return &s.kept[v];
+    std::vector<std::pair<double, int32_t>> sc_items;
+    bool missing = false;
+    for (int32_t u = 0; u < cfg_.n_items; ++u) {
+      if (sc.has(u)) continue;
+      const uint64_t key = pair_key(s.t.pid[v], u) | kPriorBit;
+      MemoEntry& e = s.memo[key];
+      if (e.state == Known) { sc_items.emplace_back(e.value, u); continue; }
+      missing = true;
+      if (e.state == 0) { e.state = Queued; s.needed.push_back(key); s.prior_wait++; s.requests++; }
+    }
+    if (missing) return nullptr;
+    std::sort(sc_items.begin(), sc_items.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    const size_t m = std::min(sc_items.size(), static_cast<size_t>(cfg_.top_m));
+    for (size_t j = 0; j < m; ++j) s.kept[v].push_back(sc_items[j].second);
+    return &s.kept[v];
+  }
+
+  static constexpr int kTrajNone = 0, kTrajOk = 1, kTrajNeedScores = 2;
+
+  // One selection + expansion + rollout. Returns kTrajNone if the root can do nothing,
+  // kTrajNeedScores (no side effects) when the node to expand waits for its expansion scores.
+  int trajectory(Search& s, Scratch& sc, Trajectory& tr) const {
     Tree& t = s.t;
     int32_t v = 0;
     for (;;) {
@@ -536,6 +579,10 @@ class Engine {
         int32_t k = nch;
         for (size_t j = 0; j < order_.size(); ++j)
           if (!sc.has(order_[j]) && k-- == 0) { it = order_[j]; break; }
+      } else if (cfg_.expansion == Expansion::Scored) {
+        const std::vector<int32_t>* kept = scored_children(s, v, sc);
+        if (kept == nullptr) return kTrajNeedScores;
+        it = (*kept)[nch];
       } else {
         for (int32_t c = t.first_child[v]; c >= 0; c = t.next_sibling[c]) sc.set(t.item[c]);
         if (cfg_.expansion == Expansion::Random) it = pick_free(s.rng, sc, plen + nch);
@@ -550,7 +597,7 @@ class Engine {
       int32_t nc = count_candidates(it, plen, sc);
       leaf = t.add(it, v, t.depth[v] + 1, nc, path_id);
     } else if (v == 0) {
-      return false;  // root cannot expand and has no children
+      return kTrajNone;  // root cannot expand and has no children
     }
     // rollout: the leaf, then up to rollout_len - 1 further items by the same policy
     tr.leaf = leaf;
@@ -571,7 +618,8 @@ class Engine {
       if (static_cast<int32_t>(tr.steps.size()) >= cfg_.rollout_len) break;
       int32_t nx;
       switch (cfg_.expansion) {
-        case Expansion::Random: nx = pick_free(s.rng, sc, plen); break;
+        case Expansion::Random:
+        case Expansion::Scored: nx = pick_free(s.rng, sc, plen); break;
         case Expansion::TopM: nx = pick_topm(s.rng, sc); break;
         default: nx = pick_neighbor(s.rng, sc, cur); break;
       }
@@ -581,15 +629,22 @@ class Engine {
       if (cfg_.key == RewardKey::Path) { parent_pid = cur_pid; cur_pid = intern(s, cur_pid, nx); }
       cur = nx;
     }
-    return true;
+    return kTrajOk;
   }
 
+  // Build (or, after a stop for expansion scores, go on building) the wave of `parallel` trajectories.
   void build_wave(Search& s, Scratch& sc) const {
-    s.wave.clear();
+    if (!s.building) s.wave.clear();
+    s.building = false;
     const int32_t want = std::min(cfg_.parallel, cfg_.iterations - s.iters_done);
-    for (int32_t w = 0; w < want; ++w) {
+    while (static_cast<int32_t>(s.wave.n) < want) {
       Trajectory& tr = s.wave.next();
-      if (!trajectory(s, sc, tr)) { s.wave.n--; break; }
+      const int r = trajectory(s, sc, tr);
+      if (r != kTrajOk) {
+        s.wave.n--;
+        s.building = r == kTrajNeedScores;
+        break;
+      }
       for (int32_t u = tr.leaf; u >= 0; u = s.t.parent[u]) s.t.vl[u]++;
     }
   }
@@ -598,6 +653,7 @@ class Engine {
     for (auto& tr : s.wave)
       for (int32_t u = tr.leaf; u >= 0; u = s.t.parent[u]) s.t.vl[u]--;
     s.wave.clear();
+    s.building = false;
   }
 
   template <class F>
@@ -626,12 +682,19 @@ class Engine {
   void advance_one(Search& s, Scratch& sc) {
     for (;;) {
       if (s.status == Status::Done || s.status == Status::Blocked) return;
-      if (!s.wave.empty()) {  // resolved wave
+      if (!s.wave.empty() && !s.building) {  // resolved wave
         finish_wave(s, [&](const Step& st) { return s.memo.find(st.key)->second.value; });
         if (s.iters_done >= cfg_.iterations) { s.status = Status::Done; return; }
       }
       if (expired()) { s.status = Status::Done; return; }
       build_wave(s, sc);
+      if (s.building) {  // stopped for expansion scores: wait for them, then go on building the wave
+        if (s.prior_wait == 0) throw Error("internal: a wave waits for expansion scores that were never queued");
+        s.waiting = s.prior_wait;
+        s.prior_wait = 0;
+        s.status = Status::Blocked;
+        return;
+      }
       if (s.wave.empty()) { s.status = Status::Done; return; }
       s.waiting = 0;
       for (auto& tr : s.wave)

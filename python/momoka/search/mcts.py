@@ -59,7 +59,7 @@ _MASK = (1 << 64) - 1
 
 _BACKUP = {"sum": 0, "mean": 1}
 _RETURN = {"mean": 0, "sum": 1, "last": 2}
-_EXPANSION = {"random": 0, "topm": 1, "neighbors": 2}
+_EXPANSION = {"random": 0, "topm": 1, "neighbors": 2, "scored": 3}
 _KEY = {"pair": 0, "path": 1}
 
 
@@ -93,7 +93,9 @@ class RewardRequests:
     ``ids``: request ids to pass back to :meth:`MCTS.tell`; ``root``: root item;
     ``root_index``: position of the root in ``MCTS.roots``; ``cand``: candidate
     item; ``path_id``: id of the path prefix in path mode (``-1`` in pair mode).
-    :attr:`paths` gives the prefixes as item arrays (root first).
+    :attr:`paths` gives the prefixes as item arrays (root first). ``kind``: 0 for a
+    reward ``I(path, cand)``, 1 for an expansion score of ``cand`` after the path
+    (``expansion="scored"`` only); None when the engine did not say (all rewards).
     """
 
     ids: np.ndarray
@@ -102,6 +104,7 @@ class RewardRequests:
     path_id: np.ndarray
     cand: np.ndarray
     _engine: Any = None
+    kind: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -113,6 +116,13 @@ class RewardRequests:
         for r, pid in zip(self.root.tolist(), self.path_id.tolist()):
             out.append(np.array([r], dtype=np.int32) if pid < 0 else self._engine.path_items(pid))
         return out
+
+    @property
+    def is_score(self) -> np.ndarray:
+        """Boolean mask: True where the request asks for an expansion score (``expansion="scored"``)."""
+        if self.kind is None:
+            return np.zeros(len(self), dtype=bool)
+        return self.kind.astype(bool)
 
     def pairs(self) -> list[tuple[int, int]]:
         """``(root item, candidate)`` per request, as Python ints."""
@@ -158,8 +168,13 @@ class MCTS:
     rollout_return: ``"mean"`` (Momoka eq. 5), ``"sum"`` (JERR) or ``"last"``.
     expansion: ``"random"`` (uniform among items not on the path, Momoka),
         ``"topm"`` (the ``top_m`` items of ``prior`` not on the path, expanded in
-        prior order, rollouts uniform among them; ETS), ``"neighbors"``
-        (neighbours in the CSR graph ``graph=(indptr, indices)``; JERR).
+        prior order, rollouts uniform among them), ``"neighbors"``
+        (neighbours in the CSR graph ``graph=(indptr, indices)``; JERR), or
+        ``"scored"`` (ETS annotation): the first time a node is expanded, every
+        item off its path is scored through ask/tell (requests with ``kind == 1``:
+        the score of ``cand`` appended to the path) and the node keeps the
+        ``top_m`` best (ties: lower item), expanded in score order; rollout items
+        are uniform among free items. Needs ``reward="path"`` and ask/tell.
     reward: ``"pair"`` (``I(root, cand)``, eq. 4) or ``"path"`` (``I(path, cand)``, eq. 7).
     paragraph, sentence: per-item paragraph / sentence index for the structural
         prior; both or neither.
@@ -246,6 +261,8 @@ class MCTS:
         cfg.expansion = _choice("expansion", expansion, _EXPANSION)
         cfg.key = _choice("reward", reward, _KEY)
         cfg.top_m = _pos_int("top_m", top_m, 1)
+        if expansion == "scored" and reward != "path":
+            raise ConfigError("expansion='scored' needs reward='path': the scores depend on the path")
         prior_a = None
         if expansion == "topm":
             if prior is None:
@@ -332,6 +349,8 @@ class MCTS:
         """
         if self.reward != "pair":
             raise ConfigError("run_native needs reward='pair': path rewards depend on the path text")
+        if self._cfg.expansion == _EXPANSION["scored"]:
+            raise ConfigError("run_native cannot run expansion='scored': its scores come through ask/tell")
         n = self.n_items
         kind, data, indptr, indices = self._native_reward(I, n)
         th = self.threads if threads is None else threads
@@ -386,10 +405,10 @@ class MCTS:
         if isinstance(max_requests, bool) or not isinstance(max_requests, (int, np.integer)) or max_requests < 1:
             raise ConfigError(f"max_requests={max_requests!r}: expected an int >= 1")
         try:
-            ids, ri, root, pid, cand = self._e.ask(int(max_requests), self.threads)
+            ids, ri, root, pid, cand, kind = self._e.ask(int(max_requests), self.threads)
         except _core.MctsError as exc:
             raise SearchError(str(exc)) from None
-        self._last = RewardRequests(ids, ri, root, pid, cand, self._e)
+        self._last = RewardRequests(ids, ri, root, pid, cand, self._e, kind)
         return self._last
 
     def tell(self, values, ids=None) -> None:
@@ -502,6 +521,7 @@ class MCTS:
                             batch.path_id[s : s + batch_size],
                             batch.cand[s : s + batch_size],
                             self._e,
+                            batch.kind[s : s + batch_size] if batch.kind is not None else None,
                         )
                         pending[asyncio.ensure_future(judge(sub))] = sub
                         in_flight += len(sub)
