@@ -166,6 +166,9 @@ def test_local_client_on_the_real_model(real_lm, direct_answer):
     good, bad = c.logprob_many([("The capital of France is", " Paris"), ("The capital of France is", " banana")])
     assert good == pytest.approx(real_lm.continuation_logprob("The capital of France is", " Paris"), abs=1e-4)
     assert good > bad
+    # mean=True: the mean per continuation token, from the model's own token log-probs
+    mean = c.logprob_many([("The capital of France is", " Paris and Lyon")], mean=True)[0]
+    assert mean == pytest.approx(real_lm.token_logprobs(" Paris and Lyon", context="The capital of France is").mean(), abs=1e-4)
 
 
 @pytest.fixture(scope="module")

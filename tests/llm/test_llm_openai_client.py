@@ -492,6 +492,14 @@ def test_logprob_sums_the_continuation_tokens(make_server):
     assert body["echo"] is True and body["prompt"] == "abcde" and body["logprobs"] == 0
 
 
+def test_logprob_mean_divides_by_the_continuation_tokens(make_server):
+    # tried: mean=True on prompt "abc", continuation "de": (-0.4 - 0.5) / 2 tokens; the plain sum is unchanged
+    srv = make_server(routes={"/v1/completions": _echo_scorer})
+    c = client_for(srv)
+    assert c.logprob_many([("abc", "de"), ("a", "bcd")], mean=True) == pytest.approx([-0.45, -0.3])
+    assert c.logprob_many([("abc", "de")]) == pytest.approx([-0.9])
+
+
 def test_logprob_unsupported_is_a_capability_error(make_server):
     srv = make_server(routes={"/v1/completions": lambda body, i: Status(404)})
     c = client_for(srv)

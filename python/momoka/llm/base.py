@@ -298,9 +298,11 @@ class BaseClient:
         """Natural-log probability of ``continuation`` following ``prompt`` (raw text, no chat template)."""
         return self.logprob_many([(prompt, continuation)])[0]
 
-    def logprob_many(self, pairs: Sequence[tuple[str, str]], **params: Any) -> list[float]:
+    def logprob_many(self, pairs: Sequence[tuple[str, str]], *, mean: bool = False, **params: Any) -> list[float]:
         """:meth:`logprob` for many ``(prompt, continuation)`` pairs (cached, concurrent).
 
+        With ``mean=True`` each value is the mean log-probability per continuation
+        token instead of the sum (ETS's exp(mean log p) needs the token count).
         Raises :class:`~momoka.errors.LLMCapabilityError` when the backend cannot score text.
         """
         ctl = {k: params.pop(k) for k in CONTROL_KEYS if k in params}
@@ -316,7 +318,8 @@ class BaseClient:
                 raise InputError(f"item {i}: the prompt is empty (its first token would have no probability)")
             if not cont:
                 raise InputError(f"item {i}: the continuation is empty")
-            payloads.append({"prompt": prompt, "continuation": cont})
+            payloads.append({"prompt": prompt, "continuation": cont, "mean": True} if mean
+                            else {"prompt": prompt, "continuation": cont})
         self._before_logprob()
         results = _loop.run_sync(self._run("logprob", payloads, **ctl))
         failed = [r for r in results if not r.ok]

@@ -125,6 +125,8 @@ class LocalClient(BaseClient):
         )
 
     def _score(self, payload: dict) -> Completion:
+        if payload.get("mean"):
+            return Completion(logprob=float(self.lm.continuation_logprob(payload["prompt"], payload["continuation"], mean=True)))
         return Completion(logprob=float(self.lm.continuation_logprob(payload["prompt"], payload["continuation"])))
 
     async def _send(self, kind: str, payload: dict, timeout: float) -> Completion:

@@ -249,6 +249,8 @@ class OpenAIClient(BaseClient):
         if scored == 0:
             raise LLMCapabilityError(f"{self.base_url} echoed no tokens of the continuation (echo unsupported?)")
         self._logprob_capable = True
+        if payload.get("mean"):
+            total /= scored
         usage = obj.get("usage") or {}
         return Completion(logprob=total, prompt_tokens=_int(usage.get("prompt_tokens")), completion_tokens=0)
 

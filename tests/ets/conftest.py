@@ -1,0 +1,63 @@
+"""Fixtures of the ETS tests: the real default causal LM and embedder (skip when not installed), local servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from momoka.llm import RetryPolicy
+from momoka.llm.testing import ScriptedServer
+
+
+@pytest.fixture(scope="session")
+def lm():
+    """The default causal LM (smollm2-135m-instruct)."""
+    from momoka.errors import ModelNotInstalledError
+
+    try:
+        from momoka.models import default_causal_lm
+
+        return default_causal_lm()
+    except (ImportError, ModelNotInstalledError) as exc:
+        pytest.skip(f"causal LM unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The default embedder (minilm-l6-v2-int8)."""
+    from momoka.errors import ModelNotInstalledError
+
+    try:
+        from momoka.models import Embedder
+
+        return Embedder.default()
+    except ModelNotInstalledError as exc:
+        pytest.skip(f"embedder unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def reader(lm):
+    """An ETS reader on the local LM."""
+    from momoka.methods.ets import Reader
+
+    return Reader(lm)
+
+
+@pytest.fixture
+def make_server():
+    """Factory: ``make_server(script=None, delay=0.0, routes=None)`` -> a started ScriptedServer on 127.0.0.1."""
+    started = []
+
+    def make(script=None, delay=0.0, routes=None):
+        srv = ScriptedServer(script, delay=delay, routes=routes).start()
+        started.append(srv)
+        return srv
+
+    yield make
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture
+def fast_retry():
+    """Retries with tiny backoffs so fault-injection tests stay fast."""
+    return RetryPolicy(max_retries=1, backoff_base=0.01, backoff_max=0.02, jitter=0.5)
