@@ -119,7 +119,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
     for r in retrievers:
         registry.entry("retriever", r)  # unknown names fail before any work
     if refine is not None:
-        registry.entry("refiner", refine)
+        registry.create("refiner", refine, **dict(options or {}).get(refine, {}))  # bad names or options fail now
     if scope not in ("corpus", "document"):
         raise ConfigError(f"scope must be 'corpus' or 'document', not {scope!r}")
     if documents not in ("all", "questions"):
