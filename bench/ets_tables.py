@@ -13,7 +13,9 @@ and the local reader's likelihood of its own answer as value
 * ``dense@k`` / ``bm25@k``: the k sentences of the document with the highest
   embedder cosine / BM25 score, k = the number of sentences ETS returned;
 * ``dense@chars`` / ``bm25@chars``: sentences in score order while their
-  characters fit in the characters ETS returned (at least one).
+  characters fit in the characters ETS returned (at least one);
+* ``gold``: the sentences that hit a gold unit (the reader with perfect
+  evidence: how far the reader, not the retrieval, limits EM/F1).
 
 Gold: HotpotQA's ``evidence_sentences`` (supporting facts, all needed),
 SQuAD's ``evidence_sentences`` (the answer's sentence, any), Qasper's
@@ -94,6 +96,30 @@ def top_matched(order: list[int], sents: list, k: int, chars: int) -> tuple[list
     return by_k, sorted(by_c)
 
 
+def gold_selection(sents: list, gold: list[tuple[int, int]]) -> list[int]:
+    """The sentences that hit a gold unit: what the reader gets with perfect evidence retrieval."""
+    return [i for i, x in enumerate(sents) if any(hits((x.start, x.end), g) for g in gold)]
+
+
+def add_gold(report: dict, *, emb, reader, data: Path) -> None:
+    """Add the ``gold`` row (reader given the gold sentences) to a report made without it."""
+    for name, recs in report["sets"].items():
+        field, mode = SETS[name]
+        ds = load_dataset(data / name)
+        by_id = {q.qid: q for q in ds.questions}
+        for rec in recs:
+            if "gold" in rec["methods"]:
+                continue
+            q = by_id[rec["qid"]]
+            doc = ds.document(q.doc_id).to_document()
+            sents = candidate_sentences(q.question, documents=[doc], embedder=emb, n=10 ** 9)
+            idx = gold_selection(sents, gold_units(q, field))
+            spans = [(sents[i].start, sents[i].end) for i in idx]
+            rec["methods"]["gold"] = {**score_selection(spans, gold_units(q, field), mode),
+                                      **answer_scores(CachedValue(reader), q.question, [sents[i].text for i in idx],
+                                                      q.answers), "spans": spans}
+
+
 class CachedValue:
     """The reader's answer and likelihood per evidence set of one question (shared by every search of it)."""
 
@@ -144,6 +170,7 @@ def run_question(q, doc, field: str, mode: str, *, emb, lm, reader, args, et_off
     sel = {"ets": ets}
     sel["dense@k"], sel["dense@chars"] = top_matched(dense_order, allsents, k, chars)
     sel["bm25@k"], sel["bm25@chars"] = top_matched(bm_order, allsents, k, chars)
+    sel["gold"] = gold_selection(allsents, gold)
     for name, idx in sel.items():
         spans = [(allsents[i].start, allsents[i].end) for i in idx]
         texts = [allsents[i].text for i in idx]
@@ -181,7 +208,7 @@ def run_sweep(q, doc, *, emb, lm, reader, args) -> dict:
 def tables(report: dict) -> str:
     """Markdown tables of a report."""
     lines = []
-    methods = ["ets", "dense@k", "bm25@k", "dense@chars", "bm25@chars"]
+    methods = ["ets", "dense@k", "bm25@k", "dense@chars", "bm25@chars", "gold"]
     for name, recs in report.get("sets", {}).items():
         if not recs:
             continue
@@ -189,7 +216,9 @@ def tables(report: dict) -> str:
                   f"{report['depth']}", "", "| evidence | sentences | chars | recall | precision | EM | F1 |",
                   "|---|---|---|---|---|---|---|"]
         for m in methods:
-            rows = [r["methods"][m] for r in recs]
+            rows = [r["methods"][m] for r in recs if m in r["methods"]]
+            if len(rows) < len(recs):
+                continue
             cells = [np.mean([x[c] for x in rows]) for c in ("n", "chars", "recall", "precision", "em", "f1")]
             lines.append(f"| {m} | {cells[0]:.2f} | {cells[1]:.0f} | " + " | ".join(f"{c:.3f}" for c in cells[2:])
                          + " |")
@@ -237,6 +266,8 @@ def main() -> None:
     ap.add_argument("--sweep-limit", type=int, default=3)
     ap.add_argument("--sweep-depth", type=int, default=2)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--add-gold", default=None, metavar="JSON",
+                    help="only add the gold-sentence row to this report (made before the row existed) and print")
     args = ap.parse_args()
     args.sweep = [int(x) for x in args.sweep.split(",") if x.strip()]
     from momoka.models import Embedder, default_causal_lm
@@ -245,6 +276,12 @@ def main() -> None:
     if data is None:
         sys.exit("the shared data folder is not beside the repository")
     emb, lm = Embedder.default(), default_causal_lm()
+    if args.add_gold:
+        report = json.loads(Path(args.add_gold).read_text())
+        add_gold(report, emb=emb, reader=Reader(lm, max_tokens=report["max_tokens"]), data=data)
+        Path(args.add_gold).write_text(json.dumps(report, indent=1))
+        print(tables(report))
+        return
     reader = Reader(lm, max_tokens=args.max_tokens)
     report = {"n": args.n, "beam": args.beam, "depth": args.depth, "limit": args.limit, "max_tokens": args.max_tokens,
               "sweep_sizes": args.sweep, "sweep_depth": args.sweep_depth, "load_start": os.getloadavg(),
