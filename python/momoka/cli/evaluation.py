@@ -20,10 +20,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "retrieve for every question with evidence and report recall, precision, MRR, F1, span recall and "
         "hit at k=1,3,5, per returned item and per distinct chunk (momoka.eval metrics). The Momoka-RAG "
         "ablation (paper Table 3) is --retriever base,mm,momoka.",
-        epilog=names_epilog("retriever", "chunker"))
+        epilog=names_epilog("retriever", "chunker", "refiner"))
     p.add_argument("--data", required=True, help="data set folder or name (documents.jsonl, questions.jsonl)")
     p.add_argument("--retriever", action="append", default=None, metavar="NAME[,NAME]",
                    help="retriever(s), comma-separated or repeated (default hybrid)")
+    p.add_argument("--refine", default=None, metavar="NAME",
+                   help="also score each retriever's items (those fitting the first budget) refined by this "
+                   "refiner, as NAME+REFINER (ets: evidence sentences; options with -o ets.KEY=VALUE)")
     p.add_argument("--chunker", default="recursive", help="chunker name (default recursive)")
     p.add_argument("--size", type=int, default=None, help="chunk size (default 100 tokens for recursive)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions with evidence")
@@ -104,7 +107,8 @@ def _eval(args: argparse.Namespace) -> int:
     chunker_opts = opts.pop(args.chunker, {})
     report = run_eval(args.data, retrievers, chunker=args.chunker, size=args.size, ks=ks, limit=args.limit,
                       scope=args.scope, documents=args.documents, store=args.store, options=opts,
-                      chunker_options=chunker_opts, budgets=budgets, evidence_mode=args.evidence_mode, log=say)
+                      chunker_options=chunker_opts, budgets=budgets, evidence_mode=args.evidence_mode, log=say,
+                      refine=args.refine)
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:
         write_json(args.out, report)

@@ -80,12 +80,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="retrieve, then answer with an LLM citing the passages", formatter_class=_RAW,
                        description="Retrieve passages for a question and answer it with the local model or an "
                        "OpenAI-compatible endpoint; the answer cites passages as [n], each an exact span "
-                       "doc [start:end] of a stored document.", epilog=names_epilog("retriever", "reader"))
+                       "doc [start:end] of a stored document.", epilog=names_epilog("retriever", "reader", "refiner"))
     p.add_argument("store", help="store directory")
     p.add_argument("question", help="the question")
     _add_k_budget(p, "retrieved items")
     p.add_argument("--retriever", default="hybrid", help="retriever name (default hybrid)")
     p.add_argument("--reader", default="llm", help="reader name (default llm)")
+    p.add_argument("--refine", default=None, metavar="NAME",
+                   help="refine the retrieved items before reading (ets: evidence sentences by tree search)")
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_llm_arguments(p)
@@ -261,6 +263,9 @@ def _ask(args: argparse.Namespace) -> int:
     opts = parse_options(args.option)
     ix = Index.open(args.store)
     res = ix.search(args.question, retriever=args.retriever, **_k_budget(args), **opts.pop(args.retriever, {}))
+    if args.refine:
+        refiner = registry.create("refiner", args.refine, embedder=ix.embedder, **opts.pop(args.refine, {}))
+        res = refiner.refine(args.question, res)
     if not os.environ.get(ENV_BASE_URL):
         # no endpoint: the reader runs the local model, installed on first use like the embedder
         from ..models import DEFAULT_CAUSAL_LM, ensure_installed

@@ -77,7 +77,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
              documents: str = "all", store: str | None = None, options: dict[str, dict] | None = None,
              chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,
              budgets: Sequence[int] = (DEFAULT_BUDGET,), evidence_mode: str | None = None,
-             log: Any = None) -> dict:
+             log: Any = None, refine: str | None = None) -> dict:
     """Evaluate ``retrievers`` on ``dataset`` and return a JSON-serialisable report.
 
     Args:
@@ -98,6 +98,10 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
         evidence_mode: ``"all"`` or ``"any"``; default: the set's own
             (:func:`momoka.eval.load_dataset`), an error when it has none.
         log: a callable taking one-line progress messages (None: silent).
+        refine: a registered refiner (e.g. ``"ets"``) applied to each retriever's
+            items that fit the first budget (what a reader would get); the refined
+            result is scored as retriever ``NAME+REFINER`` beside the plain one.
+            Its options come from ``options[refine]``; it gets the index's embedder.
 
     Report: ``retrievers[name]`` holds ``item`` and ``chunk`` metric dicts
     (``means`` per k and the Momoka eq. 6 ``sums``), the mean number of
@@ -114,6 +118,8 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
         raise ConfigError("give at least one retriever")
     for r in retrievers:
         registry.entry("retriever", r)  # unknown names fail before any work
+    if refine is not None:
+        registry.create("refiner", refine, **dict(options or {}).get(refine, {}))  # bad names or options fail now
     if scope not in ("corpus", "document"):
         raise ConfigError(f"scope must be 'corpus' or 'document', not {scope!r}")
     if documents not in ("all", "questions"):
@@ -148,7 +154,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
         "scope": scope, "documents": documents, "n_documents": len(docs), "ks": list(ks), "budgets": list(budgets),
         "chunker": ix.store.manifest.get("chunker"), "n_chunks": ix.store.n_chunks,
         "embedder": (ix.store.embedder_info or {}).get("model_id"), "pipeline": ix.pipeline,
-        "index_seconds": round(t_index, 2), "retrievers": {},
+        "index_seconds": round(t_index, 2), "refine": refine, "retrievers": {},
     }
     depth = max([kmax] + [ix.depth_for(b) for b in budgets])
     report["depth"] = depth
@@ -161,34 +167,66 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
             results = r.retrieve_batch(qtexts, depth, per_query_doc_ids=per_doc) if per_doc else \
                 r.retrieve_batch(qtexts, depth)
             dt = time.perf_counter() - t1
-            items = {q.qid: res.spans() for q, res in zip(questions, results)}
-            chunk_items = {q.qid: [[m.span] for m in res.distinct_chunks()] for q, res in zip(questions, results)}
-            rep_item = evaluate_retrieval(items, questions, ks=ks, mode=mode, budgets=budgets)
-            rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=mode, budgets=budgets)
-            # Rankings that ended (at ``depth``) before the largest budget was filled.
-            short = sum(1 for q in questions if budgets and len(items[q.qid]) >= depth and
-                        rep_item.per_question[q.qid][f"returned@{budgets[-1]}c"] >= depth)
-            volume = {}
-            for k in ks:
-                volume[f"chunks@{k}"] = float(np.mean([len(_distinct(res[:k])) for res in results]))
-                volume[f"chars@{k}"] = float(np.mean([sum(it.n_chars for it in res[:k]) for res in results]))
-            counts: dict[str, float] = {}
-            for res in results:
-                for key, v in res.stats.items():
-                    if isinstance(v, (int, float)) and key != "seconds":
-                        counts[key] = counts.get(key, 0) + v
-            report["retrievers"][name] = {
-                "retriever": registry.entry("retriever", name).name, "options": jsonable(options.get(name, {})),
-                "item": rep_item.to_dict(), "chunk": rep_chunk.to_dict(), "returned": volume,
-                "counts": counts, "seconds_per_question": dt / len(questions),
-                "depth_exhausted": short,
-            }
-            head = f"span_recall@{budgets[0]}c" if budgets else f"recall@{kmax}"
-            say(f"  {name}: {head} {rep_item.means[head]:.3f} (items), "
-                f"{rep_chunk.means[head]:.3f} (distinct chunks), {dt / len(questions) * 1000:.1f} ms/q")
+            runs = [(name, results, dt)]
+            if refine is not None:
+                runs.append(_refined(ix, refine, options.get(refine, {}), name, qtexts, results, budgets))
+            for label, res_list, secs in runs:
+                _score(report, registry, label, questions, res_list, secs, ks=ks, mode=mode, budgets=budgets,
+                       depth=depth, options=options, say=say)
     finally:
         ix.close()
     return report
+
+
+def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results: list, budgets: tuple):
+    """``(NAME+REFINER, refined results, seconds)``: the refiner on each result cut to the first budget."""
+    from ..methods import registry
+    from ..progress import Progress
+
+    refiner = registry.create("refiner", refine, embedder=ix.embedder, **opts)
+    t = time.perf_counter()
+    out = []
+    with Progress(f"{name}+{refine}", total=len(qtexts), unit="questions") as bar:
+        for q, res in zip(qtexts, results):
+            out.append(refiner.refine(q, res.fit(budgets[0]) if budgets else res))
+            bar.update(1)
+    return f"{name}+{refine}", out, time.perf_counter() - t
+
+
+def _score(report: dict, registry: Any, name: str, questions: list, results: list, dt: float, *, ks: tuple,
+           mode: str, budgets: tuple, depth: int, options: dict, say: Any) -> None:
+    """Score one retriever's results into ``report["retrievers"][name]``."""
+    from ..methods.sources import jsonable
+
+    kmax = max(ks)
+    base, _, refiner = name.partition("+")
+    refiner = refiner or None
+    items = {q.qid: res.spans() for q, res in zip(questions, results)}
+    chunk_items = {q.qid: [[m.span] for m in res.distinct_chunks()] for q, res in zip(questions, results)}
+    rep_item = evaluate_retrieval(items, questions, ks=ks, mode=mode, budgets=budgets)
+    rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=mode, budgets=budgets)
+    # Rankings that ended (at ``depth``) before the largest budget was filled.
+    short = sum(1 for q in questions if budgets and len(items[q.qid]) >= depth and
+                rep_item.per_question[q.qid][f"returned@{budgets[-1]}c"] >= depth)
+    volume = {}
+    for k in ks:
+        volume[f"chunks@{k}"] = float(np.mean([len(_distinct(res[:k])) for res in results]))
+        volume[f"chars@{k}"] = float(np.mean([sum(it.n_chars for it in res[:k]) for res in results]))
+    counts: dict[str, float] = {}
+    for res in results:
+        for key, v in res.stats.items():
+            if isinstance(v, (int, float)) and key != "seconds":
+                counts[key] = counts.get(key, 0) + v
+    report["retrievers"][name] = {
+        "retriever": registry.entry("retriever", base).name, "options": jsonable(options.get(base, {})),
+        "refiner": refiner,
+        "item": rep_item.to_dict(), "chunk": rep_chunk.to_dict(), "returned": volume,
+        "counts": counts, "seconds_per_question": dt / len(questions),
+        "depth_exhausted": short,
+    }
+    head = f"span_recall@{budgets[0]}c" if budgets else f"recall@{kmax}"
+    say(f"  {name}: {head} {rep_item.means[head]:.3f} (items), "
+        f"{rep_chunk.means[head]:.3f} (distinct chunks), {dt / len(questions) * 1000:.1f} ms/q")
 
 
 def _distinct(items: Sequence[Any]) -> set:

@@ -46,7 +46,7 @@ __all__ = [
 KINDS = ("chunker", "enricher", "relator", "retriever", "refiner", "reader")
 #: Packages whose import registers the built-in components.
 BUILTIN_PACKAGES = ("momoka.methods.standard", "momoka.methods.momoka", "momoka.methods.moc", "momoka.methods.mcindex",
-                    "momoka.methods.jerr")
+                    "momoka.methods.jerr", "momoka.methods.ets.refiner")
 
 
 @dataclass(frozen=True)

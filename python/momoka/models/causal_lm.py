@@ -433,6 +433,29 @@ class CausalLM:
                 out[i] = PrefixState(kv, np.asarray(logits[r, n - 1], dtype=np.float32), n)
         return out  # type: ignore[return-value]
 
+    def extend_state(self, state: PrefixState, ids: Sequence[int]) -> PrefixState:
+        """The state of ``state``'s prefix followed by ``ids``, from one run of ``ids`` on its cache.
+
+        ``state`` is not changed (its host arrays are copied into the run), so
+        one state can be extended several ways: the incremental decoding of a
+        search that branches (ETS's early-terminating beam search). The result
+        must fit in ``window`` tokens.
+        """
+        import onnxruntime as ort
+
+        ids = [int(t) for t in ids]
+        if not ids:
+            raise InputError("extend_state needs at least one token")
+        P, S = state.length, len(ids)
+        if P + S > self.window:
+            raise InputTooLargeError(f"state ({P}) + {S} tokens exceed the window ({self.window})")
+        vals = {k: np.array(v) for k, v in state.kv.items()}
+        if self._cpu:
+            vals = {k: ort.OrtValue.ortvalue_from_numpy(v) for k, v in vals.items()}
+        logits, cache = self._forward(np.asarray([ids], dtype=np.int64), np.ones((1, P + S), dtype=np.int64),
+                                      np.arange(P, P + S, dtype=np.int64)[None, :], _Cache(vals, P))
+        return _state_of(cache, logits[0, -1])
+
     def prefix_batch(
         self,
         prefix: Sequence[int] | PrefixState,

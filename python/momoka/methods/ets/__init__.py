@@ -8,6 +8,10 @@
 * :mod:`.annotate` -- the MCTS annotation on the native engine (scored top-M
   expansion by reader likelihood) and the export of its paths as policy/value
   training records (:func:`~.annotate.annotate_dataset`, ``momoka ets annotate``);
+* :mod:`.beam` -- inference: the early-terminating beam search over a policy LM
+  whose sentence decoding stops at the candidate's unique token prefix;
+* :mod:`.refiner` -- the ``ets`` refiner (``--refine ets``) that runs that search
+  on any retriever's result and returns the sentences as exact-span items.
 
 See ``docs/ets.md``.
 """
