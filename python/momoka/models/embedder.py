@@ -20,8 +20,12 @@ Behaviour
   the index's embedding cache and the local/Ray equality exact. Inputs are
   tokenised ``TOKENIZE_SLICE`` at a time, so a huge list never holds all its
   encodings. Results come back in input order.
-- Session: intra-op threads = physical cores (``threads``/``$MOMOKA_THREADS``),
-  no spin-waiting between operators (see :func:`momoka.models.runtime.create_session`).
+- Threads on CPU: ``threads`` forward passes run at once (default
+  ``$MOMOKA_THREADS`` or the cores this process may use), each on one
+  intra-op thread of one shared session (onnxruntime's ``run`` releases the
+  GIL and is thread-safe): single-text passes are too small to split well
+  across threads. Vectors do not depend on the thread that computed them.
+  On CUDA, passes run one after another.
 - Pooling per the model's ``config.json`` (``"mean"`` over non-padding tokens,
   or ``"cls"``), then L2 normalisation (``normalize``, default true).
 - Truncation policy (explicit): inputs longer than ``max_length`` tokens
@@ -47,7 +51,7 @@ import numpy as np
 from ..errors import InputError, InputTooLargeError, ModelError
 from ..progress import Progress
 from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
-from .runtime import create_session, resolve_device, sha256_file
+from .runtime import create_session, resolve_device, resolve_threads, sha256_file
 
 __all__ = ["Embedder", "TruncationWarning", "load_tokenizer", "BATCHING", "BATCH_TOKENS", "TOKENIZE_SLICE"]
 
@@ -114,7 +118,8 @@ class Embedder:
     ``dim``, ``model_id``) or the path of an ``.onnx`` file (the tokenizer is
     then ``tokenizer`` or a ``tokenizer.json`` beside it). ``device``:
     ``"cpu"`` / ``"cuda"`` (default ``$MOMOKA_DEVICE`` or cpu); ``threads``:
-    intra-op threads (default ``$MOMOKA_THREADS`` or onnxruntime's);
+    concurrent forward passes on CPU (default ``$MOMOKA_THREADS`` or the
+    cores this process may use; see the module docstring);
     ``max_length``: tokens per input incl. special tokens (default from the
     config, else 256); ``batch_size``: most inputs per forward pass;
     ``batch_tokens``: most padded tokens per forward pass; ``batching``:
@@ -199,7 +204,16 @@ class Embedder:
         self.tokenizer.enable_truncation(
             self.max_length, strategy="longest_first", direction="left" if truncation == "start" else "right"
         )
-        self._session = create_session(onnx_path, device=device, threads=threads, spinning=False)
+        if self.device == "cpu":
+            n = resolve_threads(threads)
+            if n is None:
+                n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            self.workers = max(1, int(n))
+            self._session = create_session(onnx_path, device=device, threads=1)
+        else:
+            self.workers = 1
+            self._session = create_session(onnx_path, device=device, threads=threads, spinning=False)
+        self._pool = None
         self._inputs = _session_io_check(
             self._session, onnx_path, ("input_ids", "attention_mask"), ("token_type_ids",)
         )
@@ -311,6 +325,16 @@ class Embedder:
             out.append(cur)
         return out
 
+    def _map(self, fn, items: list):
+        """``fn`` over ``items`` in order, ``workers`` at a time (threads) when there are several."""
+        if self.workers <= 1 or len(items) <= 1:
+            return map(fn, items)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="momoka-embed")
+        return self._pool.map(fn, items)
+
     def embed(
         self,
         texts: Sequence[str],
@@ -356,8 +380,9 @@ class Embedder:
             for s in range(0, len(texts), TOKENIZE_SLICE):
                 encs, k = self.tokenize(texts[s : s + TOKENIZE_SLICE])
                 n_trunc += k
-                for idx in self._batches(encs, bs, mode):
-                    v = self._forward(*self._arrays([encs[i] for i in idx]))
+                batches = self._batches(encs, bs, mode)
+                for idx, v in zip(batches, self._map(lambda idx: self._forward(*self._arrays([encs[i] for i in idx])),
+                                                     batches)):
                     self.forward_passes += 1
                     if out is None:
                         out = np.empty((len(texts), v.shape[1]), dtype=np.float32)
