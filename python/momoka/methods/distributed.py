@@ -233,15 +233,6 @@ class Worker:
         """Chunk, embed, enrich and relate ``docs`` (:meth:`Index._add_batch`); the scratch store's contents."""
         t0 = time.perf_counter()
         ix = scratch_index(self.template, chunker=self.chunker, embedder=self.embedder, components=self.components)
-        counted = {"n": 0}
-        embed = ix.embed
-
-        def counting_embed(texts, **kw):
-            texts = list(texts)
-            counted["n"] += len(texts)
-            return embed(texts, **kw)
-
-        ix.embed = counting_embed
         pipeline = ix.pipeline
         enrichers = [ix.component("enrich", c["name"]) for c in pipeline["enrich"]]
         relators = [ix.component("relate", c["name"]) for c in pipeline["relate"]]
@@ -249,7 +240,8 @@ class Worker:
         ix._add_batch(list(docs), hashes, enrichers, relators, on_error, skipped)
         self.components.update(ix._components)
         out = export_batch(ix)
-        out.update(skipped=skipped, embedded=counted["n"], seconds=time.perf_counter() - t0)
+        # texts embedded, counted by Index.embed as the single-process path counts them
+        out.update(skipped=skipped, embedded=int(ix.report.get("embedded", 0)), seconds=time.perf_counter() - t0)
         return out
 
 

@@ -65,7 +65,7 @@ DEFAULT_BUDGET = 5000
 #: Name of the views built from the chunk texts themselves.
 RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
-EMBED_BATCH = 64
+EMBED_BATCH = 256
 #: Documents run through the pipeline together while indexing with commits.
 ADD_BATCH = 32
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
@@ -136,6 +136,8 @@ class Index:
         self._retrievers: dict[tuple, Any] = {}
         self._mean_chunk: tuple = (None, 1.0)  # (chunk-table state, mean chunk length): see depth_for
         self._documents: dict[str, Any] = {}
+        # the embedding cache: embedder checksum -> {text: vector}, filled while add() replaces documents
+        self._vector_cache: dict[str, dict[str, np.ndarray]] = {}
         self.progress = progress
         #: Queries longer than this many characters are refused (raise it for long queries).
         self.max_query_chars = MAX_QUERY_CHARS
@@ -144,7 +146,8 @@ class Index:
         #: ... or after this many seconds, whichever comes first.
         self.commit_seconds = float(os.environ.get("MOMOKA_COMMIT_SECONDS") or 60)
         #: What the last :meth:`add` did: ``{"added", "unchanged", "replaced", "skipped": [(source, reason)]}``.
-        self.report: dict = {"added": [], "unchanged": [], "replaced": [], "skipped": []}
+        self.report: dict = {"added": [], "unchanged": [], "replaced": [], "skipped": [], "embedded": 0,
+                             "reused": 0}
 
     # ------------------------------------------------------------------ construction
 
@@ -373,35 +376,81 @@ class Index:
     # ------------------------------------------------------------------ embedding
 
     def embed(self, texts: Sequence[str], *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
-        """Embed ``texts`` with the embedder of ``view``, in batches, with progress.
+        """Embed ``texts`` with the embedder of ``view``, in slices, with progress.
+
+        When the embedder's vectors depend on their text alone
+        (``batch_independent``, the default int8 model's single-text
+        batching), a text given twice is embedded once, and a text whose vector
+        the index already held before :meth:`add` replaced its document (the
+        embedding cache, :attr:`report` ``"reused"``) is not embedded again.
+        Texts embedded are counted in :attr:`report` ``"embedded"``.
 
         Texts over the embedder's input limit are embedded truncated; their
         number is reported in one warning.
         """
         emb = self.embedder_for(view)
         texts = list(texts)
-        parts = []
+        vecs: list[Any] = [None] * len(texts)
+        todo = list(range(len(texts)))
+        if getattr(emb, "batch_independent", False):
+            cache = self._vector_cache.get(embedder_info(emb)["checksum"], {})
+            first: dict[str, int] = {}
+            todo = []
+            for i, t in enumerate(texts):
+                if t in cache:
+                    vecs[i] = cache[t]
+                    self.report["reused"] = self.report.get("reused", 0) + 1
+                elif t not in first:
+                    first[t] = i
+                    todo.append(i)
         n_trunc = 0
-        with Progress(label, total=len(texts), unit="texts", enabled=self.progress) as pr:
-            for i in range(0, len(texts), EMBED_BATCH):
-                batch = texts[i : i + EMBED_BATCH]
+        with Progress(label, total=len(todo), unit="texts", enabled=self.progress) as pr:
+            for s in range(0, len(todo), EMBED_BATCH):
+                part = todo[s : s + EMBED_BATCH]
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    parts.append(np.asarray(emb.embed(batch), dtype=np.float32))
+                    got = np.asarray(emb.embed([texts[i] for i in part]), dtype=np.float32)
                 for w in caught:
                     if type(w.message).__name__ == "TruncationWarning":
                         m = re.match(r"(\d+) of", str(w.message))
                         n_trunc += int(m.group(1)) if m else 1
                     else:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                pr.update(len(batch))
+                for i, v in zip(part, got):
+                    vecs[i] = v
+                pr.update(len(part))
+        self.report["embedded"] = self.report.get("embedded", 0) + len(todo)
         if n_trunc:
             warnings.warn(f"{n_trunc} of {len(texts)} texts of view {view!r} are longer than the embedder's input "
                           "limit and were embedded truncated (BM25 indexes them whole); a smaller chunk size avoids this",
                           UserWarning, stacklevel=2)
-        if not parts:
+        if not texts:
             return np.zeros((0, int(embedder_info(emb)["dim"])), np.float32)
-        return np.concatenate(parts, axis=0)
+        if len(todo) < len(texts):  # duplicates take the vector of their first occurrence
+            for i, t in enumerate(texts):
+                if vecs[i] is None:
+                    vecs[i] = vecs[first[t]]
+        return np.stack(vecs).astype(np.float32, copy=False)
+
+    def _keep_vectors(self, doc_ids: Sequence[str]) -> None:
+        """Put the raw vectors of ``doc_ids``'s chunks in the embedding cache (before :meth:`add` replaces them).
+
+        Only for an embedder whose vectors depend on their text alone: then a
+        chunk text the new version of a document still has gets the very
+        vector a fresh embedding would give.
+        """
+        if not self.store.has_vector_view(RAW_VIEW):
+            return
+        info = self.store.vector_view(RAW_VIEW).info["embedder"]
+        if not getattr(self.embedder_for(RAW_VIEW), "batch_independent", False):
+            return
+        view = self.store.vector_view(RAW_VIEW)
+        cache = self._vector_cache.setdefault(info["checksum"], {})
+        for d in doc_ids:
+            ids = np.asarray(self.store.documents[d].chunk_ids, dtype=np.int64)
+            ids = ids[view.has(ids)]
+            for c, v in zip(ids.tolist(), view.get(ids) if len(ids) else ()):
+                cache[self.store.chunks.get(c).text] = v
 
     def embed_queries(self, queries: Sequence[str], *, view: str = RAW_VIEW) -> np.ndarray:
         """Query vectors for vector view ``view`` (the embedder's query form when it has one)."""
@@ -417,7 +466,9 @@ class Index:
         """Chunk, embed and add documents, then run the pipeline's enrichers and relators on them.
 
         Accepts the forms of :meth:`build`. Returns the added doc ids (also in
-        :attr:`report`, with what was skipped and why).
+        :attr:`report`, with what was skipped and why, and the number of texts
+        embedded and of vectors reused from the replaced documents: ``"embedded"``,
+        ``"reused"``; see :meth:`embed`).
 
         ``existing``: what to do with a doc id already in the index:
         ``"error"`` raises :class:`InputError` before anything is added;
@@ -455,7 +506,8 @@ class Index:
         skipped.extend((str(p), why) for p, why in unsupported)
         if not items:
             raise EmptyInputError("no documents to add")
-        self.report = report = {"added": [], "unchanged": [], "replaced": [], "skipped": skipped}
+        self.report = report = {"added": [], "unchanged": [], "replaced": [], "skipped": skipped, "embedded": 0,
+                                "reused": 0}
         docs, hashes = [], {}
         seen: set[str] = set()
         for it in items:
@@ -488,7 +540,10 @@ class Index:
                 report["replaced"].append(d.doc_id)
             docs.append(d)
             hashes[d.doc_id] = content_hash(d)
+        self._vector_cache.clear()
         if report["replaced"]:
+            if engine == "local":
+                self._keep_vectors(report["replaced"])
             self.store.delete(report["replaced"])
         commits = _Commits(self, commit)
         if engine == "ray":
@@ -507,6 +562,7 @@ class Index:
                     pr.update(len(batch))
                     commits.added(len(report["added"]))
         commits.finish()
+        self._vector_cache.clear()
         if skipped and on_error == "raise":  # only unsupported files can be skipped here
             warnings.warn(f"skipped {len(skipped)} file(s) of unsupported types, e.g. {skipped[0][0]}",
                           UserWarning, stacklevel=2)

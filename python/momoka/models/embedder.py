@@ -7,9 +7,25 @@
 
 Behaviour
 - Tokenisation by the model's ``tokenizer.json`` (special tokens added).
-- Dynamic batching: inputs are sorted by token length and cut into batches of
-  ``batch_size``, each padded to its own longest input; results come back in
-  input order.
+- Batching (``batching``): ``"single"`` runs each input in a forward pass of
+  its own (no padding at all); ``"bucketed"`` sorts inputs by token length and
+  cuts batches of at most ``batch_size`` inputs and ``batch_tokens`` padded
+  tokens, each padded to its own longest input (so memory is bounded by the
+  token budget, not by the input count). ``"auto"`` (the default) picks
+  ``"single"`` for graphs that quantise activations per forward pass
+  (``DynamicQuantizeLinear``, as the default int8 model does: the scale is
+  computed over the whole batch tensor, so a vector would depend on the other
+  texts of its batch) and ``"bucketed"`` otherwise. With ``"single"`` a
+  vector is a function of its text alone (``batch_independent``), which makes
+  the index's embedding cache and the local/Ray equality exact. Inputs are
+  tokenised ``TOKENIZE_SLICE`` at a time, so a huge list never holds all its
+  encodings. Results come back in input order.
+- Threads on CPU: ``threads`` forward passes run at once (default
+  ``$MOMOKA_THREADS`` or the cores this process may use), each on one
+  intra-op thread of one shared session (onnxruntime's ``run`` releases the
+  GIL and is thread-safe): single-text passes are too small to split well
+  across threads. Vectors do not depend on the thread that computed them.
+  On CUDA, passes run one after another.
 - Pooling per the model's ``config.json`` (``"mean"`` over non-padding tokens,
   or ``"cls"``), then L2 normalisation (``normalize``, default true).
 - Truncation policy (explicit): inputs longer than ``max_length`` tokens
@@ -35,11 +51,17 @@ import numpy as np
 from ..errors import InputError, InputTooLargeError, ModelError
 from ..progress import Progress
 from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
-from .runtime import create_session, resolve_device, sha256_file
+from .runtime import create_session, resolve_device, resolve_threads, sha256_file
 
-__all__ = ["Embedder", "TruncationWarning", "load_tokenizer"]
+__all__ = ["Embedder", "TruncationWarning", "load_tokenizer", "BATCHING", "BATCH_TOKENS", "TOKENIZE_SLICE"]
 
 _TRUNCATION = ("end", "start", "error")
+#: Batching modes (see the module docstring).
+BATCHING = ("auto", "single", "bucketed")
+#: Default budget of padded tokens per forward pass in ``"bucketed"`` batching.
+BATCH_TOKENS = 8192
+#: Inputs tokenised at a time by :meth:`Embedder.embed`.
+TOKENIZE_SLICE = 1024
 
 
 class TruncationWarning(UserWarning):
@@ -76,6 +98,18 @@ def _session_io_check(session, path: Path, required: Sequence[str], optional: Se
     return names
 
 
+def _quantises_activations(path: Path) -> bool:
+    """Whether the ONNX graph has a ``DynamicQuantizeLinear`` node (activation scale per forward pass).
+
+    The op type is stored as a plain string in the protobuf, so the file is
+    scanned for it (memory-mapped) instead of parsing the whole graph.
+    """
+    import mmap
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        return m.find(b"DynamicQuantizeLinear") >= 0
+
+
 class Embedder:
     """An ONNX sentence embedder.
 
@@ -84,14 +118,19 @@ class Embedder:
     ``dim``, ``model_id``) or the path of an ``.onnx`` file (the tokenizer is
     then ``tokenizer`` or a ``tokenizer.json`` beside it). ``device``:
     ``"cpu"`` / ``"cuda"`` (default ``$MOMOKA_DEVICE`` or cpu); ``threads``:
-    intra-op threads (default ``$MOMOKA_THREADS`` or onnxruntime's);
+    concurrent forward passes on CPU (default ``$MOMOKA_THREADS`` or the
+    cores this process may use; see the module docstring);
     ``max_length``: tokens per input incl. special tokens (default from the
-    config, else 256); ``batch_size``: inputs per forward pass; ``pooling``
+    config, else 256); ``batch_size``: most inputs per forward pass;
+    ``batch_tokens``: most padded tokens per forward pass; ``batching``:
+    ``"auto"``, ``"single"`` or ``"bucketed"`` (module docstring); ``pooling``
     and ``normalize`` override the config; ``truncation``: ``"end"``,
     ``"start"`` or ``"error"`` (see the module docstring).
 
     Attributes: ``dim``, ``model_id``, ``checksum`` (sha256 of the ONNX file),
-    ``max_length``, ``truncated`` (inputs truncated so far), ``last_truncated``.
+    ``max_length``, ``truncated`` (inputs truncated so far), ``last_truncated``,
+    ``batching`` (the resolved mode), ``batch_independent`` (True when a vector
+    depends on its text alone), ``forward_passes`` (forward passes run so far).
     """
 
     def __init__(
@@ -103,6 +142,8 @@ class Embedder:
         threads: int | None = None,
         max_length: int | None = None,
         batch_size: int = 32,
+        batch_tokens: int = BATCH_TOKENS,
+        batching: str = "auto",
         pooling: str | None = None,
         normalize: bool | None = None,
         truncation: str = "end",
@@ -130,6 +171,10 @@ class Embedder:
             raise InputError(f"truncation must be one of {_TRUNCATION}, got {truncation!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(batch_tokens, bool) or not isinstance(batch_tokens, int) or batch_tokens < 1:
+            raise InputError(f"batch_tokens must be a positive integer, got {batch_tokens!r}")
+        if batching not in BATCHING:
+            raise InputError(f"batching must be one of {BATCHING}, got {batching!r}")
         self.pooling = pooling or cfg.get("pooling", "mean")
         if self.pooling not in ("mean", "cls"):
             raise ModelError(f"pooling must be 'mean' or 'cls', got {self.pooling!r}")
@@ -139,6 +184,7 @@ class Embedder:
             raise InputError(f"max_length must be an integer >= 2, got {ml!r}")
         self.max_length = ml
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.truncation = truncation
         self.path = onnx_path
         self.model_id = model_id or cfg.get("model_id") or onnx_path.parent.name + "/" + onnx_path.stem
@@ -158,7 +204,16 @@ class Embedder:
         self.tokenizer.enable_truncation(
             self.max_length, strategy="longest_first", direction="left" if truncation == "start" else "right"
         )
-        self._session = create_session(onnx_path, device=device, threads=threads)
+        if self.device == "cpu":
+            n = resolve_threads(threads)
+            if n is None:
+                n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            self.workers = max(1, int(n))
+            self._session = create_session(onnx_path, device=device, threads=1)
+        else:
+            self.workers = 1
+            self._session = create_session(onnx_path, device=device, threads=threads, spinning=False)
+        self._pool = None
         self._inputs = _session_io_check(
             self._session, onnx_path, ("input_ids", "attention_mask"), ("token_type_ids",)
         )
@@ -176,6 +231,11 @@ class Embedder:
         self._dim = int(d) if d else None
         self.truncated = 0
         self.last_truncated = 0
+        self.forward_passes = 0
+        if batching == "auto":
+            batching = "single" if _quantises_activations(onnx_path) else "bucketed"
+        self.batching = batching
+        self.batch_independent = batching == "single"
 
     # ------------------------------------------------------------------ info
 
@@ -250,11 +310,42 @@ class Embedder:
             v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
         return v.astype(np.float32, copy=False)
 
+    def _batches(self, encs: list, bs: int, batching: str):
+        """Index lists of ``encs``, one per forward pass (see the module docstring)."""
+        if batching == "single":
+            return [[i] for i in range(len(encs))]
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        out, cur = [], []
+        for i in order:  # ascending length: the newest input is the longest of its batch
+            if cur and (len(cur) >= bs or (len(cur) + 1) * len(encs[i].ids) > self.batch_tokens):
+                out.append(cur)
+                cur = []
+            cur.append(i)
+        if cur:
+            out.append(cur)
+        return out
+
+    def _map(self, fn, items: list):
+        """``fn`` over ``items`` in order, ``workers`` at a time (threads) when there are several."""
+        if self.workers <= 1 or len(items) <= 1:
+            return map(fn, items)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="momoka-embed")
+        return self._pool.map(fn, items)
+
     def embed(
-        self, texts: Sequence[str], *, batch_size: int | None = None, progress: bool | None = None
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int | None = None,
+        batching: str | None = None,
+        progress: bool | None = None,
     ) -> np.ndarray:
         """Embed ``texts``: float32 array of shape ``(len(texts), dim)`` in input order.
 
+        ``batch_size`` and ``batching`` override the embedder's for this call.
         ``progress``: show progress on stderr (:class:`momoka.progress.Progress`;
         default: only for 2,000 texts or more).
 
@@ -273,7 +364,31 @@ class Embedder:
         bs = self.batch_size if batch_size is None else batch_size
         if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
             raise InputError(f"batch_size must be a positive integer, got {bs!r}")
-        encs, n_trunc = self.tokenize(texts)
+        mode = self.batching if batching is None else batching
+        if mode not in BATCHING:
+            raise InputError(f"batching must be one of {BATCHING}, got {mode!r}")
+        if mode == "auto":
+            mode = "single" if self.batch_independent else "bucketed"
+        if self.truncation == "error":  # refuse before any work is done
+            for s in range(0, len(texts), TOKENIZE_SLICE):
+                self.tokenize(texts[s : s + TOKENIZE_SLICE])
+        if progress is None:
+            progress = len(texts) >= 2000
+        out = None
+        n_trunc = 0
+        with Progress("embedding", total=len(texts), unit="texts", enabled=progress) as bar:
+            for s in range(0, len(texts), TOKENIZE_SLICE):
+                encs, k = self.tokenize(texts[s : s + TOKENIZE_SLICE])
+                n_trunc += k
+                batches = self._batches(encs, bs, mode)
+                for idx, v in zip(batches, self._map(lambda idx: self._forward(*self._arrays([encs[i] for i in idx])),
+                                                     batches)):
+                    self.forward_passes += 1
+                    if out is None:
+                        out = np.empty((len(texts), v.shape[1]), dtype=np.float32)
+                        self._dim = v.shape[1]
+                    out[[s + i for i in idx]] = v
+                    bar.update(len(idx))
         self.last_truncated = n_trunc
         self.truncated += n_trunc
         if n_trunc:
@@ -284,19 +399,6 @@ class Embedder:
                 TruncationWarning,
                 stacklevel=2,
             )
-        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
-        if progress is None:
-            progress = len(texts) >= 2000
-        out = None
-        with Progress("embedding", total=len(order), unit="texts", enabled=progress) as bar:
-            for s in range(0, len(order), bs):
-                idx = order[s : s + bs]
-                v = self._forward(*self._arrays([encs[i] for i in idx]))
-                if out is None:
-                    out = np.empty((len(texts), v.shape[1]), dtype=np.float32)
-                    self._dim = v.shape[1]
-                out[idx] = v
-                bar.update(len(idx))
         return out
 
     __call__ = embed

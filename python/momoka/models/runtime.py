@@ -98,8 +98,15 @@ def resolve_threads(threads: int | None = None) -> int | None:
     return threads
 
 
-def create_session(path: str | os.PathLike, *, device: str | None = None, threads: int | None = None):
+def create_session(path: str | os.PathLike, *, device: str | None = None, threads: int | None = None,
+                   spinning: bool = True):
     """Open an ONNX model with onnxruntime, turning load failures into ModelError.
+
+    ``spinning=False`` stops the intra-op threads from spin-waiting for work
+    between operators (``session.intra_op.allow_spinning``): they sleep
+    instead, which costs a wake-up per operator but leaves the cores to other
+    work between forward passes (the embedder's choice: measured in
+    ``bench/bench_index_e2e.py``).
 
     A missing file, a truncated or corrupted file, or a graph onnxruntime
     cannot run all raise :class:`~momoka.errors.ModelError` naming the file.
@@ -113,6 +120,8 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3
+    if not spinning:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if n is not None:
         so.intra_op_num_threads = n
         so.inter_op_num_threads = 1
