@@ -10,9 +10,10 @@ Peers:
     numpy as one would for throughput: all texts' code points in one array,
     4-gram hashes by a vectorised polynomial hash and the SplitMix64
     finaliser, bit votes by ``np.unpackbits`` and ``np.add.reduceat`` in
-    blocks (same features and output type as momoka; the hash function
-    differs, so fingerprints differ bit for bit, as two SimHash
-    implementations do);
+    blocks of 65,536 features (a block of bits that stays in cache: 6x
+    faster than 2M-feature blocks here). Same features and output type as
+    momoka; the hash function differs, so fingerprints differ bit for bit,
+    as two SimHash implementations do;
   * the ``simhash`` PyPI package, ``Simhash(text)`` (pure Python, its
     documented default), on the first 5,000 texts.
 Each rate is the median of 5 interleaved rounds (the simhash package: one round).
@@ -59,7 +60,7 @@ def _short(text: str) -> np.ndarray:
     return np.frombuffer(digest, dtype=np.uint64).copy()
 
 
-def numpy_simhash(texts: list[str], n: int = 4, block: int = 1 << 21) -> np.ndarray:
+def numpy_simhash(texts: list[str], n: int = 4, block: int = 1 << 16) -> np.ndarray:
     """SimHash of character n-grams, vectorised with numpy (the competent baseline)."""
     norm = [" ".join(t.split()).lower() for t in texts]
     lens = np.fromiter(map(len, norm), dtype=np.int64, count=len(norm))
