@@ -1,16 +1,39 @@
 """Chunking speed: momoka's chunkers beside chonkie, semchunk and langchain-text-splitters.
 
-Inputs:
-  * real: the longest shared SQuAD document (``squad_European_Union_law``)
-    repeated, blank-line separated, to about 5 MB;
-  * repetitive: its first paragraph repeated 3000 times (offset check).
+Input: every document of every shared set (../shared/data/*/documents.jsonl: 223 documents,
+6.35 MB of varied real text, nothing repeated), each chunked as its own document, as an indexer
+does. Each configuration runs ROUNDS times, momoka and its peers interleaved; rates are UTF-8 MB
+per second of the median round, by wall clock and (in brackets) per CPU-second.
 
-Character-based chunking uses 1000- and 4000-character chunks; token-counted chunking
-uses 256-token chunks with ONE tokenizer for everyone: a ``tokenizers``
-word-level tokenizer (WhitespaceSplit) trained in-process on the document.
-Peers that cannot be imported are skipped. Prints MB/s for each and each
-momoka configuration's ratio to the fastest peer of its kind, then the offset
-check on the repetitive input.
+Outputs compared like for like. Peers build chunk objects (chonkie ``Chunk`` with text, start/end
+index and token count; langchain and semchunk strings, semchunk with offsets); momoka is timed
+both ways: ``chunker(doc)`` returns ``Chunk`` objects (text, offsets, and the paragraph, sentence
+and section of each chunk, the document's sentence segmentation included in the time), and
+``chunker.spans(doc)`` returns the offsets only (an ``(K, 2)`` array), labelled "offsets only".
+
+Character chunks (1000 and 4000 characters; langchain's separators for momoka):
+  * chonkie ``RecursiveChunker(tokenizer="character")`` (its recursive chunker, fastest tokenizer);
+  * chonkie ``FastChunker(chunk_size=N)``: chonkie's fastest chunker, a different algorithm (byte
+    windows cut at the last of ``"\\n.?"``, SIMD in Rust); listed for what it is, not as a peer of
+    recursive chunking;
+  * langchain ``RecursiveCharacterTextSplitter(chunk_size=N, chunk_overlap=0).split_text``;
+  * semchunk ``chunkerify(len, N)`` with ``offsets=True`` (len is its fastest counter).
+
+Token chunks (256 tokens) with two real tokenizers: the default embedder's WordPiece
+(minilm-l6-v2-int8's tokenizer.json) and SmolLM2's byte-level BPE (smollm2-135m-instruct's),
+both without padding/truncation (the embedder's file pads to 128, which would break the peers):
+  * chonkie ``TokenChunker(tokenizer=tok, chunk_size=256)``, the better of per-document calls and
+    ``chunk_batch(docs, batch_size=len(docs), show_progress_bar=False)`` (encode_batch, threaded);
+  * chonkie ``RecursiveChunker(tokenizer=tok, chunk_size=256)`` (one round);
+  * semchunk ``chunkerify(tok, 256)(docs, offsets=True)``, memoized counter (its default; one round);
+  * the tokenizer alone: ``tok.encode_batch(docs)``, the time a chunker that encodes every
+    document cannot go below.
+momoka ``FixedChunker(256, tokenizer=tok)`` and ``RecursiveChunker(256, tokenizer=tok)``: "cold"
+rounds start with no cached word counts (a first pass over the corpus), "warm" rounds keep the
+counts of the previous round (re-chunking the same corpus). Every chunk of every configuration is
+re-encoded afterwards: the largest count is printed (momoka's contract: at most 256), and whether
+each chunk's text is the document's text at its offsets (chonkie's TokenChunker decodes tokens,
+so with WordPiece its chunk text is lower-cased word pieces, not the document's text).
 
 Run:  PYTHONPATH=python python -m pytest bench/bench_chunking.py --benchmark-only -s
 """
@@ -18,199 +41,176 @@ Run:  PYTHONPATH=python python -m pytest bench/bench_chunking.py --benchmark-onl
 from __future__ import annotations
 
 import json
+import statistics
+import time
 
 import pytest
 
 from momoka.chunking import FixedChunker, RecursiveChunker
 from momoka.text import Document
 
-CHARS = 1000
 CHAR_SIZES = (1000, 4000)
 TOKENS = 256
-TARGET_BYTES = 5_000_000
+ROUNDS = int(__import__("os").environ.get("BENCH_ROUNDS", "3"))
 LC_SEPARATORS = ("\n\n", "\n", " ")  # langchain's defaults, minus the empty string
-
-RESULTS: dict[str, dict[str, float]] = {f"chars-{n}": {} for n in CHAR_SIZES}
-RESULTS["tokens"] = {}
-OFFSETS: dict[str, str] = {}
+TOKENIZERS = {"WordPiece (minilm-l6-v2-int8)": "minilm-l6-v2-int8", "byte-level BPE (smollm2-135m)": "smollm2-135m-instruct"}
 
 
-# -- inputs ---------------------------------------------------------------------
+# -- inputs ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def base_doc(shared_data):
-    with open(shared_data / "squad_v1_dev_half_a" / "documents.jsonl", encoding="utf-8") as f:
-        docs = [json.loads(line) for line in f]
-    return max(docs, key=lambda d: len(d["text"]))["text"]
+def docs(shared_data) -> list[str]:
+    out = []
+    for d in sorted(p for p in shared_data.iterdir() if (p / "documents.jsonl").exists()):
+        with open(d / "documents.jsonl", encoding="utf-8") as f:
+            out += [json.loads(line)["text"] for line in f]
+    return out
 
 
-@pytest.fixture(scope="module")
-def real_text(base_doc):
-    reps = TARGET_BYTES // len(base_doc.encode("utf-8")) + 1
-    return "\n\n".join([base_doc] * reps)
-
-
-@pytest.fixture(scope="module")
-def repetitive_text(base_doc):
-    para = base_doc.split("\n")[0].strip()
-    return "\n\n".join([para] * 3000)
-
-
-@pytest.fixture(scope="module")
-def tok(base_doc):
+def _tokenizer(model: str):
     tokenizers = pytest.importorskip("tokenizers")
-    from tokenizers import models, pre_tokenizers, trainers
+    from momoka.models.registry import models_dir
 
-    t = tokenizers.Tokenizer(models.WordLevel(unk_token="[UNK]"))
-    t.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    t.train_from_iterator([base_doc], trainers.WordLevelTrainer(vocab_size=50000, special_tokens=["[UNK]"]))
-    return t
-
-
-@pytest.fixture(scope="module", autouse=True)
-def report():
-    yield
-    mb = REPORT_MB.get("mb", 0.0)
-    print(f"\n\nchunking throughput on {mb:.1f} MB of real text (MB/s = UTF-8 megabytes per second, best round)")
-    for kind, res in RESULTS.items():
-        if not res:
-            continue
-        peers = {k: v for k, v in res.items() if not k.startswith("momoka")}
-        best_peer = max(peers.items(), key=lambda kv: kv[1]) if peers else None
-        unit, _, n = kind.partition("-")
-        print(f"\n  {unit}-based ({n or TOKENS} {unit} per chunk)")
-        for name, v in sorted(res.items(), key=lambda kv: -kv[1]):
-            ratio = f"  x{v / best_peer[1]:.2f} vs {best_peer[0]}" if best_peer and name.startswith("momoka") else ""
-            print(f"    {name:48s} {v:9.1f} MB/s{ratio}")
-    if OFFSETS:
-        print("\n  offsets on the repetitive input (one paragraph x 3000)")
-        for name, verdict in OFFSETS.items():
-            print(f"    {name:48s} {verdict}")
+    p = models_dir() / model / "tokenizer.json"
+    if not p.exists():
+        pytest.skip(f"{model} is not installed (momoka models install)")
+    tok = tokenizers.Tokenizer.from_file(str(p))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
 
 
-REPORT_MB: dict[str, float] = {}
+# -- timing -------------------------------------------------------------------------------------
 
 
-def _run(benchmark, kind: str, name: str, text: str, fn, rounds: int = 3):
-    mb = len(text.encode("utf-8")) / 1e6
-    REPORT_MB["mb"] = mb
-    benchmark.extra_info["MB"] = mb
-    benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=0)
-    RESULTS[kind][name] = mb / benchmark.stats.stats.min
-    return fn()
+def _mb(docs: list[str]) -> float:
+    return sum(len(d.encode("utf-8")) for d in docs) / 1e6
 
 
-# -- momoka ---------------------------------------------------------------------
-
-MOMOKA_CHARS = {
-    "momoka recursive (langchain separators), spans": lambda n: RecursiveChunker(
-        n, separators=LC_SEPARATORS, unit="chars"
-    ),
-    "momoka recursive (default: + sentences), spans": lambda n: RecursiveChunker(n, unit="chars"),
-    "momoka fixed, spans": lambda n: FixedChunker(n, unit="chars"),
-}
-
-
-@pytest.mark.parametrize("size", CHAR_SIZES)
-@pytest.mark.parametrize("name", list(MOMOKA_CHARS))
-def test_momoka_chars(benchmark, real_text, name, size):
-    chunker = MOMOKA_CHARS[name](size)
-    needs_sentences = "sentences" in name
-    # Document(text) is free; sentences (native segmenter) are computed when needed, inside the timing
-    _run(benchmark, f"chars-{size}", name, real_text, lambda: chunker.spans(_fresh(real_text, needs_sentences)))
-
-
-def _fresh(text: str, sentences: bool) -> Document:
-    d = Document(text)
-    if sentences:
-        d.sentences  # noqa: B018  (segmentation counted in the time)
-    return d
+def _interleaved(configs: dict, rounds: int, before: dict | None = None) -> dict:
+    """{name: (median wall s, median CPU s)} running every config once per round, in turn."""
+    wall: dict = {k: [] for k in configs}
+    cpu: dict = {k: [] for k in configs}
+    for name, fn in configs.items():  # one untimed run of momoka's (first-call set-up, imports)
+        if name.startswith("momoka"):
+            fn()
+    for _ in range(rounds):
+        for name, fn in configs.items():
+            if name in FAILED:
+                continue
+            if before and name in before:
+                before[name]()
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - a peer that fails on real text is reported, not timed
+                FAILED[name] = f"{type(exc).__name__}: {str(exc)[:100]}"
+                continue
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in configs if wall[k]}
 
 
-def test_momoka_chars_chunk_objects(benchmark, real_text):
-    chunker = RecursiveChunker(CHARS, separators=LC_SEPARATORS, unit="chars")
-    # full output: Chunk objects with paragraph/sentence/section indices (segmentation included)
-    _run(benchmark, f"chars-{CHARS}", "momoka recursive (langchain seps), Chunk objects", real_text, lambda: chunker(Document(real_text)))
+FAILED: dict[str, str] = {}  # configuration -> the error it raised on the input
 
 
-MOMOKA_TOKENS = {
-    "momoka recursive, tokenizers.Tokenizer, spans": lambda tok: RecursiveChunker(
-        TOKENS, separators=LC_SEPARATORS, tokenizer=tok
-    ),
-    "momoka fixed, tokenizers.Tokenizer, spans": lambda tok: FixedChunker(TOKENS, tokenizer=tok),
-    "momoka recursive, whitespace tokens, spans": lambda tok: RecursiveChunker(TOKENS, separators=LC_SEPARATORS),
-    "momoka fixed, whitespace tokens, spans": lambda tok: FixedChunker(TOKENS),
-}
+def _print(title: str, mb: float, res: dict, ours_prefix: str = "momoka", ref: str | None = None) -> None:
+    print(f"\n  {title}  ({mb:.2f} MB; MB/s wall (per CPU-s))")
+    peers = {k: v for k, v in res.items() if not k.startswith(ours_prefix) and not k.startswith("(")}
+    best = ref or (min(peers, key=lambda k: peers[k][0]) if peers else None)
+    for name, (w, c) in sorted(res.items(), key=lambda kv: kv[1][0]):
+        ratio = ""
+        if best and name.startswith(ours_prefix):
+            bw, bc = res[best]
+            ratio = f"   {bw / w:5.2f}x wall, {bc / c:5.2f}x CPU vs {best}"
+        print(f"    {name:58s} {mb / w:8.2f} ({mb / c:8.2f}){ratio}")
+    for name, err in FAILED.items():
+        print(f"    {name:58s} failed: {err}")
+    FAILED.clear()
 
 
-@pytest.mark.parametrize("name", list(MOMOKA_TOKENS))
-def test_momoka_tokens(benchmark, real_text, tok, name):
-    chunker = MOMOKA_TOKENS[name](tok)
-    _run(benchmark, "tokens", name, real_text, lambda: chunker.spans(Document(real_text)))
-
-
-# -- peers ----------------------------------------------------------------------
+# -- character chunks ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("size", CHAR_SIZES)
-def test_langchain_chars(benchmark, real_text, size):
-    lts = pytest.importorskip("langchain_text_splitters")
-    sp = lts.RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0)
-    name = "langchain RecursiveCharacterTextSplitter"
-    _run(benchmark, f"chars-{size}", name, real_text, lambda: sp.split_text(real_text))
-
-
-@pytest.mark.parametrize("size", CHAR_SIZES)
-def test_chonkie_chars(benchmark, real_text, size):
+def test_character_chunking(benchmark, docs, size):
     chonkie = pytest.importorskip("chonkie")
-    ch = chonkie.RecursiveChunker(tokenizer="character", chunk_size=size)
-    _run(benchmark, f"chars-{size}", "chonkie RecursiveChunker", real_text, lambda: ch(real_text))
-
-
-@pytest.mark.parametrize("size", CHAR_SIZES)
-def test_semchunk_chars(benchmark, real_text, size):
+    lts = pytest.importorskip("langchain_text_splitters")
     semchunk = pytest.importorskip("semchunk")
-    _run(
-        benchmark,
-        f"chars-{size}",
-        "semchunk (len)",
-        real_text,
-        lambda: semchunk.chunk(real_text, size, len, offsets=True, memoize=False),
-        rounds=1,
-    )
+    lc_sep = RecursiveChunker(size, separators=LC_SEPARATORS, unit="chars")
+    default = RecursiveChunker(size, unit="chars")
+    ch_rec = chonkie.RecursiveChunker(tokenizer="character", chunk_size=size)
+    ch_fast = chonkie.FastChunker(chunk_size=size)
+    lc = lts.RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0)
+    sc = semchunk.chunkerify(len, size)
+    configs = {
+        "momoka recursive (langchain separators), Chunk objects": lambda: [lc_sep(Document(d)) for d in docs],
+        "momoka recursive (langchain separators), offsets only": lambda: [lc_sep.spans(Document(d)) for d in docs],
+        "momoka recursive (default: + sentences), Chunk objects": lambda: [default(Document(d)) for d in docs],
+        "chonkie RecursiveChunker(tokenizer='character')": lambda: [ch_rec(d) for d in docs],
+        "langchain RecursiveCharacterTextSplitter.split_text": lambda: [lc.split_text(d) for d in docs],
+        "semchunk chunkerify(len), offsets=True": lambda: sc(docs, offsets=True),
+        "(chonkie FastChunker: byte windows, another algorithm)": lambda: [ch_fast(d) for d in docs],
+    }
+    res = _interleaved(configs, ROUNDS)
+    _print(f"character chunks of {size}", _mb(docs), res, ref="chonkie RecursiveChunker(tokenizer='character')")
+    benchmark.pedantic(configs["momoka recursive (langchain separators), Chunk objects"], rounds=1, iterations=1)
 
 
-def test_langchain_tokens(benchmark, real_text, tok):
-    lts = pytest.importorskip("langchain_text_splitters")
-    sp = lts.RecursiveCharacterTextSplitter(
-        chunk_size=TOKENS, chunk_overlap=0, length_function=lambda s: len(tok.encode(s, add_special_tokens=False).ids)
-    )
-    _run(benchmark, "tokens", "langchain RecursiveCharacterTextSplitter", real_text, lambda: sp.split_text(real_text), rounds=1)
+# -- token chunks -----------------------------------------------------------------------------------
 
 
-def test_chonkie_tokens(benchmark, real_text, tok):
+def _max_tokens(tok, texts: list[str]) -> int:
+    return max((len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)), default=0)
+
+
+@pytest.mark.parametrize("label", list(TOKENIZERS))
+def test_token_chunking(benchmark, docs, label):
     chonkie = pytest.importorskip("chonkie")
-    ch = chonkie.RecursiveChunker(tokenizer=tok, chunk_size=TOKENS)
-    _run(benchmark, "tokens", "chonkie RecursiveChunker", real_text, lambda: ch(real_text), rounds=1)
-
-
-def test_chonkie_token_chunker(benchmark, real_text, tok):
-    chonkie = pytest.importorskip("chonkie")
+    semchunk = pytest.importorskip("semchunk")
+    tok = _tokenizer(TOKENIZERS[label])
+    fixed = FixedChunker(TOKENS, tokenizer=tok)
+    rec = RecursiveChunker(TOKENS, tokenizer=tok)
     tc = chonkie.TokenChunker(tokenizer=tok, chunk_size=TOKENS)
-    _run(benchmark, "tokens", "chonkie TokenChunker", real_text, lambda: tc(real_text), rounds=1)
+    def cold() -> None:  # forget every cached word count (the two chunkers share the tokenizer's)
+        fixed._source._cache.clear()
+        rec._source._cache.clear()
 
+    configs = {
+        "momoka FixedChunker, Chunk objects, cold": lambda: [fixed(Document(d)) for d in docs],
+        "momoka FixedChunker, offsets only, cold": lambda: [fixed.spans(Document(d)) for d in docs],
+        "momoka RecursiveChunker, Chunk objects, cold": lambda: [rec(Document(d)) for d in docs],
+        "momoka FixedChunker, Chunk objects, warm": lambda: [fixed(Document(d)) for d in docs],
+        "momoka RecursiveChunker, Chunk objects, warm": lambda: [rec(Document(d)) for d in docs],
+        "chonkie TokenChunker, per document": lambda: [tc(d) for d in docs],
+        "chonkie TokenChunker.chunk_batch": lambda: tc.chunk_batch(docs, batch_size=len(docs),
+                                                                   show_progress_bar=False),
+        "(tokenizer alone: encode_batch(docs))": lambda: tok.encode_batch(docs, add_special_tokens=False),
+    }
+    before = {k: cold for k in configs if k.endswith("cold")}
+    res = _interleaved(configs, ROUNDS, before)
+    ch_rec = chonkie.RecursiveChunker(tokenizer=tok, chunk_size=TOKENS)
+    sc = semchunk.chunkerify(tok, TOKENS)
+    res.update(_interleaved({
+        "chonkie RecursiveChunker (one round)": lambda: [ch_rec(d) for d in docs],
+        "semchunk chunkerify(tok), offsets=True (one round)": lambda: sc(docs, offsets=True),
+    }, 1))
+    chonkie_best = min(("chonkie TokenChunker, per document", "chonkie TokenChunker.chunk_batch"),
+                       key=lambda k: res[k][0])
+    _print(f"token chunks of {TOKENS}, {label}", _mb(docs), res, ref=chonkie_best)
 
-def test_semchunk_tokens(benchmark, real_text, tok):
-    semchunk = pytest.importorskip("semchunk")
-    _run(
-        benchmark,
-        "tokens",
-        "semchunk (tokenizers.Tokenizer)",
-        real_text,
-        lambda: semchunk.chunkerify(tok, TOKENS)(real_text, offsets=True),
-        rounds=1,
-    )
+    # equal output: chunk objects whose text is the document's text at their offsets, within the limit
+    ours = [fixed(Document(d)) for d in docs]
+    theirs = tc.chunk_batch(docs, batch_size=len(docs), show_progress_bar=False)
+    exact_ours = sum(c.text == d[c.start : c.end] for d, cs in zip(docs, ours) for c in cs)
+    exact_theirs = sum(c.text == d[c.start_index : c.end_index] for d, cs in zip(docs, theirs) for c in cs)
+    n_ours, n_theirs = sum(map(len, ours)), sum(map(len, theirs))
+    print(f"    chunks: momoka fixed {n_ours:,} ({exact_ours / n_ours:.1%} text == document[start:end], "
+          f"most tokens re-encoded {_max_tokens(tok, [c.text for cs in ours for c in cs])}); "
+          f"chonkie TokenChunker {n_theirs:,} ({exact_theirs / n_theirs:.1%}, "
+          f"most {_max_tokens(tok, [c.text for cs in theirs for c in cs])})")
+    benchmark.pedantic(configs["momoka FixedChunker, Chunk objects, warm"], rounds=1, iterations=1)
 
 
 # -- offsets on the repetitive input -------------------------------------------------
@@ -234,11 +234,15 @@ def _verdict(text: str, spans: list[tuple[int, int, str]]) -> str:
     return f"ok ({len(spans)} chunks)"
 
 
-def test_offsets_on_repetitive_input(benchmark, repetitive_text, tok):
-    text = repetitive_text
+def test_offsets_on_repetitive_input(benchmark, docs):
+    # one paragraph of a SQuAD article repeated 3000 times: offsets found by searching text go wrong
+    tok = _tokenizer(TOKENIZERS["byte-level BPE (smollm2-135m)"])
+    squad = max((d for d in docs if "European Union law" in d[:200]), key=len, default=docs[0])
+    text = "\n\n".join([squad.split("\n")[0].strip()] * 3000)
+    OFFSETS: dict[str, str] = {}
     doc = Document(text)
     for name, ch in [
-        ("momoka recursive chars", RecursiveChunker(CHARS, unit="chars")),
+        ("momoka recursive chars", RecursiveChunker(1000, unit="chars")),
         ("momoka recursive tokens (tokenizers)", RecursiveChunker(TOKENS, tokenizer=tok)),
         ("momoka fixed tokens (tokenizers)", FixedChunker(TOKENS, tokenizer=tok)),
     ]:
@@ -246,7 +250,7 @@ def test_offsets_on_repetitive_input(benchmark, repetitive_text, tok):
     try:
         import langchain_text_splitters as lts
 
-        sp = lts.RecursiveCharacterTextSplitter(chunk_size=CHARS, chunk_overlap=0, add_start_index=True)
+        sp = lts.RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=0, add_start_index=True)
         docs = sp.create_documents([text])
         OFFSETS["langchain (add_start_index)"] = _verdict(
             text, [(d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content), d.page_content) for d in docs]
@@ -257,7 +261,7 @@ def test_offsets_on_repetitive_input(benchmark, repetitive_text, tok):
         import chonkie
 
         for name, ch in [
-            ("chonkie RecursiveChunker chars", chonkie.RecursiveChunker(tokenizer="character", chunk_size=CHARS)),
+            ("chonkie RecursiveChunker chars", chonkie.RecursiveChunker(tokenizer="character", chunk_size=1000)),
             ("chonkie TokenChunker (tokenizers)", chonkie.TokenChunker(tokenizer=tok, chunk_size=TOKENS)),
         ]:
             OFFSETS[name] = _verdict(text, [(c.start_index, c.end_index, c.text) for c in ch(text)])
@@ -266,10 +270,13 @@ def test_offsets_on_repetitive_input(benchmark, repetitive_text, tok):
     try:
         import semchunk
 
-        chunks, offs = semchunk.chunk(text, CHARS, len, offsets=True)
+        chunks, offs = semchunk.chunk(text, 1000, len, offsets=True)
         OFFSETS["semchunk chars"] = _verdict(text, [(s, e, c) for c, (s, e) in zip(chunks, offs)])
     except ImportError:
         pass
+    print("\n  offsets on the repetitive input (one paragraph x 3000)")
+    for name, verdict in OFFSETS.items():
+        print(f"    {name:48s} {verdict}")
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     assert OFFSETS["momoka recursive chars"].startswith("ok")
     assert OFFSETS["momoka recursive tokens (tokenizers)"].startswith("ok")

@@ -75,7 +75,8 @@ using I64Array = py::array_t<std::int64_t, py::array::c_style | py::array::force
 // ranges: (R, 2) spans processed in order; levels: list of separator strings
 // (searched inside each range) or 1-d arrays of sorted cut offsets.
 py::array_t<std::int64_t> recursive_pack(py::handle text, I64Array ranges, py::list levels, std::int64_t size,
-                                         py::object atom_starts, py::object cum, bool keep_oversize) {
+                                         py::object atom_starts, py::object cum, bool keep_oversize,
+                                         py::object lead) {
   if (size < 1) throw py::value_error("size must be >= 1");
   if (ranges.ndim() != 2 || ranges.shape(1) != 2) throw py::value_error("ranges must be an (R, 2) array");
   std::vector<I64Array> keep;  // keep converted arrays alive
@@ -108,12 +109,20 @@ py::array_t<std::int64_t> recursive_pack(py::handle text, I64Array ranges, py::l
     cm = c_arr.data();
     na = static_cast<std::size_t>(a_arr.size());
   }
+  const std::int64_t* ld = nullptr;
+  I64Array l_arr;
+  if (!lead.is_none()) {
+    if (!as) throw py::value_error("lead needs atom_starts");
+    l_arr = lead.cast<I64Array>();
+    if (static_cast<std::size_t>(l_arr.size()) != na) throw py::value_error("lead must have one entry per atom");
+    ld = l_arr.data();
+  }
   const std::int64_t* r = ranges.data();
   const auto R = static_cast<std::size_t>(ranges.shape(0));
   std::vector<std::int64_t> flat = visit_str(text, [&](const auto* p, std::size_t n) {
     py::gil_scoped_release release;
     using CharT = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
-    momoka::chunk::RecursivePacker<CharT> packer(p, n, lv, size, as, cm, na, keep_oversize);
+    momoka::chunk::RecursivePacker<CharT> packer(p, n, lv, size, as, cm, na, keep_oversize, ld);
     const auto N = static_cast<std::int64_t>(n);
     for (std::size_t k = 0; k < R; ++k) {
       const std::int64_t lo = std::clamp<std::int64_t>(r[2 * k], 0, N);
@@ -144,9 +153,10 @@ void register_chunking(py::module_& m) {
         "Offsets where sep occurs inside text[lo:hi] (overlapping occurrences included).");
   m.def("chunk_recursive_pack", &recursive_pack, py::arg("text"), py::arg("ranges"), py::arg("levels"),
         py::arg("size"), py::arg("atom_starts") = py::none(), py::arg("cum") = py::none(),
-        py::arg("keep_oversize") = false,
+        py::arg("keep_oversize") = false, py::arg("lead") = py::none(),
         "Recursive greedy packing of each (lo, hi) range under size (chars, or tokens when atom_starts/cum "
-        "are given) over levels (a separator str, or a sorted array of cut offsets); returns untrimmed (K, 2) spans.");
+        "are given; lead[k]: tokens added when atom k starts a span) over levels (a separator str, or a sorted "
+        "array of cut offsets); returns untrimmed (K, 2) spans.");
 }
 
 }  // namespace momoka::bindings

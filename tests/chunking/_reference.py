@@ -103,7 +103,7 @@ def find_all(text: str, sep: str, lo: int, hi: int) -> np.ndarray:
 class _Packer:
     """Recursive greedy splitting, as ``chunk_recursive_pack`` does it."""
 
-    def __init__(self, text, levels, size, atom_starts, cum, keep_oversize):
+    def __init__(self, text, levels, size, atom_starts, cum, keep_oversize, lead=None):
         self.text = text
         self.levels = levels
         self.size = size
@@ -111,13 +111,16 @@ class _Packer:
         if self.tokens:
             self.starts = np.asarray(atom_starts, dtype=np.int64).tolist()
             self.cum = np.asarray(cum, dtype=np.int64).tolist()
+            # tokens added when an atom is the first of a span (0 past the last atom)
+            self.lead = ([0] * len(self.starts) if lead is None else np.asarray(lead, dtype=np.int64).tolist()) + [0]
         self.keep_oversize = keep_oversize
         self.out: list[tuple[int, int]] = []
 
     # per-boundary values: size(B[i]..B[j]) == hi(B[j]) - lo(B[i])
     def lo(self, p: int) -> int:
         if self.tokens:
-            return self.cum[bisect_left(self.starts, p)]
+            k = bisect_left(self.starts, p)
+            return self.cum[k] - self.lead[k]
         return first_nonws(self.text, p, len(self.text))
 
     def hi(self, p: int) -> int:
@@ -126,6 +129,9 @@ class _Packer:
         return last_nonws_end(self.text, p, 0)
 
     def measure(self, a: int, b: int) -> int:
+        if self.tokens:  # the tokens starting in [a, b), plus the lead of the first of them
+            t = self.hi(b) - self.hi(a)
+            return t + self.lead[bisect_left(self.starts, a)] if t > 0 else 0
         return max(0, self.hi(b) - self.lo(a))
 
     def cuts(self, level, lo: int, hi: int) -> list[int]:
@@ -191,11 +197,12 @@ class _Packer:
         self.pack([lo, *c, hi], lambda a, b: self.run(a, b, nxt))
 
 
-def recursive_pack(text, ranges, levels, size, atom_starts=None, cum=None, keep_oversize=False) -> np.ndarray:
+def recursive_pack(text, ranges, levels, size, atom_starts=None, cum=None, keep_oversize=False,
+                   lead=None) -> np.ndarray:
     """Untrimmed ``(K, 2)`` spans of the recursive splitting of each range, in order."""
     if size < 1:
         raise ValueError("size must be >= 1")
-    p = _Packer(text, list(levels), size, atom_starts, cum, keep_oversize)
+    p = _Packer(text, list(levels), size, atom_starts, cum, keep_oversize, lead)
     n = len(text)
     for lo, hi in np.asarray(ranges, dtype=np.int64).reshape(-1, 2).tolist():
         lo = min(max(lo, 0), n)

@@ -105,6 +105,26 @@ def test_recursive_pack_matches_reference(text, levels, size, tokens, keep_overs
     assert ref.trimmed(text, got) == ref.trimmed(text, exp)
 
 
+@settings(max_examples=200, deadline=None)
+@given(long_text, st.lists(level, max_size=3), st.integers(1, 12), st.booleans(), st.data())
+def test_recursive_pack_with_leads_matches_reference(text, levels, size, keep_oversize, data):
+    # tried: token atoms weighted 1-3 with a lead of -2..+2 tokens when an atom starts a span
+    # (a byte-level BPE counts a chunk's first word alone, the others with the space before them)
+    n = len(text)
+    levels = [lv if isinstance(lv, str) else np.array(sorted(int(f * n) for f in lv), dtype=np.int64)
+              for lv in levels]
+    starts = ref.word_starts(text)
+    w = np.array(data.draw(st.lists(st.integers(1, 3), min_size=starts.size, max_size=starts.size)), dtype=np.int64)
+    lead = np.array(data.draw(st.lists(st.integers(-2, 2), min_size=starts.size, max_size=starts.size)),
+                    dtype=np.int64)
+    lead = np.maximum(lead, 1 - w)  # a word alone still has a token
+    cum = np.concatenate([[0], np.cumsum(w)]).astype(np.int64)
+    arr = np.array([[0, n]], dtype=np.int64)
+    got = _core.chunk_recursive_pack(text, arr, levels, size, starts, cum, keep_oversize, lead)
+    exp = ref.recursive_pack(text, arr, levels, size, starts, cum, keep_oversize, lead)
+    assert ref.trimmed(text, got) == ref.trimmed(text, exp)
+
+
 def test_recursive_pack_by_hand():
     text = "aa bb cc dd ee ff"
     whole = np.array([[0, len(text)]], dtype=np.int64)

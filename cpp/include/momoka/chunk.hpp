@@ -176,15 +176,18 @@ struct CutLevel {
 // pure-Python Splitter.recursive and Splitter.pack this mirrors exactly).
 // Sizes are characters (length after trimming whitespace) when atom_starts
 // is null, else tokens: cum[k] tokens start before atom k, and a span holds
-// the tokens whose start lies inside it. Emits untrimmed (start, end) spans.
+// the tokens whose start lies inside it, plus lead[k] when atom k is the
+// first atom of the span (lead may be null: no correction; a byte-level BPE
+// counts a word at the start of a text apart from the space that joins it
+// elsewhere). Emits untrimmed (start, end) spans.
 template <class CharT>
 class RecursivePacker {
  public:
   RecursivePacker(const CharT* s, std::size_t n, std::vector<CutLevel> levels, std::int64_t size,
                   const std::int64_t* atom_starts, const std::int64_t* cum, std::size_t n_atoms,
-                  bool keep_oversize)
+                  bool keep_oversize, const std::int64_t* lead = nullptr)
       : s_(s), n_(static_cast<std::int64_t>(n)), levels_(std::move(levels)), size_(size),
-        atoms_(atom_starts), cum_(cum), n_atoms_(n_atoms), keep_oversize_(keep_oversize) {}
+        atoms_(atom_starts), cum_(cum), n_atoms_(n_atoms), keep_oversize_(keep_oversize), lead_(lead) {}
 
   std::vector<std::int64_t> out;  // flat (start, end) pairs
 
@@ -199,6 +202,7 @@ class RecursivePacker {
   const std::int64_t* cum_;
   std::size_t n_atoms_;
   bool keep_oversize_;
+  const std::int64_t* lead_;
 
   bool space(std::int64_t i) const { return is_space(static_cast<std::uint32_t>(s_[i])); }
   std::int64_t first_nonws(std::int64_t b) const {
@@ -213,10 +217,13 @@ class RecursivePacker {
     const std::int64_t* it = std::lower_bound(atoms_, atoms_ + n_atoms_, pos);
     return cum_[it - atoms_];
   }
-  std::int64_t lo_val(std::int64_t b) const { return atoms_ ? tokens_before(b) : first_nonws(b); }
-  std::int64_t hi_val(std::int64_t b) const { return atoms_ ? tokens_before(b) : last_nonws_end(b); }
+  std::int64_t lead_of(std::size_t p) const { return lead_ && p < n_atoms_ ? lead_[p] : 0; }
   std::int64_t measure(std::int64_t a, std::int64_t b) const {
-    if (atoms_) return tokens_before(b) - tokens_before(a);
+    if (atoms_) {
+      const std::size_t pa = static_cast<std::size_t>(std::lower_bound(atoms_, atoms_ + n_atoms_, a) - atoms_);
+      const std::int64_t t = tokens_before(b) - cum_[pa];
+      return t > 0 ? t + lead_of(pa) : 0;
+    }
     const std::int64_t x = first_nonws(a);
     if (x >= b) return 0;
     const std::int64_t e = last_nonws_end(b);
@@ -237,7 +244,8 @@ class RecursivePacker {
       std::size_t p = static_cast<std::size_t>(std::lower_bound(atoms_, atoms_ + n_atoms_, B[0]) - atoms_);
       for (std::size_t k = 0; k < B.size(); ++k) {
         while (p < n_atoms_ && atoms_[p] < B[k]) ++p;
-        lo[k] = hi[k] = cum_[p];
+        hi[k] = cum_[p];
+        lo[k] = cum_[p] - lead_of(p);
       }
       return;
     }

@@ -93,7 +93,7 @@ class Splitter:
         if self.unit == "chars":
             return _core.chunk_trim_bounds(self.text, B)
         c = self.atoms.tokens_before(B)
-        return c, c
+        return c - self.atoms.lead_at(B), c
 
     # -- boundaries ----------------------------------------------------------
 
@@ -166,7 +166,9 @@ class Splitter:
                 # earliest start sharing at most `overlap` with this span that
                 # still leaves room for the next piece (else the next span
                 # would add nothing)
-                k = int(lo_v.searchsorted(max(hi_v[j] - overlap, hi_v[j + 1] - size), side="left"))
+                # (sorted start values: with token leads lo_v is not monotone, hi_v is the plain count)
+                ref = hi_v if self.unit == "tokens" else lo_v
+                k = int(ref.searchsorted(max(hi_v[j] - overlap, hi_v[j + 1] - size), side="left"))
                 i = min(max(k, i + 1), j)
             else:
                 i = j
@@ -224,11 +226,13 @@ class Splitter:
         """
         levels = [self.level_cuts(sep) for sep in seps]
         if self.unit == "chars":
-            starts = cum = None
+            starts = cum = lead = None
         else:
-            starts, cum = self.atoms.starts, self.atoms.cum
+            starts, cum, lead = self.atoms.starts, self.atoms.cum, self.atoms.lead
         arr = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
-        return _core.chunk_recursive_pack(self.text, arr, levels, size, starts, cum, keep_oversize)
+        if lead is None:
+            return _core.chunk_recursive_pack(self.text, arr, levels, size, starts, cum, keep_oversize)
+        return _core.chunk_recursive_pack(self.text, arr, levels, size, starts, cum, keep_oversize, lead)
 
     # -- output --------------------------------------------------------------
 

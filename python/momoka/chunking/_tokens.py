@@ -9,12 +9,8 @@ supported, all turned into atoms by :func:`resolve_tokenizer`:
   character of a script written without spaces -- CJK ideographs, kana, Thai,
   Lao, Khmer, Myanmar, Tibetan -- is a token by itself), found by the
   native kernels (``momoka._core.chunk_word_starts`` / ``chunk_word_ids``);
-* a ``tokenizers.Tokenizer``: when its pre-tokenizer never joins text across
-  whitespace (``Whitespace``, ``WhitespaceSplit``, ``BertPreTokenizer``), each
-  distinct word is encoded once (``encode_batch``) and its token count reused
-  for every occurrence, which is exact for those pre-tokenizers and fast on
-  long documents; otherwise the text is encoded in pieces cut before
-  whitespace with ``encode_batch`` and token start offsets are used;
+* a ``tokenizers.Tokenizer``: see :mod:`momoka.chunking._hf_tokens` (distinct
+  words counted, chunks kept within the limit when re-encoded);
 * any callable ``str -> int`` (a count) or ``str -> sequence`` (a token list):
   it is called once per distinct whitespace word (whole runs: a tokenizer
   counts CJK text its own way) and a span counts the sum of
@@ -24,7 +20,6 @@ supported, all turned into atoms by :func:`resolve_tokenizer`:
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -74,11 +69,14 @@ class Atoms:
 
     ``starts`` is sorted, int64. ``weights`` is None when every atom is one
     token. ``cum[k]`` is the number of tokens starting before atom ``k``
-    (length ``len(starts) + 1``).
+    (length ``len(starts) + 1``). ``lead`` (None: none) holds, per atom, the
+    tokens to add when that atom is the first of a span: a text's first word
+    may encode to another count than the same word after whitespace.
     """
 
     starts: np.ndarray
     weights: np.ndarray | None
+    lead: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.weights is None:
@@ -86,10 +84,25 @@ class Atoms:
         else:
             self.cum = np.zeros(self.starts.size + 1, dtype=np.int64)
             np.cumsum(self.weights, out=self.cum[1:])
+        if self.lead is not None and not self.lead.any():
+            self.lead = None
 
     def tokens_before(self, positions: np.ndarray) -> np.ndarray:
         """Number of tokens that start before each position."""
         return self.cum[np.searchsorted(self.starts, positions, side="left")]
+
+    def lead_at(self, positions: np.ndarray) -> np.ndarray:
+        """The lead of the first atom at or after each position (0 past the last atom, or without leads)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if self.lead is None:
+            return np.zeros(positions.shape, dtype=np.int64)
+        lead = np.append(self.lead, 0)
+        return lead[np.searchsorted(self.starts, positions, side="left")]
+
+    def measure(self, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Tokens of each span [s, e) as the packer counts them (its first atom with its lead)."""
+        t = self.tokens_before(e) - self.tokens_before(s)
+        return np.where(t > 0, t + self.lead_at(s), 0)
 
 
 class TokenSource:
@@ -126,75 +139,6 @@ def _word_atoms(text: str, count_unique: Callable[[list[str]], list[int]]) -> At
     uniq = [text[a:b] for a, b in zip(fs, fe)]
     counts = np.asarray(count_unique(uniq), dtype=np.int64).reshape(-1)
     return Atoms(starts, counts[ids] if ids.size else np.zeros(0, dtype=np.int64))
-
-
-_WORD_SAFE_PRETOKENIZERS = {"Whitespace", "WhitespaceSplit", "BertPreTokenizer"}
-
-
-class _HFSource(TokenSource):
-    """A ``tokenizers.Tokenizer`` (anything with ``encode_batch`` returning encodings)."""
-
-    name = "tokenizers"
-    piece_chars = 32768
-
-    def __init__(self, tok: Any):
-        self.tokenizer = tok
-        pre = getattr(tok, "pre_tokenizer", None)
-        self.word_safe = type(pre).__name__ in _WORD_SAFE_PRETOKENIZERS
-
-    def _count_unique(self, words: list[str]) -> list[int]:
-        encs = self.tokenizer.encode_batch(words, add_special_tokens=False)
-        return [len(e.ids) for e in encs]
-
-    def atoms(self, text: str) -> Atoms:
-        if self.word_safe:
-            return _word_atoms(text, self._count_unique)
-        return self._atoms_by_offsets(text)
-
-    def _atoms_by_offsets(self, text: str) -> Atoms:
-        # Cut the text into pieces just before a whitespace character so no
-        # token spans a cut, encode the pieces in parallel, shift offsets.
-        n = len(text)
-        bases = [0]
-        pos = 0
-        while pos + self.piece_chars < n:
-            cut = pos + self.piece_chars
-            k = cut
-            while k > pos and not text[k].isspace():
-                k -= 1
-            if k == pos:  # no whitespace in the window: cut forward instead
-                k = cut
-                while k < n and not text[k].isspace():
-                    k += 1
-                if k >= n:
-                    break
-            bases.append(k)
-            pos = k
-        ends = bases[1:] + [n]
-        pieces = [text[a:b] for a, b in zip(bases, ends)]
-        encs = self.tokenizer.encode_batch(pieces, add_special_tokens=False)
-        parts = []
-        for base, enc in zip(bases, encs):
-            offs = np.fromiter(itertools.chain.from_iterable(enc.offsets), dtype=np.int64)
-            offs = offs.reshape(-1, 2)
-            offs = offs[offs[:, 1] > offs[:, 0]]  # drop empty (special) tokens
-            parts.append(offs[:, 0] + base)
-        starts = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-        # a token starting on whitespace (a lone space token, or a word token
-        # carrying its leading space) is counted from the next non-whitespace
-        # character, so every atom, hence every cut, starts on text
-        starts = _core.chunk_trim_bounds(text, starts)[0]
-        # several tokens may start at one offset (bytes of one character)
-        first = np.ones(starts.size, dtype=bool)
-        np.not_equal(starts[1:], starts[:-1], out=first[1:])
-        if first.all():
-            return Atoms(starts, None)
-        idx = np.flatnonzero(first)
-        counts = np.diff(np.append(idx, starts.size)).astype(np.int64)
-        return Atoms(starts[idx], counts)
-
-    def count(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 class _CallableSource(TokenSource):
@@ -251,7 +195,9 @@ def resolve_tokenizer(tokenizer: Any) -> TokenSource:
     if isinstance(tokenizer, TokenSource):
         return tokenizer
     if _is_hf_tokenizer(tokenizer):
-        return _HFSource(tokenizer)
+        from ._hf_tokens import HFSource
+
+        return HFSource(tokenizer)
     if callable(tokenizer):
         return _CallableSource(tokenizer)
     encode = getattr(tokenizer, "encode_ordinary", None) or getattr(tokenizer, "encode", None)

@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 _UNITS = ("tokens", "chars")
+#: Packing rounds that learn the counts of chunks' first words (then :meth:`fit` re-cuts what is left over).
+_REFINE_ROUNDS = 8
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -94,7 +96,21 @@ class Chunker:
         sp = Splitter(document, self.unit, self._source)
         if sp.n == 0:
             return np.zeros((0, 2), dtype=np.int64)
-        return sp.finish(self._spans(sp))
+        spans = sp.finish(self._spans(sp))
+        limit = self._token_limit()
+        fit = getattr(self._source, "fit", None)
+        if limit is not None and fit is not None:
+            # a tokenizer's contract: every chunk re-encodes to at most `limit` tokens
+            for _ in range(_REFINE_ROUNDS):  # the leads of the words that start chunks
+                if not self._source.refine(sp.atoms, spans):
+                    break
+                spans = sp.finish(self._spans(sp))
+            spans = fit(sp.text, spans, limit, sp.atoms)
+        return spans
+
+    def _token_limit(self) -> int | None:
+        """The token limit every chunk keeps (None: the chunker may keep an oversized piece whole)."""
+        return None
 
     def _spans(self, sp: Splitter) -> list:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -143,6 +159,9 @@ class FixedChunker(Chunker):
 
     def params(self) -> dict:
         return {"size": self.size, "overlap": self.overlap, "unit": self.unit, "align": self.align}
+
+    def _token_limit(self) -> int | None:
+        return self.size if self.unit == "tokens" and self.align is None else None
 
     def _spans(self, sp: Splitter) -> list:
         out: list = []
@@ -249,6 +268,9 @@ class RecursiveChunker(Chunker):
     def params(self) -> dict:
         return {"size": self.size, "separators": self.separators, "unit": self.unit}
 
+    def _token_limit(self) -> int | None:
+        return self.size if self.unit == "tokens" else None
+
     def _spans(self, sp: Splitter) -> list:
         return sp.split_ranges([(sp.first_nonws(0, sp.n), sp.n)], self.separators, self.size)
 
@@ -284,6 +306,9 @@ class StructureChunker(Chunker):
 
     def params(self) -> dict:
         return {"max_size": self.max_size, "unit": self.unit, "merge_headings": self.merge_headings}
+
+    def _token_limit(self) -> int | None:
+        return self.max_size if self.unit == "tokens" else None
 
     def segments(self, sp: Splitter) -> list:
         """(start, end) of the smallest sections, in order, covering the text."""

@@ -30,6 +30,30 @@ DEFAULT_HNSW = {"M": 32, "ef_construction": 200, "ef_search": 128}
 DTYPES = {"float32": np.float32, "float16": np.float16}
 #: Graphs of at most this many rows are built on one thread (deterministic); larger ones in parallel.
 DETERMINISTIC_ROWS = 20_000
+#: Rows handed to hnswlib's ``add_items`` per call when a graph is built: each call inserts its
+#: block on every core, and only one block is copied to float32 at a time.
+INSERT_BLOCK = 65_536
+
+
+def insert_threads(total_rows: int) -> int:
+    """hnswlib ``num_threads`` for a graph of ``total_rows``: 1 up to DETERMINISTIC_ROWS, else all cores."""
+    return 1 if total_rows <= DETERMINISTIC_ROWS else -1
+
+
+def bulk_insert(index, rows: np.ndarray, ids: np.ndarray, total_rows: int) -> None:
+    """Insert ``rows[ids]`` (labels ``ids``) into an hnswlib ``index`` in blocks of INSERT_BLOCK.
+
+    Threads as :func:`insert_threads` says for ``total_rows``; on one thread the
+    blocks go in in order, so the graph is the one a single ``add_items`` call
+    would build.
+    """
+    threads = insert_threads(total_rows)
+    whole = ids.size == len(rows) and (ids.size == 0 or (ids[0] == 0 and ids[-1] == ids.size - 1))
+    for a in range(0, ids.size, INSERT_BLOCK):
+        blk = ids[a : a + INSERT_BLOCK]
+        # every row live: a slice of the (possibly memory-mapped) rows, no gather
+        src = rows[a : a + blk.size] if whole else rows[blk]
+        index.add_items(np.ascontiguousarray(src, dtype=np.float32), blk, num_threads=threads)
 
 
 def check_embedder_info(embedder: object) -> dict:
@@ -132,11 +156,9 @@ class VectorView(Artifact):
             if self._graph is None:
                 ix = self._new_graph(n)
                 if n:
-                    ids = self.ids()
-                    # One thread below DETERMINISTIC_ROWS: the same rows always give the same graph (a
-                    # rebuilt graph answers like the saved one); many threads above it, for speed.
-                    ix.add_items(np.asarray(self._rows[ids], dtype=np.float32), ids,
-                                 num_threads=1 if n <= DETERMINISTIC_ROWS else -1)
+                    # One thread up to DETERMINISTIC_ROWS: the same rows always give the same graph (a
+                    # rebuilt graph answers like the saved one); every core above it, for speed.
+                    bulk_insert(ix, self._rows, self.ids(), n)
                 self._graph = ix
         return self._graph
 
@@ -280,7 +302,7 @@ class VectorView(Artifact):
         cnt = g.get_current_count() + len(ids)
         if cnt > g.get_max_elements():
             g.resize_index(max(cnt, 2 * g.get_max_elements()))
-        g.add_items(vecs, ids)
+        g.add_items(vecs, ids, num_threads=insert_threads(cnt))
 
     def delete(self, ids: Sequence[int]) -> int:
         """Drop the vectors of these chunk ids (those without one are ignored); returns how many."""
