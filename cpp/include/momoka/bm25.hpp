@@ -169,7 +169,7 @@ class Index {
   std::size_t memory_bytes() const {
     std::size_t n = 0;
     with_prepared([&]() {
-      n = doc_len_.size() * (4 + 1 + 8 + 8) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
+      n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
       for (std::size_t t = 0; t < terms_.size(); ++t) n += lists_[t].bytes.capacity() + terms_[t].size();
     });
     return n;
@@ -196,11 +196,13 @@ class Index {
 
  private:
   struct Scratch {
-    std::vector<double> acc;
+    std::vector<float> acc;    // pruning accumulators (float: half the cache footprint; exact rescoring after)
+    std::vector<double> dacc;  // exact accumulators of the exhaustive path
     std::vector<std::uint8_t> seen;
     std::vector<std::uint32_t> touched;
     std::vector<std::uint32_t> cand;
-    std::vector<double> tmp;
+    std::vector<std::uint32_t> tmp;
+    std::vector<std::pair<double, std::uint32_t>> heap;  // min-heap of (score, doc): a lower bound of the k-th
   };
 
   struct QTerm {
@@ -310,7 +312,8 @@ class Index {
     for (std::size_t d = 0; d < doc_len_.size(); ++d)
       norm_[d] = params_.k1 * (1.0 - params_.b + (avg > 0 ? params_.b * doc_len_[d] / avg : 0.0));
     part1_.resize(doc_len_.size());
-    for (std::size_t d = 0; d < doc_len_.size(); ++d) part1_[d] = 1.0 * (params_.k1 + 1.0) / (1.0 + norm_[d]);
+    for (std::size_t d = 0; d < doc_len_.size(); ++d)
+      part1_[d] = static_cast<float>((params_.k1 + 1.0) / (1.0 + norm_[d]));
     // Skips and each list's largest tf part, in one pass over the postings.
     maxpart_.assign(terms_.size(), 0.0);
     skip_start_.assign(terms_.size() + 1, 0);
@@ -336,9 +339,14 @@ class Index {
   }
 
   double tf_part(std::uint32_t tf_i, std::uint32_t d) const {
-    if (tf_i == 1) return part1_[d];  // the same expression, computed once per document
     const double tf = static_cast<double>(tf_i);
     return tf * (params_.k1 + 1.0) / (tf + norm_[d]);
+  }
+
+  // tf_part in float for pruning: a tf-1 posting (most of them) reads a
+  // per-document table of 4 bytes instead of dividing.
+  float tf_part_f(std::uint32_t tf_i, std::uint32_t d) const {
+    return tf_i == 1 ? part1_[d] : static_cast<float>(tf_part(tf_i, d));
   }
 
   // Unique known query terms with their multiplicity, in first-occurrence order.
@@ -361,118 +369,13 @@ class Index {
 
   static double margin(double theta) { return 1e-9 * (std::fabs(theta) + 1.0); }
 
-  // k-th largest accumulator among `docs` (docs.size() >= k).
-  static double kth(const std::vector<std::uint32_t>& docs, std::size_t k, Scratch& s) {
-    s.tmp.clear();
-    for (std::uint32_t d : docs) s.tmp.push_back(s.acc[d]);
-    std::nth_element(s.tmp.begin(), s.tmp.begin() + static_cast<std::ptrdiff_t>(k - 1), s.tmp.end(),
-                     std::greater<double>());
-    return s.tmp[k - 1];
-  }
-
+  // Top-k with MaxScore pruning, and its exhaustive fallback (bm25_topk.hpp).
   void top_k_locked(const std::vector<std::string>& query, std::size_t k, const std::uint8_t* mask,
-                    std::size_t mask_len, Scratch& s, std::vector<Hit>& hits) const {
-    hits.clear();
-    if (k == 0) return;
-    const auto qt = query_terms(query);
-    if (qt.empty()) return;
-    const std::size_t ns = doc_len_.size();
-    if (s.acc.size() < ns) {
-      s.acc.resize(ns, 0.0);
-      s.seen.resize(ns, 0);
-    }
-    std::vector<QTerm> q;
-    bool prunable = true;
-    for (const auto& tw : qt) {
-      const double w = idf_[tw.first] * tw.second;
-      q.push_back(QTerm{tw.first, w, w * maxpart_[tw.first]});
-      if (!(w > 0)) prunable = false;  // bounds need non-negative contributions
-    }
-    if (prunable)
-      std::stable_sort(q.begin(), q.end(), [](const QTerm& a, const QTerm& b) { return a.ub > b.ub; });
-    const std::size_t m = q.size();
-    std::vector<double> rest(m + 1, 0.0);  // rest[i]: bound of terms i.. together
-    for (std::size_t i = m; i-- > 0;) rest[i] = rest[i + 1] + q[i].ub;
-
-    // Phase 1: whole lists, while a document seen in none of them could still enter.
-    s.touched.clear();
-    std::size_t i = 0;
-    double theta = -std::numeric_limits<double>::infinity();
-    double top = 0.0;  // largest accumulator so far: theta <= top, so no break while rest >= top
-    for (; i < m; ++i) {
-      if (prunable && s.touched.size() >= k && rest[i] < top) {
-        theta = kth(s.touched, k, s);
-        if (rest[i] < theta - margin(theta)) break;
-      }
-      const double w = q[i].w;
-      for (Cursor c = cursor(q[i].term); c.valid(); c.next()) {
-        const std::uint32_t d = c.doc();
-        if (mask && (d >= mask_len || !mask[d])) continue;
-        if (!s.seen[d]) {
-          s.seen[d] = 1;
-          s.touched.push_back(d);
-        }
-        const double a = s.acc[d] + w * tf_part(c.tf(), d);
-        s.acc[d] = a;
-        top = std::max(top, a);
-      }
-    }
-    // Phase 2: look the surviving candidates up in the lists left.
-    s.cand.clear();
-    if (i < m) {
-      for (std::uint32_t d : s.touched)
-        if (s.acc[d] + rest[i] >= theta - margin(theta)) s.cand.push_back(d);
-      std::sort(s.cand.begin(), s.cand.end());
-      for (std::size_t j = i; j < m && !s.cand.empty(); ++j) {
-        const double w = q[j].w;
-        Cursor c = cursor(q[j].term);
-        for (std::uint32_t d : s.cand) {
-          c.advance_to(d);
-          if (!c.valid()) break;
-          if (c.doc() == d) s.acc[d] += w * tf_part(c.tf(), d);
-        }
-        if (s.cand.size() > k) {
-          theta = kth(s.cand, k, s);
-          const double cut = theta - margin(theta) - rest[j + 1];
-          s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
-                       s.cand.end());
-        }
-      }
-    } else {
-      s.cand.assign(s.touched.begin(), s.touched.end());
-    }
-    // The k best (and any within the margin), rescored in query-term order
-    // when the terms were reordered, so scores equal scores() bit for bit.
-    if (s.cand.size() > k) {
-      theta = kth(s.cand, k, s);
-      const double cut = theta - margin(theta);
-      s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
-                   s.cand.end());
-    }
-    for (std::uint32_t d : s.touched) s.seen[d] = 0;
-    if (prunable) {
-      for (std::uint32_t d : s.touched) s.acc[d] = 0.0;
-      std::sort(s.cand.begin(), s.cand.end());
-      for (const auto& tw : qt) {
-        const double w = idf_[tw.first] * tw.second;
-        Cursor c = cursor(tw.first);
-        for (std::uint32_t d : s.cand) {
-          c.advance_to(d);
-          if (!c.valid()) break;
-          if (c.doc() == d) s.acc[d] += w * tf_part(c.tf(), d);
-        }
-      }
-    }
-    hits.reserve(s.cand.size());
-    for (std::uint32_t d : s.cand) hits.push_back(Hit{d, s.acc[d]});
-    for (std::uint32_t d : prunable ? s.cand : s.touched) s.acc[d] = 0.0;
-    auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.doc < b.doc); };
-    if (hits.size() > k) {
-      std::nth_element(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(), better);
-      hits.resize(k);
-    }
-    std::sort(hits.begin(), hits.end(), better);
-  }
+                    std::size_t mask_len, Scratch& s, std::vector<Hit>& hits) const;
+  void top_k_exhaustive(const std::vector<std::pair<std::uint32_t, double>>& qt, std::size_t k,
+                        const std::uint8_t* mask, std::size_t mask_len, Scratch& s, std::vector<Hit>& hits) const;
+  void rescore_and_select(const std::vector<std::pair<std::uint32_t, double>>& qt, std::size_t k,
+                          const std::vector<std::uint32_t>& cand, std::vector<Hit>& hits) const;
 
   Params params_;
   std::unordered_map<std::string, std::uint32_t> vocab_;
@@ -490,7 +393,7 @@ class Index {
   mutable std::size_t n_terms_live_ = 0;
   mutable std::vector<double> idf_;
   mutable std::vector<double> norm_;
-  mutable std::vector<double> part1_;  // tf part of a tf-1 posting, per document
+  mutable std::vector<float> part1_;  // tf part of a tf-1 posting, per document, rounded to float
   mutable std::vector<double> maxpart_;
   mutable std::vector<Skip> skips_;
   mutable std::vector<std::uint32_t> skip_start_;
@@ -499,3 +402,4 @@ class Index {
 }  // namespace momoka::bm25
 
 #include "momoka/bm25_io.hpp"
+#include "momoka/bm25_topk.hpp"
