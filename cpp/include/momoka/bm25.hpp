@@ -345,8 +345,13 @@ class Index {
 
   // tf_part in float for pruning: a tf-1 posting (most of them) reads a
   // per-document table of 4 bytes instead of dividing.
+  // tf > 1 derives the length norm from the same table (norm = (k1 + 1) /
+  // part1 - 1), so one 4-byte array per document is all a posting reads.
   float tf_part_f(std::uint32_t tf_i, std::uint32_t d) const {
-    return tf_i == 1 ? part1_[d] : static_cast<float>(tf_part(tf_i, d));
+    const float p1 = part1_[d];
+    if (tf_i == 1) return p1;
+    const float tf = static_cast<float>(tf_i), k1p1 = static_cast<float>(params_.k1 + 1.0);
+    return tf * k1p1 / (tf - 1.0f + k1p1 / p1);
   }
 
   // Unique known query terms with their multiplicity, in first-occurrence order.

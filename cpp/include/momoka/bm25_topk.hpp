@@ -18,7 +18,7 @@
 //   merge the list with them (many).
 // * Accumulators and the per-document tf-1 table are float (half the cache
 //   footprint of double; the accumulator array is touched at random). Every
-//   comparison allows a margin of (terms + 2) x 1e-6 x (|threshold| + the
+//   comparison allows a margin of (terms + 2) x 4e-6 x (|threshold| + the
 //   query's whole bound + 1), far above float rounding over the query's
 //   terms, so rounding never drops a winner.
 // * The survivors (acc >= threshold - margin) are rescored exactly, in double
@@ -80,7 +80,7 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
   const std::size_t m = q.size();
   std::vector<double> rest(m + 1, 0.0);  // rest[i]: bound of terms i.. together
   for (std::size_t i = m; i-- > 0;) rest[i] = rest[i + 1] + q[i].ub;
-  const double mscale = static_cast<double>(m + 2) * 1e-6, mbase = rest[0] + 1.0;
+  const double mscale = static_cast<double>(m + 2) * 4e-6, mbase = rest[0] + 1.0;
   auto margin_f = [&](double theta) { return mscale * (std::fabs(theta) + mbase); };
 
   // The threshold heap: s.seen[d] = 1 while d is in it.
