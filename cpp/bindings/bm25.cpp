@@ -254,7 +254,7 @@ void register_bm25(py::module_& m) {
              {
                py::gil_scoped_release nogil;
                // Tokenised in blocks, so memory holds one block's tokens, not the corpus's.
-               constexpr std::size_t kAddBlock = 4096;
+               constexpr std::size_t kAddBlock = 512;
                for (std::size_t lo = 0; lo < views.size(); lo += kAddBlock) {
                  const std::size_t hi = std::min(views.size(), lo + kAddBlock);
                  std::vector<StrView> block(views.begin() + lo, views.begin() + hi);

@@ -170,7 +170,7 @@ class Index {
     std::size_t n = 0;
     with_prepared([&]() {
       n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
-      for (std::size_t t = 0; t < terms_.size(); ++t) n += lists_[t].bytes.capacity() + terms_[t].size();
+      for (std::size_t t = 0; t < terms_.size(); ++t) n += lists_[t].bytes.capacity() + terms_[t]->size();
     });
     return n;
   }
@@ -235,8 +235,7 @@ class Index {
     auto it = vocab_.find(t);
     if (it != vocab_.end()) return it->second;
     std::uint32_t id = static_cast<std::uint32_t>(terms_.size());
-    vocab_.emplace(t, id);
-    terms_.push_back(t);
+    terms_.push_back(&vocab_.emplace(t, id).first->first);  // map keys never move
     lists_.emplace_back();
     return id;
   }
@@ -384,7 +383,7 @@ class Index {
 
   Params params_;
   std::unordered_map<std::string, std::uint32_t> vocab_;
-  std::vector<std::string> terms_;
+  std::vector<const std::string*> terms_;  // by id: the vocabulary's own keys (one copy of each term)
   mutable std::vector<List> lists_;  // compaction (on prepare) rewrites them, not their meaning
   std::vector<std::uint32_t> doc_len_;
   std::vector<std::uint8_t> alive_;

@@ -66,8 +66,8 @@ void Index::write(Put&& put) const {
       const List& li = lists_[t];
       if (!li.n) continue;
       std::string head;
-      put_varint(head, static_cast<std::uint32_t>(terms_[t].size()));
-      head.append(terms_[t]);
+      put_varint(head, static_cast<std::uint32_t>(terms_[t]->size()));
+      head.append(*terms_[t]);
       put_varint(head, li.n);
       put_varint(head, static_cast<std::uint32_t>(li.bytes.size()));
       put(head.data(), head.size());
