@@ -351,7 +351,7 @@ void register_bm25(py::module_& m) {
              for (py::ssize_t i = 0; i < nq; ++i)
                for (py::ssize_t j = 0; j < static_cast<py::ssize_t>(k); ++j) {
                  const bool has = static_cast<std::size_t>(j) < res[i].size();
-                 pi(i, j) = has ? res[i][j].doc : -1;
+                 pi(i, j) = has ? static_cast<std::int64_t>(res[i][j].doc) : std::int64_t{-1};  // not uint32 -1
                  ps(i, j) = has ? res[i][j].score : 0.0;
                }
              return py::make_tuple(ids, scores);

@@ -31,6 +31,7 @@
 #pragma once
 
 #include "momoka/bm25_postings.hpp"
+#include "momoka/bm25_vocab.hpp"
 #include "momoka/kernel_parallel.hpp"
 #include <algorithm>
 #include <cmath>
@@ -84,8 +85,8 @@ class Index {
   std::size_t doc_freq(const std::string& term) const {
     std::size_t n = 0;
     with_prepared([&]() {
-      auto it = vocab_.find(term);
-      n = it == vocab_.end() ? 0 : lists_[it->second].n;
+      const std::uint32_t id = vocab_.find(term);
+      n = id == Vocab::kNone ? 0 : lists_[id].n;
     });
     return n;
   }
@@ -169,8 +170,9 @@ class Index {
   std::size_t memory_bytes() const {
     std::size_t n = 0;
     with_prepared([&]() {
-      n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
-      for (std::size_t t = 0; t < terms_.size(); ++t) n += lists_[t].bytes.capacity() + terms_[t]->size();
+      n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + vocab_.size() * (sizeof(List) + 8 + 8 + 4) +
+          vocab_.bytes();
+      for (std::size_t t = 0; t < vocab_.size(); ++t) n += lists_[t].bytes.capacity();
     });
     return n;
   }
@@ -214,7 +216,6 @@ class Index {
   void move_from(Index&& o) {
     params_ = o.params_;
     vocab_ = std::move(o.vocab_);
-    terms_ = std::move(o.terms_);
     lists_ = std::move(o.lists_);
     doc_len_ = std::move(o.doc_len_);
     alive_ = std::move(o.alive_);
@@ -232,11 +233,9 @@ class Index {
   }
 
   std::uint32_t term_id(const std::string& t) {
-    auto it = vocab_.find(t);
-    if (it != vocab_.end()) return it->second;
-    std::uint32_t id = static_cast<std::uint32_t>(terms_.size());
-    terms_.push_back(&vocab_.emplace(t, id).first->first);  // map keys never move
-    lists_.emplace_back();
+    bool added;
+    const std::uint32_t id = vocab_.intern(t, added);
+    if (added) lists_.emplace_back();
     return id;
   }
 
@@ -283,11 +282,11 @@ class Index {
   void prepare_locked() const {
     if (deleted_) compact_locked();
     const double N = static_cast<double>(n_live_);
-    idf_.assign(terms_.size(), 0.0);
+    idf_.assign(vocab_.size(), 0.0);
     double sum = 0.0;
     std::size_t cnt = 0;
     std::vector<std::uint32_t> negative;
-    for (std::size_t t = 0; t < terms_.size(); ++t) {
+    for (std::size_t t = 0; t < vocab_.size(); ++t) {
       const double df = static_cast<double>(lists_[t].n);
       if (df == 0) continue;
       double v;
@@ -314,10 +313,10 @@ class Index {
     for (std::size_t d = 0; d < doc_len_.size(); ++d)
       part1_[d] = static_cast<float>((params_.k1 + 1.0) / (1.0 + norm_[d]));
     // Skips and each list's largest tf part, in one pass over the postings.
-    maxpart_.assign(terms_.size(), 0.0);
-    skip_start_.assign(terms_.size() + 1, 0);
+    maxpart_.assign(vocab_.size(), 0.0);
+    skip_start_.assign(vocab_.size() + 1, 0);
     skips_.clear();
-    for (std::size_t t = 0; t < terms_.size(); ++t) {
+    for (std::size_t t = 0; t < vocab_.size(); ++t) {
       skip_start_[t] = static_cast<std::uint32_t>(skips_.size());
       const List& li = lists_[t];
       const auto* base = reinterpret_cast<const std::uint8_t*>(li.bytes.data());
@@ -333,7 +332,7 @@ class Index {
       }
       maxpart_[t] = mx;
     }
-    skip_start_[terms_.size()] = static_cast<std::uint32_t>(skips_.size());
+    skip_start_[vocab_.size()] = static_cast<std::uint32_t>(skips_.size());
     dirty_ = false;
   }
 
@@ -357,16 +356,16 @@ class Index {
   std::vector<std::pair<std::uint32_t, double>> query_terms(const std::vector<std::string>& query) const {
     std::vector<std::pair<std::uint32_t, double>> qt;
     for (const auto& t : query) {
-      auto it = vocab_.find(t);
-      if (it == vocab_.end() || lists_[it->second].n == 0) continue;
+      const std::uint32_t id = vocab_.find(t);
+      if (id == Vocab::kNone || lists_[id].n == 0) continue;
       bool found = false;
       for (auto& e : qt)
-        if (e.first == it->second) {
+        if (e.first == id) {
           e.second += 1.0;
           found = true;
           break;
         }
-      if (!found) qt.emplace_back(it->second, 1.0);
+      if (!found) qt.emplace_back(id, 1.0);
     }
     return qt;
   }
@@ -382,8 +381,7 @@ class Index {
                           const std::vector<std::uint32_t>& cand, std::vector<Hit>& hits) const;
 
   Params params_;
-  std::unordered_map<std::string, std::uint32_t> vocab_;
-  std::vector<const std::string*> terms_;  // by id: the vocabulary's own keys (one copy of each term)
+  Vocab vocab_;
   mutable std::vector<List> lists_;  // compaction (on prepare) rewrites them, not their meaning
   std::vector<std::uint32_t> doc_len_;
   std::vector<std::uint8_t> alive_;

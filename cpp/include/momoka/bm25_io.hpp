@@ -62,12 +62,13 @@ void Index::write(Put&& put) const {
     put(doc_len_.data(), doc_len_.size() * sizeof(std::uint32_t));
     put(alive_.data(), alive_.size());
     put_v(static_cast<std::uint64_t>(n_terms_live_));
-    for (std::size_t t = 0; t < terms_.size(); ++t) {
+    for (std::size_t t = 0; t < vocab_.size(); ++t) {
       const List& li = lists_[t];
       if (!li.n) continue;
       std::string head;
-      put_varint(head, static_cast<std::uint32_t>(terms_[t]->size()));
-      head.append(*terms_[t]);
+      const std::string_view term = vocab_.term(static_cast<std::uint32_t>(t));
+      put_varint(head, static_cast<std::uint32_t>(term.size()));
+      head.append(term);
       put_varint(head, li.n);
       put_varint(head, static_cast<std::uint32_t>(li.bytes.size()));
       put(head.data(), head.size());
