@@ -259,6 +259,22 @@ class Index {
     }
   }
 
+  // Runs f under a shared lock with no postings of deleted documents left.
+  template <class F>
+  void with_compacted(F&& f) const {
+    while (true) {
+      {
+        std::shared_lock<std::shared_mutex> l(mu_);
+        if (!deleted_) {
+          f();
+          return;
+        }
+      }
+      std::unique_lock<std::shared_mutex> l(mu_);
+      if (deleted_) compact_locked();
+    }
+  }
+
   // Drops the postings of deleted documents (re-coding the lists).
   void compact_locked() const {
     for (auto& li : lists_) {
