@@ -20,14 +20,11 @@
 // rebuilt lazily on the first query after a change. Queries are safe to run
 // from many threads at once; changes take an exclusive lock.
 //
-// Postings are compressed (bm25_postings.hpp). Top-k uses MaxScore (Turtle &
-// Flood 1995) term-at-a-time: terms are taken in decreasing order of their
-// upper bound; once the bounds of the terms left cannot lift a new document
-// into the top k, only the documents that can still make it are looked up in
-// the remaining lists (by skipping). The contract: top_k returns exactly the
-// k best of scores() -- the same documents, the same scores bit for bit (the
-// survivors are rescored in query-term order), ties by lower slot id. Pruning
-// compares with a margin of 1e-9 relative so rounding never drops a winner.
+// Postings are compressed (bm25_postings.hpp); terms live in a compact
+// dictionary (bm25_vocab.hpp). Top-k is MaxScore over float accumulators
+// with exact rescoring (bm25_topk.hpp). The contract: top_k returns exactly
+// the k best of scores() -- the same documents, the same scores bit for bit,
+// ties by lower slot id.
 #pragma once
 
 #include "momoka/bm25_postings.hpp"
