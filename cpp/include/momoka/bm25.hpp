@@ -240,36 +240,33 @@ class Index {
     return Cursor(lists_[t], skips_.data() + skip_start_[t], skip_start_[t + 1] - skip_start_[t]);
   }
 
-  // Runs f under a shared lock with the derived tables up to date.
-  template <class F>
-  void with_prepared(F&& f) const {
+  // Runs f under a shared lock once `stale` (read under the lock) is false,
+  // calling `fix` under the exclusive lock while it is true.
+  template <class Stale, class Fix, class F>
+  void with_fresh(Stale&& stale, Fix&& fix, F&& f) const {
     while (true) {
       {
         std::shared_lock<std::shared_mutex> l(mu_);
-        if (!dirty_) {
+        if (!stale()) {
           f();
           return;
         }
       }
       std::unique_lock<std::shared_mutex> l(mu_);
-      if (dirty_) prepare_locked();
+      if (stale()) fix();
     }
+  }
+
+  // Runs f under a shared lock with the derived tables up to date.
+  template <class F>
+  void with_prepared(F&& f) const {
+    with_fresh([this]() { return dirty_; }, [this]() { prepare_locked(); }, f);
   }
 
   // Runs f under a shared lock with no postings of deleted documents left.
   template <class F>
   void with_compacted(F&& f) const {
-    while (true) {
-      {
-        std::shared_lock<std::shared_mutex> l(mu_);
-        if (!deleted_) {
-          f();
-          return;
-        }
-      }
-      std::unique_lock<std::shared_mutex> l(mu_);
-      if (deleted_) compact_locked();
-    }
+    with_fresh([this]() { return deleted_; }, [this]() { compact_locked(); }, f);
   }
 
   // Drops the postings of deleted documents (re-coding the lists).
