@@ -11,13 +11,23 @@ include tokenising the queries, bm25s's do not.
 Same tokens: both engines index momoka's tokeniser output (lowercased
 letter/digit runs, no stemming, no stopwords); bm25s receives it as lists.
 
-Corpora (varied real text from ../shared/data, all six sets, interleaved):
-  10k:  10,000 non-overlapping 100-word passages;
-  100k: 100,000 100-word windows taken every 10 words (the sets hold ~1.05M
-        words, so windows overlap; every passage is distinct).
-1M passages would need 100M tokens from 1M words of text (windows every word)
-and bm25s's build of that does not fit the shared 2-core machine's time; it is
-not run. Queries: the sets' 6,306 questions.
+Corpora (varied real text from ../shared/data, all six sets):
+  10k:  10,000 non-overlapping 100-word windows of the documents;
+  100k, 1M: those windows (~10.5k), then passages recombined from the
+        documents' sentences: each pass shuffles all sentences (seeded,
+        a new order per pass) and packs consecutive ones into passages of
+        >= 100 words; a passage equal to one already made is dropped, so no
+        passage repeats verbatim. The sets hold ~1.05M words, so at 1M
+        passages (~100M tokens) each sentence recurs in ~95 passages, each
+        time among other sentences.
+1M runs only with MOMOKA_BENCH_BM25_1M=1 (several GB and many minutes for
+bm25s). Queries: the sets' 6,306 questions (at 1M every 6th of them, top-10
+agreement over 50 of them, and bm25s's build memory is not measured in a child:
+its in-memory score arrays are reported instead).
+
+Scaling rows: build+save seconds and build peak memory (child processes,
+below), serialized size, and single-query latency p50 over 300 questions
+(momoka ``search``; bm25s ``retrieve`` of one query, numba, 1 thread).
 
 Timing: the engines alternate within one process, median of REPEATS runs;
 the 1-minute load average is printed with each table. Agreement: the fraction
@@ -37,6 +47,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -49,7 +60,9 @@ import pytest
 
 WORDS = 100
 REPEATS = 5
-SIZES = {"10k": (10_000, WORDS), "100k": (100_000, 10)}  # passages, stride in words
+SIZES = {"10k": 10_000, "100k": 100_000, "1M": 1_000_000}
+LATENCY_QUERIES = 300
+QUERY_STEP = {"1M": 6}  # 1M: every 6th question (~1,050), to keep the run within minutes under load
 
 
 def _documents(data: Path) -> list[list[str]]:
@@ -61,15 +74,27 @@ def _documents(data: Path) -> list[list[str]]:
     return docs
 
 
-def passages_of(data: Path, n: int, stride: int) -> list[str]:
-    """`n` 100-word windows every `stride` words over all documents, in a fixed shuffled order."""
-    out = []
-    for words in _documents(data):
-        out += [" ".join(words[i : i + WORDS]) for i in range(0, max(1, len(words) - WORDS + 1), stride)]
+def passages_of(data: Path, n: int) -> list[str]:
+    """`n` distinct passages: the documents' 100-word windows, then sentence recombinations (module docstring)."""
+    docs = _documents(data)
+    out = [" ".join(w[i : i + WORDS]) for w in docs for i in range(0, max(1, len(w) - WORDS + 1), WORDS)]
+    seen = set(out)
+    sentences = [s for w in docs for s in re.split(r"(?<=[.!?])\s+", " ".join(w)) if s]
     rng = np.random.default_rng(0)
-    out = [out[i] for i in rng.permutation(len(out))]
-    if len(out) < n:
-        raise RuntimeError(f"only {len(out)} passages at stride {stride}")
+    while len(out) < n:
+        cur: list[str] = []
+        words = 0
+        for i in rng.permutation(len(sentences)):
+            cur.append(sentences[i])
+            words += sentences[i].count(" ") + 1
+            if words >= WORDS:
+                p = " ".join(cur)
+                if p not in seen:
+                    seen.add(p)
+                    out.append(p)
+                    if len(out) == n:
+                        break
+                cur, words = [], 0
     return out[:n]
 
 
@@ -103,7 +128,9 @@ def _child(engine: str, passages_file: str, out_dir: str) -> None:
     if engine == "bm25s":
         import bm25s
 
-        corpus = [tok.tokenize(p) for p in passages]
+        interned: dict[str, str] = {}
+        corpus = [[interned.setdefault(t, t) for t in tok.tokenize(p)] for p in passages]
+        del interned
     del tok
     import gc
 
@@ -144,17 +171,19 @@ def build_memory(engine: str, passages: list[str]) -> dict:
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_bm25_momoka_vs_bm25s_numba(shared_data, benchmark, size):
+    if size == "1M" and os.environ.get("MOMOKA_BENCH_BM25_1M") != "1":
+        pytest.skip("1M passages: set MOMOKA_BENCH_BM25_1M=1 (several GB, many minutes)")
     bm25s = pytest.importorskip("bm25s")
     pytest.importorskip("numba")
     from momoka.index import BM25
 
-    n, stride = SIZES[size]
-    passages = passages_of(shared_data, n, stride)
-    queries = questions_of(shared_data)
+    passages = passages_of(shared_data, SIZES[size])
+    queries = questions_of(shared_data)[:: QUERY_STEP.get(size, 1)]
 
     ix = BM25(idf="lucene")
     ix.add(passages)
-    ptoks = [ix.tokenize(p) for p in passages]
+    interned: dict[str, str] = {}
+    ptoks = [[interned.setdefault(t, t) for t in ix.tokenize(p)] for p in passages]
     ret = bm25s.BM25(method="lucene", k1=1.5, b=0.75, backend="numba")
     ret.index(ptoks, show_progress=False)
     vocab = ret.vocab_dict
@@ -172,17 +201,33 @@ def test_bm25_momoka_vs_bm25s_numba(shared_data, benchmark, size):
     }
     results = {name: fn() for name, fn in runs.items()}  # warm-up (numba compiles here)
     times: dict[str, list[float]] = {name: [] for name in runs}
+    cpus: dict[str, list[float]] = {name: [] for name in runs if "1 thread" in name}
     loads = []
     for _ in range(REPEATS):
         for name, fn in runs.items():
+            c = time.process_time()
             t = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t)
+            if name in cpus:
+                cpus[name].append(time.process_time() - c)
         loads.append(_load())
     qps = {name: nq / statistics.median(ts) for name, ts in times.items()}
 
+    # single-query latency, the engines alternating per query
+    lat_q = range(0, nq, max(1, nq // LATENCY_QUERIES))
+    lat_t: dict[str, list[float]] = {"momoka": [], "bm25s": []}
+    for i in lat_q:
+        t = time.perf_counter()
+        ix.search(queries[i], 10)
+        lat_t["momoka"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        ret.retrieve([qids[i]], k=10, show_progress=False, n_threads=1)
+        lat_t["bm25s"].append(time.perf_counter() - t)
+    lat = {e: statistics.median(v) for e, v in lat_t.items()}
+
     # agreement with the exact scorer on a subset of queries
-    sub = range(0, nq, max(1, nq // 300))
+    sub = range(0, nq, max(1, nq // (50 if size == "1M" else 300)))
     def agreement(ids):
         vals = []
         for i in sub:
@@ -192,17 +237,27 @@ def test_bm25_momoka_vs_bm25s_numba(shared_data, benchmark, size):
         return float(np.mean(vals))
     agree = {name: agreement(np.asarray(r)) for name, r in results.items()}
 
-    mem = {e: build_memory(e, passages) for e in ("momoka", "bm25s")}
+    # at 1M bm25s's child (a second tokenisation and build of 100M tokens in Python) is left out;
+    # its score arrays are measured in this process instead
+    mem = {e: build_memory(e, passages) for e in (("momoka",) if size == "1M" else ("momoka", "bm25s"))}
+    bm25s_arrays = sum(a.nbytes for a in ret.scores.values() if hasattr(a, "nbytes"))
+    print(f"\nbm25s score arrays in memory: {bm25s_arrays / (1 << 20):.1f} MB")
     benchmark.pedantic(runs["momoka search_batch, 1 thread"], rounds=1, iterations=1)
 
     print(f"\nBM25, {size}: {len(passages)} passages x {WORDS} words, {nq} queries, "
           f"median of {REPEATS} interleaved runs; load average per round: {' '.join(loads)}")
     print(f"{'engine':34s} {'queries/s':>10s} {'top10 agree':>12s}")
     for name in runs:
-        print(f"{name:34s} {qps[name]:10.0f} {agree[name]:12.3f}")
+        cpu = f"  ({nq / statistics.median(cpus[name]):.0f} per CPU-second)" if name in cpus else ""
+        print(f"{name:34s} {qps[name]:10.0f} {agree[name]:12.3f}{cpu}")
+    print(f"single-query latency p50 over {len(lat_q)} questions: momoka search {lat['momoka'] * 1e3:.3f} ms, "
+          f"bm25s retrieve {lat['bm25s'] * 1e3:.3f} ms")
     for th in ("1 thread", "2 threads"):
         r = qps[f"momoka search_batch, {th}"] / qps[f"bm25s numba retrieve, {th}"]
         print(f"ratio momoka/bm25s-numba ({th}): {r:.2f}x")
+    rc = statistics.median(cpus["bm25s numba retrieve, 1 thread"]) / statistics.median(
+        cpus["momoka search_batch, 1 thread"])
+    print(f"ratio momoka/bm25s-numba (1 thread, CPU time): {rc:.2f}x")
     mb = 1 << 20
     for e, m in mem.items():
         print(f"{e:7s} build+save {m['secs']:6.1f} s, build peak {m['peak'] / mb:7.1f} MB above the loaded input, "

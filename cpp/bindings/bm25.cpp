@@ -254,7 +254,7 @@ void register_bm25(py::module_& m) {
              {
                py::gil_scoped_release nogil;
                // Tokenised in blocks, so memory holds one block's tokens, not the corpus's.
-               constexpr std::size_t kAddBlock = 4096;
+               constexpr std::size_t kAddBlock = 512;
                for (std::size_t lo = 0; lo < views.size(); lo += kAddBlock) {
                  const std::size_t hi = std::min(views.size(), lo + kAddBlock);
                  std::vector<StrView> block(views.begin() + lo, views.begin() + hi);
@@ -351,7 +351,7 @@ void register_bm25(py::module_& m) {
              for (py::ssize_t i = 0; i < nq; ++i)
                for (py::ssize_t j = 0; j < static_cast<py::ssize_t>(k); ++j) {
                  const bool has = static_cast<std::size_t>(j) < res[i].size();
-                 pi(i, j) = has ? res[i][j].doc : -1;
+                 pi(i, j) = has ? static_cast<std::int64_t>(res[i][j].doc) : std::int64_t{-1};  // not uint32 -1
                  ps(i, j) = has ? res[i][j].score : 0.0;
                }
              return py::make_tuple(ids, scores);

@@ -20,17 +20,15 @@
 // rebuilt lazily on the first query after a change. Queries are safe to run
 // from many threads at once; changes take an exclusive lock.
 //
-// Postings are compressed (bm25_postings.hpp). Top-k uses MaxScore (Turtle &
-// Flood 1995) term-at-a-time: terms are taken in decreasing order of their
-// upper bound; once the bounds of the terms left cannot lift a new document
-// into the top k, only the documents that can still make it are looked up in
-// the remaining lists (by skipping). The contract: top_k returns exactly the
-// k best of scores() -- the same documents, the same scores bit for bit (the
-// survivors are rescored in query-term order), ties by lower slot id. Pruning
-// compares with a margin of 1e-9 relative so rounding never drops a winner.
+// Postings are compressed (bm25_postings.hpp); terms live in a compact
+// dictionary (bm25_vocab.hpp). Top-k is MaxScore over float accumulators
+// with exact rescoring (bm25_topk.hpp). The contract: top_k returns exactly
+// the k best of scores() -- the same documents, the same scores bit for bit,
+// ties by lower slot id.
 #pragma once
 
 #include "momoka/bm25_postings.hpp"
+#include "momoka/bm25_vocab.hpp"
 #include "momoka/kernel_parallel.hpp"
 #include <algorithm>
 #include <cmath>
@@ -84,8 +82,8 @@ class Index {
   std::size_t doc_freq(const std::string& term) const {
     std::size_t n = 0;
     with_prepared([&]() {
-      auto it = vocab_.find(term);
-      n = it == vocab_.end() ? 0 : lists_[it->second].n;
+      const std::uint32_t id = vocab_.find(term);
+      n = id == Vocab::kNone ? 0 : lists_[id].n;
     });
     return n;
   }
@@ -169,8 +167,9 @@ class Index {
   std::size_t memory_bytes() const {
     std::size_t n = 0;
     with_prepared([&]() {
-      n = doc_len_.size() * (4 + 1 + 8 + 8) + skips_.size() * sizeof(Skip) + terms_.size() * (sizeof(List) + 8 + 8 + 4);
-      for (std::size_t t = 0; t < terms_.size(); ++t) n += lists_[t].bytes.capacity() + terms_[t].size();
+      n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + vocab_.size() * (sizeof(List) + 8 + 8 + 4) +
+          vocab_.bytes();
+      for (std::size_t t = 0; t < vocab_.size(); ++t) n += lists_[t].bytes.capacity();
     });
     return n;
   }
@@ -196,11 +195,13 @@ class Index {
 
  private:
   struct Scratch {
-    std::vector<double> acc;
+    std::vector<float> acc;    // pruning accumulators (float: half the cache footprint; exact rescoring after)
+    std::vector<double> dacc;  // exact accumulators of the exhaustive path
     std::vector<std::uint8_t> seen;
     std::vector<std::uint32_t> touched;
     std::vector<std::uint32_t> cand;
-    std::vector<double> tmp;
+    std::vector<std::uint32_t> tmp;
+    std::vector<std::pair<double, std::uint32_t>> heap;  // min-heap of (score, doc): a lower bound of the k-th
   };
 
   struct QTerm {
@@ -212,7 +213,6 @@ class Index {
   void move_from(Index&& o) {
     params_ = o.params_;
     vocab_ = std::move(o.vocab_);
-    terms_ = std::move(o.terms_);
     lists_ = std::move(o.lists_);
     doc_len_ = std::move(o.doc_len_);
     alive_ = std::move(o.alive_);
@@ -230,12 +230,9 @@ class Index {
   }
 
   std::uint32_t term_id(const std::string& t) {
-    auto it = vocab_.find(t);
-    if (it != vocab_.end()) return it->second;
-    std::uint32_t id = static_cast<std::uint32_t>(terms_.size());
-    vocab_.emplace(t, id);
-    terms_.push_back(t);
-    lists_.emplace_back();
+    bool added;
+    const std::uint32_t id = vocab_.intern(t, added);
+    if (added) lists_.emplace_back();
     return id;
   }
 
@@ -243,20 +240,33 @@ class Index {
     return Cursor(lists_[t], skips_.data() + skip_start_[t], skip_start_[t + 1] - skip_start_[t]);
   }
 
-  // Runs f under a shared lock with the derived tables up to date.
-  template <class F>
-  void with_prepared(F&& f) const {
+  // Runs f under a shared lock once `stale` (read under the lock) is false,
+  // calling `fix` under the exclusive lock while it is true.
+  template <class Stale, class Fix, class F>
+  void with_fresh(Stale&& stale, Fix&& fix, F&& f) const {
     while (true) {
       {
         std::shared_lock<std::shared_mutex> l(mu_);
-        if (!dirty_) {
+        if (!stale()) {
           f();
           return;
         }
       }
       std::unique_lock<std::shared_mutex> l(mu_);
-      if (dirty_) prepare_locked();
+      if (stale()) fix();
     }
+  }
+
+  // Runs f under a shared lock with the derived tables up to date.
+  template <class F>
+  void with_prepared(F&& f) const {
+    with_fresh([this]() { return dirty_; }, [this]() { prepare_locked(); }, f);
+  }
+
+  // Runs f under a shared lock with no postings of deleted documents left.
+  template <class F>
+  void with_compacted(F&& f) const {
+    with_fresh([this]() { return deleted_; }, [this]() { compact_locked(); }, f);
   }
 
   // Drops the postings of deleted documents (re-coding the lists).
@@ -282,11 +292,11 @@ class Index {
   void prepare_locked() const {
     if (deleted_) compact_locked();
     const double N = static_cast<double>(n_live_);
-    idf_.assign(terms_.size(), 0.0);
+    idf_.assign(vocab_.size(), 0.0);
     double sum = 0.0;
     std::size_t cnt = 0;
     std::vector<std::uint32_t> negative;
-    for (std::size_t t = 0; t < terms_.size(); ++t) {
+    for (std::size_t t = 0; t < vocab_.size(); ++t) {
       const double df = static_cast<double>(lists_[t].n);
       if (df == 0) continue;
       double v;
@@ -310,12 +320,13 @@ class Index {
     for (std::size_t d = 0; d < doc_len_.size(); ++d)
       norm_[d] = params_.k1 * (1.0 - params_.b + (avg > 0 ? params_.b * doc_len_[d] / avg : 0.0));
     part1_.resize(doc_len_.size());
-    for (std::size_t d = 0; d < doc_len_.size(); ++d) part1_[d] = 1.0 * (params_.k1 + 1.0) / (1.0 + norm_[d]);
+    for (std::size_t d = 0; d < doc_len_.size(); ++d)
+      part1_[d] = static_cast<float>((params_.k1 + 1.0) / (1.0 + norm_[d]));
     // Skips and each list's largest tf part, in one pass over the postings.
-    maxpart_.assign(terms_.size(), 0.0);
-    skip_start_.assign(terms_.size() + 1, 0);
+    maxpart_.assign(vocab_.size(), 0.0);
+    skip_start_.assign(vocab_.size() + 1, 0);
     skips_.clear();
-    for (std::size_t t = 0; t < terms_.size(); ++t) {
+    for (std::size_t t = 0; t < vocab_.size(); ++t) {
       skip_start_[t] = static_cast<std::uint32_t>(skips_.size());
       const List& li = lists_[t];
       const auto* base = reinterpret_cast<const std::uint8_t*>(li.bytes.data());
@@ -331,152 +342,56 @@ class Index {
       }
       maxpart_[t] = mx;
     }
-    skip_start_[terms_.size()] = static_cast<std::uint32_t>(skips_.size());
+    skip_start_[vocab_.size()] = static_cast<std::uint32_t>(skips_.size());
     dirty_ = false;
   }
 
   double tf_part(std::uint32_t tf_i, std::uint32_t d) const {
-    if (tf_i == 1) return part1_[d];  // the same expression, computed once per document
     const double tf = static_cast<double>(tf_i);
     return tf * (params_.k1 + 1.0) / (tf + norm_[d]);
+  }
+
+  // tf_part in float for pruning: a tf-1 posting (most of them) reads a
+  // per-document table of 4 bytes instead of dividing.
+  // tf > 1 derives the length norm from the same table (norm = (k1 + 1) /
+  // part1 - 1), so one 4-byte array per document is all a posting reads.
+  float tf_part_f(std::uint32_t tf_i, std::uint32_t d) const {
+    const float p1 = part1_[d];
+    if (tf_i == 1) return p1;
+    const float tf = static_cast<float>(tf_i), k1p1 = static_cast<float>(params_.k1 + 1.0);
+    return tf * k1p1 / (tf - 1.0f + k1p1 / p1);
   }
 
   // Unique known query terms with their multiplicity, in first-occurrence order.
   std::vector<std::pair<std::uint32_t, double>> query_terms(const std::vector<std::string>& query) const {
     std::vector<std::pair<std::uint32_t, double>> qt;
     for (const auto& t : query) {
-      auto it = vocab_.find(t);
-      if (it == vocab_.end() || lists_[it->second].n == 0) continue;
+      const std::uint32_t id = vocab_.find(t);
+      if (id == Vocab::kNone || lists_[id].n == 0) continue;
       bool found = false;
       for (auto& e : qt)
-        if (e.first == it->second) {
+        if (e.first == id) {
           e.second += 1.0;
           found = true;
           break;
         }
-      if (!found) qt.emplace_back(it->second, 1.0);
+      if (!found) qt.emplace_back(id, 1.0);
     }
     return qt;
   }
 
   static double margin(double theta) { return 1e-9 * (std::fabs(theta) + 1.0); }
 
-  // k-th largest accumulator among `docs` (docs.size() >= k).
-  static double kth(const std::vector<std::uint32_t>& docs, std::size_t k, Scratch& s) {
-    s.tmp.clear();
-    for (std::uint32_t d : docs) s.tmp.push_back(s.acc[d]);
-    std::nth_element(s.tmp.begin(), s.tmp.begin() + static_cast<std::ptrdiff_t>(k - 1), s.tmp.end(),
-                     std::greater<double>());
-    return s.tmp[k - 1];
-  }
-
+  // Top-k with MaxScore pruning, and its exhaustive fallback (bm25_topk.hpp).
   void top_k_locked(const std::vector<std::string>& query, std::size_t k, const std::uint8_t* mask,
-                    std::size_t mask_len, Scratch& s, std::vector<Hit>& hits) const {
-    hits.clear();
-    if (k == 0) return;
-    const auto qt = query_terms(query);
-    if (qt.empty()) return;
-    const std::size_t ns = doc_len_.size();
-    if (s.acc.size() < ns) {
-      s.acc.resize(ns, 0.0);
-      s.seen.resize(ns, 0);
-    }
-    std::vector<QTerm> q;
-    bool prunable = true;
-    for (const auto& tw : qt) {
-      const double w = idf_[tw.first] * tw.second;
-      q.push_back(QTerm{tw.first, w, w * maxpart_[tw.first]});
-      if (!(w > 0)) prunable = false;  // bounds need non-negative contributions
-    }
-    if (prunable)
-      std::stable_sort(q.begin(), q.end(), [](const QTerm& a, const QTerm& b) { return a.ub > b.ub; });
-    const std::size_t m = q.size();
-    std::vector<double> rest(m + 1, 0.0);  // rest[i]: bound of terms i.. together
-    for (std::size_t i = m; i-- > 0;) rest[i] = rest[i + 1] + q[i].ub;
-
-    // Phase 1: whole lists, while a document seen in none of them could still enter.
-    s.touched.clear();
-    std::size_t i = 0;
-    double theta = -std::numeric_limits<double>::infinity();
-    double top = 0.0;  // largest accumulator so far: theta <= top, so no break while rest >= top
-    for (; i < m; ++i) {
-      if (prunable && s.touched.size() >= k && rest[i] < top) {
-        theta = kth(s.touched, k, s);
-        if (rest[i] < theta - margin(theta)) break;
-      }
-      const double w = q[i].w;
-      for (Cursor c = cursor(q[i].term); c.valid(); c.next()) {
-        const std::uint32_t d = c.doc();
-        if (mask && (d >= mask_len || !mask[d])) continue;
-        if (!s.seen[d]) {
-          s.seen[d] = 1;
-          s.touched.push_back(d);
-        }
-        const double a = s.acc[d] + w * tf_part(c.tf(), d);
-        s.acc[d] = a;
-        top = std::max(top, a);
-      }
-    }
-    // Phase 2: look the surviving candidates up in the lists left.
-    s.cand.clear();
-    if (i < m) {
-      for (std::uint32_t d : s.touched)
-        if (s.acc[d] + rest[i] >= theta - margin(theta)) s.cand.push_back(d);
-      std::sort(s.cand.begin(), s.cand.end());
-      for (std::size_t j = i; j < m && !s.cand.empty(); ++j) {
-        const double w = q[j].w;
-        Cursor c = cursor(q[j].term);
-        for (std::uint32_t d : s.cand) {
-          c.advance_to(d);
-          if (!c.valid()) break;
-          if (c.doc() == d) s.acc[d] += w * tf_part(c.tf(), d);
-        }
-        if (s.cand.size() > k) {
-          theta = kth(s.cand, k, s);
-          const double cut = theta - margin(theta) - rest[j + 1];
-          s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
-                       s.cand.end());
-        }
-      }
-    } else {
-      s.cand.assign(s.touched.begin(), s.touched.end());
-    }
-    // The k best (and any within the margin), rescored in query-term order
-    // when the terms were reordered, so scores equal scores() bit for bit.
-    if (s.cand.size() > k) {
-      theta = kth(s.cand, k, s);
-      const double cut = theta - margin(theta);
-      s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
-                   s.cand.end());
-    }
-    for (std::uint32_t d : s.touched) s.seen[d] = 0;
-    if (prunable) {
-      for (std::uint32_t d : s.touched) s.acc[d] = 0.0;
-      std::sort(s.cand.begin(), s.cand.end());
-      for (const auto& tw : qt) {
-        const double w = idf_[tw.first] * tw.second;
-        Cursor c = cursor(tw.first);
-        for (std::uint32_t d : s.cand) {
-          c.advance_to(d);
-          if (!c.valid()) break;
-          if (c.doc() == d) s.acc[d] += w * tf_part(c.tf(), d);
-        }
-      }
-    }
-    hits.reserve(s.cand.size());
-    for (std::uint32_t d : s.cand) hits.push_back(Hit{d, s.acc[d]});
-    for (std::uint32_t d : prunable ? s.cand : s.touched) s.acc[d] = 0.0;
-    auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.doc < b.doc); };
-    if (hits.size() > k) {
-      std::nth_element(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(), better);
-      hits.resize(k);
-    }
-    std::sort(hits.begin(), hits.end(), better);
-  }
+                    std::size_t mask_len, Scratch& s, std::vector<Hit>& hits) const;
+  void top_k_exhaustive(const std::vector<std::pair<std::uint32_t, double>>& qt, std::size_t k,
+                        const std::uint8_t* mask, std::size_t mask_len, Scratch& s, std::vector<Hit>& hits) const;
+  void rescore_and_select(const std::vector<std::pair<std::uint32_t, double>>& qt, std::size_t k,
+                          const std::vector<std::uint32_t>& cand, std::vector<Hit>& hits) const;
 
   Params params_;
-  std::unordered_map<std::string, std::uint32_t> vocab_;
-  std::vector<std::string> terms_;
+  Vocab vocab_;
   mutable std::vector<List> lists_;  // compaction (on prepare) rewrites them, not their meaning
   std::vector<std::uint32_t> doc_len_;
   std::vector<std::uint8_t> alive_;
@@ -490,7 +405,7 @@ class Index {
   mutable std::size_t n_terms_live_ = 0;
   mutable std::vector<double> idf_;
   mutable std::vector<double> norm_;
-  mutable std::vector<double> part1_;  // tf part of a tf-1 posting, per document
+  mutable std::vector<float> part1_;  // tf part of a tf-1 posting, per document, rounded to float
   mutable std::vector<double> maxpart_;
   mutable std::vector<Skip> skips_;
   mutable std::vector<std::uint32_t> skip_start_;
@@ -499,3 +414,4 @@ class Index {
 }  // namespace momoka::bm25
 
 #include "momoka/bm25_io.hpp"
+#include "momoka/bm25_topk.hpp"

@@ -48,9 +48,13 @@ inline void corrupted(const char* what) { throw std::runtime_error(std::string("
 
 }  // namespace io
 
+// Writing needs only the postings of live documents, not the derived tables
+// (idf, norms, skips): a save right after a build does not allocate them.
 template <class Put>
 void Index::write(Put&& put) const {
-  with_prepared([&]() {
+  with_compacted([&]() {
+    std::size_t n_live_terms = 0;
+    for (const List& li : lists_) n_live_terms += li.n != 0;
     auto put_v = [&](auto v) { put(&v, sizeof(v)); };
     put("MMKBM25\0", 8);
     put_v(kFormatVersion);
@@ -61,13 +65,14 @@ void Index::write(Put&& put) const {
     put_v(static_cast<std::uint64_t>(doc_len_.size()));
     put(doc_len_.data(), doc_len_.size() * sizeof(std::uint32_t));
     put(alive_.data(), alive_.size());
-    put_v(static_cast<std::uint64_t>(n_terms_live_));
-    for (std::size_t t = 0; t < terms_.size(); ++t) {
+    put_v(static_cast<std::uint64_t>(n_live_terms));
+    for (std::size_t t = 0; t < vocab_.size(); ++t) {
       const List& li = lists_[t];
       if (!li.n) continue;
       std::string head;
-      put_varint(head, static_cast<std::uint32_t>(terms_[t].size()));
-      head.append(terms_[t]);
+      const std::string_view term = vocab_.term(static_cast<std::uint32_t>(t));
+      put_varint(head, static_cast<std::uint32_t>(term.size()));
+      head.append(term);
       put_varint(head, li.n);
       put_varint(head, static_cast<std::uint32_t>(li.bytes.size()));
       put(head.data(), head.size());

@@ -65,6 +65,8 @@ struct List {
   std::uint32_t last = 0;
 
   void append(std::uint32_t doc, std::uint32_t tf) {
+    // Grow by a quarter, not double: the build's peak holds every list's slack.
+    if (bytes.size() + 10 > bytes.capacity()) bytes.reserve(bytes.size() + bytes.size() / 4 + 16);
     put_varint(bytes, n ? doc - last : doc);
     put_varint(bytes, tf);
     last = doc;
