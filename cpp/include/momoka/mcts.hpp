@@ -201,7 +201,7 @@ struct Wave {
   bool empty() const { return n == 0; }
   void clear() { n = 0; }
   Trajectory& next() {
-    if (n == buf.size()) buf.emplace_back();
+    if (n == buf.size()) { buf.emplace_back(); buf.back().steps.reserve(16); }  // one allocation, not 1-2-4-8
     return buf[n++];
   }
 };
