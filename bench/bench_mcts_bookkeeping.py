@@ -229,8 +229,13 @@ def _timed_run(threads):
     return time.perf_counter() - w0, time.process_time() - c0, time.thread_time() - t0
 
 
-def test_interleaved_ratios():
+def test_interleaved_ratios(benchmark):
     """Plain UCT, momoka 1 thread and 2 threads alternately (same run), medians of each."""
+    benchmark.group = "mcts bookkeeping, interleaved"
+    benchmark.pedantic(_interleaved, rounds=1, iterations=1)
+
+
+def _interleaved():
     roots = list(range(0, N, 25))
     rows = {r: reward_row(r) for r in roots}
     plain, one, two = [], [], []
