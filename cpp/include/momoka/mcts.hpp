@@ -10,7 +10,7 @@
 // Everything here works on ints and doubles; no Python objects.
 //
 // Length: one engine (tree, UCT, expansion modes, rollouts, ask/tell, native runs) in one
-// header, as every concept of the core has its own header; hence about 700 lines.
+// header, as every concept of the core has its own header; hence about 800 lines.
 //
 // Determinism: each root owns a SplitMix64 generator seeded from (seed, root
 // item); a root's tree is a pure function of its configuration, its seed and
