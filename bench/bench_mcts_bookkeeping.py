@@ -12,7 +12,10 @@ which is deliberately simple and several times slower. The bench first checks
 that PlainUCT, driven by the engine's SplitMix64 draws, builds the oracle's
 tree node for node on a few roots (same rules, same rewards), then times it
 with `random.Random` on a subset of roots. Prints rollouts/s of momoka (1 and
-2 threads, wall clock and per CPU-second) and of PlainUCT, and the ratios.
+2 threads, wall clock and per CPU-second) and of PlainUCT, and the ratios;
+`test_interleaved_ratios` times the three alternately in one loop (medians),
+and for 2 threads also the CPU time of the calling thread (one of the two
+workers): near half of the process CPU time means the work split.
 
     PYTHONPATH=python python -m pytest bench/bench_mcts_bookkeeping.py --benchmark-only -s
 """
@@ -217,3 +220,48 @@ def test_plain_python_uct(benchmark):
         print(f"momoka 2 threads / 1 thread: {RESULTS['momoka 2'] / RESULTS['momoka 1']:.2f}x wall clock; "
               f"rollouts per CPU-second 2 threads / 1 thread: "
               f"{RESULTS['momoka cpu 2'] / RESULTS['momoka cpu 1']:.2f}")
+
+
+def _timed_run(threads):
+    """One native run: (wall s, process CPU s, calling thread's CPU s), construction included."""
+    w0, c0, t0 = time.perf_counter(), time.process_time(), time.thread_time()
+    _engine(threads).run_native(I)
+    return time.perf_counter() - w0, time.process_time() - c0, time.thread_time() - t0
+
+
+def test_interleaved_ratios(benchmark):
+    """Plain UCT, momoka 1 thread and 2 threads alternately (same run), medians of each."""
+    benchmark.group = "mcts bookkeeping, interleaved"
+    benchmark.pedantic(_interleaved, rounds=1, iterations=1)
+
+
+def _interleaved():
+    roots = list(range(0, N, 25))
+    rows = {r: reward_row(r) for r in roots}
+    plain, one, two = [], [], []
+    load0 = os.getloadavg()[0]
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for r in roots:
+            PlainUCT(N, r, rows[r]).run()
+        plain.append(len(roots) * ITERS / (time.perf_counter() - t0))
+        for _ in range(3):
+            one.append(_timed_run(1))
+            two.append(_timed_run(2))
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    p_rate = med(plain)
+    w1, c1 = med([x[0] for x in one]), med([x[1] for x in one])
+    w2, c2 = med([x[0] for x in two]), med([x[1] for x in two])
+    share = med([x[2] / x[1] for x in two])
+    print(f"\ninterleaved (7 plain rounds of {len(roots)} roots, 21 runs of each thread count; load average "
+          f"{load0:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores):")
+    print(f"  plain-Python UCT {p_rate:,.0f} rollouts/s; momoka 1 thread {N * ITERS / w1:,.0f} rollouts/s "
+          f"= {N * ITERS / w1 / p_rate:,.1f}x")
+    print(f"  momoka 2 threads / 1 thread: {w1 / w2:.2f}x wall clock; rollouts per CPU-second "
+          f"{c1 / c2:.2f}x; calling thread's share of the 2-thread CPU time {share:.2f}")
+    # the thread count changes the speed, never the trees
+    e1, e2 = _engine(1).run_native(I), _engine(2).run_native(I)
+    assert all(np.array_equal(a, b) for a, b in zip(e1.paths(), e2.paths()))
+    for i in (0, 250, N - 1):
+        t1, t2 = e1.tree(i), e2.tree(i)
+        assert all(np.array_equal(t1[k], t2[k]) for k in t1)

@@ -10,7 +10,7 @@
 // Everything here works on ints and doubles; no Python objects.
 //
 // Length: one engine (tree, UCT, expansion modes, rollouts, ask/tell, native runs) in one
-// header, as every concept of the core has its own header; hence about 700 lines.
+// header, as every concept of the core has its own header; hence about 800 lines.
 //
 // Determinism: each root owns a SplitMix64 generator seeded from (seed, root
 // item); a root's tree is a pure function of its configuration, its seed and
@@ -103,6 +103,20 @@ struct NativeReward {
   const double* data = nullptr;      // dense n*n row-major, vector n, or CSR values
   const int64_t* indptr = nullptr;   // CSR, n + 1 entries
   const int32_t* indices = nullptr;  // CSR (sorted per row, unique)
+  // The rewards of one root's search: for Dense, the root's row copied into `buf` in one
+  // sequential sweep (the rollouts read it at random, and those reads from the shared matrix
+  // missed the cache: about a third of the run on 500 x 500), served as a Vector. Only when the
+  // search reads about as many entries as the row has (`reads`: rollouts x steps).
+  NativeReward for_root(int32_t root, int64_t reads, std::vector<double>& buf) const {
+    if (kind != Dense || static_cast<int64_t>(n) > 4 * reads) return *this;
+    const double* row = data + static_cast<size_t>(root) * n;
+    buf.assign(row, row + n);
+    NativeReward r;
+    r.kind = Vector;
+    r.n = n;
+    r.data = buf.data();
+    return r;
+  }
   double operator()(int32_t root, int32_t cand) const {
     switch (kind) {
       case Dense: return data[static_cast<size_t>(root) * n + cand];
@@ -117,17 +131,26 @@ struct NativeReward {
   }
 };
 
-// Scratch marks owned by a worker thread (epoch-stamped item set).
+// Scratch marks owned by a worker thread: the items on the current path
+// (epoch-stamped set `mark`), and the items of the children of one node
+// (`cmark`, cached: consecutive trajectories of a search mostly expand the
+// same node, so its children are marked once and then kept up to date
+// instead of walking the sibling list on every expansion).
 struct Scratch {
-  std::vector<uint32_t> mark;
-  uint32_t stamp = 0;
-  std::vector<int32_t> buf;
-  void reset(int32_t n) {
-    if (static_cast<int32_t>(mark.size()) != n) { mark.assign(n, 0); stamp = 0; }
-    if (++stamp == 0) { std::fill(mark.begin(), mark.end(), 0); stamp = 1; }
+  std::vector<uint32_t> mark, cmark;
+  uint32_t stamp = 0, cstamp = 0;
+  const void* csearch = nullptr;  // whose node's children cmark holds (valid while the count matches)
+  int32_t cnode = -1, ccount = -1;
+  std::vector<double> row;  // NativeReward::for_root's copy of the current root's dense row
+  static void next_stamp(std::vector<uint32_t>& m, uint32_t& st, int32_t n) {
+    if (static_cast<int32_t>(m.size()) != n) { m.assign(n, 0); st = 0; }
+    if (++st == 0) { std::fill(m.begin(), m.end(), 0); st = 1; }
   }
+  void reset(int32_t n) { next_stamp(mark, stamp, n); }
   void set(int32_t i) { mark[i] = stamp; }
   bool has(int32_t i) const { return mark[i] == stamp; }
+  bool child(int32_t i) const { return cmark[i] == cstamp; }
+  bool taken(int32_t i) const { return has(i) || child(i); }  // on the path or a child of the cached node
 };
 
 // Struct-of-arrays tree of one search. Node 0 is the root.
@@ -161,6 +184,13 @@ struct MemoEntry { double value = 0.0; uint8_t state = 0; };
 
 struct Step { uint64_t key; int32_t cand; };
 struct Trajectory { int32_t leaf; std::vector<Step> steps; };
+// Appends field by field: a braced Step built on the stack and copied as one 16-byte load
+// stalled store forwarding on every rollout step.
+inline void push_step(std::vector<Step>& v, uint64_t key, int32_t cand) {
+  v.emplace_back();
+  v.back().key = key;
+  v.back().cand = cand;
+}
 
 // The trajectories of the current wave; buffers are reused between waves.
 struct Wave {
@@ -171,7 +201,7 @@ struct Wave {
   bool empty() const { return n == 0; }
   void clear() { n = 0; }
   Trajectory& next() {
-    if (n == buf.size()) buf.emplace_back();
+    if (n == buf.size()) { buf.emplace_back(); buf.back().steps.reserve(16); }  // one allocation, not 1-2-4-8
     return buf[n++];
   }
 };
@@ -246,6 +276,10 @@ class Engine {
       }
       g_indptr_ = std::move(ip); g_indices_ = std::move(ix);
     }
+    if (cfg_.structural) {
+      para_tab_ = structural_table(para_, cfg_.alpha, cfg_.gamma);
+      sent_tab_ = structural_table(sent_, cfg_.beta, cfg_.delta);
+    }
     r_max_ = 1.0;
     if (cfg_.structural && cfg_.normalize) r_max_ = 1.0 + cfg_.alpha / cfg_.gamma + cfg_.beta / cfg_.delta;
     searches_.resize(roots.size());
@@ -277,11 +311,12 @@ class Engine {
     start_clock();
     parallel_for(searches_.size(), threads, [&](size_t i, Scratch& sc) {
       Search& s = searches_[i];
+      const NativeReward Ir = I.for_root(s.root, static_cast<int64_t>(cfg_.iterations) * cfg_.rollout_len, sc.row);
       while (s.status != Status::Done) {
         if (expired()) { abandon_wave(s); s.status = Status::Done; break; }
         build_wave(s, sc);
         if (s.wave.empty()) { s.status = Status::Done; break; }
-        finish_wave(s, [&](const Step& st) { return I(s.root, st.cand); });
+        finish_wave(s, [&](const Step& st) { return Ir(s.root, st.cand); });
         if (s.iters_done >= cfg_.iterations) s.status = Status::Done;
       }
     });
@@ -421,14 +456,31 @@ class Engine {
   double step_reward(int32_t root, int32_t cand, double I) const {
     double r = I;
     if (cfg_.structural) {
-      r += cfg_.alpha / (std::abs(static_cast<double>(para_[root]) - para_[cand]) + cfg_.gamma);
-      r += cfg_.beta / (std::abs(static_cast<double>(sent_[root]) - sent_[cand]) + cfg_.delta);
+      r += structural_term(para_tab_, para_, root, cand, cfg_.alpha, cfg_.gamma);
+      r += structural_term(sent_tab_, sent_, root, cand, cfg_.beta, cfg_.delta);
     }
     return r / r_max_;
   }
   double r_max() const { return r_max_; }
 
  private:
+  // w / (|pos[root] - pos[cand]| + g), from the table of every distance (tab[d] = w / (d + g),
+  // the same double) when the positions span a small range, else computed.
+  static double structural_term(const std::vector<double>& tab, const std::vector<int32_t>& pos, int32_t root,
+                                int32_t cand, double w, double g) {
+    const int64_t d = std::abs(static_cast<int64_t>(pos[root]) - pos[cand]);
+    if (static_cast<size_t>(d) < tab.size()) return tab[static_cast<size_t>(d)];
+    return w / (static_cast<double>(d) + g);
+  }
+  static std::vector<double> structural_table(const std::vector<int32_t>& pos, double w, double g) {
+    if (pos.empty()) return {};
+    auto [lo, hi] = std::minmax_element(pos.begin(), pos.end());
+    const int64_t span = std::min<int64_t>(static_cast<int64_t>(*hi) - *lo + 1, int64_t{1} << 16);
+    std::vector<double> tab(static_cast<size_t>(span));
+    for (int64_t d = 0; d < span; ++d) tab[static_cast<size_t>(d)] = w / (static_cast<double>(d) + g);
+    return tab;
+  }
+
   // ------------------------------------------------------------ candidates
   // Candidates of a node whose path (root..node, `plen` items) is marked in sc.
   int32_t count_candidates(int32_t item, int32_t plen, const Scratch& sc) const {
@@ -448,30 +500,32 @@ class Engine {
   // Uniform pick among [0, n) minus the marked set (size `excluded`):
   // rejection sampling while at least half the items are free, otherwise the
   // k-th free item in ascending order with k = below(free).
-  int32_t pick_free(SplitMix64& rng, const Scratch& sc, int32_t excluded) const {
+  template <class Taken>
+  int32_t pick_free(SplitMix64& rng, Taken&& taken, int32_t excluded) const {
     const int32_t n = cfg_.n_items;
     const int32_t avail = n - excluded;
     if (avail <= 0) return -1;
     if (2 * static_cast<int64_t>(avail) >= n) {
       for (;;) {
         int32_t u = static_cast<int32_t>(rng.below(static_cast<uint64_t>(n)));
-        if (!sc.has(u)) return u;
+        if (!taken(u)) return u;
       }
     }
     int32_t k = static_cast<int32_t>(rng.below(static_cast<uint64_t>(avail)));
     for (int32_t u = 0; u < n; ++u)
-      if (!sc.has(u) && k-- == 0) return u;
+      if (!taken(u) && k-- == 0) return u;
     return -1;
   }
 
   // k-th unmarked neighbour of `item`, k = below(count); -1 if none.
-  int32_t pick_neighbor(SplitMix64& rng, const Scratch& sc, int32_t item) const {
+  template <class Taken>
+  int32_t pick_neighbor(SplitMix64& rng, Taken&& taken, int32_t item) const {
     int32_t cnt = 0;
-    for (int64_t j = g_indptr_[item]; j < g_indptr_[item + 1]; ++j) cnt += !sc.has(g_indices_[j]);
+    for (int64_t j = g_indptr_[item]; j < g_indptr_[item + 1]; ++j) cnt += !taken(g_indices_[j]);
     if (cnt == 0) return -1;
     int32_t k = static_cast<int32_t>(rng.below(static_cast<uint64_t>(cnt)));
     for (int64_t j = g_indptr_[item]; j < g_indptr_[item + 1]; ++j)
-      if (!sc.has(g_indices_[j]) && k-- == 0) return g_indices_[j];
+      if (!taken(g_indices_[j]) && k-- == 0) return g_indices_[j];
     return -1;
   }
 
@@ -505,6 +559,15 @@ class Engine {
       if (t.n_children[v] >= std::max(1.0, lim)) return false;
     }
     return true;
+  }
+
+  // Make sc.cmark the item set of v's children (kept from the previous call when it was the same node).
+  void mark_children(const Search& s, int32_t v, Scratch& sc) const {
+    const Tree& t = s.t;
+    if (sc.csearch == &s && sc.cnode == v && sc.ccount == t.n_children[v]) return;
+    Scratch::next_stamp(sc.cmark, sc.cstamp, cfg_.n_items);
+    for (int32_t c = t.first_child[v]; c >= 0; c = t.next_sibling[c]) sc.cmark[t.item[c]] = sc.cstamp;
+    sc.csearch = &s; sc.cnode = v; sc.ccount = t.n_children[v];
   }
 
   void mark_path(const Tree& t, int32_t v, Scratch& sc, int32_t& plen) const {
@@ -584,11 +647,10 @@ class Engine {
         if (kept == nullptr) return kTrajNeedScores;
         it = (*kept)[nch];
       } else {
-        for (int32_t c = t.first_child[v]; c >= 0; c = t.next_sibling[c]) sc.set(t.item[c]);
-        if (cfg_.expansion == Expansion::Random) it = pick_free(s.rng, sc, plen + nch);
-        else it = pick_neighbor(s.rng, sc, t.item[v]);
-        // unmark the children again (keep the path)
-        mark_path(t, v, sc, plen);
+        mark_children(s, v, sc);
+        auto taken = [&sc](int32_t u) { return sc.taken(u); };
+        if (cfg_.expansion == Expansion::Random) it = pick_free(s.rng, taken, plen + nch);
+        else it = pick_neighbor(s.rng, taken, t.item[v]);
       }
       if (it < 0) throw Error("internal: expansion found no candidate");
       sc.set(it);
@@ -596,6 +658,7 @@ class Engine {
       int32_t path_id = cfg_.key == RewardKey::Path ? intern(s, t.pid[v], it) : 0;
       int32_t nc = count_candidates(it, plen, sc);
       leaf = t.add(it, v, t.depth[v] + 1, nc, path_id);
+      if (sc.csearch == &s && sc.cnode == v) { sc.cmark[it] = sc.cstamp; sc.ccount++; }
     } else if (v == 0) {
       return kTrajNone;  // root cannot expand and has no children
     }
@@ -607,21 +670,22 @@ class Engine {
     };
     if (cfg_.score_path) {  // the tree nodes strictly between the root and the leaf, root side first
       size_t first = tr.steps.size();
-      for (int32_t u = t.parent[leaf]; u > 0; u = t.parent[u]) tr.steps.push_back({key_of(s.pt_parent[t.pid[u]], t.item[u]), t.item[u]});
+      for (int32_t u = t.parent[leaf]; u > 0; u = t.parent[u]) push_step(tr.steps, key_of(s.pt_parent[t.pid[u]], t.item[u]), t.item[u]);
       std::reverse(tr.steps.begin() + first, tr.steps.end());
     }
     int32_t parent_pid = cfg_.key == RewardKey::Path ? s.pt_parent[t.pid[leaf]] : 0;
     int32_t cur = t.item[leaf];
     int32_t cur_pid = t.pid[leaf];
+    auto on_path = [&sc](int32_t u) { return sc.has(u); };
     for (;;) {
-      tr.steps.push_back({key_of(parent_pid, cur), cur});
+      push_step(tr.steps, key_of(parent_pid, cur), cur);
       if (static_cast<int32_t>(tr.steps.size()) >= cfg_.rollout_len) break;
       int32_t nx;
       switch (cfg_.expansion) {
         case Expansion::Random:
-        case Expansion::Scored: nx = pick_free(s.rng, sc, plen); break;
+        case Expansion::Scored: nx = pick_free(s.rng, on_path, plen); break;
         case Expansion::TopM: nx = pick_topm(s.rng, sc); break;
-        default: nx = pick_neighbor(s.rng, sc, cur); break;
+        default: nx = pick_neighbor(s.rng, on_path, cur); break;
       }
       if (nx < 0) break;
       sc.set(nx);
@@ -745,6 +809,7 @@ class Engine {
 
   Config cfg_;
   std::vector<int32_t> para_, sent_, order_;
+  std::vector<double> para_tab_, sent_tab_;  // structural_table() of the paragraph and sentence positions
   std::vector<int64_t> g_indptr_;
   std::vector<int32_t> g_indices_;
   double r_max_ = 1.0;
