@@ -48,6 +48,7 @@ from ..errors import (
     InputTooLargeError,
     ModelError,
 )
+from .runtime import length_groups
 
 __all__ = ["CausalLM", "GenerationResult", "log_softmax"]
 
@@ -121,19 +122,6 @@ def _state_of(cache: _Cache, last_logits: np.ndarray) -> PrefixState:
     """A :class:`PrefixState` holding ``cache`` as host arrays."""
     host = {k: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for k, v in cache.values.items()}
     return PrefixState(host, np.asarray(last_logits, dtype=np.float32), cache.length)
-
-
-def _length_groups(order: Sequence[int], length: Callable[[int], int], batch_tokens: int):
-    """Runs of ``order`` (sorted by length) for padded batches: a run grows while its count times the
-    next item's length stays within ``batch_tokens`` (a run holds at least one item)."""
-    j = 0
-    while j < len(order):
-        group = [order[j]]
-        j += 1
-        while j < len(order) and length(order[j]) * (len(group) + 1) <= batch_tokens:
-            group.append(order[j])
-            j += 1
-        yield group
 
 
 class CausalLM:
@@ -382,7 +370,7 @@ class CausalLM:
             else:
                 short.append(i)
         short.sort(key=lambda i: len(batch[i][0]) + len(batch[i][1]))
-        for group in _length_groups(short, lambda i: len(batch[i][0]) + len(batch[i][1]), batch_tokens):
+        for group in length_groups(short, lambda i: len(batch[i][0]) + len(batch[i][1]), batch_tokens):
             seqs = [list(batch[i][0]) + list(batch[i][1]) for i in group]
             for i, r in zip(group, self._batch(seqs, [len(batch[i][1]) for i in group])):
                 results[i] = r
@@ -417,7 +405,7 @@ class CausalLM:
         for i, p in enumerate(seqs):
             if len(p) > self.block:
                 out[i] = self.prefix_state(p)
-        for group in _length_groups(short, lambda i: len(seqs[i]), batch_tokens):
+        for group in length_groups(short, lambda i: len(seqs[i]), batch_tokens):
             b, s = len(group), max(len(seqs[i]) for i in group)
             ids = np.full((b, s), self.pad_id, dtype=np.int64)
             mask = np.zeros((b, s), dtype=np.int64)
@@ -516,7 +504,7 @@ class CausalLM:
             state = _state_of(cache, last)
         host, last, P = state.kv, state.last_logits, state.length
         todo.sort(key=lambda i: len(suffixes[i]))
-        for group in _length_groups(todo, lambda i: len(suffixes[i]), batch_tokens):
+        for group in length_groups(todo, lambda i: len(suffixes[i]), batch_tokens):
             b = len(group)
             S = max(len(suffixes[i]) for i in group)
             ids = np.full((b, S), self.pad_id, dtype=np.int64)

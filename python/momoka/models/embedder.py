@@ -51,7 +51,7 @@ import numpy as np
 from ..errors import InputError, InputTooLargeError, ModelError
 from ..progress import Progress
 from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
-from .runtime import create_session, resolve_device, resolve_threads, sha256_file
+from .runtime import create_session, length_groups, resolve_device, resolve_threads, sha256_file
 
 __all__ = ["Embedder", "TruncationWarning", "load_tokenizer", "BATCHING", "BATCH_TOKENS", "TOKENIZE_SLICE"]
 
@@ -315,15 +315,7 @@ class Embedder:
         if batching == "single":
             return [[i] for i in range(len(encs))]
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
-        out, cur = [], []
-        for i in order:  # ascending length: the newest input is the longest of its batch
-            if cur and (len(cur) >= bs or (len(cur) + 1) * len(encs[i].ids) > self.batch_tokens):
-                out.append(cur)
-                cur = []
-            cur.append(i)
-        if cur:
-            out.append(cur)
-        return out
+        return list(length_groups(order, lambda i: len(encs[i].ids), self.batch_tokens, max_items=bs))
 
     def _map(self, fn, items: list):
         """``fn`` over ``items`` in order, ``workers`` at a time (threads) when there are several."""

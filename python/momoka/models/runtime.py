@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._files import sha256_file
@@ -30,6 +31,7 @@ __all__ = [
     "create_session",
     "cuda_available",
     "sha256_file",
+    "length_groups",
 ]
 
 
@@ -135,3 +137,22 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
         ) from exc
 
 
+def length_groups(order: Sequence[int], length: Callable[[int], int], batch_tokens: int,
+                  max_items: int | None = None) -> Iterator[list[int]]:
+    """Runs of ``order`` (sorted by ascending length) for padded batches.
+
+    A run grows while its count times the next item's length (the padded size
+    of the batch, since the newest item is the longest) stays within
+    ``batch_tokens`` and, when given, its count stays within ``max_items``; a
+    run holds at least one item. Shared by the embedder's bucketed batches and
+    the causal LM's batched prefixes.
+    """
+    j = 0
+    while j < len(order):
+        group = [order[j]]
+        j += 1
+        while (j < len(order) and (max_items is None or len(group) < max_items)
+               and length(order[j]) * (len(group) + 1) <= batch_tokens):
+            group.append(order[j])
+            j += 1
+        yield group
