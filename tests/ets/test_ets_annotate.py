@@ -101,7 +101,8 @@ def test_export_format():
         assert (r["label"] == "correct") == is_correct(r["reader_answer"], ["Norway"])
         assert r["reward"] == (1.0 if r["label"] == "correct" else r["likelihood"])
         assert 1 <= len(r["steps"]) <= 3
-        assert r["completion"] == "\n".join(s["text"] for s in r["steps"])
+        # the policy's own format: each sentence whitespace-normalised and ended by a newline
+        assert r["completion"] == "".join(" ".join(s["text"].split()) + "\n" for s in r["steps"])
         assert all(TEXT[s["start"]:s["end"]] == s["text"] for s in r["steps"])
         assert r["steps"][-1]["value"] == r["value"] and all(0 <= s["value"] <= 1 for s in r["steps"])
         assert r["prompt"].startswith("Extract sentences") and "Anna moved to Oslo" in r["prompt"]

@@ -27,14 +27,13 @@ from ..errors import (
 from . import _loop
 from .accounting import Accounting
 from .base import BaseClient
-from .retry import RetryableError, RetryPolicy, json_answer, retryable_status
+from .retry import RetryableError, RetryPolicy, json_answer
 from .types import Completion
 
 ENV_BASE_URL = "MOMOKA_LLM_BASE_URL"
 ENV_MODEL = "MOMOKA_LLM_MODEL"
 ENV_API_KEY = "MOMOKA_LLM_API_KEY"
 
-_retryable_status = retryable_status  # the name this module used to define
 
 
 _UNSUPPORTED = {"stream": "streaming is not supported by the batch client", "n": "only n=1 is supported"}

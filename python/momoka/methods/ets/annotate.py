@@ -36,6 +36,7 @@ from typing import Any
 
 from ...errors import ConfigError, InputError
 from ...llm import prompts
+from .beam import extraction_background, extraction_target
 from .candidates import DEFAULT_N, Sentence, candidate_sentences
 from .reader import CORRECTNESS_MODES, Reader, is_correct
 
@@ -189,7 +190,7 @@ def export_paths(qid: str, ann: Annotation, *, reader_name: str = "", dataset: s
     ``"incorrect"``), ``reward``, ``likelihood``, ``reader_answer``, and where
     it came from.
     """
-    background = " ".join(c.text for c in ann.candidates)
+    background = extraction_background([c.text for c in ann.candidates])
     prompt = prompts.render("ets.extraction", background=background, query=ann.question)
     out = []
     for k, nd in enumerate(ann.nodes):
@@ -202,7 +203,7 @@ def export_paths(qid: str, ann: Annotation, *, reader_name: str = "", dataset: s
             "answers": list(ann.answers),
             "label": "correct" if nd["correct"] else "incorrect",
             "prompt": prompt,
-            "completion": "\n".join(s.text for s in sents),
+            "completion": extraction_target([s.text for s in sents]),
             "steps": [{"doc_id": s.doc_id, "start": s.start, "end": s.end, "text": s.text,
                        "candidate": i, "value": st["value"], "visits": st["visits"]}
                       for s, i, st in zip(sents, nd["path"], nd["steps"])],

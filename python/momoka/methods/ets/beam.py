@@ -248,6 +248,21 @@ def beam_search(question: str, candidates: Sequence[str], policy: Policy,
     return BeamResult(tuple(sorted(best.path)), best.value, dict(scored), stats)
 
 
+def normalise(text: str) -> str:
+    """A candidate as the policy sees and writes it: whitespace runs made one space."""
+    return " ".join(text.split())
+
+
+def extraction_background(texts: Sequence[str]) -> str:
+    """The ``{background}`` of the extraction prompt: the candidates normalised, one per line."""
+    return "\n" + "\n".join(normalise(t) for t in texts) + "\n"
+
+
+def extraction_target(texts: Sequence[str]) -> str:
+    """What the policy writes for an evidence path: each sentence normalised, ended by a newline."""
+    return "".join(normalise(t) + "\n" for t in texts)
+
+
 class LMPolicy:
     """The local instruction LM as the policy: the ETS extraction prompt (App. D), one sentence per line.
 
@@ -269,10 +284,7 @@ class LMPolicy:
         self.end_id = int(ids[0])
         self._last_root: tuple | None = None  # (prompt ids, state): searches of one question share the prompt
 
-    @staticmethod
-    def normalise(text: str) -> str:
-        """The candidate as the policy sees and writes it: whitespace runs made one space."""
-        return " ".join(text.split())
+    normalise = staticmethod(normalise)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of a candidate sentence (normalised)."""
@@ -280,7 +292,7 @@ class LMPolicy:
 
     def root(self, question: str, candidates: Sequence[str]) -> Any:
         """Run the extraction prompt (chat-templated) up to the assistant's first token (the last one is kept)."""
-        background = "\n" + "\n".join(self.normalise(c) for c in candidates) + "\n"
+        background = extraction_background(candidates)
         chat = self.lm.apply_chat_template(self.template.messages(background=background, query=question))
         ids = tuple(self.lm.encode(chat))
         if self._last_root is None or self._last_root[0] != ids:

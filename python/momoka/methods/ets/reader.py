@@ -124,12 +124,6 @@ class Reader:
             self._head = (head, self.lm.prefix_state(self.lm.encode(head)))
         return self._head[1]
 
-    def token_ids(self, question: str, answer: str, evidence: Sequence[str]) -> tuple[list[int], int]:
-        """Local LM: the scored sequence (prompt then answer ids) and the number of answer ids at its end."""
-        head, rest = self._parts(question, evidence)
-        ans = self.lm.encode(answer)
-        return self.lm.encode(head) + self.lm.encode(rest) + ans, len(ans)
-
     # ------------------------------------------------------------- likelihood
     def likelihood(self, question: str, answer: str, evidence: Sequence[str]) -> float:
         """exp(mean log P(answer tokens | reader prompt with ``evidence`` in the given order))."""

@@ -93,11 +93,10 @@ class ETSRefiner:
         reader = self.reader
         return lambda q, ev: reader.answer_with_likelihood(q, ev)[1]
 
-    def search(self, query: str, texts: Sequence[str], *, expansion: int | None = None, beam: int | None = None,
-               early_termination: bool | None = None):
+    def search(self, query: str, texts: Sequence[str], *, early_termination: bool | None = None):
         """:func:`.beam.beam_search` over ``texts`` with this refiner's policy, value and sizes."""
         return beam_search(query, texts, self.policy, self.value_fn(),
-                           expansion=expansion or self.expansion, beam=beam or self.beam, max_depth=self.max_depth,
+                           expansion=self.expansion, beam=self.beam, max_depth=self.max_depth,
                            early_termination=self.early_termination if early_termination is None
                            else early_termination)
 
