@@ -71,6 +71,20 @@ def no_pretokenizer_bpe():
     return tok
 
 
+@pytest.fixture(scope="module")
+def digits_only_bpe():
+    """A BPE whose only pre-tokenizer splits digits, never at whitespace, so merges cross spaces as
+    without one: it must take the general path, not the counted-words one."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, trainers
+
+    tok = tokenizers.Tokenizer(models.BPE(unk_token="?"))
+    tok.pre_tokenizer = pre_tokenizers.Digits(individual_digits=True)
+    corpus = ["the word of the day is the word, and the day is long. 1984 " * 4, "東京 日本語 😀 café"] * 5
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=120, special_tokens=["?"]))
+    return tok
+
+
 def chunkers(size: int, tok):
     return [
         FixedChunker(size, tokenizer=tok),
@@ -121,7 +135,7 @@ piece = st.one_of(
 adversarial_text = st.lists(piece, min_size=1, max_size=80).map("".join).filter(lambda t: t.strip() != "")
 
 
-@pytest.mark.parametrize("name", ["wordpiece", "bpe", "no_pretokenizer_bpe"])
+@pytest.mark.parametrize("name", ["wordpiece", "bpe", "no_pretokenizer_bpe", "digits_only_bpe"])
 @pytest.mark.parametrize("size", [1, 3, 16, 64])
 def test_adversarial_strings_fit(request, name, size):
     # tried: every adversarial string with every limited chunker at four limits
@@ -145,9 +159,11 @@ def test_random_adversarial_text_fits_bpe(bpe, text, size):
 
 @settings(max_examples=30, deadline=None)
 @given(text=adversarial_text, size=st.integers(1, 40))
-def test_random_text_fits_without_pretokenizer(no_pretokenizer_bpe, text, size):
-    # the general path: document encoded with offsets, every chunk checked by encoding it
+def test_random_text_fits_without_pretokenizer(no_pretokenizer_bpe, digits_only_bpe, text, size):
+    # the general path: document encoded with offsets, every chunk checked by encoding it; a lone
+    # Digits pre-tokenizer does not split at whitespace either, so it takes the same path
     run_all(no_pretokenizer_bpe, text, size)
+    run_all(digits_only_bpe, text, size)
 
 
 # -- real text ------------------------------------------------------------------------------

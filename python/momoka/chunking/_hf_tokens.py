@@ -21,26 +21,34 @@ from ._tokens import Atoms, TokenSource
 _WORD_SAFE_PRETOKENIZERS = {"Whitespace", "WhitespaceSplit", "BertPreTokenizer"}
 #: Pre-tokenizers whose pieces never hold a non-whitespace character followed by whitespace, so the
 #: tokens of a text are those of its units "whitespace before a word + the word", each on its own.
-_LOCAL_PRETOKENIZERS = _WORD_SAFE_PRETOKENIZERS | {"Digits", "Punctuation", "UnicodeScripts"}
-#: Normalizers that act on characters one at a time (or only at the start of the text).
-_LOCAL_NORMALIZERS = {"BertNormalizer", "NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents", "Strip",
-                      "Prepend"}
+#: Pre-tokenizers that split more finely but never at whitespace: "local" only inside a Sequence whose
+#: other members split at whitespace (alone, "a b" stays one piece the model can join across the space).
+_SPLIT_ONLY_PRETOKENIZERS = {"Digits", "Punctuation", "UnicodeScripts"}
+#: Normalizers that act on characters one at a time (or only at the start of the text). Not "Strip": a
+#: unit " foo" counted alone loses its space, inside a chunk it keeps it.
+_LOCAL_NORMALIZERS = {"BertNormalizer", "NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents", "Prepend"}
 
 
 def _pretokenizer_kind(conf: dict | None) -> str:
-    """"word" (whitespace dropped), "local" (see _LOCAL_PRETOKENIZERS) or "other" for a pre-tokenizer's JSON."""
+    """"word" (whitespace dropped), "local" (units counted alone add up) or "other" for a pre-tokenizer's JSON."""
+    kind = _kind(conf)
+    return "other" if kind == "split-only" else kind
+
+
+def _kind(conf: dict | None) -> str:
+    """:func:`_pretokenizer_kind`, with "split-only" for the members of _SPLIT_ONLY_PRETOKENIZERS."""
     if not conf:
         return "other"  # no pre-tokenization: the model sees the whole text
     t = conf.get("type")
     if t == "Sequence":
-        kinds = [_pretokenizer_kind(c) for c in conf.get("pretokenizers", [])]
-        if not kinds or "other" in kinds:
+        kinds = [_kind(c) for c in conf.get("pretokenizers", [])]
+        if not kinds or "other" in kinds or all(k == "split-only" for k in kinds):
             return "other"
         return "word" if "word" in kinds else "local"
     if t in _WORD_SAFE_PRETOKENIZERS:
         return "word"
-    if t in _LOCAL_PRETOKENIZERS:
-        return "local"
+    if t in _SPLIT_ONLY_PRETOKENIZERS:
+        return "split-only"
     if t == "ByteLevel" and conf.get("use_regex", True):
         return "local"  # GPT-2's pattern: only a single space joins the word after it
     if t == "Metaspace" and conf.get("split", True):
