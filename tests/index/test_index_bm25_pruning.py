@@ -262,7 +262,7 @@ def test_memory_accounting_and_round_trip(real):
     ix, passages, questions = real
     blob = ix.to_bytes()
     mem = ix._ix.memory_bytes
-    assert mem >= len(blob) - 8 * len(ix.tokenize(" ".join(passages)))  # never less than the data itself
+    assert mem >= 0.9 * len(blob)  # the postings and term strings are held, not derived on demand
     assert mem <= 1.25 * len(blob) + 64 * ix.n_slots + 96 * ix.vocab_size
     again = BM25.from_bytes(blob)
     a, sa = ix.search_batch(questions, k=10)

@@ -201,7 +201,7 @@ class Index {
     std::vector<std::uint32_t> touched;
     std::vector<std::uint32_t> cand;
     std::vector<std::uint32_t> tmp;
-    std::vector<std::pair<double, std::uint32_t>> heap;  // min-heap of (score, doc): a lower bound of the k-th
+    std::vector<std::pair<float, std::uint32_t>> heap;  // min-heap of (score, doc): a lower bound of the k-th
   };
 
   struct QTerm {
