@@ -163,6 +163,9 @@ def test_truncation_policies_start_and_error(models_root, tokenizer):
     strict = Embedder(d, max_length=64, truncation="error")
     with pytest.raises(InputTooLargeError, match="max_length=64"):
         strict.embed(["fine", text])
+    # the index it names is the input's, also past the first tokenised slice of 1,024 texts
+    with pytest.raises(InputTooLargeError, match=r"first: index 1030\)"):
+        strict.embed(["fine"] * 1030 + [text])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert strict.embed(["fine"]).shape == (1, 384)

@@ -273,14 +273,17 @@ class Embedder:
 
     # ------------------------------------------------------------------ work
 
-    def tokenize(self, texts: Sequence[str]):
-        """Encode ``texts`` with the truncation policy applied; returns (encodings, n_truncated)."""
+    def tokenize(self, texts: Sequence[str], *, base: int = 0):
+        """Encode ``texts`` with the truncation policy applied; returns (encodings, n_truncated).
+
+        ``base`` is the position of ``texts[0]`` in the caller's input (for the error's index).
+        """
         encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         over = [i for i, e in enumerate(encs) if e.overflowing]
         if over and self.truncation == "error":
             raise InputTooLargeError(
                 f"{len(over)} input(s) exceed max_length={self.max_length} tokens "
-                f"(first: index {over[0]}) and truncation='error'"
+                f"(first: index {base + over[0]}) and truncation='error'"
             )
         return encs, len(over)
 
@@ -363,7 +366,7 @@ class Embedder:
             mode = "single" if self.batch_independent else "bucketed"
         if self.truncation == "error":  # refuse before any work is done
             for s in range(0, len(texts), TOKENIZE_SLICE):
-                self.tokenize(texts[s : s + TOKENIZE_SLICE])
+                self.tokenize(texts[s : s + TOKENIZE_SLICE], base=s)
         if progress is None:
             progress = len(texts) >= 2000
         out = None
