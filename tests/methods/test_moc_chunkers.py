@@ -144,10 +144,30 @@ def test_ppl_reference_compat_scores(lm):
 
 
 def test_ppl_registered_with_size_as_merge_target(lm):
-    ch = registry.create("chunker", "ppl", size=120, lm=lm, cache=False)
-    spans = ch.chunk_spans(TEXT)
-    assert ch.merge_target == 120 and len(spans) >= 1
-    assert all(b - a <= 120 or (a, b) in [(s, e) for s, e in sentence_spans(TEXT)] or True for a, b in spans)
+    # the bundled example's first 2,500 characters: PPL chunks of 60-400 characters, some of whose
+    # neighbours fit 500 together, so the registered size (the merge target) must join them
+    from pathlib import Path
+
+    import momoka.examples
+
+    text = (Path(momoka.examples.__file__).parent / "harbor_light.md").read_text(encoding="utf-8")[:2500]
+    ch = registry.create("chunker", "ppl", size=500, lm=lm, cache=False)
+    spans = ch.chunk_spans(text)
+    raw = ch.chunk_spans(text, merge_target=None)  # the PPL boundaries before the dynamic merge
+    assert ch.merge_target == 500 and len(raw) >= 3
+    # the greedy left-to-right merge written out: extend while text[first.start:last.end] fits 500 chars
+    want, cur = [], raw[0]
+    for a, b in raw[1:]:
+        if b - cur[0] <= 500:
+            cur = (cur[0], b)
+        else:
+            want.append(cur)
+            cur = (a, b)
+    want.append(cur)
+    assert spans == want
+    assert len(spans) < len(raw)  # some neighbours fit together, so the merge must join them
+    assert all(b - a <= 500 or (a, b) in raw for a, b in spans)  # only an unmergeable chunk is longer
+    assert all(spans[i + 1][1] - spans[i][0] > 500 for i in range(len(spans) - 1))  # the merge is maximal
 
 
 def test_ppl_real_document_tiles(lm, shared_data):
