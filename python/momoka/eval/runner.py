@@ -159,6 +159,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
     depth = max([kmax] + [ix.depth_for(b) for b in budgets])
     report["depth"] = depth
     qtexts = [q.question for q in questions]
+    per_question: dict[str, dict] = {}
     per_doc = [q.doc_id for q in questions] if scope == "document" else None
     try:
         for name in retrievers:
@@ -171,11 +172,35 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursi
             if refine is not None:
                 runs.append(_refined(ix, refine, options.get(refine, {}), name, qtexts, results, budgets))
             for label, res_list, secs in runs:
-                _score(report, registry, label, questions, res_list, secs, ks=ks, mode=mode, budgets=budgets,
-                       depth=depth, options=options, say=say)
+                per_question[label] = _score(report, registry, label, questions, res_list, secs, ks=ks, mode=mode,
+                                             budgets=budgets, depth=depth, options=options, say=say)
     finally:
         ix.close()
+    report["intervals"], report["margins"] = _intervals(per_question, [q.qid for q in questions], budgets)
     return report
+
+
+#: The figures that get intervals, at the first budget: complete coverage, span recall, hit, MRR.
+INTERVAL_METRICS = ("complete", "span_recall", "recall", "mrr")
+
+
+def _intervals(per_question: dict[str, dict], qids: list[str], budgets: tuple) -> tuple[dict, dict]:
+    """Each retriever's 95 % interval, and each one's paired interval of the margin over the first retriever.
+
+    On the ``item`` view at the first budget (nothing without a budget).
+    """
+    from .intervals import bootstrap_mean, paired_bootstrap
+
+    if not budgets or not per_question:
+        return {}, {}
+    keys = [f"{m}@{budgets[0]}c" for m in INTERVAL_METRICS]
+    vec = {name: {k: [rows[q][k] for q in qids] for k in keys} for name, rows in per_question.items()}
+    names = list(vec)
+    intervals = {n: {k: bootstrap_mean(vec[n][k]).to_dict() for k in keys} for n in names}
+    base = names[0]
+    margins = {n: {"over": base, **{k: paired_bootstrap(vec[n][k], vec[base][k]).to_dict() for k in keys}}
+               for n in names[1:]}
+    return intervals, margins
 
 
 def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results: list, budgets: tuple):
@@ -194,8 +219,8 @@ def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results:
 
 
 def _score(report: dict, registry: Any, name: str, questions: list, results: list, dt: float, *, ks: tuple,
-           mode: str, budgets: tuple, depth: int, options: dict, say: Any) -> None:
-    """Score one retriever's results into ``report["retrievers"][name]``."""
+           mode: str, budgets: tuple, depth: int, options: dict, say: Any) -> dict:
+    """Score one retriever's results into ``report["retrievers"][name]``; returns the per-question rows (items)."""
     from ..methods.sources import jsonable
 
     kmax = max(ks)
@@ -227,6 +252,7 @@ def _score(report: dict, registry: Any, name: str, questions: list, results: lis
     head = f"span_recall@{budgets[0]}c" if budgets else f"recall@{kmax}"
     say(f"  {name}: {head} {rep_item.means[head]:.3f} (items), "
         f"{rep_chunk.means[head]:.3f} (distinct chunks), {dt / len(questions) * 1000:.1f} ms/q")
+    return rep_item.per_question
 
 
 def _distinct(items: Sequence[Any]) -> set:
@@ -273,4 +299,28 @@ def format_report(report: dict, metrics: Sequence[str] = ("recall", "precision",
              f"{report['n_chunks']} chunks ({(report.get('chunker') or {}).get('name')}), scope {report['scope']}")
     notes = ("recall = evidence units touched (partial in mode all); complete = every unit fully covered "
              "(mode any: one unit); f1 = mean of per-question F1 (f1_pr in the JSON: F1 of mean P and R)")
-    return title + "\n" + format_table(header, rows) + "\n" + notes
+    return title + "\n" + format_table(header, rows) + "\n" + notes + _format_intervals(report)
+
+
+def _format_intervals(report: dict) -> str:
+    """The 95 % intervals and the paired margins over the first retriever, as a second table (empty without)."""
+    ivs, margins = report.get("intervals") or {}, report.get("margins") or {}
+    if not ivs:
+        return ""
+    b = report["budgets"][0]
+    keys = [f"{m}@{b}c" for m in INTERVAL_METRICS]
+    first = next(iter(ivs))
+    header = ["retriever"] + keys + [f"{k} - {first}" for k in keys[:2]]
+    rows = []
+    for name, iv in ivs.items():
+        cells = [name] + [_iv(iv[k]) for k in keys]
+        m = margins.get(name)
+        cells += [_iv(m[k], signed=True) for k in keys[:2]] if m else ["", ""]
+        rows.append(cells)
+    n = next(iter(ivs[first].values()))["n"]
+    return (f"\n\n95 % bootstrap intervals over the {n} questions (10,000 resamples); margins are paired "
+            f"differences with {first} on the same questions\n" + format_table(header, rows))
+
+
+def _iv(d: dict, signed: bool = False) -> str:
+    return f"{d['mean']:{'+' if signed else ''}.3f} [{d['low']:.3f}, {d['high']:.3f}]"
