@@ -9,9 +9,13 @@ scored at a 5,000-character budget (``momoka.eval.metrics``: the top results
 whose total length fits), so a pipeline returning longer chunks gets no free
 credit. Rows:
 
-* ``peer``: the pipeline users build today: LangChain
+* ``peer`` (P0): the pipeline users build today: LangChain
   ``RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200)``, the
   same default embedder (all-MiniLM-L6-v2) and exact cosine top-k;
+* ``peer ensemble`` (P1): the stronger pipeline many build, LangChain's
+  ``EnsembleRetriever``: the same chunks, BM25 (``bm25s``, default tokenizer,
+  English stopwords) and the dense ranking, each 20 deep, fused by RRF
+  (k = 60, equal weights);
 * momoka's recursive chunker at 100/150/200 tokens with dense, BM25 and
   hybrid retrieval under each fusion rule and dense weight of the grid.
 
@@ -20,7 +24,9 @@ occurrences are given here, as their READMEs state them (DragonBall's
 reference sentences and HotpotQA's supporting paragraphs are all needed);
 the other sets' mode is inferred by ``load_dataset``. Stores are built once
 under ``--stores`` and reused; the peer's vectors are cached there too.
-Prints markdown tables; ``--out`` also writes the JSON.
+Prints markdown tables, the lead one with the default's margins over P0 and P1
+and their paired bootstrap 95 % intervals; ``--out`` also writes the JSON
+(per-question figures included).
 
 ``--trail`` runs the Momoka-RAG ablation at the same budget instead: fixed
 128-token chunks with titles (``T_D``) and Momoka-Map paths (embedding
@@ -87,16 +93,33 @@ def questions_of(ds, n: int | None):
 
 
 def score(results: dict, qs, mode: str) -> dict:
+    """The budget figures of one pipeline, with its per-question complete coverage and span recall."""
     rep = evaluate_retrieval(results, qs, ks=(1, 3, 5), mode=mode, budgets=(BUDGET,))
     m = rep.means
     b = f"@{BUDGET}c"
     return {"span_recall": m["span_recall" + b], "complete": m["complete" + b], "recall": m["recall" + b],
             "mrr": m["mrr" + b], "returned": m["returned" + b], "chars": m["chars" + b],
-            "span_recall@5": m["span_recall@5"]}
+            "span_recall@5": m["span_recall@5"],
+            "per_question": {k: [rep.per_question[q.qid][k + b] for q in qs] for k in ("complete", "span_recall")}}
+
+
+def rrf_lists(rankings, k: int = 60) -> list:
+    """Reciprocal rank fusion with equal weights, as LangChain's ``EnsembleRetriever`` fuses (ties: first seen)."""
+    fused: dict = {}
+    for ranking in rankings:
+        for rank, i in enumerate(ranking, start=1):
+            fused[int(i)] = fused.get(int(i), 0.0) + 1.0 / (k + rank)
+    return sorted(fused, key=lambda i: -fused[i])
 
 
 def peer_rows(ds, qs, mode: str, cache: Path, embedder) -> dict:
-    """LangChain's recursive splitter (1000/200) + the same embedder + exact cosine."""
+    """The two peers on LangChain's recursive splitter (1000/200) and the same embedder.
+
+    ``peer`` (P0): exact cosine top 20. ``peer ensemble`` (P1): LangChain's
+    ``EnsembleRetriever`` of BM25 (bm25s, its default tokenizer and English
+    stopwords) and that dense ranking, each 20 deep, fused by reciprocal rank
+    fusion (k = 60, equal weights). Both are cut at the budget by the scorer.
+    """
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     splitter = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200, add_start_index=True)
@@ -116,11 +139,21 @@ def peer_rows(ds, qs, mode: str, cache: Path, embedder) -> dict:
     q = np.asarray(embedder.embed([x.question for x in qs]), dtype=np.float32)
     q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
     sims = q @ vecs.T
-    top = np.argsort(-sims, axis=1)[:, :20]
+    depth = min(20, len(texts))
+    top = np.argsort(-sims, axis=1)[:, :depth]
     results = {x.qid: [[spans[i]] for i in row] for x, row in zip(qs, top)}
-    out = score(results, qs, mode)
-    out["chunks"] = len(texts)
-    return out
+    p0 = score(results, qs, mode)
+    p0["chunks"] = len(texts)
+    import bm25s
+
+    bm = bm25s.BM25()
+    bm.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    q_tokens = bm25s.tokenize([x.question for x in qs], stopwords="en", return_ids=False, show_progress=False)
+    lexical, _ = bm.retrieve(q_tokens, k=depth, show_progress=False)
+    fused = {x.qid: [[spans[i]] for i in rrf_lists([lex, dense])] for x, lex, dense in zip(qs, lexical, top)}
+    p1 = score(fused, qs, mode)
+    p1["chunks"] = len(texts)
+    return {"peer": p0, "peer ensemble": p1}
 
 
 def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: bool = False) -> dict:
@@ -155,8 +188,9 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
     return out
 
 
-#: The README's rows: (label in the README, row label here).
-README_ROWS = [("peer: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
+#: The lead table's rows: (label, row label here).
+README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
+               ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
                ("**momoka default: recursive 100, hybrid convex w=0.6**", "r100 hybrid convex w0.6"),
                ("recursive 100, dense", "r100 dense"), ("recursive 100, BM25", "r100 bm25"),
                ("recursive 100, hybrid RRF", "r100 hybrid rrf"),
@@ -164,27 +198,35 @@ README_ROWS = [("peer: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("recursive 100, hybrid convex w=0.7", "r100 hybrid convex w0.7"),
                ("recursive 200, hybrid RRF (the previous default)", "r200 hybrid rrf"),
                ("recursive 200, hybrid convex w=0.6", "r200 hybrid convex w0.6")]
+DEFAULT_ROW = "r100 hybrid convex w0.6"
 
 
 def readme_table(report: dict) -> str:
-    """The README's table: span recall at the budget, and the default's margin over the peer."""
+    """The lead table: complete coverage at the budget (partial in brackets), and the default's margins over
+    P0 and P1 in points with their paired bootstrap 95 % intervals."""
+    from momoka.eval import paired_bootstrap
+
     sets = list(report["sets"])
     head = "| pipeline | " + " | ".join(f"{n} ({report['sets'][n]['questions']} q)" for n in sets) + " |"
-    lines = [head, "|---" * (len(sets) + 1) + "|"]
+    lines = [f"complete coverage at {BUDGET:,} characters (partial span recall in brackets)", "",
+             head, "|---" * (len(sets) + 1) + "|"]
     for label, key in README_ROWS:
         cells = []
         for n in sets:
             row = report["sets"][n]["rows"].get(key)
-            cells.append("" if row is None else f"{row['span_recall']:.3f}")
+            cells.append("" if row is None else f"{row['complete']:.3f} ({row['span_recall']:.3f})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    margin = []
-    for n in sets:
-        rows = report["sets"][n]["rows"]
-        if "peer" in rows and README_ROWS[1][1] in rows:
-            margin.append(f"{100 * (rows[README_ROWS[1][1]]['span_recall'] - rows['peer']['span_recall']):+.1f}")
-        else:
-            margin.append("")
-    lines.append("| default minus peer (points) | " + " | ".join(margin) + " |")
+    for peer, name in (("peer", "P0"), ("peer ensemble", "P1")):
+        cells = []
+        for n in sets:
+            rows = report["sets"][n]["rows"]
+            if peer in rows and DEFAULT_ROW in rows:
+                iv = paired_bootstrap(rows[DEFAULT_ROW]["per_question"]["complete"],
+                                      rows[peer]["per_question"]["complete"])
+                cells.append(f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]")
+            else:
+                cells.append("")
+        lines.append(f"| default minus {name}, complete (points, 95 % paired interval) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -193,7 +235,7 @@ def markdown(report: dict, trail_variants=None) -> str:
     lines = [f"span recall at {BUDGET:,} characters (complete coverage in brackets); corpus scope", "",
              "| pipeline | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
     labels = [v[0] for v in trail_variants] if trail_variants else \
-        ["peer"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS]
+        ["peer", "peer ensemble"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS]
     for label in labels:
         cells = []
         for name in sets:
@@ -231,7 +273,7 @@ def main(argv=None) -> int:
             report["sets"][name] = {"mode": ds.evidence_mode, "questions": len(qs), "store": info, "rows": rows}
             _save(report, args.out)
             continue
-        rows = {"peer": peer_rows(ds, qs, ds.evidence_mode, stores, embedder)}
+        rows = peer_rows(ds, qs, ds.evidence_mode, stores, embedder)
         for size in sizes:
             got = momoka_rows(ds, qs, ds.evidence_mode, size, stores, VARIANTS)
             store_info = got.pop("_store")
@@ -239,7 +281,8 @@ def main(argv=None) -> int:
             rows[f"r{size} {VARIANTS[0][0]}"]["store"] = store_info
         report["sets"][name] = {"mode": ds.evidence_mode, "questions": len(qs), "documents": len(ds.documents),
                                 "rows": rows}
-        print(f"{name}: peer {rows['peer']['span_recall']:.3f}", file=sys.stderr, flush=True)
+        print(f"{name}: peer {rows['peer']['complete']:.3f}, ensemble {rows['peer ensemble']['complete']:.3f} "
+              "complete", file=sys.stderr, flush=True)
         _save(report, args.out)
     print(markdown(report, TRAIL_VARIANTS if args.trail else None))
     if not args.trail:
