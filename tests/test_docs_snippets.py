@@ -233,3 +233,41 @@ def test_not_run_blocks_say_why(block):
     """Each block kept out of the test run gives its reason (listed as a skip with it)."""
     assert block.not_run, f"{block.where}: <!-- not run: REASON --> needs a reason"
     pytest.skip(f"{block.where}: not run: {block.not_run}")
+
+
+# ------------------------------------------------------------------ the harness itself
+def test_parse_blocks_reads_tags_markers_and_indented_fences(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# T\n\n"
+        "```python\nx = 1\n```\n\n"              # lines 3-5
+        "<!-- not run: takes an hour -->\n\n"    # line 7
+        "```bash\nsleep 3600\n```\n\n"           # lines 9-11
+        "- item\n\n"
+        "    ```text\n    a\n      b\n    ```\n"  # lines 15-18: indented in a list
+        "````\nno tag\n````\n",                 # lines 19-21
+        encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    got = parse_blocks(page)
+    assert [(b.line, b.tag, b.code, b.not_run, b.kind) for b in got] == [
+        (3, "python", "x = 1\n", None, "python"),
+        (9, "bash", "sleep 3600\n", "takes an hour", "shell"),
+        (15, "text", "a\n  b\n", None, None),
+        (19, "", "no tag\n", None, None),
+    ]
+
+
+def test_a_failing_block_fails_and_names_its_line(tmp_path):
+    env = snippet_env(tmp_path, None)
+    work = tmp_path / "w"
+    make_corpus(work)
+    ok = Block("p.md", 3, "python", "import momoka\nn = len(open('report.md').read())\n", None)
+    bad = Block("p.md", 9, "python", "assert n > 0\nraise SystemExit(n - n + 3)\n", None)
+    run_python([ok], work, env)
+    with pytest.raises(pytest.fail.Exception, match=r"p\.md:9"):
+        run_python([ok, bad], work, env)
+    with pytest.raises(pytest.fail.Exception, match=r"p\.md:5 failed \(exit 1\)"):
+        run_shell(Block("p.md", 5, "bash", "false | true\n", None), work, env)  # pipefail
+    with pytest.raises(pytest.fail.Exception, match="No such file"):
+        run_shell(Block("p.md", 5, "bash", "cat missing.md\n", None), work, env)
+    run_shell(Block("p.md", 5, "bash", "test -f report.md && test -d notes && momoka --version\n", None), work, env)
