@@ -1,11 +1,12 @@
 """momoka.text: the document model (Document, Section, Chunk), parsing and segmentation.
 
->>> from momoka.text import Document, make_chunks
->>> doc = Document.from_markdown("# Intro\\n\\nDr. Smith came. He left.")
->>> doc.sentences.tolist()
-[[0, 5], [7, 22], [23, 31]]
->>> [c.section for c in make_chunks(doc, [(7, 31)])]
-[('Intro',)]
+Examples:
+    >>> from momoka.text import Document, make_chunks
+    >>> doc = Document.from_markdown("# Intro\\n\\nDr. Smith came. He left.")
+    >>> doc.sentences.tolist()
+    [[0, 5], [7, 22], [23, 31]]
+    >>> [c.section for c in make_chunks(doc, [(7, 31)])]
+    [('Intro',)]
 """
 
 from .document import Document, make_chunks
