@@ -528,7 +528,8 @@ class Index:
                              "(to add documents to an index, call its add())")
         skipped: list[tuple[str, str]] = []
         unsupported: list = []
-        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported)
+        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported,
+                             strict=on_error == "raise")
         skipped.extend((str(p), why) for p, why in unsupported)
         if not items:
             raise EmptyInputError("no documents to add")
