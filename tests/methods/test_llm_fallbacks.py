@@ -241,3 +241,31 @@ def test_records_and_sums():
 def test_llm_max_failed_is_checked_in_python(tmp_path):
     with pytest.raises(ConfigError, match="llm_max_failed"):
         Index.build([{"doc_id": "a", "text": "One. Two."}], embedder=None, llm_max_failed=1.5)
+
+
+def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+    from momoka.methods.mcindex import KeywordsEnricher, SummaryEnricher
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]
+    srv = make_server(lambda body, i: Reply("No list here."))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    kw = KeywordsEnricher("llm", llm=llm, cache=str(tmp_path / "views.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^keywords: 10 of 10 answers \(100.0 %\) were unusable"):
+        Index.build(docs, chunker="paragraph", embedder=None, enrich=[kw], progress=False)
+
+    # summaries: 1 empty answer of 5 (sections over min_words=3 words) -> warned, recorded, asked again later
+    srv.script = lambda body, i: Reply("" if "owl" in last_user(body).split() else "A short summary.")
+    sm = SummaryEnricher("llm", llm=llm, cache=str(tmp_path / "views.sqlite"), min_words=3)
+    with pytest.warns(UserWarning, match=r"^summary: 2 of 10 answers \(20.0 %\) were unusable; those chunks are "
+                                         r"their own summary$"):
+        ix = Index.build(docs, chunker="paragraph", embedder=None, enrich=[sm], progress=False)
+    owl = ix.store.documents["owl"].metadata[FALLBACKS_KEY]["summary"]
+    text = "\n\n".join(_paragraphs("owl"))
+    assert owl == {"asked": 2, "fallbacks": [[0, len(_paragraphs("owl")[0])],
+                                             [text.index(_paragraphs("owl")[1]), len(text)]]}
+    srv.reset()
+    srv.script = lambda body, i: Reply("A short summary.")
+    ix.add(docs, existing="skip")
+    assert srv.count == 2 and ix.report["redone"] == ["owl"]
+    assert not has_fallbacks(ix.store.documents["owl"].metadata)
