@@ -581,7 +581,7 @@ class Index:
             _check_share(llm_max_failed)
             self.llm_max_failed = llm_max_failed
         # the fallback tallies of this process's stages (Ray workers keep their own: records only)
-        stages = [] if engine == "ray" else self._llm_stages(
+        stages = [] if engine == "ray" or not docs else self._llm_stages(
             self.chunker, *(self.component(k, c["name"]) for k in ("enrich", "relate") for c in self.pipeline[k]))
         if engine == "ray":
             from .distributed import add_with_ray
