@@ -133,6 +133,19 @@ class LLMConnectionError(LLMError):
     """The LLM server could not be reached, or dropped the connection."""
 
 
+class LLMFallbackError(LLMError):
+    """More of an LLM stage's answers were unusable (and would fall back) than ``--llm-max-failed`` allows.
+
+    ``stage`` names the stage (e.g. ``"llm chunker"``), ``share`` is the share of
+    unusable answers so far; the stage's output was not committed.
+    """
+
+    def __init__(self, message: str, stage: str = "", share: float = 0.0):
+        super().__init__(message)
+        self.stage = stage
+        self.share = share
+
+
 class LLMBatchError(LLMError):
     """Some requests of a batch failed for good; ``results`` holds every item's outcome."""
 

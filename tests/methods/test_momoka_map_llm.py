@@ -154,9 +154,13 @@ def test_title_enricher_writes_llm_titles_into_the_store(tmp_path, monkeypatch):
             Document.from_text("First sentence is the fallback. Second one is not.", doc_id="s")]
     with ScriptedServer(script) as srv:
         en = TitleEnricher(llm=_client(srv, tmp_path))
-        ix = Index.build(docs, chunker="sentence", embedder=_HashEmbedder(), enrich=[en], progress=False)
+        with pytest.warns(UserWarning, match=r"^title: 1 of 2 titles \(50.0 %\) were unusable"):
+            ix = Index.build(docs, chunker="sentence", embedder=_HashEmbedder(), enrich=[en], progress=False,
+                             llm_max_failed=0.5)  # 1 of 2 fallbacks allowed (default bound 25 %)
         assert srv.count == 2
     meta = {d: ix.store.documents[d].metadata for d in ("z", "s")}
+    assert meta["s"]["llm_fallbacks"] == {"title": {"asked": 1, "fallbacks": ["title"]}}
+    assert meta["z"]["llm_fallbacks"] == {"title": {"asked": 1, "fallbacks": []}}
     assert (meta["z"]["momoka_title"], meta["z"]["momoka_title_source"]) == ("Zebra Migration", "llm")
     assert (meta["s"]["momoka_title"], meta["s"]["momoka_title_source"]) == ("First sentence is the fallback.",
                                                                             "sentence")

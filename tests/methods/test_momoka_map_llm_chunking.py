@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from momoka.errors import LLMError
+from momoka.errors import LLMError, LLMFallbackError
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer, Status
 from momoka.methods.momoka import LLMChunker
@@ -41,7 +41,7 @@ def test_llm_chunks_are_exact_spans_and_unplaceable_paragraphs_fall_back(tmp_pat
     doc = Document.from_text(TEXT, doc_id="d")
     with ScriptedServer(script) as srv:
         llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "c.sqlite"))
-        ch = LLMChunker(llm)
+        ch = LLMChunker(llm, max_failed=0.5)  # 1 of 3 answers is unusable: allowed here (default bound 25 %)
         chunks = ch(doc)
         # the short one-sentence paragraph P4 is not sent (nothing to split)
         assert srv.count == 3
@@ -74,12 +74,15 @@ def test_unparseable_answer_falls_back_and_is_counted(tmp_path):
     doc = Document.from_text(P3, doc_id="d")
     with ScriptedServer(lambda body, i: Reply("I would split it after the first sentence.")) as srv:
         llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False)
-        ch = LLMChunker(llm, max_reasks=1)
+        ch = LLMChunker(llm, max_reasks=1, max_failed=1.0)  # any share of fallbacks allowed
         chunks = ch(doc)
         assert srv.count == 2
+        assert llm.accounting.by_method["llm_chunking"].parse_failures == 1
+        with pytest.raises(LLMFallbackError, match=r"llm chunker: 1 of 1 answers \(100.0 %\) were unusable"):
+            LLMChunker(llm, max_reasks=1)(doc)  # the default bound (25 %) stops it
     assert [c.text for c in chunks] == ["A comet passed by.", "Nobody saw it.", "The sky was cloudy all week."]
-    assert ch.stats.fallback_parse == 1
-    assert llm.accounting.by_method["llm_chunking"].parse_failures == 1
+    assert ch.stats.fallback_parse == 1 and (ch.fallbacks.asked, ch.fallbacks.failed) == (1, 1)
+    assert ch.fallbacks.take("d") == {"asked": 1, "fallbacks": [[0, len(P3)]]}
 
 
 def test_request_failure_raises(tmp_path):
@@ -129,7 +132,7 @@ def test_batch_chunks_several_documents_like_one_by_one(tmp_path):
     docs = [Document.from_text(TEXT, doc_id="d"), Document.from_text(P3, doc_id="e")]
     with ScriptedServer(script) as srv:
         llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False)
-        ch = registry.create("chunker", "llm", llm=llm)
+        ch = registry.create("chunker", "llm", llm=llm, max_failed=1.0)  # P3 falls back in both documents
         assert isinstance(ch, LLMChunker)
         got = ch.batch(docs)
         assert srv.count == 3  # P1, P2, P3 (shared by d and e: asked once); the short P4 is not sent

@@ -178,6 +178,8 @@ def _index(args: argparse.Namespace) -> int:
     for src, why in report["skipped"]:
         say(f"warning: skipped {src}: {why}")
     notes = [f"{len(report[k])} {k}" for k in ("unchanged", "replaced") if report[k]]
+    if report.get("redone"):
+        notes.append(f"{len(report['redone'])} redone (LLM fallbacks asked again)")
     if report["skipped"]:
         notes.append(f"{len(report['skipped'])} skipped")
     print(f"indexed {len(added)} document(s), {n_chunks} chunk(s) into {store} ({len(ix)} documents in the store) "

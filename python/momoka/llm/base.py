@@ -255,6 +255,7 @@ class BaseClient:
             for i, res in zip(active, results):
                 p = out[i] or Parsed()
                 p.rounds = rnd + 1
+                p.messages = convos[i]
                 p.history.append(res.text)
                 out[i] = p
                 if not res.ok:
@@ -284,14 +285,15 @@ class BaseClient:
         if bad:
             self.accounting.record(method, self.model, parse_failures=bad)
             # Malformed answers leave the cache, so a rerun asks again instead of reading them back.
-            self._forget([c for i in sorted(malformed) for c in sent[i]], params)
+            self.forget([c for i in sorted(malformed) for c in sent[i]], **params)
         return final
 
-    def _forget(self, convos: list, params: dict) -> None:
-        """Remove the cached answers of these conversations (sent with ``params``)."""
-        if self.cache is None or not convos:
+    def forget(self, conversations: Sequence[MessagesLike], **params: Any) -> None:
+        """Remove the cached answers of these conversations (sent with ``params``), so that asking
+        again sends them to the model: for answers that parsed but could not be used."""
+        if self.cache is None or not conversations:
             return
-        kind, payloads, _ = self._prepare_chat(convos, dict(params))
+        kind, payloads, _ = self._prepare_chat(list(conversations), dict(params))
         self.cache.delete(make_key(kind, self.model, p, self.endpoint or None) for p in payloads)
 
     def logprob(self, prompt: str, continuation: str) -> float:

@@ -100,7 +100,8 @@ class Parsed:
     ``ok`` is False when the answer could not be parsed after every re-ask (or
     the request itself failed); then ``value`` is ``None`` and ``error`` says
     why. ``raw`` is the last answer received, ``rounds`` the number of times the
-    item was asked (1 = no re-ask).
+    item was asked (1 = no re-ask); ``messages`` the conversation of the last round
+    (what :meth:`~momoka.llm.base.BaseClient.forget` takes to drop its cached answer).
     """
 
     value: Any = None
@@ -109,6 +110,7 @@ class Parsed:
     rounds: int = 0
     error: Exception | None = None
     history: list = field(default_factory=list)
+    messages: list | None = None
 
 
 @runtime_checkable

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
 from .base import Item, Member, Result
+from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
 from ..progress import Progress
 from ..text.model import Chunk
 from .sources import (
@@ -70,6 +71,12 @@ EMBED_BATCH = 256
 ADD_BATCH = 32
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
 ENGINES = ("local", "ray")
+
+
+def _check_share(x: Any) -> None:
+    """``llm_max_failed`` must be None or a share in [0, 1]."""
+    if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1):
+        raise ConfigError(f"llm_max_failed must be a share between 0 and 1, not {x!r}")
 
 
 class _Commits:
@@ -145,9 +152,13 @@ class Index:
         self.commit_docs = int(os.environ.get("MOMOKA_COMMIT_DOCS") or 256)
         #: ... or after this many seconds, whichever comes first.
         self.commit_seconds = float(os.environ.get("MOMOKA_COMMIT_SECONDS") or 60)
-        #: What the last :meth:`add` did: ``{"added", "unchanged", "replaced", "skipped": [(source, reason)]}``.
-        self.report: dict = {"added": [], "unchanged": [], "replaced": [], "skipped": [], "embedded": 0,
-                             "reused": 0}
+        #: What the last :meth:`add` did: ``{"added", "unchanged", "replaced", "redone", "skipped": [(source,
+        #: reason)]}`` (``redone``: unchanged documents indexed again because some LLM outputs were fallbacks).
+        self.report: dict = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": [],
+                             "embedded": 0, "reused": 0}
+        #: The share of unusable answers above which an LLM stage stops (None: ``$MOMOKA_LLM_MAX_FAILED``,
+        #: else 0.25); see :mod:`momoka.methods.fallbacks`.
+        self.llm_max_failed: float | None = None
 
     # ------------------------------------------------------------------ construction
 
@@ -173,6 +184,7 @@ class Index:
         engine: str = "local",
         workers: int | None = None,
         address: str | None = None,
+        llm_max_failed: float | None = None,
         **chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
@@ -195,6 +207,9 @@ class Index:
                 (default :attr:`commit_docs`, :attr:`commit_seconds`).
             engine, workers, address: ``engine="ray"`` runs the per-document work on Ray
                 workers (see :meth:`add`).
+            llm_max_failed: the share of unusable LLM answers above which an LLM-backed
+                stage (chunker, enricher, relator) stops with
+                :class:`~momoka.errors.LLMFallbackError` (see :meth:`add`).
 
         With a ``store`` directory the work is committed as it is done (see
         :meth:`add`, ``commit``): an interrupted build keeps every committed
@@ -210,6 +225,7 @@ class Index:
         params = dict(chunker_params)
         if size is not None:
             params["size"] = size
+        _check_share(llm_max_failed)
         chunker_obj, chunker_info = resolve_chunker(chunker, params)
         emb = cls._make_embedder(embedder)
         if engine not in ENGINES:
@@ -248,7 +264,7 @@ class Index:
             if commit_seconds:
                 index.commit_seconds = float(commit_seconds)
             index.add(sources, on_error=on_error, encoding=encoding, commit=store is not None, engine=engine,
-                      workers=workers, address=address)
+                      workers=workers, address=address, llm_max_failed=llm_max_failed)
             if store is not None and index.store.dirty:
                 index.save()
         except BaseException:
@@ -462,7 +478,8 @@ class Index:
 
     def add(self, sources: Iterable[Any], *, progress: bool | None = None, existing: str = "error",
             on_error: str = "raise", encoding: str = "utf-8", commit: bool = False, engine: str = "local",
-            workers: int | None = None, address: str | None = None) -> list[str]:
+            workers: int | None = None, address: str | None = None,
+            llm_max_failed: float | None = None) -> list[str]:
         """Chunk, embed and add documents, then run the pipeline's enrichers and relators on them.
 
         Accepts the forms of :meth:`build`. Returns the added doc ids (also in
@@ -474,7 +491,16 @@ class Index:
         ``"error"`` raises :class:`InputError` before anything is added;
         ``"skip"`` skips it when its text and title are identical (sha256) and
         reports it as skipped when they changed; ``"replace"`` skips identical
-        ones and replaces changed ones.
+        ones and replaces changed ones. With ``"skip"`` and ``"replace"``, an
+        identical document some of whose LLM outputs are fallbacks is indexed
+        again (:attr:`report` ``"redone"``): its usable answers come from the
+        LLM cache, so only the fallback items are asked again.
+        ``llm_max_failed``: the share of unusable answers above which an
+        LLM-backed stage stops with :class:`~momoka.errors.LLMFallbackError`
+        before that batch is stored (default :attr:`llm_max_failed`, else
+        ``$MOMOKA_LLM_MAX_FAILED``, else 0.25); below it, each stage with
+        unusable answers gives one warning with their share, and each document
+        records which of its outputs are fallbacks (:mod:`momoka.methods.fallbacks`).
         ``on_error``: a file that cannot be read or chunked raises
         (``"raise"``, nothing added) or is skipped and reported (``"skip"``).
         ``commit=True`` saves a generation every :attr:`commit_docs` documents or
@@ -502,12 +528,13 @@ class Index:
                              "(to add documents to an index, call its add())")
         skipped: list[tuple[str, str]] = []
         unsupported: list = []
-        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported)
+        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported,
+                             strict=on_error == "raise")
         skipped.extend((str(p), why) for p, why in unsupported)
         if not items:
             raise EmptyInputError("no documents to add")
-        self.report = report = {"added": [], "unchanged": [], "replaced": [], "skipped": skipped, "embedded": 0,
-                                "reused": 0}
+        self.report = report = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": skipped,
+                                "embedded": 0, "reused": 0}
         docs, hashes = [], {}
         seen: set[str] = set()
         for it in items:
@@ -531,21 +558,31 @@ class Index:
                                      "(momoka index skips identical documents and re-indexes changed ones with --replace)")
                 h = content_hash(d)
                 if old.sha256 is None or old.sha256 == h:
-                    report["unchanged"].append(d.doc_id)
-                    continue
-                if existing == "skip":
+                    if not has_fallbacks(old.metadata):
+                        report["unchanged"].append(d.doc_id)
+                        continue
+                    report["redone"].append(d.doc_id)
+                elif existing == "skip":
                     skipped.append((str(it), f"document {d.doc_id!r} changed since it was indexed (--replace "
                                               "re-indexes it)"))
                     continue
-                report["replaced"].append(d.doc_id)
+                else:
+                    report["replaced"].append(d.doc_id)
             docs.append(d)
             hashes[d.doc_id] = content_hash(d)
         self._vector_cache.clear()
-        if report["replaced"]:
+        again = report["replaced"] + report["redone"]
+        if again:
             if engine == "local":
-                self._keep_vectors(report["replaced"])
-            self.store.delete(report["replaced"])
+                self._keep_vectors(again)
+            self.store.delete(again)
         commits = _Commits(self, commit)
+        if llm_max_failed is not None:
+            _check_share(llm_max_failed)
+            self.llm_max_failed = llm_max_failed
+        # the fallback tallies of this process's stages (Ray workers keep their own: records only)
+        stages = [] if engine == "ray" or not docs else self._llm_stages(
+            self.chunker, *(self.component(k, c["name"]) for k in ("enrich", "relate") for c in self.pipeline[k]))
         if engine == "ray":
             from .distributed import add_with_ray
 
@@ -561,6 +598,7 @@ class Index:
                     report["added"].extend(self._add_batch(batch, hashes, enrichers, relators, on_error, skipped))
                     pr.update(len(batch))
                     commits.added(len(report["added"]))
+        self._fallbacks_done(stages)
         commits.finish()
         self._vector_cache.clear()
         if skipped and on_error == "raise":  # only unsupported files can be skipped here
@@ -578,6 +616,10 @@ class Index:
             return []
         meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": {},
                  "sha256": hashes.get(d.doc_id)} for d in docs]
+        tally = getattr(self.chunker, "fallbacks", None)
+        if tally is not None:
+            for m in meta:
+                set_record(m["metadata"], tally.key, tally.take(m["doc_id"]))
         texts = [c.text for cs in chunks for c in cs]
         vecs = self.embed(texts, label="embedding chunks") if self.store.has_vector_view(RAW_VIEW) else None
         ids_per_doc = self.store.add_documents(meta, chunks)
@@ -651,7 +693,27 @@ class Index:
             if spec["name"] == name:
                 spec["settings"] = settings
 
-    def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = (), commit: bool = False) -> None:
+    def _llm_stages(self, *components: Any) -> list:
+        """The fallback tallies of these components (those that have one), reset for a new run."""
+        stages = [t for t in (getattr(c, "fallbacks", None) for c in components) if t is not None]
+        for t in stages:
+            t.reset(self.llm_max_failed)
+        return stages
+
+    def _fallbacks_done(self, stages: list) -> None:
+        """After a run: one warning per LLM stage that had unusable answers; the manifest's per-stage sums."""
+        for t in stages:
+            msg = t.warning()
+            if msg:
+                warnings.warn(msg, UserWarning, stacklevel=3)
+        sums = summarize(self.store.documents.values())
+        if sums:
+            self.pipeline[FALLBACKS_KEY] = sums
+        else:
+            self.pipeline.pop(FALLBACKS_KEY, None)
+
+    def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = (), commit: bool = False,
+               llm_max_failed: float | None = None) -> None:
         """Add enrichers/relators to an existing index and run them on every document.
 
         The components join the recorded pipeline, so later :meth:`add` calls
@@ -663,8 +725,15 @@ class Index:
         :attr:`commit_docs` documents at a time and saves after each batch,
         recording the documents still to do in the manifest, so a kill or
         Ctrl-C loses at most one batch.
+
+        ``llm_max_failed``: as for :meth:`add` (an LLM-backed component stops above
+        this share of unusable answers before its batch is stored, and warns below it).
         """
+        if llm_max_failed is not None:
+            _check_share(llm_max_failed)
+            self.llm_max_failed = llm_max_failed
         self.store.ensure_writable()
+        stages: list = []
         doc_ids = self.doc_ids
         commit = commit and self.store.path is not None
         for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
@@ -680,6 +749,7 @@ class Index:
                 if obj is not None:
                     self._components[name] = obj
                 comp = self.component(key, name)
+                stages += self._llm_stages(comp)
                 todo = [d for d in entry["pending"] if d in self.store.documents]
                 step = max(1, self.commit_docs) if commit else max(len(todo), 1)
                 for i in range(0, len(todo), step):
@@ -692,6 +762,7 @@ class Index:
                         self.store.save()
                 entry.pop("pending", None)
                 self._record(key, comp)
+        self._fallbacks_done(stages)
         self._retrievers.clear()
         self.store.mark_dirty()
 

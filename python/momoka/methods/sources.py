@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import path_kind
 from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeError
 
 #: Queries longer than this many characters are refused (InputTooLargeError).
@@ -90,24 +91,38 @@ def file_doc_id(path: Path, base: Path | None = None) -> str:
     return rel.with_suffix("").as_posix() if rel.suffix else rel.as_posix()
 
 
-def expand_paths(items: Iterable[Any], skipped: list | None = None) -> list[Any]:
+def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: bool = False) -> list[Any]:
     """Files and directories into :class:`SourceFile` items; other items (Documents, dicts) pass unchanged.
 
     A directory is read recursively for :data:`DOC_EXTENSIONS`; its files get
     ids relative to it (:func:`file_doc_id`). Files of other types found in a
     directory are appended to ``skipped`` as ``(path, reason)`` when a list is
-    given. A directory without any document, and a missing path, raise
-    :class:`InputError`.
+    given. Entries are classified without being opened (:func:`momoka._files.path_kind`):
+    symbolic links to regular files are followed; dangling links, FIFOs, sockets
+    and devices found in a directory are appended to ``skipped`` with what they
+    are (or, with ``strict``, raise :class:`InputError`). A directory without any
+    document, and a path given that is missing or not a regular file or
+    directory, raise :class:`InputError`.
     """
     out: list[Any] = []
     for it in items:
         if isinstance(it, (str, os.PathLike)):
             p = Path(it)
-            if p.is_dir():
-                files, other = [], []
+            kind = path_kind(p)
+            if kind == "directory":
+                files, other, odd = [], [], []
                 for f in sorted(p.rglob("*")):
-                    if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
+                    if any(part.startswith(".") for part in f.relative_to(p).parts):
+                        continue
+                    what = path_kind(f)
+                    if what == "file":
                         (files if f.suffix.lower() in DOC_EXTENSIONS else other).append(f)
+                    elif what != "directory":
+                        if strict:
+                            raise InputError(f"{f} is {what}, not a regular file (found in {p})")
+                        odd.append((f, f"{what}, not a regular file: not read"))
+                if skipped is not None:
+                    skipped.extend(odd)
                 if not files:
                     raise InputError(f"{p} holds no documents ({', '.join(DOC_EXTENSIONS)})"
                                      + (f"; it has {len(other)} file(s) of other types, e.g. {other[0]}" if other else ""))
@@ -115,10 +130,12 @@ def expand_paths(items: Iterable[Any], skipped: list | None = None) -> list[Any]
                     skipped.extend((f, f"unsupported file type {f.suffix or '(no extension)'} (momoka reads "
                                        f"{', '.join(DOC_EXTENSIONS)})") for f in other)
                 out.extend(SourceFile(f, file_doc_id(f, p)) for f in files)
-            elif p.is_file():
+            elif kind == "file":
                 out.append(SourceFile(p, file_doc_id(p)))
-            else:
+            elif kind == "missing":
                 raise InputError(f"no such file or directory: {p}")
+            else:
+                raise InputError(f"{p} is {kind}, not a regular file or directory")
         else:
             out.append(it)
     return out

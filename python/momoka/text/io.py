@@ -1,6 +1,7 @@
 """Reading document files safely: size limit, binary detection, strict decoding.
 
-:func:`read_text_file` checks, in this order: the file exists and is a file;
+:func:`read_text_file` checks, in this order: the file exists and is a regular
+file (found without opening it: a FIFO, a socket or a device is refused, never read);
 its size is at most ``max_bytes`` (checked with ``stat`` before reading, and
 again while reading, so a growing file or a device never hangs the reader);
 it is not empty; it holds no NUL byte and few control characters (binary);
@@ -14,6 +15,7 @@ import codecs
 import os
 from pathlib import Path
 
+from .._files import path_kind
 from ..errors import BinaryInputError, ConfigError, EmptyInputError, EncodingError, InputError, InputTooLargeError
 
 __all__ = [
@@ -135,14 +137,19 @@ def read_text_file(
     p = Path(path)
     name = str(p)
     limit = max_input_bytes(max_bytes)
+    kind = path_kind(p)  # never opens a FIFO, a socket or a device (a FIFO open would block)
+    if kind == "missing":
+        raise InputError(f"{name}: no such file")
+    if kind == "directory":
+        raise InputError(f"{name}: is a directory, not a file")
+    if kind.startswith("not accessible"):
+        raise InputError(f"{name}: {kind}")
+    if kind != "file":
+        raise InputError(f"{name}: is {kind}, not a regular file")
     try:
         st = p.stat()
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
     except OSError as e:
         raise InputError(f"{name}: cannot access ({e.strerror})") from None
-    if p.is_dir():
-        raise InputError(f"{name}: is a directory, not a file")
     if st.st_size > limit:
         raise InputTooLargeError(
             f"{name}: {st.st_size} bytes is above the input limit of {limit} bytes "

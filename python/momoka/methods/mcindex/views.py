@@ -19,7 +19,11 @@ Like the paper, sections of at most ``min_words`` words (200) are their own
 summary (their raw vector is copied, not re-embedded). View texts are cached on
 disk (:class:`momoka.llm.ResponseCache`, the LLM cache file by default) per
 chunk text and settings, batch by batch, so an interrupted build resumes where
-it stopped. :meth:`ViewEnricher.estimate` gives the LLM calls and tokens before a run.
+it stopped. With the LLM back-end, an unusable answer (keywords: no JSON list
+after the re-asks, kept as its raw text; summary: an empty answer, the chunk is
+its own summary) follows :mod:`momoka.methods.fallbacks`: counted in
+``fallbacks``, bounded by ``--llm-max-failed``, recorded per document (items:
+the chunk's ``[start, end]``) and never cached, so a rerun asks it again. :meth:`ViewEnricher.estimate` gives the LLM calls and tokens before a run.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 from ...errors import ConfigError, LLMError
 from ...progress import Progress
 from .._backend import LLMBacked
+from ..fallbacks import FallbackTally, set_record
 from . import offline
 
 __all__ = ["BACKENDS", "KeywordsEnricher", "SummaryEnricher", "ViewEnricher"]
@@ -57,6 +62,8 @@ class ViewEnricher(LLMBacked):
 
     name = "view"
     prompt = ""
+    #: What an unusable LLM answer falls back to (the warning's end).
+    outcome = "those chunks fell back"
 
     def __init__(self, backend: str = "auto", *, llm: Any = None, cache: Any = True, batch: int = 64,
                  max_chars: int = 6000, max_tokens: int = 256):
@@ -70,6 +77,7 @@ class ViewEnricher(LLMBacked):
         self._cache = None
         self.view = self.name
         self.stats: dict[str, float] = {}
+        self.fallbacks = FallbackTally(self.name, self.name, "answers", self.outcome)
 
     # ------------------------------------------------------------------ to implement
 
@@ -81,8 +89,9 @@ class ViewEnricher(LLMBacked):
         """View texts of ``texts`` by the offline back-end."""
         raise NotImplementedError
 
-    def llm_texts(self, texts: list[str], names: list[str]) -> list[str]:
-        """View texts of ``texts`` (section names ``names``) by the LLM back-end."""
+    def llm_texts(self, texts: list[str], names: list[str]) -> tuple[list[str], list[str | None]]:
+        """View texts of ``texts`` (section names ``names``) by the LLM back-end, and per text the
+        unusable answer it fell back from (None when the answer was used)."""
         raise NotImplementedError
 
     def needs_text(self, text: str) -> bool:
@@ -144,6 +153,9 @@ class ViewEnricher(LLMBacked):
                     out[i] = hit[k]["text"]
                     self._count("cached", 1)
         todo = [i for i, o in enumerate(out) if o is None]
+        asked = [i for i, t in enumerate(texts) if self.needs_text(t)] if backend == "llm" else []
+        for i in asked:
+            self.fallbacks.ask(store.chunks.doc_id(ids[i]))
         raw = store.vector_view("raw") if store.has_vector_view("raw") else None
         with Progress(f"{self.name} view ({backend})", total=len(todo), unit="chunks",
                       enabled=index.progress) as pr:
@@ -153,17 +165,23 @@ class ViewEnricher(LLMBacked):
                 if backend == "llm":
                     names = [" > ".join(store.chunks.get(ids[i]).section) or (index.title(store.chunks.doc_id(ids[i]))
                                                                               or "") for i in part]
-                    got = self.llm_texts([texts[i] for i in part], names)
+                    got, bad = self.llm_texts([texts[i] for i in part], names)
+                    for i, b in zip(part, bad):
+                        if b is not None:
+                            doc_id, start, end = store.chunks.span(ids[i])
+                            self.fallbacks.fail(doc_id, [start, end], b)
                 else:
+                    bad = [None] * len(part)
                     dv = raw.get([ids[i] for i in part]) if raw is not None else None
                     got = self.offline_texts([texts[i] for i in part], self._embedder(index).embed, dv)
                 self._count("seconds_text", time.perf_counter() - t0)
                 self._count("computed", len(part))
                 for i, g in zip(part, got):
                     out[i] = g
-                if cache is not None:
-                    cache.put_many([(keys[i], kind, bid, {"text": out[i]}) for i in part])
+                if cache is not None:  # fallbacks are not kept: a rerun asks them again
+                    cache.put_many([(keys[i], kind, bid, {"text": out[i]}) for i, b in zip(part, bad) if b is None])
                 pr.update(len(part))
+        self.fallbacks.check()
         return [o or "" for o in out]
 
     def enrich(self, index: Any, doc_ids: Sequence[str]) -> None:
@@ -193,6 +211,9 @@ class ViewEnricher(LLMBacked):
             self._count("seconds_embed", time.perf_counter() - t1)
             self._count("embedded", len(other))
             store.vector_view(self.view).add(ids, vecs)
+        if self.effective_backend == "llm":
+            for d in doc_ids:
+                set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
         self._count("chunks", len(ids))
         self._count("seconds", time.perf_counter() - t0)
 
@@ -231,6 +252,7 @@ class KeywordsEnricher(ViewEnricher):
 
     name = "keywords"
     prompt = "mcindex.keywords"
+    outcome = "those chunks' keyword views are the raw answers"
 
     def __init__(self, backend: str = "auto", *, n: int = 10, diversity: float = 0.5, candidates: int = 40,
                  **options: Any):
@@ -254,16 +276,18 @@ class KeywordsEnricher(ViewEnricher):
 
         res = self.llm.complete_parsed(self._prompted(texts, names), JSONListParser(min_items=1), temperature=0,
                                        max_tokens=self.max_tokens, method="mcindex.keywords")
-        out = []
+        out, bad = [], []
         for p in res:
             if p.ok:
                 out.append(", ".join(str(v).strip() for v in p.value))
-            elif p.raw:  # unparsable list: its words still describe the section
+                bad.append(None)
+            elif p.raw:  # unparsable list: its words still describe the section (a counted fallback)
                 self._count("parse_failures", 1)
                 out.append(p.raw.strip())
+                bad.append(p.raw)
             else:
                 raise LLMError(f"keywords request failed: {p.error}")
-        return out
+        return out, bad
 
 
 class SummaryEnricher(ViewEnricher):
@@ -277,6 +301,7 @@ class SummaryEnricher(ViewEnricher):
 
     name = "summary"
     prompt = "mcindex.summary"
+    outcome = "those chunks are their own summary"
 
     def __init__(self, backend: str = "auto", *, min_words: int = 200, max_words: int = 150,
                  max_sentences: int = 10, max_tokens: int = 400, **options: Any):
@@ -296,10 +321,11 @@ class SummaryEnricher(ViewEnricher):
         return offline.extractive_summary(texts, embed, max_words=self.max_words, max_sentences=self.max_sentences)
 
     def llm_texts(self, texts, names):
-        res = self.llm.complete_batch(self._prompted(texts, names), temperature=0, max_tokens=self.max_tokens,
-                                      method="mcindex.summary")
-        out = []
-        for t, r in zip(texts, res):
+        msgs = self._prompted(texts, names)
+        params = {"temperature": 0, "max_tokens": self.max_tokens, "method": "mcindex.summary"}
+        res = self.llm.complete_batch(msgs, **params)
+        out, bad, empty = [], [], []
+        for t, m, r in zip(texts, msgs, res):
             if not r.ok:
                 raise LLMError(f"summary request failed: {r.error}")
             self._count("prompt_tokens", r.prompt_tokens)
@@ -307,6 +333,12 @@ class SummaryEnricher(ViewEnricher):
             if not (r.text or "").strip():
                 self._count("empty_answers", 1)
                 out.append(t)
+                bad.append(r.text or "")
+                empty.append(m)
             else:
                 out.append(r.text.strip())
-        return out
+                bad.append(None)
+        forget = getattr(self.llm, "forget", None)
+        if empty and callable(forget):
+            forget(empty, **params)  # an empty answer is not kept in the LLM cache either
+        return out, bad

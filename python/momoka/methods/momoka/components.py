@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from ..fallbacks import FallbackTally, set_record
 from ..registry import register
 from ..standard.retrievers import DenseRetriever
 from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
@@ -41,6 +42,11 @@ class TitleEnricher:
             ``"document"`` or ``"none"`` (see :func:`~momoka.methods.momoka.title.make_titles`).
         llm: the LLM client for ``"llm"`` titles (default ``client_from_env()``).
         view: name of the vector view written (default ``"titled"``).
+
+    LLM titles follow the rule of :mod:`momoka.methods.fallbacks`: ``fallbacks``
+    counts the documents whose title fell back, each batch stops above
+    ``--llm-max-failed`` before writing anything, and each document records
+    whether its title is a fallback.
     """
 
     name = "title"
@@ -50,6 +56,8 @@ class TitleEnricher:
             raise ConfigError(f"title mode must be auto or one of {', '.join(TITLE_MODES)}, not {mode!r}")
         self.mode, self._llm, self.view = mode, llm, view
         self.stats: dict = {}
+        self.fallbacks = FallbackTally("title", "title", "titles",
+                                       "those documents got their own title, first heading or first sentence")
 
     @property
     def effective_mode(self) -> str:
@@ -71,7 +79,8 @@ class TitleEnricher:
                 self._llm = client_from_env()
             llm = self._llm
         docs = [index.document(d) for d in doc_ids]
-        titles, sources, st = make_titles(docs, mode=mode, llm=llm)
+        titles, sources, st = make_titles(docs, mode=mode, llm=llm, fallbacks=self.fallbacks)
+        self.fallbacks.check()
         for k, v in st.to_dict().items():
             if isinstance(v, int):
                 self.stats[k] = self.stats.get(k, 0) + v
@@ -79,6 +88,7 @@ class TitleEnricher:
         for d, t, src in zip(doc_ids, titles, sources):
             store.documents[d].metadata[TITLE_KEY] = t
             store.documents[d].metadata[TITLE_SOURCE_KEY] = src
+            set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
         if not store.has_vector_view("raw"):
             return  # BM25-only index: titles are kept, nothing to embed
         if not store.has_vector_view(self.view):

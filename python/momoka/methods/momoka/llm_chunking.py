@@ -7,7 +7,11 @@ placed back onto the paragraph by the native span locator
 chunk is always an exact span of the source even when the model edited a
 few characters. A paragraph whose answer cannot be used (no JSON list after
 the re-asks, or an item that cannot be placed within ``max_error`` edits) is
-cut into its sentences instead, and counted.
+cut into its sentences instead, and counted in ``stats`` and in ``fallbacks``
+(:class:`~momoka.methods.fallbacks.FallbackTally`: above ``--llm-max-failed``
+the batch raises :class:`~momoka.errors.LLMFallbackError`; an answer that
+parsed but could not be placed is removed from the LLM cache, so asking again
+reaches the model).
 
 A paragraph of fewer than ``min_sentences`` sentences is one chunk without
 an LLM call (the prompt forbids splitting sentences, so the answer is known).
@@ -23,6 +27,7 @@ import numpy as np
 
 from ...errors import ConfigError, LLMError, LLMResponseError
 from ..base import FallbackCounts
+from ..fallbacks import FallbackTally
 
 #: A mask token that never occurs in text: every LLM item is located as a whole chunk.
 _NO_MASK = ("\x00\x00momoka-no-mask\x00\x00",)
@@ -54,8 +59,13 @@ class LLMChunker:
             lines) are sent as runs of whole sentences of at most this many characters
             (counted in ``long_paragraphs``).
         max_reasks: re-asks of an answer that is not a JSON list.
+        max_failed: the share of unusable answers above which a batch raises
+            :class:`~momoka.errors.LLMFallbackError` (None: ``$MOMOKA_LLM_MAX_FAILED``,
+            else 0.25; an :class:`~momoka.Index` given ``llm_max_failed`` sets it).
 
-    ``stats`` (:class:`LLMChunkStats`) accumulates over calls. Chunks get the
+    ``stats`` (:class:`LLMChunkStats`) accumulates over calls; ``fallbacks`` counts the
+    unusable answers per document (items: the ``[start, end]`` of the paragraph) and
+    bounds their share. Chunks get the
     ``paragraph``/``sentence`` indices of their first character (p_i, s_i) and
     ``metadata["llm_chunk"]`` = ``"llm"``, ``"whole"`` or ``"sentence"`` (fallback).
     """
@@ -63,7 +73,8 @@ class LLMChunker:
     name = "llm"
 
     def __init__(self, llm: Any = None, *, max_error: float = 0.3, min_sentences: int = 2,
-                 max_paragraph_chars: int = 8000, max_reasks: int = 1, batch_size: int = 256):
+                 max_paragraph_chars: int = 8000, max_reasks: int = 1, batch_size: int = 256,
+                 max_failed: float | None = None):
         if not 0 <= max_error < 1:
             raise ConfigError(f"max_error must be in [0, 1), got {max_error!r}")
         if llm is None:
@@ -77,6 +88,8 @@ class LLMChunker:
         self.max_reasks = int(max_reasks)
         self.batch_size = int(batch_size)
         self.stats = LLMChunkStats()
+        self.fallbacks = FallbackTally("llm chunker", "chunker", "answers",
+                                       "those paragraphs were chunked by sentences", max_failed=max_failed)
 
     def params(self) -> dict:
         return {"max_error": self.max_error, "min_sentences": self.min_sentences,
@@ -124,9 +137,11 @@ class LLMChunker:
                     else:
                         slot[2] = "ask"
                         asks.append((di, len(plan)))
+                        self.fallbacks.ask(getattr(d, "doc_id", None))
                     plan.append(slot)
             plans.append(plan)
         parser = JSONListParser(min_items=1)
+        unplaced: list = []  # conversations whose (parsed) answers could not be placed: not kept in the cache
         for s in range(0, len(asks), self.batch_size):
             part = asks[s : s + self.batch_size]
             batch = [prompts.messages("momoka.llm_chunk", item=docs[di].text[plans[di][k][0]:plans[di][k][1]])
@@ -140,16 +155,24 @@ class LLMChunker:
                         raise LLMError(f"LLM chunking request failed: {p.error}") from p.error
                     self.stats.fallback_parse += 1
                     self._example(docs[di], slot, "no JSON list", p.raw)
+                    self.fallbacks.fail(getattr(docs[di], "doc_id", None), slot[:2], p.raw or p.error)
                     slot[2] = "sentence"
                     continue
                 placed = self._place(docs[di].text, slot[0], slot[1], p.value)
                 if placed is None:
                     self.stats.fallback_unplaced += 1
                     self._example(docs[di], slot, "unplaceable item", p.raw)
+                    self.fallbacks.fail(getattr(docs[di], "doc_id", None), slot[:2], p.raw)
+                    if p.messages is not None:
+                        unplaced.append(p.messages)
                     slot[2] = "sentence"
                 else:
                     slot[2], slot[3] = "llm", placed
                     self.stats.llm_paragraphs += 1
+        forget = getattr(self.llm, "forget", None)
+        if unplaced and callable(forget):
+            forget(unplaced, temperature=0, method="llm_chunking")
+        self.fallbacks.check()
         from ...text import make_chunks
 
         out = []

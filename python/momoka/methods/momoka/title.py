@@ -8,7 +8,9 @@ embedding and reranking; it is never spliced into ``Chunk.text``.
 A title the LLM fails to produce (a request error, an empty answer, an
 answer that is not a one-line title) falls back to the document's own
 title, else its first heading, else its first sentence; each fallback is
-counted in :class:`TitleStats`.
+counted in :class:`TitleStats` (and, given one, in a
+:class:`~momoka.methods.fallbacks.FallbackTally`). An answer that is not a
+title is not kept in the LLM cache, so asking again reaches the model.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, LLMResponseError
 
 #: Title modes of :func:`make_titles`.
 TITLE_MODES = ("llm", "document", "prefer-document", "none")
@@ -71,6 +73,14 @@ def clean_title(answer: Any) -> str | None:
     return t
 
 
+def _title_parser(answer: str) -> str:
+    """:func:`clean_title` as a :meth:`complete_parsed` parser (raises for an answer that is no title)."""
+    t = clean_title(answer)
+    if t is None:
+        raise LLMResponseError("the answer is not a one-line title")
+    return t
+
+
 def _cut(text: str, n: int = FALLBACK_CHARS) -> str:
     text = " ".join(text.split())
     if len(text) <= n:
@@ -101,6 +111,7 @@ def make_titles(
     llm: Any = None,
     context_chars: int = DEFAULT_TITLE_CONTEXT,
     max_tokens: int = 48,
+    fallbacks: Any = None,
 ) -> tuple[list[str | None], list[str], TitleStats]:
     """Titles T_D for ``documents``: ``(titles, sources, stats)``.
 
@@ -113,7 +124,9 @@ def make_titles(
 
     ``sources[i]`` is ``"llm"``, ``"document"``, ``"heading"``, ``"sentence"`` or ``"none"``.
     A failed LLM title (request error or an answer :func:`clean_title` rejects)
-    falls back to :func:`fallback_title` and is counted in ``stats.failed_llm``.
+    falls back to :func:`fallback_title` and is counted in ``stats.failed_llm``;
+    ``fallbacks`` (a :class:`~momoka.methods.fallbacks.FallbackTally`) counts each
+    document asked and each fallback (item ``"title"``).
     """
     if mode not in TITLE_MODES:
         raise ConfigError(f"title mode must be one of {', '.join(TITLE_MODES)}, not {mode!r}")
@@ -136,16 +149,22 @@ def make_titles(
         from ...llm import prompts
 
         batch = [prompts.messages("momoka.title", document=docs[i].text[:context_chars]) for i in ask]
-        results = llm.complete_batch(batch, temperature=0, max_tokens=max_tokens, method="title")
+        results = llm.complete_parsed(batch, _title_parser, max_reasks=0, temperature=0, max_tokens=max_tokens,
+                                      method="title")
         for i, res in zip(ask, results):
-            t = clean_title(res.text) if res.ok else None
-            if t is not None:
-                titles[i], sources[i] = t, "llm"
+            doc_id = getattr(docs[i], "doc_id", None)
+            if fallbacks is not None:
+                fallbacks.ask(doc_id)
+            if res.ok:
+                titles[i], sources[i] = res.value, "llm"
                 continue
             stats.failed_llm += 1
+            unusable = res.raw is not None and isinstance(res.error, LLMResponseError)
             if len(stats.failures) < 20:
-                reason = str(res.error) if not res.ok else f"unusable answer {str(res.text)[:60]!r}"
-                stats.failures.append((getattr(docs[i], "doc_id", None), reason))
+                reason = f"unusable answer {str(res.raw)[:60]!r}" if unusable else str(res.error)
+                stats.failures.append((doc_id, reason))
+            if fallbacks is not None:
+                fallbacks.fail(doc_id, "title", res.raw if unusable else res.error)
             titles[i], sources[i] = fallback_title(docs[i])
     for s in sources:
         if s in ("llm", "document", "heading", "sentence"):

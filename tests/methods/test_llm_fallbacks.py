@@ -1,0 +1,271 @@
+"""One rule for LLM fallbacks (momoka.methods.fallbacks), through ``momoka index`` as a user runs it.
+
+A scripted OpenAI-compatible server on 127.0.0.1 answers HTTP 200 with prose
+where JSON (or a title) is expected: above --llm-max-failed the command stops
+with exit 2 before storing the stage's output; below it, it exits 0 with one
+warning line naming the share, the store records which outputs are fallbacks,
+and rerunning the same command against a working server asks exactly those
+again (counted at the server) without --overwrite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import momoka
+from momoka import Index
+from momoka.errors import ConfigError, LLMFallbackError
+from momoka.llm.testing import Reply, last_user
+from momoka.methods.fallbacks import FALLBACKS_KEY, FallbackTally, has_fallbacks, set_record, summarize
+
+REPO_PY = Path(momoka.__file__).resolve().parents[1]
+TOPICS = ["cat", "owl", "fog", "ship", "bee"]
+
+
+def _paragraphs(topic: str) -> list[str]:
+    return [f"The {topic} woke at dawn. The {topic} looked around the farm.",
+            f"Later the {topic} slept again. Nobody saw the {topic} until noon."]
+
+
+def _docs(root: Path, n: int) -> dict[str, str]:
+    root.mkdir()
+    texts = {}
+    for t in TOPICS[:n]:
+        texts[t] = "\n\n".join(_paragraphs(t)) + "\n"
+        (root / f"{t}.txt").write_text(texts[t])
+    return texts
+
+
+def _index(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO_PY) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               MOMOKA_HOME=str(tmp_path / "home"), MOMOKA_PROGRESS="0")
+    for k in ("MOMOKA_LLM_CACHE", "MOMOKA_LLM_MAX_FAILED", "MOMOKA_LLM_BASE_URL"):
+        env.pop(k, None)
+    cmd = [sys.executable, "-m", "momoka", "index", str(tmp_path / "docs"), "--store", str(tmp_path / "s"),
+           "--no-dense", "--llm-url", url, "--llm-model", "scripted", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+
+
+def _paragraph_of(body: dict) -> str:
+    return re.search(r"\*\*Text Paragraph\*\*: (.*?)\n\nNotes:", body["messages"][0]["content"], re.DOTALL).group(1)
+
+
+def _whole(body, i):
+    """A working server: each paragraph is one chunk."""
+    return Reply(json.dumps([_paragraph_of(body)]))
+
+
+def _warnings(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith("momoka: warning:")]
+
+
+def _manifest(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "s" / "manifest.json").read_text())
+
+
+# ------------------------------------------------------------------ the llm chunker
+
+
+def test_llm_chunker_against_garbage_stops_with_exit_2_and_stores_nothing(tmp_path, make_server):
+    # issue 30, failure 1: every answer is prose, not a JSON list; this used to exit 0 with every
+    # paragraph silently cut into sentences and a manifest claiming chunker llm
+    _docs(tmp_path / "docs", 3)
+    srv = make_server(lambda body, i: Reply("Sure! I would split this paragraph after its first sentence."))
+    p = _index(tmp_path, srv.base_url, "--chunker", "llm")
+    assert p.returncode == 2, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last == ("momoka: error: llm chunker: 6 of 6 answers (100.0 %) were unusable, more than "
+                    "--llm-max-failed 25 %; e.g. 'Sure! I would split this paragraph after its first sentence.'; "
+                    "nothing of this stage was committed (is --llm-url serving a chat model? --llm-max-failed "
+                    "raises the bound)")
+    assert not (tmp_path / "s" / "manifest.json").exists()  # nothing committed
+
+
+def test_llm_chunker_fallbacks_below_the_bound_warn_are_recorded_and_a_rerun_redoes_them(tmp_path, make_server):
+    texts = _docs(tmp_path / "docs", 5)
+    fog2 = _paragraphs("fog")[1]
+    bee1 = _paragraphs("bee")[0]
+
+    def flaky(body, i):
+        par = _paragraph_of(body)
+        if par == fog2:
+            return Reply("I cannot do that.")  # no JSON list (re-asked once, still none)
+        if par == bee1:
+            return Reply(json.dumps(["Whales sang in the deep blue sea all night long."]))  # nowhere in the text
+        return _whole(body, i)
+
+    srv = make_server(flaky)
+    p = _index(tmp_path, srv.base_url, "--chunker", "llm")
+    assert p.returncode == 0, p.stderr
+    assert _warnings(p.stderr) == ["momoka: warning: llm chunker: 2 of 10 answers (20.0 %) were unusable; "
+                                   "those paragraphs were chunked by sentences"]
+    # the manifest gives the share, each document which paragraphs fell back (offsets found here by str.index)
+    assert _manifest(tmp_path)["pipeline"][FALLBACKS_KEY] == {
+        "chunker": {"asked": 10, "fallbacks": 2, "documents": 2, "share": 0.2}}
+    with Index.open(tmp_path / "s") as ix:
+        recs = {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.doc_ids}
+        fog_chunks = [ix.store.chunks.text(c) for c in ix.store.documents["fog"].chunk_ids]
+    a, b = texts["fog"].index(fog2), texts["bee"].index(bee1)
+    assert recs["fog"] == {"chunker": {"asked": 2, "fallbacks": [[a, a + len(fog2)]]}}
+    assert recs["bee"] == {"chunker": {"asked": 2, "fallbacks": [[b, b + len(bee1)]]}}
+    assert all(recs[t] == {"chunker": {"asked": 2, "fallbacks": []}} for t in ("cat", "owl", "ship"))
+    assert fog_chunks == [_paragraphs("fog")[0], "Later the fog slept again.", "Nobody saw the fog until noon."]
+
+    # the server is fixed; the same command again (no --overwrite): exactly the 2 fallback paragraphs are asked
+    srv.script = _whole
+    srv.reset()
+    p = _index(tmp_path, srv.base_url, "--chunker", "llm")
+    assert p.returncode == 0, p.stderr
+    assert sorted(_paragraph_of(b) for b in srv.chat_bodies()) == sorted([fog2, bee1])
+    assert _warnings(p.stderr) == [] and "2 redone" in p.stdout
+    with Index.open(tmp_path / "s") as ix:
+        assert not any(has_fallbacks(ix.store.documents[d].metadata) for d in ix.doc_ids)
+        assert [ix.store.chunks.text(c) for c in ix.store.documents["fog"].chunk_ids] == _paragraphs("fog")
+        assert len(ix) == 5
+    assert _manifest(tmp_path)["pipeline"][FALLBACKS_KEY]["chunker"]["fallbacks"] == 0
+    srv.reset()
+    p = _index(tmp_path, srv.base_url, "--chunker", "llm")  # healed: nothing more to ask
+    assert p.returncode == 0 and srv.count == 0, p.stderr
+
+
+# ------------------------------------------------------------------ LLM titles
+
+
+def _title_of(body) -> str:
+    words = last_user(body).split()
+    return f"On the {next(t for t in TOPICS if t in words)}"
+
+
+def test_llm_titles_that_all_fail_stop_with_exit_2(tmp_path, make_server):
+    # issue 30, failure 2: 3 of 3 titles unusable used to exit 0 (visible only as "failed_llm 3")
+    _docs(tmp_path / "docs", 3)
+    srv = make_server(lambda body, i: Reply("Title:"))
+    p = _index(tmp_path, srv.base_url, "--chunker", "paragraph", "--enrich", "title", "-o", "title.mode=llm")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith(
+        "momoka: error: title: 3 of 3 titles (100.0 %) were unusable, more than --llm-max-failed 25 %; e.g. 'Title:'")
+
+
+def test_fallback_titles_are_redone_by_a_rerun_without_overwrite(tmp_path, make_server):
+    # issue 30, failure 2: a rerun against a good server made 0 requests and kept the fallback titles
+    _docs(tmp_path / "docs", 3)
+    srv = make_server(lambda body, i: Reply("Title:"))
+    args = ("--chunker", "paragraph", "--enrich", "title", "-o", "title.mode=llm", "--llm-max-failed", "1")
+    p = _index(tmp_path, srv.base_url, *args)
+    assert p.returncode == 0, p.stderr
+    assert _warnings(p.stderr) == ["momoka: warning: title: 3 of 3 titles (100.0 %) were unusable; those "
+                                   "documents got their own title, first heading or first sentence"]
+    with Index.open(tmp_path / "s") as ix:
+        md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    assert {d: m["momoka_title"] for d, m in md.items()} == {t: f"The {t} woke at dawn." for t in TOPICS[:3]}
+    assert all(m[FALLBACKS_KEY] == {"title": {"asked": 1, "fallbacks": ["title"]}} for m in md.values())
+
+    srv.script = lambda body, i: Reply(_title_of(body))
+    srv.reset()
+    p = _index(tmp_path, srv.base_url, *args)
+    assert p.returncode == 0, p.stderr
+    assert srv.count == 3 and _warnings(p.stderr) == []  # one request per fallback title
+    with Index.open(tmp_path / "s") as ix:
+        md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    assert {d: (m["momoka_title"], m["momoka_title_source"]) for d, m in md.items()} == {
+        t: (f"On the {t}", "llm") for t in TOPICS[:3]}
+    assert not any(has_fallbacks(m) for m in md.values())
+    assert _manifest(tmp_path)["pipeline"][FALLBACKS_KEY] == {
+        "title": {"asked": 3, "fallbacks": 0, "documents": 0, "share": 0.0}}
+
+
+def test_one_fallback_title_of_five_is_the_only_request_of_the_rerun(tmp_path, make_server):
+    _docs(tmp_path / "docs", 5)
+    srv = make_server(lambda body, i: Reply("   ") if "owl" in last_user(body).split() else Reply(_title_of(body)))
+    args = ("--chunker", "paragraph", "--enrich", "title", "-o", "title.mode=llm")
+    p = _index(tmp_path, srv.base_url, *args)
+    assert p.returncode == 0, p.stderr
+    assert _warnings(p.stderr) == ["momoka: warning: title: 1 of 5 titles (20.0 %) were unusable; those "
+                                   "documents got their own title, first heading or first sentence"]
+    srv.script = lambda body, i: Reply(_title_of(body))
+    srv.reset()
+    p = _index(tmp_path, srv.base_url, *args)
+    assert p.returncode == 0, p.stderr
+    assert srv.count == 1 and "owl" in last_user(srv.chat_bodies()[0]).split()
+
+
+# ------------------------------------------------------------------ the parts, in Python
+
+
+def test_tally_counts_bounds_and_words():
+    t = FallbackTally("llm chunker", "chunker", "answers", "those paragraphs were chunked by sentences",
+                      max_failed=0.25)
+    for i in range(40):
+        t.ask("a" if i < 20 else "b")
+    for k in range(3):
+        t.fail("b", [k, k + 1], "  no\n list ")
+    t.check()  # 7.5 % <= 25 %
+    assert t.warning() == ("llm chunker: 3 of 40 answers (7.5 %) were unusable; those paragraphs were chunked "
+                           "by sentences")
+    assert t.take("a") == {"asked": 20, "fallbacks": []} and t.take("a") is None
+    assert t.take("b") == {"asked": 20, "fallbacks": [[0, 1], [1, 2], [2, 3]]}
+    for _ in range(8):
+        t.fail("b", [9, 9], "x")
+    with pytest.raises(LLMFallbackError) as e:  # 11 of 40 = 27.5 % > 25 %
+        t.check()
+    assert e.value.stage == "llm chunker" and e.value.share == pytest.approx(11 / 40)
+    assert "11 of 40 answers (27.5 %)" in str(e.value) and "e.g. 'no list'" in str(e.value)
+    t.reset(0.5)
+    assert (t.asked, t.failed, t.warning(), t.bound) == (0, 0, None, 0.5)
+
+
+def test_records_and_sums():
+    class E:
+        def __init__(self, md):
+            self.metadata = md
+
+    a, b = {}, {"other": 1}
+    set_record(a, "title", {"asked": 1, "fallbacks": ["title"]})
+    set_record(a, "chunker", {"asked": 4, "fallbacks": [[0, 5]]})
+    set_record(b, "chunker", {"asked": 4, "fallbacks": []})
+    assert has_fallbacks(a) and not has_fallbacks(b)
+    assert summarize([E(a), E(b)]) == {"title": {"asked": 1, "fallbacks": 1, "documents": 1, "share": 1.0},
+                                       "chunker": {"asked": 8, "fallbacks": 1, "documents": 1, "share": 0.125}}
+    set_record(a, "title", None)
+    set_record(a, "chunker", None)
+    assert a == {}
+
+
+def test_llm_max_failed_is_checked_in_python(tmp_path):
+    with pytest.raises(ConfigError, match="llm_max_failed"):
+        Index.build([{"doc_id": "a", "text": "One. Two."}], embedder=None, llm_max_failed=1.5)
+
+
+def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+    from momoka.methods.mcindex import KeywordsEnricher, SummaryEnricher
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]
+    srv = make_server(lambda body, i: Reply("No list here."))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    kw = KeywordsEnricher("llm", llm=llm, cache=str(tmp_path / "views.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^keywords: 10 of 10 answers \(100.0 %\) were unusable"):
+        Index.build(docs, chunker="paragraph", embedder=None, enrich=[kw], progress=False)
+
+    # summaries: 1 empty answer of 5 (sections over min_words=3 words) -> warned, recorded, asked again later
+    srv.script = lambda body, i: Reply("" if "owl" in last_user(body).split() else "A short summary.")
+    sm = SummaryEnricher("llm", llm=llm, cache=str(tmp_path / "views.sqlite"), min_words=3)
+    with pytest.warns(UserWarning, match=r"^summary: 2 of 10 answers \(20.0 %\) were unusable; those chunks are "
+                                         r"their own summary$"):
+        ix = Index.build(docs, chunker="paragraph", embedder=None, enrich=[sm], progress=False)
+    owl = ix.store.documents["owl"].metadata[FALLBACKS_KEY]["summary"]
+    text = "\n\n".join(_paragraphs("owl"))
+    assert owl == {"asked": 2, "fallbacks": [[0, len(_paragraphs("owl")[0])],
+                                             [text.index(_paragraphs("owl")[1]), len(text)]]}
+    srv.reset()
+    srv.script = lambda body, i: Reply("A short summary.")
+    ix.add(docs, existing="skip")
+    assert srv.count == 2 and ix.report["redone"] == ["owl"]
+    assert not has_fallbacks(ix.store.documents["owl"].metadata)
