@@ -3,9 +3,9 @@
 ::
 
     import momoka
-    index = momoka.Index.build(["report.md", "notes/"], store="my.store")
-    for item in index.search("what did the report conclude?", k=5):          # hybrid by default
-        print(item.score, item.doc_id, item.start, item.end, item.text[:80])
+    with momoka.Index.build(["report.md", "notes/"], store="my.store") as index:   # releases the lock at the end
+        for item in index.search("what did the report conclude?", k=5):          # hybrid by default
+            print(item.score, item.doc_id, item.start, item.end, item.text[:80])
     index = momoka.Index.open("my.store")
     index.add(["new.txt"]); index.delete(["report"]); index.save()
 
@@ -125,6 +125,9 @@ class Index:
 
     Build one with :meth:`build`, or load one with :meth:`open`. Search with
     :meth:`search` and any registered retriever (``momoka.methods.registry.available("retriever")``).
+    An index that writes holds its store's writer lock until :meth:`close`; use it as a
+    context manager (``with Index.build(...) as index:``) to release the lock at the end of
+    the block. Readers (:meth:`open` without changes) take no lock.
     """
 
     def __init__(self, store: Store, *, chunker: Any = None, embedder: Any = None,
@@ -722,6 +725,7 @@ class Index:
         self.store.close()
 
     def __enter__(self) -> Index:
+        """``with Index.build(...) as index:`` / ``with Index.open(...) as index:``: :meth:`close` at the end."""
         return self
 
     def __exit__(self, *exc) -> None:
