@@ -72,6 +72,24 @@ ADD_BATCH = 32
 ENGINES = ("local", "ray")
 
 
+def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None) -> dict:
+    """The parameters chunker ``chunker`` is built with, the same for every caller.
+
+    :meth:`Index.build`, ``momoka index`` (and its ``--estimate``), ``momoka chunk``,
+    ``eval`` and ``eval-chunking`` all build their chunker from this, so ``momoka
+    chunk FILE`` previews exactly the chunks ``momoka index`` stores: ``params``
+    (None values dropped) plus ``size`` when given; the default chunker
+    (:data:`DEFAULT_CHUNKER`) without a size gets :data:`DEFAULT_CHUNK_SIZE`, any
+    other chunker its own default.
+    """
+    out = {k: v for k, v in (params or {}).items() if v is not None}
+    if size is not None:
+        out["size"] = size
+    elif chunker == DEFAULT_CHUNKER and "size" not in out:
+        out["size"] = DEFAULT_CHUNK_SIZE
+    return out
+
+
 class _Commits:
     """When :meth:`Index.add` (with ``commit=True``) saves a generation: every
     :attr:`Index.commit_docs` documents or :attr:`Index.commit_seconds` seconds, and at the end."""
@@ -176,7 +194,7 @@ class Index:
         engine: str = "local",
         workers: int | None = None,
         address: str | None = None,
-        **chunker_params: Any,
+        **extra_chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
 
@@ -206,13 +224,9 @@ class Index:
         before its first commit is started again by the next build.
             progress: progress on stderr (default: a live line on a terminal, a line
                 every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
-            chunker_params: more parameters for the named chunker.
+            extra_chunker_params: more parameters for the named chunker (see :func:`chunker_params`).
         """
-        if isinstance(chunker, str) and size is None and chunker == DEFAULT_CHUNKER and "size" not in chunker_params:
-            size = DEFAULT_CHUNK_SIZE
-        params = dict(chunker_params)
-        if size is not None:
-            params["size"] = size
+        params = chunker_params(chunker, size, extra_chunker_params)
         chunker_obj, chunker_info = resolve_chunker(chunker, params)
         emb = cls._make_embedder(embedder)
         if engine not in ENGINES:

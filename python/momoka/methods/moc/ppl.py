@@ -88,6 +88,8 @@ class PPLChunker:
     """
 
     name = "ppl"
+    #: Chunking runs a model or an LLM: ``momoka index --estimate`` prices it instead of running it.
+    runs_model = True
 
     def __init__(self, lm: Any = None, *, threshold: float = 0.0, merge_target: int | None = None,
                  merge_unit: str = "chars", reference_compat: bool = False, segment: int = 4096,
