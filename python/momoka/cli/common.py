@@ -102,11 +102,26 @@ def add_retriever_argument(p: argparse.ArgumentParser, *, several: bool = False)
                        help=f"retriever name (default {DEFAULT_RETRIEVER})")
 
 
+def deprecated_alias(old: str) -> type[argparse.Action]:
+    """An argparse action storing the value, with a warning when the option was spelled ``old``."""
+
+    class _Store(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            if option_string == old:
+                import warnings
+
+                warnings.warn(f"{old} is deprecated; use {self.option_strings[0]}", FutureWarning, stacklevel=2)
+            setattr(namespace, self.dest, values)
+
+    return _Store
+
+
 def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     """``--llm-url`` and ``--llm-model``: the OpenAI-compatible endpoint for LLM-backed components."""
     g = p.add_argument_group("LLM endpoint (default: $MOMOKA_LLM_BASE_URL, else the local model)")
     g.add_argument("--llm-url", default=None, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
-    g.add_argument("--llm-model", default=None, help="model name at --llm-url (default $MOMOKA_LLM_MODEL)")
+    g.add_argument("--llm-model", default=None,
+                   help="model name at --llm-url (default $MOMOKA_LLM_MODEL, else the one model the server lists)")
     g.add_argument("--llm-timeout", type=float, default=None, metavar="S",
                    help="seconds per LLM request (default $MOMOKA_LLM_TIMEOUT, else 120)")
     g.add_argument("--llm-deadline", "--deadline", dest="llm_deadline", type=float, default=None, metavar="S",
