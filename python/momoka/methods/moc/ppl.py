@@ -68,6 +68,14 @@ def reference_truncate(sentence: str) -> str:
     return sentence
 
 
+def default_cache_dir() -> Path:
+    """Where the ppl chunker keeps its token log-probs: ``momoka_home()/cache/ppl-logprobs``
+    (``momoka cache info`` lists it, ``momoka cache clear computed`` empties it)."""
+    from ...models import momoka_home
+
+    return momoka_home() / "cache" / "ppl-logprobs"
+
+
 class PPLChunker:
     """Perplexity chunking: ``chunker(document) -> list[Chunk]`` (see the module docstring).
 
@@ -132,9 +140,7 @@ class PPLChunker:
         if self.cache is False or self.cache is None:
             return None
         if self.cache is True:
-            from ...models import momoka_home
-
-            return momoka_home() / "cache" / "ppl-logprobs"
+            return default_cache_dir()
         return Path(self.cache)
 
     def token_logprobs(self, text: str) -> tuple[np.ndarray, np.ndarray]:
