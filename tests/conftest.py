@@ -16,6 +16,16 @@ from momoka.eval.datasets import find_shared_data
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _llm_cache_in_a_temporary_folder(tmp_path_factory):
+    """LLM answers the tests cause go to a file of the test session, never to the user's
+    ``$MOMOKA_HOME/llm.sqlite`` (tests that name their own cache file still use theirs)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MOMOKA_LLM_CACHE", str(tmp_path_factory.mktemp("llm-cache") / "llm.sqlite"))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     d = find_shared_data(REPO_ROOT)

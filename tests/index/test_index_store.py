@@ -280,7 +280,7 @@ def test_duplicate_and_unknown_documents(tmp_path, docs, embedder):
 def test_second_writer_refused_in_process(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder)  # holds the writer lock
     # tried: a second writer on the same store (explicitly, and lazily by a change)
-    with pytest.raises(StoreLockedError, match="open for writing by process"):
+    with pytest.raises(StoreLockedError, match="open for writing by another Index or Store object of this process"):
         Index.open(tmp_path / "s", writable=True)
     reader = Index.open(tmp_path / "s", embedder=embedder)  # readers need no lock
     assert reader.search("chess", k=1)[0].doc_id == "chess"
@@ -291,6 +291,31 @@ def test_second_writer_refused_in_process(tmp_path, docs, embedder):
     reader.delete(["chess"])
     reader.save()
     reader.close()
+
+
+def test_reopen_after_build_in_the_same_script(tmp_path, docs, embedder):
+    # the README's snippet: build, search, then reopen the same store by rebinding the name and add to it.
+    # The built index is unreachable then, but its store (which its artifacts reference) used to keep the
+    # writer lock until the cycle collector ran, so the reopened index's add raised StoreLockedError.
+    index = _build(tmp_path, docs, embedder)
+    assert index.search("chess", k=1)[0].doc_id == "chess"
+    index = Index.open(tmp_path / "s", embedder=embedder)
+    index.add([{"doc_id": "extra", "text": "Violins have four strings and a bow."}])
+    index.save()
+    index.close()
+    assert "extra" in Index.open(tmp_path / "s", embedder=embedder).store.documents
+
+
+def test_index_is_a_context_manager(tmp_path, docs, embedder):
+    with _build(tmp_path, docs, embedder) as built:
+        assert built.store.writable
+        reader = Index.open(tmp_path / "s", embedder=embedder)  # a reader beside the live writer
+        assert reader.search("chess", k=1)[0].doc_id == "chess"
+    assert not built.store.writable  # the with block released the lock
+    with Index.open(tmp_path / "s", embedder=embedder) as again:
+        again.delete(["chess"])
+        again.save()
+    assert "chess" not in Index.open(tmp_path / "s", embedder=embedder).store.documents
 
 
 def test_reader_refuses_to_write_over_a_newer_generation(tmp_path, docs, embedder):

@@ -11,7 +11,7 @@ from momoka.llm.testing import Reply, Status
 
 def test_ping_prints_answer_and_usage(make_server, capsys):
     srv = make_server(lambda body, i: Reply("pong"))
-    rc = main(["llm", "ping", "--base-url", srv.base_url, "--model", "m", "--max-tokens", "3"])
+    rc = main(["llm", "ping", "--llm-url", srv.base_url, "--llm-model", "m", "--max-tokens", "3"])
     out = capsys.readouterr().out
     assert rc == 0 and "answer: 'pong'" in out and "completion tokens: 1" in out
     assert srv.chat_bodies()[0]["max_tokens"] == 3 and srv.chat_bodies()[0]["temperature"] == 0
@@ -20,16 +20,16 @@ def test_ping_prints_answer_and_usage(make_server, capsys):
 def test_ping_failure_is_one_line_and_nonzero(make_server, capsys):
     # the server refuses the request (401): no retry, one error line, exit 2
     srv = make_server(lambda body, i: Status(401))
-    rc = main(["llm", "ping", "--base-url", srv.base_url, "--model", "m"])
+    rc = main(["llm", "ping", "--llm-url", srv.base_url, "--llm-model", "m"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("momoka: error:") and "401" in err[0]
     assert srv.count == 1
 
 
 def test_ping_without_configuration(monkeypatch, capsys):
-    # neither --base-url nor MOMOKA_LLM_BASE_URL
+    # neither --llm-url nor MOMOKA_LLM_BASE_URL
     monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
-    rc = main(["llm", "ping", "--model", "m"])
+    rc = main(["llm", "ping", "--llm-model", "m"])
     assert rc == 2 and "MOMOKA_LLM_BASE_URL" in capsys.readouterr().err
 
 
@@ -65,7 +65,7 @@ def test_client_options_for_other_commands(make_server, cache_path, capsys, monk
     srv = make_server()
     ap = argparse.ArgumentParser()
     add_client_args(ap)
-    a = ap.parse_args(["--base-url", srv.base_url, "--model", "m", "--concurrency", "3", "--llm-cache", str(cache_path)])
+    a = ap.parse_args(["--llm-url", srv.base_url, "--llm-model", "m", "--concurrency", "3", "--llm-cache", str(cache_path)])
     c = client_from_args(a, progress=False)
     assert isinstance(c, OpenAIClient) and c.concurrency == 3 and c.cache.path == cache_path
     c.complete_many(["a"], method="demo")

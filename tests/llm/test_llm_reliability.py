@@ -14,7 +14,7 @@ from pathlib import Path
 
 import momoka
 from momoka.cli import main
-from momoka.llm import OpenAIClient, default_cache_path
+from momoka.llm import OpenAIClient, ResponseCache, default_cache_path
 from momoka.llm.testing import Reply, ScriptedServer, Status
 
 REPO_PY = Path(momoka.__file__).resolve().parents[1]
@@ -110,3 +110,31 @@ def test_two_endpoints_serving_one_model_name_never_share_answers(tmp_path):
         with OpenAIClient("m", base_url=b.base_url, api_key="x", cache=str(cache), progress=False) as cb:
             assert cb.complete("same question") == "from B"
             assert cb.complete("same question") == "from B" and b.count == 1  # its own answer is cached
+
+
+def test_cache_info_lists_and_clear_all_removes_everything_momoka_writes(tmp_path, monkeypatch, capsys):
+    import json
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("MOMOKA_HOME", str(home))
+    monkeypatch.delenv("MOMOKA_LLM_CACHE", raising=False)
+    # what momoka writes under its home: installed models, LLM answers, the ppl chunker's log-probs, and
+    # the GGUF conversions older test suites kept there; plus a file momoka did not write
+    written = {"models/minilm/model.onnx": 1000, "cache/ppl-logprobs/ab.npy": 400, "test-gguf/1234-q4/model.onnx": 5000}
+    for rel, n in written.items():
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_bytes(b"x" * n)
+    with ResponseCache(home / "llm.sqlite") as c:
+        c.put_many([("k", "chat", "m", {"text": "x"})])
+    llm_bytes = sum(p.stat().st_size for p in home.glob("llm.sqlite*"))
+    (home / "mine.txt").write_bytes(b"y" * 7)
+    assert main(["cache", "info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    sizes = {k: info[k]["bytes"] for k in ("models", "llm", "computed", "test-gguf")}
+    assert sizes == {"models": 1000, "llm": llm_bytes, "computed": 400, "test-gguf": 5000} and llm_bytes > 0
+    assert info["other"] == [{"path": str(home / "mine.txt"), "bytes": 7}]
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert str(home / "test-gguf") in out and str(home / "cache") in out and "not momoka's" in out
+    assert main(["cache", "clear", "all"]) == 0
+    assert sorted(p.name for p in home.iterdir()) == ["mine.txt"]  # everything momoka wrote is gone, nothing else

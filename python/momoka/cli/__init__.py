@@ -44,13 +44,13 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``momoka`` command; returns its exit status (errors: one line on stderr, status 2)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     shown = warnings.showwarning
     warnings.showwarning = _show_warning
     try:
+        args = parser.parse_args(argv)  # a deprecated option warns here
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         rc = args.func(args)
     except MomokaError as exc:
         print(f"momoka: error: {exc}", file=sys.stderr)

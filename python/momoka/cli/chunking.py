@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 
+from .common import add_chunker_arguments, add_llm_arguments, apply_llm_arguments, chunker_of
+
 
 def register(subparsers) -> None:
     """Add the ``chunk`` sub-command."""
-    from ..methods import registry
-
     p = subparsers.add_parser(
         "chunk",
         help="cut a document into chunks and print them with offsets",
@@ -20,13 +20,7 @@ def register(subparsers) -> None:
         ),
     )
     p.add_argument("file", metavar="FILE", help="document to chunk (.txt, .md, .html, ...)")
-    p.add_argument(
-        "--chunker",
-        default="recursive",
-        choices=registry.available("chunker"),
-        help="chunker to use (default: recursive)",
-    )
-    p.add_argument("--size", type=int, default=None, help="chunk size (tokens or chars; sentences for 'sentence')")
+    add_chunker_arguments(p, choices=True, note="; the chunks 'momoka index' stores with the same options")
     p.add_argument("--overlap", type=int, default=None, help="overlap between chunks (fixed, sentence)")
     p.add_argument("--unit", choices=("tokens", "chars"), default=None, help="size unit (default: tokens)")
     p.add_argument(
@@ -37,14 +31,18 @@ def register(subparsers) -> None:
     )
     p.add_argument("--format", choices=("text", "markdown", "html"), default=None, help="override the parser")
     p.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
+    add_llm_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``momoka chunk``; errors are momoka.errors exceptions (handled by the dispatcher)."""
     from ..errors import InputError
-    from ..methods import registry
+    from ..methods.pipeline import chunker_params
+    from ..methods.sources import resolve_chunker
     from ..text import Document
+
+    apply_llm_arguments(args)
 
     try:
         doc = Document.from_file(args.file, format=args.format)
@@ -55,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
     except PermissionError:
         raise InputError(f"cannot read {args.file}: permission denied") from None
     tokenizer = _load_tokenizer(args.tokenizer) if args.tokenizer else None
-    params = {"size": args.size, "overlap": args.overlap, "unit": args.unit, "tokenizer": tokenizer}
-    chunker = registry.create("chunker", args.chunker, **{k: v for k, v in params.items() if v is not None})
+    name = chunker_of(args)
+    params = chunker_params(name, args.size, {"overlap": args.overlap, "unit": args.unit, "tokenizer": tokenizer})
+    chunker, _ = resolve_chunker(name, params)
     chunks = chunker(doc)
     out = sys.stdout
     if args.json:
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if hasattr(st, "fallback") and hasattr(st, "to_dict"):  # an LLM chunker: say how many windows fell back
         from ..eval.chunk_compare import fallback_note
 
-        sys.stderr.write(f"momoka: {fallback_note(args.chunker, st.to_dict())}\n")
+        sys.stderr.write(f"momoka: {fallback_note(name, st.to_dict())}\n")
     return 0
 
 

@@ -62,11 +62,66 @@ def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def add_chunker_arguments(p: argparse.ArgumentParser, *, several: bool = False, choices: bool = False,
+                          note: str = "") -> None:
+    """``--chunker`` and ``--size`` with the shared defaults (:func:`momoka.methods.pipeline.chunker_params`).
+
+    ``several``: comma-separated names; ``choices``: the parser itself refuses an unknown name.
+    """
+    from ..methods.pipeline import DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER
+
+    known = None
+    if choices:
+        from ..methods import registry
+
+        known = registry.available("chunker")
+    p.add_argument("--chunker", default=None, choices=known, metavar="NAME[,NAME]" if several else "NAME",
+                   help=("chunker name(s), comma-separated" if several else "chunker name")
+                   + f" (default {DEFAULT_CHUNKER}{note})")
+    p.add_argument("--size", type=int, default=None,
+                   help=f"chunk size for the chunker (default {DEFAULT_CHUNK_SIZE} tokens for {DEFAULT_CHUNKER}, "
+                   "the chunker's own default for the others; sentences for 'sentence')")
+
+
+def chunker_of(args: argparse.Namespace) -> str:
+    """The ``--chunker`` given, else the default chunker."""
+    from ..methods.pipeline import DEFAULT_CHUNKER
+
+    return args.chunker or DEFAULT_CHUNKER
+
+
+def add_retriever_argument(p: argparse.ArgumentParser, *, several: bool = False) -> None:
+    """``--retriever`` with the shared default (:data:`momoka.methods.pipeline.DEFAULT_RETRIEVER`)."""
+    from ..methods.pipeline import DEFAULT_RETRIEVER
+
+    if several:
+        p.add_argument("--retriever", action="append", default=None, metavar="NAME[,NAME]",
+                       help=f"retriever(s), comma-separated or repeated (default {DEFAULT_RETRIEVER})")
+    else:
+        p.add_argument("--retriever", default=DEFAULT_RETRIEVER, metavar="NAME",
+                       help=f"retriever name (default {DEFAULT_RETRIEVER})")
+
+
+def deprecated_alias(old: str) -> type[argparse.Action]:
+    """An argparse action storing the value, with a warning when the option was spelled ``old``."""
+
+    class _Store(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            if option_string == old:
+                import warnings
+
+                warnings.warn(f"{old} is deprecated; use {self.option_strings[0]}", FutureWarning, stacklevel=2)
+            setattr(namespace, self.dest, values)
+
+    return _Store
+
+
 def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     """``--llm-url`` and ``--llm-model``: the OpenAI-compatible endpoint for LLM-backed components."""
     g = p.add_argument_group("LLM endpoint (default: $MOMOKA_LLM_BASE_URL, else the local model)")
     g.add_argument("--llm-url", default=None, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
-    g.add_argument("--llm-model", default=None, help="model name at --llm-url (default $MOMOKA_LLM_MODEL)")
+    g.add_argument("--llm-model", default=None,
+                   help="model name at --llm-url (default $MOMOKA_LLM_MODEL, else the one model the server lists)")
     g.add_argument("--llm-timeout", type=float, default=None, metavar="S",
                    help="seconds per LLM request (default $MOMOKA_LLM_TIMEOUT, else 120)")
     g.add_argument("--llm-deadline", "--deadline", dest="llm_deadline", type=float, default=None, metavar="S",

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from .common import deprecated_alias
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``ets`` command (sub-command ``annotate``)."""
@@ -25,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--reader", default="local",
                    help="'local' (the default causal LM) or the URL of an OpenAI-compatible server that returns "
                    "prompt log-probs")
-    a.add_argument("--model", default=None, help="model name at --reader URL (default: $MOMOKA_LLM_MODEL)")
+    a.add_argument("--llm-model", "--model", dest="model", default=None, action=deprecated_alias("--model"),
+                   help="model name at --reader URL (default: $MOMOKA_LLM_MODEL; --model is a deprecated alias)")
     a.add_argument("--n", type=int, default=30, help="candidate sentences per question (default 30)")
     a.add_argument("--top-m", type=int, default=3, help="children kept per expansion (default 3)")
     a.add_argument("--iterations", type=int, default=20, help="MCTS simulations per question (default 20)")

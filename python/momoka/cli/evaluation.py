@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from ..methods.pipeline import DEFAULT_BUDGET
-from .common import add_llm_arguments, add_option_argument, apply_llm_arguments, names_epilog, parse_options, say, \
-    split_names, write_json
+from ..methods.pipeline import DEFAULT_BUDGET, DEFAULT_RETRIEVER
+from .common import add_chunker_arguments, add_llm_arguments, add_option_argument, add_retriever_argument, \
+    apply_llm_arguments, chunker_of, names_epilog, parse_options, say, split_names, write_json
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
@@ -22,13 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ablation (paper Table 3) is --retriever base,mm,momoka.",
         epilog=names_epilog("retriever", "chunker", "refiner"))
     p.add_argument("--data", required=True, help="data set folder or name (documents.jsonl, questions.jsonl)")
-    p.add_argument("--retriever", action="append", default=None, metavar="NAME[,NAME]",
-                   help="retriever(s), comma-separated or repeated (default hybrid)")
+    add_retriever_argument(p, several=True)
     p.add_argument("--refine", default=None, metavar="NAME",
                    help="also score each retriever's items (those fitting the first budget) refined by this "
                    "refiner, as NAME+REFINER (ets: evidence sentences; options with -o ets.KEY=VALUE)")
-    p.add_argument("--chunker", default="recursive", help="chunker name (default recursive)")
-    p.add_argument("--size", type=int, default=None, help="chunk size (default 100 tokens for recursive)")
+    add_chunker_arguments(p)
     p.add_argument("--limit", type=int, default=None, help="only the first N questions with evidence")
     p.add_argument("--scope", default="corpus", choices=("corpus", "document"),
                    help="search all documents (corpus, default) or only the question's own document")
@@ -56,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "spans that fall wholly inside a single chunk (MC-indexing's chunking-error statistic) "
         "and the chunk length distribution.", epilog=names_epilog("chunker"))
     p.add_argument("--data", required=True, help="data set folder (documents.jsonl, questions.jsonl) or name")
-    p.add_argument("--chunker", default="fixed", help="chunker name(s), comma-separated (default fixed)")
-    p.add_argument("--size", type=int, default=None, help="chunk size for chunkers that take one")
+    add_chunker_arguments(p, several=True)
     p.add_argument("--overlap", type=int, default=None, help="overlap for chunkers that take one")
     g = p.add_argument_group("MoC chunk quality (--metrics): every chunker at equal mean chunk length")
     g.add_argument("--metrics", default=None, metavar="bc,cs,ds",
@@ -80,6 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", default=None, metavar="FILE.png",
                    help="draw the chunk-length distribution of each chunker to this PNG (needs momoka[plot]; "
                    "not with --metrics)")
+    add_llm_arguments(p)
     p.set_defaults(func=_eval_chunking)
 
 
@@ -88,7 +86,7 @@ def _eval(args: argparse.Namespace) -> int:
     from ..eval.runner import format_report, run_eval
 
     apply_llm_arguments(args)
-    retrievers = split_names(args.retriever) or ["hybrid"]
+    retrievers = split_names(args.retriever) or [DEFAULT_RETRIEVER]
     try:
         ks = [int(k) for k in args.ks.split(",") if k.strip()]
     except ValueError:
@@ -104,8 +102,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.plot:
         _require_plot()
     opts = parse_options(args.option)
-    chunker_opts = opts.pop(args.chunker, {})
-    report = run_eval(args.data, retrievers, chunker=args.chunker, size=args.size, ks=ks, limit=args.limit,
+    chunker_opts = opts.pop(chunker_of(args), {})
+    report = run_eval(args.data, retrievers, chunker=chunker_of(args), size=args.size, ks=ks, limit=args.limit,
                       scope=args.scope, documents=args.documents, store=args.store, options=opts,
                       chunker_options=chunker_opts, budgets=budgets, evidence_mode=args.evidence_mode, log=say,
                       refine=args.refine)
@@ -131,23 +129,22 @@ def _require_plot() -> None:
 def _eval_chunking(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..eval import load_dataset
+
+    apply_llm_arguments(args)
     if args.metrics is not None:
         if args.plot:
             raise ConfigError("--plot draws the chunk lengths of the plain mode; run it without --metrics")
         return _eval_chunk_quality(args)
     from ..eval.chunk_compare import subset
     from ..eval.chunking import evaluate_chunker, format_chunker_report
-    from ..methods import registry
+    from ..methods.pipeline import chunker_params
+    from ..methods.sources import resolve_chunker
 
     if args.plot:
         _require_plot()
-    params = {}
-    if args.size is not None:
-        params["size"] = args.size
-    if args.overlap is not None:
-        params["overlap"] = args.overlap
-    names = split_names([args.chunker])
-    chunkers = {n: registry.create("chunker", n, **params) for n in names}
+    names = split_names([chunker_of(args)])
+    params = {n: chunker_params(n, args.size, {"overlap": args.overlap}) for n in names}
+    chunkers = {n: resolve_chunker(n, params[n])[0] for n in names}
     dataset = load_dataset(args.data)
     if args.docs is not None or args.max_chars is not None:
         dataset = subset(dataset, docs=args.docs, max_chars=args.max_chars)
@@ -155,7 +152,7 @@ def _eval_chunking(args: argparse.Namespace) -> int:
     for name, chunker in chunkers.items():
         reports[name] = evaluate_chunker(dataset, chunker, keep_lengths=bool(args.plot))
         reports[name]["chunker"] = name
-        reports[name]["params"] = params
+        reports[name]["params"] = params[name]
     if args.plot:
         from ..eval.plots import plot_chunk_lengths
 
@@ -181,7 +178,7 @@ def _eval_chunk_quality(args: argparse.Namespace) -> int:
     from ..eval.chunk_compare import compare_chunkers, format_comparison, subset
     from ..methods import registry
 
-    names = split_names([args.chunker])
+    names = split_names([chunker_of(args)])
     for n in names:
         if n not in registry.available("chunker"):
             raise ConfigError(f"unknown chunker {n!r}; available: {', '.join(registry.available('chunker'))}")

@@ -9,7 +9,10 @@ from pathlib import Path
 
 from ..methods.pipeline import DEFAULT_BUDGET
 from .common import (
+    add_chunker_arguments,
     add_llm_arguments,
+    add_retriever_argument,
+    chunker_of,
     add_option_argument,
     apply_llm_arguments,
     names_epilog,
@@ -30,8 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=names_epilog("chunker", "enricher", "relator"))
     p.add_argument("paths", nargs="+", help="files or directories to index")
     p.add_argument("--store", required=True, help="store directory (created if missing)")
-    p.add_argument("--chunker", default=None, help="chunker name (default recursive; new stores only)")
-    p.add_argument("--size", type=int, default=None, help="chunk size for the chunker (default 100 tokens for recursive)")
+    add_chunker_arguments(p, note="; new stores only")
     p.add_argument("--enrich", action="append", default=None, metavar="NAME",
                    help="enricher(s) to run, e.g. --enrich title (comma-separated or repeated)")
     p.add_argument("--relate", action="append", default=None, metavar="NAME",
@@ -60,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="with --engine ray: worker actors (default one per CPU of the cluster)")
     p.add_argument("--estimate", action="store_true",
-                   help="print the expected LLM/referee calls of the relators for these documents, build nothing")
+                   help="print the chunks and the expected LLM/referee calls of the chunker and relators for "
+                   "these documents, with the build's settings; runs no model and no LLM, builds nothing")
     add_llm_arguments(p)
     p.set_defaults(func=_index)
 
@@ -69,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("store", help="store directory")
     p.add_argument("question", help="the query")
     _add_k_budget(p, "items")
-    p.add_argument("--retriever", default="hybrid", help="retriever name (default hybrid)")
+    add_retriever_argument(p)
     add_option_argument(p)
     p.add_argument("--doc", action="append", default=None, help="restrict to this doc id (repeatable)")
     p.add_argument("--max-query-chars", type=int, default=None, metavar="N",
@@ -84,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("store", help="store directory")
     p.add_argument("question", help="the question")
     _add_k_budget(p, "retrieved items")
-    p.add_argument("--retriever", default="hybrid", help="retriever name (default hybrid)")
+    add_retriever_argument(p)
     p.add_argument("--reader", default="llm", help="reader name (default llm)")
     p.add_argument("--refine", default=None, metavar="NAME",
                    help="refine the retrieved items before reading (ets: evidence sentences by tree search)")
@@ -129,7 +132,7 @@ def _index(args: argparse.Namespace) -> int:
     opts = parse_options(args.option)
     enrich = split_names(args.enrich)
     relate = split_names(args.relate)
-    chunker_opts = opts.pop(args.chunker, {}) if args.chunker else {}
+    chunker_opts = opts.pop(chunker_of(args), {})
     enrich_specs = [(n, opts.pop(n, {})) for n in enrich]
     relate_specs = [(n, opts.pop(n, {})) for n in relate]
     if opts:
@@ -165,7 +168,7 @@ def _index(args: argparse.Namespace) -> int:
                encoding=args.encoding, commit=True, **engine)
         ix.save()
     else:
-        ix = Index.build(args.paths, store=store, chunker=args.chunker or "recursive", size=args.size,
+        ix = Index.build(args.paths, store=store, chunker=chunker_of(args), size=args.size,
                          embedder=None if args.no_dense else "default", enrich=enrich_specs, relate=relate_specs,
                          vector_dtype="float16" if args.float16 else "float32", overwrite=args.overwrite,
                          on_error=on_error, encoding=args.encoding, commit_docs=args.commit_every,
@@ -201,17 +204,35 @@ def _commit_options(ix, args: argparse.Namespace) -> None:
 
 
 def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) -> int:
-    from ..methods.sources import expand_paths, resolve_chunker, to_document
+    """Print what indexing would chunk and cost; runs no model and calls no LLM.
+
+    The chunker is the build's (same name and parameters, :func:`chunker_params`). A
+    chunker that runs a model or an LLM is not run: its own ``estimate`` prices it
+    from the text, and the relators are priced on stand-in chunks of the default
+    chunker (said in the output).
+    """
     from ..methods import registry
+    from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params
+    from ..methods.sources import expand_paths, jsonable, resolve_chunker, to_document
 
     docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths)]
-    name = args.chunker or "recursive"
-    params = dict(chunker_opts)
-    if args.size or name == "recursive":
-        params["size"] = args.size or 200
+    name = chunker_of(args)
+    params = chunker_params(name, args.size, chunker_opts)
     chunker, _ = resolve_chunker(name, params)
-    chunks = [chunker(d) for d in docs]
-    out = {"documents": len(docs), "chunks": sum(len(c) for c in chunks), "relators": {}}
+    out: dict = {"documents": len(docs), "chunker": {"name": name, "params": jsonable(params)}}
+    if getattr(chunker, "runs_model", False):
+        priced = chunker.estimate(docs) if callable(getattr(chunker, "estimate", None)) else None
+        out["chunker"]["estimate"] = priced if priced is not None else "runs a model; not run and not priced"
+        stand_in, _ = resolve_chunker(DEFAULT_CHUNKER, chunker_params(DEFAULT_CHUNKER))
+        chunks = [stand_in(d) for d in docs]
+        out["chunks"] = None
+        if relate_specs:
+            out["relators_on"] = (f"{sum(map(len, chunks))} stand-in chunks of {DEFAULT_CHUNKER} (size "
+                                  f"{stand_in.size}): {name} is not run")
+    else:
+        chunks = [chunker(d) for d in docs]
+        out["chunks"] = sum(len(c) for c in chunks)
+    out["relators"] = {}
     for n, o in relate_specs:
         comp = registry.create("relator", n, **o)
         if callable(getattr(comp, "estimate", None)):

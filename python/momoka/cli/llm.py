@@ -41,8 +41,8 @@ def register(subparsers) -> None:
 
 
 def add_client_args(p: argparse.ArgumentParser) -> None:
-    """Add the LLM client options (``--base-url``, ``--model``, ``--api-key``, ``--local``, ``--model-dir``,
-    ``--timeout``, ``--concurrency``, ``--llm-cache``) to another command's parser."""
+    """Add the LLM client options (``--llm-url``, ``--llm-model``, ``--llm-api-key``, ``--local``, ``--model-dir``,
+    ``--llm-timeout``, ``--concurrency``, ``--llm-cache``) to another command's parser."""
     _client_args(p)
     p.add_argument("--concurrency", type=int, default=16, help="LLM requests in flight (default 16)")
     p.add_argument("--llm-cache", default=None,
@@ -50,7 +50,7 @@ def add_client_args(p: argparse.ArgumentParser) -> None:
 
 
 def client_from_args(a, **kwargs):
-    """Build the client ``add_client_args`` describes: an OpenAIClient when ``--base-url`` or
+    """Build the client ``add_client_args`` describes: an OpenAIClient when ``--llm-url`` or
     ``$MOMOKA_LLM_BASE_URL`` is given and ``--local`` is not, else a LocalClient."""
     import os
 
@@ -70,12 +70,20 @@ def print_usage(client, file=None) -> None:
 
 
 def _client_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--base-url", default=None, help="API root, e.g. http://127.0.0.1:8000/v1 (default $MOMOKA_LLM_BASE_URL)")
-    p.add_argument("--model", default=None, help="model name (default $MOMOKA_LLM_MODEL)")
-    p.add_argument("--api-key", default=None, help="API key (default $MOMOKA_LLM_API_KEY)")
+    from .common import deprecated_alias
+
+    p.add_argument("--llm-url", "--base-url", dest="base_url", default=None, action=deprecated_alias("--base-url"),
+                   help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1 (default $MOMOKA_LLM_BASE_URL; "
+                   "--base-url is a deprecated alias)")
+    p.add_argument("--llm-model", "--model", dest="model", default=None, action=deprecated_alias("--model"),
+                   help="model name at --llm-url (default $MOMOKA_LLM_MODEL, else the one model the server lists; "
+                   "--model is a deprecated alias)")
+    p.add_argument("--llm-api-key", "--api-key", dest="api_key", default=None, action=deprecated_alias("--api-key"),
+                   help="API key (default $MOMOKA_LLM_API_KEY; --api-key is a deprecated alias)")
     p.add_argument("--local", action="store_true", help="use the local causal LM instead of a server")
     p.add_argument("--model-dir", default=None, help="local model directory (with --local)")
-    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--llm-timeout", "--timeout", dest="timeout", type=float, default=30.0, metavar="S",
+                   action=deprecated_alias("--timeout"), help="seconds per request (default 30)")
 
 
 def _make_client(a):

@@ -7,6 +7,9 @@ import json
 import shutil
 from pathlib import Path
 
+#: The caches ``momoka cache`` shows and clears (see :func:`_caches`).
+_CACHES = ("models", "llm", "computed", "test-gguf")
+
 from .common import say
 
 
@@ -21,15 +24,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=_verify)
 
-    p = sub.add_parser("cache", help="show or empty momoka's caches (models, LLM answers)",
-                       description="The caches momoka writes: the installed models ($MOMOKA_HOME/models) and "
-                       "the LLM response cache ($MOMOKA_HOME/llm.sqlite, or $MOMOKA_LLM_CACHE).")
+    p = sub.add_parser("cache", help="show or empty momoka's caches (models, LLM answers, computed scores)",
+                       description="Everything momoka writes under $MOMOKA_HOME (default ~/.cache/momoka): the "
+                       "installed models (models/), the LLM response cache (llm.sqlite, or $MOMOKA_LLM_CACHE), "
+                       "computed model outputs (cache/) and GGUF conversions older test suites left (test-gguf/). "
+                       "Other entries of the folder are listed and never removed.")
     csub = p.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
     i = csub.add_parser("info", help="where the caches are and how big")
     i.add_argument("--json", action="store_true", help="print as JSON")
     i.set_defaults(func=_cache_info)
     c = csub.add_parser("clear", help="empty a cache")
-    c.add_argument("what", choices=("llm", "models", "all"), help="which cache to empty")
+    c.add_argument("what", choices=(*_CACHES, "all"), help="which cache to empty (all: every one)")
     c.set_defaults(func=_cache_clear)
 
 
@@ -58,14 +63,27 @@ def _dir_bytes(p: Path) -> int:
 
 
 def _caches() -> dict:
+    """Every cache momoka writes under its home, by name: ``{"path", "bytes"}`` (plus ``"files"`` when one
+    cache is several files), and ``other``: entries of the home that are not momoka's (listed, never removed)."""
     from ..llm.cache import default_cache_path
+    from ..methods.moc.ppl import default_cache_dir
     from ..models.registry import momoka_home, models_dir
 
+    home = momoka_home()
     llm = default_cache_path()
-    llm_bytes = sum(q.stat().st_size for q in (llm, Path(f"{llm}-wal"), Path(f"{llm}-shm")) if q.exists())
-    return {"home": str(momoka_home()),
-            "models": {"path": str(models_dir()), "bytes": _dir_bytes(models_dir())},
-            "llm": {"path": str(llm), "bytes": llm_bytes}}
+    llm_files = [llm, Path(f"{llm}-wal"), Path(f"{llm}-shm")]
+    out = {"home": str(home),
+           "models": {"path": str(models_dir()), "bytes": _dir_bytes(models_dir())},
+           "llm": {"path": str(llm), "bytes": sum(q.stat().st_size for q in llm_files if q.exists()),
+                   "files": [str(q) for q in llm_files]},
+           # model outputs computed once and reused (perplexity log-probs of the ppl chunker, ...)
+           "computed": {"path": str(default_cache_dir().parent), "bytes": _dir_bytes(default_cache_dir().parent)},
+           # conversions earlier test suites kept here (tests now keep theirs in the checkout)
+           "test-gguf": {"path": str(home / "test-gguf"), "bytes": _dir_bytes(home / "test-gguf")}}
+    known = {Path(v["path"]) for k, v in out.items() if isinstance(v, dict)} | set(llm_files)
+    other = sorted(p for p in home.iterdir() if p not in known) if home.is_dir() else []
+    out["other"] = [{"path": str(p), "bytes": _dir_bytes(p) if p.is_dir() else p.stat().st_size} for p in other]
+    return out
 
 
 def _cache_info(args: argparse.Namespace) -> int:
@@ -78,24 +96,31 @@ def _cache_info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    print(f"home:   {info['home']}  ($MOMOKA_HOME)")
-    print(f"models: {info['models']['path']}  {info['models']['bytes'] / 1e6:.1f} MB")
-    n = info["llm"].get("entries")
-    print(f"llm:    {info['llm']['path']}  {info['llm']['bytes'] / 1e6:.2f} MB"
-          + (f", {n} answers" if n is not None else " (none yet)"))
+    print(f"home:      {info['home']}  ($MOMOKA_HOME)")
+    for name in _CACHES:
+        c = info[name]
+        note = ""
+        if name == "llm":
+            n = c.get("entries")
+            note = f", {n} answers" if n is not None else " (none yet)"
+        print(f"{name + ':':<10} {c['path']}  {c['bytes'] / 1e6:.2f} MB{note}")
+    for o in info["other"]:
+        print(f"{'other:':<10} {o['path']}  {o['bytes'] / 1e6:.2f} MB (not momoka's; left alone)")
     return 0
 
 
 def _cache_clear(args: argparse.Namespace) -> int:
     info = _caches()
-    if args.what in ("llm", "all"):
-        p = Path(info["llm"]["path"])
-        for q in (p, Path(f"{p}-wal"), Path(f"{p}-shm")):
-            q.unlink(missing_ok=True)
-        say(f"cleared the LLM cache {p}")
-    if args.what in ("models", "all"):
-        p = Path(info["models"]["path"])
-        if p.is_dir():
-            shutil.rmtree(p)
-        say(f"cleared the model cache {p} (momoka models install reinstalls them)")
+    names = _CACHES if args.what == "all" else (args.what,)
+    for name in names:
+        c = info[name]
+        for q in [Path(f) for f in c.get("files", [c["path"]])]:
+            if q.is_dir():
+                shutil.rmtree(q)
+            else:
+                q.unlink(missing_ok=True)
+        say(f"cleared the {name} cache {c['path']}" + (" (momoka models install reinstalls them)"
+                                                       if name == "models" else ""))
+    for o in info["other"] if args.what == "all" else []:
+        say(f"left {o['path']} alone: momoka did not write it")
     return 0

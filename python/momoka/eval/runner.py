@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DatasetError
-from ..methods.pipeline import DEFAULT_BUDGET
+from ..methods.pipeline import DEFAULT_BUDGET, DEFAULT_CHUNKER
 from .metrics import evaluate_retrieval, format_table
 
 __all__ = ["DEFAULT_BUDGET", "format_report", "plan", "run_eval"]
@@ -72,7 +72,7 @@ def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int 
                        progress=progress, **chunker_options)
 
 
-def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = "recursive", size: int | None = None,
+def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_CHUNKER, size: int | None = None,
              ks: Sequence[int] = (1, 3, 5), limit: int | None = None, scope: str = "corpus",
              documents: str = "all", store: str | None = None, options: dict[str, dict] | None = None,
              chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,

@@ -30,6 +30,35 @@ class _Lock:
         self.fd: int | None = None
 
     def acquire(self) -> None:
+        """Take the lock, or raise :class:`StoreLockedError` naming its holder.
+
+        When the holder is this very process, an earlier ``Index``/``Store`` object
+        that is no longer reachable may still hold it (stores reference
+        themselves through their artifacts, so only the cycle collector frees
+        them): one collection runs, then the lock is tried again. A holder that
+        is still in use keeps it.
+        """
+        fd = self._try()
+        if fd is None and self._holder() == str(os.getpid()):
+            import gc
+
+            gc.collect()
+            fd = self._try()
+        if fd is None:
+            holder = self._holder()
+            if holder == str(os.getpid()):
+                who = "another Index or Store object of this process; close it (index.close(), or build/open " \
+                      "it in a with block)"
+            else:
+                who = (f"process {holder}" if holder else "another process") + "; close it first"
+            raise StoreLockedError(f"store {self.path.parent} is open for writing by {who} (readers need no lock)")
+        # We hold the lock: any pid left in the file belonged to a dead writer.
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+
+    def _try(self) -> int | None:
+        """An open descriptor holding the flock, or None when someone else holds it."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -40,21 +69,16 @@ class _Lock:
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                holder = ""
-                try:
-                    holder = self.path.read_text().strip()
-                except OSError:
-                    pass
-                who = f"process {holder}" if holder else "another process"
-                raise StoreLockedError(
-                    f"store {self.path.parent} is open for writing by {who}; "
-                    "close it first (readers need no lock)"
-                ) from None
+                return None
             raise
-        # We hold the lock: any pid left in the file belonged to a dead writer.
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self.fd = fd
+        return fd
+
+    def _holder(self) -> str:
+        """The pid the holder wrote into the lock file ('' when unknown)."""
+        try:
+            return self.path.read_text().strip()
+        except OSError:
+            return ""
 
     def release(self) -> None:
         if self.fd is None:

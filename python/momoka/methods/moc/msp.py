@@ -100,6 +100,8 @@ class MSPChunker:
     """
 
     name = "msp"
+    #: Chunking runs a model or an LLM: ``momoka index --estimate`` prices it instead of running it.
+    runs_model = True
 
     def __init__(self, lm: Any = None, *, language: str = "en", mode: str = "chunk", max_context_tokens: int = 1024,
                  merge_target: int | None = None, merge_unit: str = "chars"):

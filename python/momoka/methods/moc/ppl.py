@@ -68,6 +68,14 @@ def reference_truncate(sentence: str) -> str:
     return sentence
 
 
+def default_cache_dir() -> Path:
+    """Where the ppl chunker keeps its token log-probs: ``momoka_home()/cache/ppl-logprobs``
+    (``momoka cache info`` lists it, ``momoka cache clear computed`` empties it)."""
+    from ...models import momoka_home
+
+    return momoka_home() / "cache" / "ppl-logprobs"
+
+
 class PPLChunker:
     """Perplexity chunking: ``chunker(document) -> list[Chunk]`` (see the module docstring).
 
@@ -88,6 +96,8 @@ class PPLChunker:
     """
 
     name = "ppl"
+    #: Chunking runs a model or an LLM: ``momoka index --estimate`` prices it instead of running it.
+    runs_model = True
 
     def __init__(self, lm: Any = None, *, threshold: float = 0.0, merge_target: int | None = None,
                  merge_unit: str = "chars", reference_compat: bool = False, segment: int = 4096,
@@ -130,9 +140,7 @@ class PPLChunker:
         if self.cache is False or self.cache is None:
             return None
         if self.cache is True:
-            from ...models import momoka_home
-
-            return momoka_home() / "cache" / "ppl-logprobs"
+            return default_cache_dir()
         return Path(self.cache)
 
     def token_logprobs(self, text: str) -> tuple[np.ndarray, np.ndarray]:

@@ -71,6 +71,8 @@ class LLMChunker:
     """
 
     name = "llm"
+    #: Chunking runs a model or an LLM: ``momoka index --estimate`` prices it instead of running it.
+    runs_model = True
 
     def __init__(self, llm: Any = None, *, max_error: float = 0.3, min_sentences: int = 2,
                  max_paragraph_chars: int = 8000, max_reasks: int = 1, batch_size: int = 256,
@@ -104,42 +106,10 @@ class LLMChunker:
         from ...llm import JSONListParser, prompts
 
         docs = list(documents)
-        # per document: list of (p_start, p_end, kind, payload)
-        plans: list[list[list]] = []
-        asks: list[tuple[int, int]] = []  # (doc, paragraph slot)
-        for di, d in enumerate(docs):
-            sents = np.asarray(d.sentences)
-            plan = []
-            for ps, pe in np.asarray(d.paragraphs).tolist():
-                inside = sents[(sents[:, 0] >= ps) & (sents[:, 1] <= pe)] if len(sents) else sents
-                spans = [(int(a), int(b)) for a, b in inside.tolist()] or [(ps, pe)]
-                self.stats.paragraphs += 1
-                if pe - ps > self.max_paragraph_chars and len(spans) > 1:
-                    # a paragraph too long for one prompt (e.g. a text without blank lines): sent as
-                    # consecutive runs of whole sentences of at most max_paragraph_chars each
-                    self.stats.long_paragraphs += 1
-                    groups, cur = [], [spans[0]]
-                    for sp in spans[1:]:
-                        if sp[1] - cur[0][0] > self.max_paragraph_chars:
-                            groups.append(cur)
-                            cur = [sp]
-                        else:
-                            cur.append(sp)
-                    groups.append(cur)
-                else:
-                    groups = [spans]
-                for g in groups:
-                    gs, ge = (g[0][0], g[-1][1]) if len(groups) > 1 else (ps, pe)
-                    slot = [gs, ge, "whole", g]
-                    if len(g) < self.min_sentences:
-                        if len(groups) == 1:
-                            self.stats.short_paragraphs += 1
-                    else:
-                        slot[2] = "ask"
-                        asks.append((di, len(plan)))
-                        self.fallbacks.ask(getattr(d, "doc_id", None))
-                    plan.append(slot)
-            plans.append(plan)
+        plans: list[list[list]] = [self._plan(d, count=True) for d in docs]
+        asks = [(di, k) for di, plan in enumerate(plans) for k, slot in enumerate(plan) if slot[2] == "ask"]
+        for di, _ in asks:
+            self.fallbacks.ask(getattr(docs[di], "doc_id", None))
         parser = JSONListParser(min_items=1)
         unplaced: list = []  # conversations whose (parsed) answers could not be placed: not kept in the cache
         for s in range(0, len(asks), self.batch_size):
@@ -191,6 +161,69 @@ class LLMChunker:
             self.stats.chunks += len(chunks)
             out.append(chunks)
         return out
+
+    def _plan(self, d, *, count: bool = False) -> list[list]:
+        """``[start, end, kind, sentence spans]`` per prompt-sized part of each paragraph of ``d``:
+        kind ``"ask"`` (sent to the LLM) or ``"whole"`` (fewer than ``min_sentences`` sentences).
+
+        ``count``: add the paragraphs to :attr:`stats` (a run does, an :meth:`estimate` does not).
+        """
+        sents = np.asarray(d.sentences)
+        plan = []
+        for ps, pe in np.asarray(d.paragraphs).tolist():
+            inside = sents[(sents[:, 0] >= ps) & (sents[:, 1] <= pe)] if len(sents) else sents
+            spans = [(int(a), int(b)) for a, b in inside.tolist()] or [(ps, pe)]
+            if count:
+                self.stats.paragraphs += 1
+            if pe - ps > self.max_paragraph_chars and len(spans) > 1:
+                # a paragraph too long for one prompt (e.g. a text without blank lines): sent as
+                # consecutive runs of whole sentences of at most max_paragraph_chars each
+                if count:
+                    self.stats.long_paragraphs += 1
+                groups, cur = [], [spans[0]]
+                for sp in spans[1:]:
+                    if sp[1] - cur[0][0] > self.max_paragraph_chars:
+                        groups.append(cur)
+                        cur = [sp]
+                    else:
+                        cur.append(sp)
+                groups.append(cur)
+            else:
+                groups = [spans]
+            for g in groups:
+                gs, ge = (g[0][0], g[-1][1]) if len(groups) > 1 else (ps, pe)
+                ask = len(g) >= self.min_sentences
+                if count and not ask and len(groups) == 1:
+                    self.stats.short_paragraphs += 1
+                plan.append([gs, ge, "ask" if ask else "whole", g])
+        return plan
+
+    def estimate(self, documents: Sequence[Any]) -> dict:
+        """What chunking ``documents`` would cost, from their text alone (no LLM call).
+
+        ``llm_calls``: the paragraphs (or prompt-sized runs of sentences) that are
+        sent, before re-asks (at most ``max_reasks`` more each); tokens at 4
+        characters per token: the prompt holds the template and the part, the
+        answer repeats the part as a JSON list. ``chunks_min``: the parts kept whole
+        plus one chunk per part sent (the answer has at least one item);
+        ``chunks_max``: one chunk per sentence of the parts sent.
+        """
+        from ...llm import prompts
+
+        template = len(prompts.get("momoka.llm_chunk").template)
+        calls = whole = sentences = prompt_chars = answer_chars = 0
+        for d in documents:
+            for gs, ge, kind, g in self._plan(d):
+                if kind == "ask":
+                    calls += 1
+                    sentences += len(g)
+                    prompt_chars += template + (ge - gs)
+                    answer_chars += (ge - gs) + 4 * len(g)  # the text again, quoted and comma-separated
+                else:
+                    whole += 1
+        return {"llm_calls": calls, "llm_calls_max": calls * (1 + self.max_reasks),
+                "prompt_tokens": prompt_chars // 4, "completion_tokens": answer_chars // 4,
+                "chunks_min": whole + calls, "chunks_max": whole + sentences}
 
     def _example(self, doc, slot, reason: str, raw) -> None:
         if len(self.stats.fallback_examples) < 10:

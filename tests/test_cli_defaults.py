@@ -1,0 +1,94 @@
+"""One default per setting across commands, and ``momoka index --estimate`` that only estimates.
+
+``momoka chunk`` must preview exactly the chunks ``momoka index`` stores (same chunker, same
+default size), and ``--estimate`` must price with the build's settings without running a model
+or calling an LLM.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from momoka.cli import main
+from momoka.methods.pipeline import DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, Index
+
+# 3 paragraphs: 3 sentences, 1 sentence, 4 sentences (the LLM chunker asks about paragraphs of >= 2 sentences).
+SHORT = (
+    "The harbor opened in spring. Ships came from the north. Traders sold salt and fish.\n\n"
+    "A storm closed it in May.\n\n"
+    "The town rebuilt the pier. Workers came from the valley. The new pier was longer. It opened in June.\n"
+)
+
+
+def _long_text() -> str:
+    # about 900 whitespace tokens in 30 paragraphs: many chunks at size 100, fewer at 200
+    paras = []
+    for i in range(30):
+        paras.append(" ".join(f"Sentence {i}-{j} speaks of lighthouse keeper number {j} and the tide." for j in range(3)))
+    return "\n\n".join(paras) + "\n"
+
+
+@pytest.fixture
+def clean_llm_env(monkeypatch):
+    """--llm-url sets the endpoint variables for the process: restore them after the test."""
+    for var in ("MOMOKA_LLM_BASE_URL", "MOMOKA_LLM_MODEL"):
+        monkeypatch.setenv(var, "x")
+        monkeypatch.delenv(var)
+    return monkeypatch
+
+
+def _stored_chunks(store, doc_id):
+    st = Index.open(store).store
+    return [st.chunks.row(c)[1:4] for c in st.documents[doc_id].chunk_ids]
+
+
+def test_chunk_previews_exactly_what_index_stores(tmp_path, capsys):
+    f = tmp_path / "harbor.txt"
+    f.write_text(_long_text(), encoding="utf-8")
+    assert main(["chunk", str(f), "--json"]) == 0
+    preview = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["index", str(f), "--store", str(tmp_path / "s"), "--no-dense"]) == 0
+    stored = _stored_chunks(tmp_path / "s", "harbor")
+    assert [(c["start"], c["end"], c["text"]) for c in preview] == stored
+    # the shared default: the recursive chunker at 100 whitespace tokens (no chunk is longer, and it is
+    # not the chunker's own default of 256, which would give fewer chunks)
+    assert DEFAULT_CHUNKER == "recursive" and DEFAULT_CHUNK_SIZE == 100
+    assert max(len(t.split()) for _, _, t in stored) <= 100 < sum(len(t.split()) for _, _, t in stored[:2])
+
+
+def test_estimate_counts_the_chunks_index_builds(tmp_path, capsys):
+    f = tmp_path / "harbor.txt"
+    f.write_text(_long_text(), encoding="utf-8")
+    for extra in ([], ["--chunker", "fixed", "--size", "40"]):
+        assert main(["index", str(f), "--store", str(tmp_path / "e"), "--no-dense", "--estimate", *extra]) == 0
+        est = json.loads(capsys.readouterr().out)
+        assert not (tmp_path / "e").exists()
+        store = tmp_path / ("s" + "".join(extra))
+        assert main(["index", str(f), "--store", str(store), "--no-dense", *extra]) == 0
+        capsys.readouterr()
+        assert est["chunks"] == len(_stored_chunks(store, "harbor")), extra
+
+
+def test_estimate_with_the_llm_chunker_calls_no_llm(tmp_path, capsys, make_server, clean_llm_env):
+    srv = make_server()  # counts every request it receives
+    f = tmp_path / "harbor.txt"
+    f.write_text(SHORT, encoding="utf-8")
+    t0 = time.monotonic()
+    rc = main(["index", str(f), "--store", str(tmp_path / "s"), "--chunker", "llm", "--relate", "paths",
+               "-o", "paths.referee=llm", "--llm-url", srv.base_url, "--llm-model", "m", "--estimate"])
+    took = time.monotonic() - t0
+    assert rc == 0
+    est = json.loads(capsys.readouterr().out)
+    assert srv.count == 0, srv.requests
+    assert took < 10
+    priced = est["chunker"]["estimate"]
+    # by hand: the 3- and 4-sentence paragraphs are asked about, the 1-sentence one is kept whole
+    assert priced["llm_calls"] == 2
+    assert priced["chunks_min"] == 3 and priced["chunks_max"] == 1 + 3 + 4
+    assert priced["prompt_tokens"] > (len(SHORT) - 25) // 4  # both asked paragraphs are in the prompts
+    assert est["chunks"] is None and "not run" in est["relators_on"]
+    assert est["relators"]["paths"]["referee"] == "llm"
+    assert not (tmp_path / "s").exists()
