@@ -9,7 +9,7 @@ import sys
 
 def register(subparsers) -> None:
     """Add the ``chunk`` sub-command."""
-    from ..methods import registry
+    from .common import names_epilog
 
     p = subparsers.add_parser(
         "chunk",
@@ -18,13 +18,14 @@ def register(subparsers) -> None:
             "Read FILE (plain text, Markdown or HTML, by extension or --format), chunk it and print "
             "each chunk with its character offsets, paragraph and sentence index and section path."
         ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=names_epilog("chunker"),
     )
     p.add_argument("file", metavar="FILE", help="document to chunk (.txt, .md, .html, ...)")
     p.add_argument(
         "--chunker",
         default="recursive",
-        choices=registry.available("chunker"),
-        help="chunker to use (default: recursive)",
+        help="chunker to use (default: recursive; the names are listed below)",
     )
     p.add_argument("--size", type=int, default=None, help="chunk size (tokens or chars; sentences for 'sentence')")
     p.add_argument("--overlap", type=int, default=None, help="overlap between chunks (fixed, sentence)")

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..methods.pipeline import DEFAULT_BUDGET
+from ..methods.base import DEFAULT_BUDGET
 from .common import add_llm_arguments, add_option_argument, apply_llm_arguments, names_epilog, parse_options, say, \
     split_names, write_json
 

@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from ..methods.pipeline import DEFAULT_BUDGET
+from ..methods.base import DEFAULT_BUDGET
 from .common import (
     add_llm_arguments,
     add_option_argument,

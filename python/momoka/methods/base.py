@@ -23,7 +23,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
 
+#: The context budget (characters) `momoka query/ask` fill, the reader sends, and `momoka eval` scores at by default.
+DEFAULT_BUDGET = 5000
+
 __all__ = [
+    "DEFAULT_BUDGET",
     "SEPARATOR",
     "Answer",
     "Chunker",

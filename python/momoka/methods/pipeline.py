@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
-from .base import Item, Member, Result
+from .base import DEFAULT_BUDGET, Item, Member, Result  # noqa: F401  (DEFAULT_BUDGET: re-exported)
 from ..progress import Progress
 from ..text.model import Chunk
 from .sources import (
@@ -60,8 +60,6 @@ LEGACY_CHUNK_SIZE = 200
 DEFAULT_RETRIEVER = "hybrid"
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
-#: The context budget (characters) `momoka query/ask` fill and `momoka eval` scores at by default.
-DEFAULT_BUDGET = 5000
 #: Name of the views built from the chunk texts themselves.
 RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
