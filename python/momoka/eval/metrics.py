@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 
 Span = tuple[str, int, int]
 Item = Sequence[Span]
@@ -437,6 +437,30 @@ def answer_metrics(prediction: str, answers: Sequence[str]) -> dict[str, float]:
     for n in range(1, 5):
         out[f"bleu{n}"] = bleu(prediction, answers, max_n=n)
     return out
+
+
+def contains_answer(text: str, answers: Sequence[str]) -> float:
+    """1.0 if a normalised gold answer occurs in the normalised ``text`` (SQuAD normalisation, whole words)."""
+    if not answers:
+        raise InputError("contains_answer needs at least one gold answer")
+    t = f" {normalize_answer(text)} "
+    return float(any(a and f" {a} " in t for a in (normalize_answer(x) for x in answers)))
+
+
+def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (``resamples`` draws with replacement)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        raise InputError("bootstrap_ci needs at least one value")
+    if not 0 < level < 1:
+        raise ConfigError(f"level must lie in (0, 1), got {level!r}")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, size=(int(resamples), v.size))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
 
 
 # --- tables ---------------------------------------------------------------------

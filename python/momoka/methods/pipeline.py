@@ -799,6 +799,39 @@ class Index:
             out = r.retrieve_batch(queries, depth, doc_ids=doc_ids)
         return out if budget is None else [res.fit(budget) for res in out]
 
+    def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
+            k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,
+            options: dict[str, dict] | None = None):
+        """Retrieve for ``question`` and answer it: an :class:`~momoka.methods.base.Answer`.
+
+        ``reader``: a registered reader; ``None`` is ``llm`` when an endpoint is
+        configured (``MOMOKA_LLM_BASE_URL``), else ``evidence``: the best
+        sentences quoted with their exact spans (``Answer.kind == "evidence"``),
+        since the local 135M model's answers are often wrong; ``local`` makes it
+        answer anyway (the model is installed on first use). ``budget``: the
+        characters of passages retrieved and given to the reader
+        (``max_context_chars``; ``None``: ``k`` items, all given). ``refine``: a
+        refiner run on the result first (``ets``). ``options``: per component
+        name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
+        """
+        from . import registry
+        from .standard.reader import default_reader
+
+        opts = {n: dict(o) for n, o in (options or {}).items()}
+        reader = reader or default_reader()
+        res = self.search(question, k=k, retriever=retriever, budget=budget, **opts.pop(retriever, {}))
+        if refine:
+            res = registry.create("refiner", refine, embedder=self.embedder, **opts.pop(refine, {})).refine(question, res)
+        ropts = opts.pop(reader, {})
+        ropts.setdefault("max_context_chars", budget)
+        if reader == "evidence":
+            ropts.setdefault("embedder", self.embedder)
+        elif reader == "local" or (reader == "llm" and not os.environ.get("MOMOKA_LLM_BASE_URL")):
+            from ..models import DEFAULT_CAUSAL_LM, ensure_installed
+
+            ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
+        return registry.create("reader", reader, **ropts).answer(question, res)
+
     def depth_for(self, budget: int) -> int:
         """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
