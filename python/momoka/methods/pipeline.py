@@ -826,7 +826,7 @@ class Index:
         ropts.setdefault("max_context_chars", budget)
         if reader == "evidence":
             ropts.setdefault("embedder", self.embedder)
-        elif reader == "local" or (reader == "llm" and not os.environ.get("MOMOKA_LLM_BASE_URL")):
+        elif reader == "local" or default_reader() != "llm":  # an LLM reader with no endpoint: the local model
             from ..models import DEFAULT_CAUSAL_LM, ensure_installed
 
             ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use

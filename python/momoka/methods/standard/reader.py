@@ -9,8 +9,8 @@ budget (``max_context_chars``, the ``--budget`` of ``momoka ask``, default
 local model (reader ``local`` always uses the local model). When the client
 knows its context window (the local model does), passages are cut from the end
 until prompt and answer fit, with a :class:`ContextTrimmedWarning` saying how
-much was cut. The numbers the answer
-cites are mapped back to their spans. Small local models often answer without
+much was cut. The numbers the answer cites are mapped back to their spans.
+Small local models often answer without
 ``[n]`` markers: then the passages that hold most of the answer's content words
 are cited instead (``Answer.cited_by == "overlap"``), and an answer none of whose
 words occur in any passage cites nothing (``"none"``). Every passage the model
@@ -49,7 +49,9 @@ def default_reader() -> str:
     """The reader ``ask`` uses when none is named: ``llm`` when an endpoint is configured
     (``MOMOKA_LLM_BASE_URL``), else ``evidence`` (quoted sentences; the local 135M model answers
     only when asked for, as reader ``local``)."""
-    return "llm" if os.environ.get("MOMOKA_LLM_BASE_URL") else "evidence"
+    from ...llm.openai_client import ENV_BASE_URL
+
+    return "llm" if os.environ.get(ENV_BASE_URL) else "evidence"
 
 
 def budget_context(result: Result, max_chars: int | None) -> list[Citation]:
