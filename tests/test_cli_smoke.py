@@ -173,7 +173,7 @@ def test_eval_chunking_and_help_lists_names(data_slice, capsys):
                "--size", "128")
     assert "evidence units inside one chunk" in out
     for cmd, names in (("index", ["recursive", "title", "paths"]), ("query", RETRIEVERS),
-                       ("eval", RETRIEVERS), ("ask", ["llm"])):
+                       ("eval", RETRIEVERS), ("ask", ["llm", "local", "evidence"])):
         with pytest.raises(SystemExit):
             main([cmd, "--help"])
         helptext = capsys.readouterr().out
@@ -227,8 +227,8 @@ def test_quickstart_and_ask_with_the_local_model(data_slice, tmp_path, capsys):
     from momoka.text import Document
 
     text = Document.from_file(QUICKSTART_DOCUMENT).text
-    ans = json.loads(_run(capsys, "ask", str(store), QUICKSTART_QUESTION, "-k", "3", "--json",
-                          "-o", "llm.max_tokens=48"))
+    ans = json.loads(_run(capsys, "ask", str(store), QUICKSTART_QUESTION, "-k", "3", "--json", "--reader", "local",
+                          "-o", "local.max_tokens=48"))
     assert ans["context"], ans
     for c in ans["context"] + ans["citations"]:
         assert text[c["start"]:c["end"]] == c["text"]  # every cited or given passage is an exact span

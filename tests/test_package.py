@@ -1,6 +1,6 @@
 """The package imports, the native module is present and the CLI starts."""
 
-import importlib.metadata
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,31 +27,27 @@ def test_cli_version():
     assert momoka.__version__ in out.stdout
 
 
-def _installed_here() -> bool:
-    """True when the imported momoka is the installed distribution's copy."""
-    try:
-        dist = importlib.metadata.distribution("momoka")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    init = [f for f in dist.files or () if f.name == "__init__.py" and f.parent.as_posix() == "momoka"]
-    if not init:
-        return True  # editable install
-    return Path(dist.locate_file(init[0])).resolve() == Path(momoka.__file__).resolve()
+def _pyproject_version() -> str:
+    """``version`` of ``[project]`` in the checkout's ``pyproject.toml``, read as text."""
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    assert m, "no version in pyproject.toml"
+    return m.group(1)
 
 
-def test_version_has_one_source():
-    """Installed: the package metadata; an in-place build: the version compiled into _core
-    (which CMake takes from pyproject.toml as well)."""
-    if _installed_here():
-        assert momoka.__version__ == importlib.metadata.version("momoka")
-    else:
-        assert momoka.__version__ == _core.__version__
+def test_version_literal_matches_pyproject_and_core():
+    """The literal in _version.py is pyproject's version, and so is the one CMake compiled into _core."""
+    want = _pyproject_version()
+    assert momoka.__version__ == want
+    assert _core.__version__ == want
 
 
 def test_no_version_literals_in_the_package():
-    """The version is written in pyproject.toml only, never as a literal in the sources."""
+    """The version is written in pyproject.toml and in _version.py only (no other literal in the sources)."""
     root = Path(momoka.__file__).resolve().parent
     for path in root.rglob("*.py"):
+        if path.name == "_version.py" and path.parent == root:
+            continue
         text = path.read_text(encoding="utf-8")
         assert "__version__ = \"" not in text, path
         assert "from .. import __version__" not in text or path.parts[-2] == "index", path

@@ -131,7 +131,7 @@ def test_cli_ask_and_eval_with_refine_ets(tiny_set, lm, capsys, monkeypatch):
     assert main(["index", str(tiny_set / "docs"), "--store", str(store)]) == 0
     capsys.readouterr()
     assert main(["ask", str(store), QUESTION, "--retriever", "dense", "--refine", "ets", "--json", *SMALL,
-                 "-o", "llm.max_tokens=8"]) == 0
+                 "--reader", "local", "-o", "local.max_tokens=8"]) == 0
     ans = json.loads(capsys.readouterr().out)
     assert len(ans["context"]) == 1
     c = ans["context"][0]

@@ -283,3 +283,15 @@ def test_bleu_by_hand():
     assert bleu("x y", "a b", max_n=1) == 0.0
     with pytest.raises(InputError):
         bleu("a", [], max_n=1)
+
+
+def test_contains_answer_normalised_whole_words():
+    from momoka.eval.metrics import contains_answer
+
+    # SQuAD normalisation on both sides: case, punctuation and articles do not matter ...
+    assert contains_answer("It began in October, 1973, when OAPEC ...", ["october 1973"]) == 1.0
+    assert contains_answer("risen to nearly $12 globally", ["Nearly $12"]) == 1.0
+    assert contains_answer("The Oil Shock.", ["an oil shock"]) == 1.0
+    # ... but words must match whole: "1979" is not in "19790", nor "oil" in "soil"
+    assert contains_answer("in 19790 the soil", ["1979", "oil"]) == 0.0
+

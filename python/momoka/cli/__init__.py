@@ -13,13 +13,14 @@ import sys
 import warnings
 
 from ..errors import MomokaError
+from .common import Parser
 
 # Modules providing sub-commands, in the order they appear in --help.
 _AREAS = ("index", "store", "graph", "evaluation", "chunking", "models", "llm", "ets")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="momoka",
         description="momoka: retrieval over long documents (chunk, index, query, evaluate).",
     )

@@ -11,6 +11,8 @@ from .common import add_chunker_arguments, add_llm_arguments, apply_llm_argument
 
 def register(subparsers) -> None:
     """Add the ``chunk`` sub-command."""
+    from .common import names_epilog
+
     p = subparsers.add_parser(
         "chunk",
         help="cut a document into chunks and print them with offsets",
@@ -18,9 +20,12 @@ def register(subparsers) -> None:
             "Read FILE (plain text, Markdown or HTML, by extension or --format), chunk it and print "
             "each chunk with its character offsets, paragraph and sentence index and section path."
         ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=names_epilog("chunker"),
     )
     p.add_argument("file", metavar="FILE", help="document to chunk (.txt, .md, .html, ...)")
-    add_chunker_arguments(p, choices=True, note="; the chunks 'momoka index' stores with the same options")
+    add_chunker_arguments(p, note="; the chunks 'momoka index' stores with the same options; the names are "
+                          "listed below")
     p.add_argument("--overlap", type=int, default=None, help="overlap between chunks (fixed, sentence)")
     p.add_argument("--unit", choices=("tokens", "chars"), default=None, help="size unit (default: tokens)")
     p.add_argument(

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import ConfigError
 
@@ -16,16 +16,33 @@ def say(msg: str) -> None:
     print(f"momoka: {msg}", file=sys.stderr, flush=True)
 
 
-def names_epilog(*kinds: str) -> str:
-    """The registered names of each kind, for a command's ``--help``."""
-    from ..methods import registry
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose ``epilog`` may be a callable, made into text only when help is shown.
 
-    lines = []
-    for kind in kinds:
-        lines.append(f"{kind}s:")
-        for name, summary in registry.summaries(kind):
-            lines.append(f"  {name:<12} {summary}")
-    return "\n".join(lines)
+    Listing the registered names imports every method package, which a command
+    that only runs (``momoka query``) should not pay for.
+    """
+
+    def format_help(self) -> str:
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
+
+def names_epilog(*kinds: str) -> Callable[[], str]:
+    """The registered names of each kind, for a command's ``--help`` (a callable: see :class:`Parser`)."""
+
+    def text() -> str:
+        from ..methods import registry
+
+        lines = []
+        for kind in kinds:
+            lines.append(f"{kind}s:")
+            for name, summary in registry.summaries(kind):
+                lines.append(f"  {name:<12} {summary}")
+        return "\n".join(lines)
+
+    return text
 
 
 def split_names(values: list[str] | None) -> list[str]:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..methods.pipeline import DEFAULT_BUDGET, DEFAULT_RETRIEVER
+from ..methods.base import DEFAULT_BUDGET
 from .common import add_chunker_arguments, add_llm_arguments, add_option_argument, add_retriever_argument, \
     apply_llm_arguments, chunker_of, names_epilog, parse_options, say, split_names, write_json
 
@@ -84,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _eval(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..eval.runner import format_report, run_eval
+    from ..methods.pipeline import DEFAULT_RETRIEVER
 
     apply_llm_arguments(args)
     retrievers = split_names(args.retriever) or [DEFAULT_RETRIEVER]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import ConfigError, InputError
 
@@ -45,6 +44,8 @@ def graph_dict(store, doc_id: str) -> dict:
 
 def to_graphml(g: dict) -> str:
     """GraphML text of :func:`graph_dict`'s graph (node attributes name, aliases; edge attribute attr, span)."""
+    from xml.sax.saxutils import escape, quoteattr  # imports urllib: only when GraphML is written
+
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">',
            '  <key id="name" for="node" attr.name="name" attr.type="string"/>',

@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from ..methods.pipeline import DEFAULT_BUDGET
+from ..methods.base import DEFAULT_BUDGET
 from .common import (
     add_chunker_arguments,
     add_llm_arguments,
@@ -80,15 +80,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_query)
 
-    p = sub.add_parser("ask", help="retrieve, then answer with an LLM citing the passages", formatter_class=_RAW,
-                       description="Retrieve passages for a question and answer it with the local model or an "
-                       "OpenAI-compatible endpoint; the answer cites passages as [n], each an exact span "
-                       "doc [start:end] of a stored document.", epilog=names_epilog("retriever", "reader", "refiner"))
+    p = sub.add_parser("ask", help="retrieve, then answer: quoted evidence, or an LLM's answer citing the passages",
+                       formatter_class=_RAW,
+                       description="Retrieve passages for a question (as many as --budget characters hold) and "
+                       "answer it. With an OpenAI-compatible endpoint (--llm-url, $MOMOKA_LLM_BASE_URL) the model "
+                       "answers, citing passages as [n], each an exact span doc [start:end] of a stored document. "
+                       "Without one, the sentences that best answer the question are quoted as evidence, each "
+                       "doc [start:end]; --reader local answers with the small local model instead.",
+                       epilog=names_epilog("retriever", "reader", "refiner"))
     p.add_argument("store", help="store directory")
     p.add_argument("question", help="the question")
     _add_k_budget(p, "retrieved items")
     add_retriever_argument(p)
-    p.add_argument("--reader", default="llm", help="reader name (default llm)")
+    p.add_argument("--reader", default=None,
+                   help="reader name (default: llm with an endpoint, else evidence; local: the local model)")
     p.add_argument("--refine", default=None, metavar="NAME",
                    help="refine the retrieved items before reading (ets: evidence sentences by tree search)")
     add_option_argument(p)
@@ -276,28 +281,23 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    import os
-
     from ..methods.pipeline import Index
-    from ..llm import ENV_BASE_URL
-    from ..methods import registry
 
     apply_llm_arguments(args)
-    opts = parse_options(args.option)
     ix = Index.open(args.store)
-    res = ix.search(args.question, retriever=args.retriever, **_k_budget(args), **opts.pop(args.retriever, {}))
-    if args.refine:
-        refiner = registry.create("refiner", args.refine, embedder=ix.embedder, **opts.pop(args.refine, {}))
-        res = refiner.refine(args.question, res)
-    if not os.environ.get(ENV_BASE_URL):
-        # no endpoint: the reader runs the local model, installed on first use like the embedder
-        from ..models import DEFAULT_CAUSAL_LM, ensure_installed
-
-        ensure_installed([DEFAULT_CAUSAL_LM])
-    reader = registry.create("reader", args.reader, **opts.pop(args.reader, {}))
-    ans = reader.answer(args.question, res)
+    kb = _k_budget(args)
+    ans = ix.ask(args.question, retriever=args.retriever, reader=args.reader, refine=args.refine,
+                 k=kb["k"], budget=kb["budget"], options=parse_options(args.option))
     if args.json:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    if ans.kind == "evidence":
+        print(f"Evidence: the {len(ans.citations)} sentences of the retrieved passages that best match the question, "
+              "quoted from the documents (no answer was generated):")
+        for c in ans.citations:
+            print(f"[{c.number}] {c.doc_id} [{c.start}:{c.end}]  \"{' '.join(c.text.split())}\"")
+        say(f"searched {len(ans.context)} passage(s); --reader local answers with the local model, "
+            "--llm-url with an endpoint")
         return 0
     print(ans.text or "(no answer)")
     print()

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 
 Span = tuple[str, int, int]
 Item = Sequence[Span]
@@ -437,6 +437,14 @@ def answer_metrics(prediction: str, answers: Sequence[str]) -> dict[str, float]:
     for n in range(1, 5):
         out[f"bleu{n}"] = bleu(prediction, answers, max_n=n)
     return out
+
+
+def contains_answer(text: str, answers: Sequence[str]) -> float:
+    """1.0 if a normalised gold answer occurs in the normalised ``text`` (SQuAD normalisation, whole words)."""
+    if not answers:
+        raise InputError("contains_answer needs at least one gold answer")
+    t = f" {normalize_answer(text)} "
+    return float(any(a and f" {a} " in t for a in (normalize_answer(x) for x in answers)))
 
 
 # --- tables ---------------------------------------------------------------------

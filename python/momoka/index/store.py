@@ -83,12 +83,9 @@ def _now() -> str:
 
 
 def _momoka_version() -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
+    from .._version import __version__
 
-        return version("momoka")
-    except (ImportError, PackageNotFoundError, ValueError):
-        return "unknown"
+    return __version__
 
 
 @dataclass

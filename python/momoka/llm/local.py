@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from ..errors import ConfigError, LLMError, ModelError
 from .accounting import Accounting
 from .base import BaseClient
-from .types import Completion
+from .types import Completion, normalize_messages
 
 #: Environment variable naming the local causal LM directory (else the registry's default).
 ENV_LOCAL_MODEL = "MOMOKA_LLM_LOCAL_MODEL"
@@ -89,6 +89,18 @@ class LocalClient(BaseClient):
 
     def __repr__(self) -> str:
         return f"LocalClient(model={self.model!r})"
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context length in tokens (prompt plus answer), when the model tells it."""
+        if not callable(getattr(self.lm, "prompt_ids", None)):
+            return None
+        n = getattr(self.lm, "max_context", None)
+        return int(n) if n else None
+
+    def count_tokens(self, messages: Any) -> int:
+        """Tokens of the prompt that ``complete(messages)`` would run (chat template included)."""
+        return len(self.lm.prompt_ids(normalize_messages(messages)))
 
     def _check_params(self, params: dict) -> dict:
         bad = sorted(set(params) - _PARAMS)

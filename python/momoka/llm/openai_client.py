@@ -12,9 +12,7 @@ import atexit
 import json
 import os
 import weakref
-from typing import Any, Mapping
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import (
     ConfigError,
@@ -29,6 +27,17 @@ from .accounting import Accounting
 from .base import BaseClient
 from .retry import RetryableError, RetryPolicy, json_answer
 from .types import Completion
+
+if TYPE_CHECKING:
+    import aiohttp
+
+
+def _aiohttp():
+    """aiohttp, imported when the first request is sent (it costs ~0.1 s; commands that never call an
+    endpoint do not pay it)."""
+    import aiohttp
+
+    return aiohttp
 
 ENV_BASE_URL = "MOMOKA_LLM_BASE_URL"
 ENV_MODEL = "MOMOKA_LLM_MODEL"
@@ -164,6 +173,7 @@ class OpenAIClient(BaseClient):
             s = None  # a forked child runs a new loop: the parent's session cannot be used
         if s is None or s.closed:
             self._session_loop = loop
+            aiohttp = _aiohttp()
             connector = aiohttp.TCPConnector(limit=self.concurrency, keepalive_timeout=60, ttl_dns_cache=300)
             s = self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
             _open.add(self)
@@ -171,6 +181,7 @@ class OpenAIClient(BaseClient):
 
     async def _post(self, url: str, body: dict, timeout: float) -> dict:
         session = await self._get_session()
+        aiohttp = _aiohttp()
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
             async with session.post(url, data=data, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:

@@ -23,7 +23,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
 
+#: The context budget (characters) `momoka query/ask` fill, the reader sends, and `momoka eval` scores at by default.
+DEFAULT_BUDGET = 5000
+
 __all__ = [
+    "DEFAULT_BUDGET",
     "SEPARATOR",
     "Answer",
     "Chunker",
@@ -230,7 +234,11 @@ class Answer:
 
     ``cited_by`` says how the citations were found: ``"model"`` (the answer's
     own ``[n]`` markers), ``"overlap"`` (the answer named none, so the passages
-    holding most of its words are cited) or ``"none"``.
+    holding most of its words are cited), ``"none"``, or ``"evidence"``.
+
+    ``kind`` is ``"generated"`` (a model wrote ``text``) or ``"evidence"`` (no
+    model wrote anything: ``text`` is the best sentence quoted from a document,
+    ``citations`` the best sentences, each an exact span, best first).
     """
 
     question: str
@@ -240,9 +248,11 @@ class Answer:
     model: str | None = None
     usage: dict = field(default_factory=dict, compare=False, hash=False)
     cited_by: str = "model"
+    kind: str = "generated"
 
     def to_dict(self) -> dict:
-        return {"question": self.question, "answer": self.text, "model": self.model, "cited_by": self.cited_by,
+        return {"question": self.question, "kind": self.kind, "answer": self.text, "model": self.model,
+                "cited_by": self.cited_by,
                 "citations": [c.to_dict() for c in self.citations],
                 "context": [c.to_dict() for c in self.context], "usage": dict(self.usage)}
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
-from .base import Item, Member, Result
+from .base import DEFAULT_BUDGET, Item, Member, Result  # noqa: F401  (DEFAULT_BUDGET: re-exported)
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
 from ..progress import Progress
 from ..text.model import Chunk
@@ -61,8 +61,6 @@ LEGACY_CHUNK_SIZE = 200
 DEFAULT_RETRIEVER = "hybrid"
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
-#: The context budget (characters) `momoka query/ask` fill and `momoka eval` scores at by default.
-DEFAULT_BUDGET = 5000
 #: Name of the views built from the chunk texts themselves.
 RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
@@ -889,6 +887,39 @@ class Index:
         else:
             out = r.retrieve_batch(queries, depth, doc_ids=doc_ids)
         return out if budget is None else [res.fit(budget) for res in out]
+
+    def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
+            k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,
+            options: dict[str, dict] | None = None):
+        """Retrieve for ``question`` and answer it: an :class:`~momoka.methods.base.Answer`.
+
+        ``reader``: a registered reader; ``None`` is ``llm`` when an endpoint is
+        configured (``MOMOKA_LLM_BASE_URL``), else ``evidence``: the best
+        sentences quoted with their exact spans (``Answer.kind == "evidence"``),
+        since the local 135M model's answers are often wrong; ``local`` makes it
+        answer anyway (the model is installed on first use). ``budget``: the
+        characters of passages retrieved and given to the reader
+        (``max_context_chars``; ``None``: ``k`` items, all given). ``refine``: a
+        refiner run on the result first (``ets``). ``options``: per component
+        name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
+        """
+        from . import registry
+        from .standard.reader import default_reader
+
+        opts = {n: dict(o) for n, o in (options or {}).items()}
+        reader = reader or default_reader()
+        res = self.search(question, k=k, retriever=retriever, budget=budget, **opts.pop(retriever, {}))
+        if refine:
+            res = registry.create("refiner", refine, embedder=self.embedder, **opts.pop(refine, {})).refine(question, res)
+        ropts = opts.pop(reader, {})
+        ropts.setdefault("max_context_chars", budget)
+        if reader == "evidence":
+            ropts.setdefault("embedder", self.embedder)
+        elif reader == "local" or default_reader() != "llm":  # an LLM reader with no endpoint: the local model
+            from ..models import DEFAULT_CAUSAL_LM, ensure_installed
+
+            ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
+        return registry.create("reader", reader, **ropts).answer(question, res)
 
     def depth_for(self, budget: int) -> int:
         """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""

@@ -17,8 +17,12 @@ only. The classic chunkers of :mod:`momoka.chunking` are chunkers here too
 ``llm``).
 
 The method packages named in :data:`BUILTIN_PACKAGES` register their components
-when they are imported; every lookup imports them first, so the names are
-known wherever the registry is asked (``--help`` of the CLI, the eval runner).
+when they are imported. They are imported lazily, in that order: a lookup of one
+name (:func:`entry`, :func:`create`, :func:`requirements`) imports packages only
+until the name is found, so ``create("retriever", "bm25", ...)`` loads the
+standard package and never JERR's LLM stack; a listing (:func:`available`,
+:func:`summaries`) imports them all, so every name is known wherever the
+registry is listed (``--help`` of the CLI, the eval runner).
 """
 
 from __future__ import annotations
@@ -64,16 +68,32 @@ class Entry:
 
 _REGISTRY: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
 _ALIASES: dict[str, dict[str, str]] = {k: {} for k in KINDS}
-_loaded = False
+_imported: set[str] = set()
+
+
+def _import_next() -> bool:
+    """Import the next built-in package not yet imported; False when all are."""
+    for pkg in BUILTIN_PACKAGES:
+        if pkg not in _imported:
+            _imported.add(pkg)
+            importlib.import_module(pkg)
+            return True
+    return False
 
 
 def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for pkg in BUILTIN_PACKAGES:
-        importlib.import_module(pkg)
+    while _import_next():
+        pass
+
+
+def _lookup(kind: str, name: str) -> Entry | None:
+    """The entry of ``name`` (or of the name it aliases), importing built-in packages until it is found."""
+    while True:
+        real = _ALIASES[kind].get(name, name)
+        if real in _REGISTRY[kind]:
+            return _REGISTRY[kind][real]
+        if not _import_next():
+            return None
 
 
 def _check_kind(kind: str) -> None:
@@ -128,20 +148,20 @@ def available(kind: str, *, aliases: bool = True) -> list[str]:
 def entry(kind: str, name: str) -> Entry:
     """The :class:`Entry` of ``name`` (an alias resolves to its target)."""
     _check_kind(kind)
-    _load_builtins()
-    real = _ALIASES[kind].get(name, name)
-    if real not in _REGISTRY[kind]:
+    e = _lookup(kind, name)
+    if e is None:
         raise ConfigError(f"unknown {kind} {name!r}; available: {', '.join(available(kind))}")
-    return _REGISTRY[kind][real]
+    return e
 
 
 def create(kind: str, name: str, *args: Any, **options: Any) -> Any:
     """Build component ``name`` of ``kind`` (retrievers take the index as first argument)."""
     _check_kind(kind)
-    _load_builtins()
-    if kind == "chunker" and name not in _REGISTRY[kind] and name not in _ALIASES[kind]:
+    if kind == "chunker" and _lookup(kind, name) is None:
         from ..chunking import get_chunker
 
+        if name not in _classic_chunkers():
+            raise ConfigError(f"unknown chunker {name!r}; available: {', '.join(available('chunker'))}")
         return get_chunker(name, **options)
     e = entry(kind, name)
     opts = {**e.defaults, **options}

@@ -19,8 +19,12 @@ The one upward edge, ``Embedder.from_registry`` reaching the installer, is
 imported where it is used.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .embedder import Embedder, TruncationWarning
-from .installer import default_causal_lm, ensure_installed, install, model_dir, verify
 from .registry import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,
@@ -32,16 +36,31 @@ from .registry import (
     momoka_home,
     read_manifest,
 )
-from .rerank_endpoint import EndpointReranker
-from .reranker import (
-    CosineReranker,
-    CrossEncoderReranker,
-    QueryLikelihoodReranker,
-    Reranker,
-    get_reranker,
-    rank,
-)
 from .runtime import create_session, cuda_available, resolve_device, resolve_threads
+
+#: Names imported from their module on first use: the installer (zip, subprocess, the GGUF converter),
+#: the rerankers and the HTTP reranker (urllib) cost start-up time that a query does not need.
+_LAZY = {
+    "default_causal_lm": "installer", "ensure_installed": "installer", "install": "installer",
+    "model_dir": "installer", "verify": "installer",
+    "EndpointReranker": "rerank_endpoint",
+    "CosineReranker": "reranker", "CrossEncoderReranker": "reranker", "QueryLikelihoodReranker": "reranker",
+    "Reranker": "reranker", "get_reranker": "reranker", "rank": "reranker",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Embedder",

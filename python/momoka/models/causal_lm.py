@@ -640,6 +640,16 @@ class CausalLM:
         )
 
     # ------------------------------------------------------------ generation
+    def prompt_ids(self, prompt_or_messages: str | Sequence[dict]) -> list[int]:
+        """The token ids :meth:`generate` runs for a prompt (a str, used as is) or a chat (templated)."""
+        prompt = prompt_or_messages if isinstance(prompt_or_messages, str) else self.apply_chat_template(prompt_or_messages)
+        ids = self.encode(prompt)
+        if self.config.get("add_bos_token") and self.bos_id is not None:
+            ids = [self.bos_id] + ids
+        if not ids:
+            ids = [self.doc_start_id]
+        return ids
+
     def generate(
         self,
         prompt_or_messages: str | Sequence[dict],
@@ -661,12 +671,7 @@ class CausalLM:
             raise ConfigError("temperature must be >= 0 and top_p in (0, 1]")
         if max_new_tokens < 0:
             raise ConfigError("max_new_tokens must be >= 0")
-        prompt = prompt_or_messages if isinstance(prompt_or_messages, str) else self.apply_chat_template(prompt_or_messages)
-        ids = self.encode(prompt)
-        if self.config.get("add_bos_token") and self.bos_id is not None:
-            ids = [self.bos_id] + ids
-        if not ids:
-            ids = [self.doc_start_id]
+        ids = self.prompt_ids(prompt_or_messages)
         if len(ids) >= self.max_context:
             raise InputTooLargeError(f"prompt has {len(ids)} tokens; the model's context is {self.max_context}")
         stops = [stop] if isinstance(stop, str) else list(stop or [])

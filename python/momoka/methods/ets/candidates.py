@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputError
-from ...text import split_sentences
+from ...text import span_sentences
 
 __all__ = ["DEFAULT_N", "Sentence", "candidate_sentences", "embed_query"]
 
@@ -52,33 +52,6 @@ class Sentence:
         return (self.doc_id, self.start, self.end)
 
 
-def _merged_spans(result: Any) -> list[tuple[str, int, str]]:
-    """Member spans of ``result`` merged per document: ``(doc_id, start, text)`` in first-seen order."""
-    by_doc: dict[str, list[tuple[int, int, str]]] = {}
-    for item in result:
-        for m in item.members:
-            if m.end <= m.start:
-                continue
-            if len(m.text) != m.end - m.start:
-                raise InputError(f"member {m.doc_id}[{m.start}:{m.end}] has {len(m.text)} characters of text, "
-                                 f"not {m.end - m.start}: not an exact span")
-            by_doc.setdefault(m.doc_id, []).append((m.start, m.end, m.text))
-    out: list[tuple[str, int, str]] = []
-    for doc_id, spans in by_doc.items():
-        spans.sort()
-        cur_s, cur_e, cur_t = spans[0]
-        for s, e, t in spans[1:]:
-            if s <= cur_e:  # overlapping or touching: extend with the part past cur_e
-                if e > cur_e:
-                    cur_t += t[cur_e - s:]
-                    cur_e = e
-            else:
-                out.append((doc_id, cur_s, cur_t))
-                cur_s, cur_e, cur_t = s, e, t
-        out.append((doc_id, cur_s, cur_t))
-    return out
-
-
 def _raw_sentences(result: Any, documents: Sequence[Any] | None) -> list[tuple[str, int, int, str]]:
     """``(doc_id, start, end, text)`` of every non-blank sentence, in document order."""
     out: list[tuple[str, int, int, str]] = []
@@ -92,12 +65,7 @@ def _raw_sentences(result: Any, documents: Sequence[Any] | None) -> list[tuple[s
                 if text[s:e].strip():
                     out.append((doc_id, int(s), int(e), text[s:e]))
         return out
-    for doc_id, base, text in _merged_spans(result):
-        starts, ends = split_sentences(text)
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            if text[s:e].strip():
-                out.append((doc_id, base + s, base + e, text[s:e]))
-    return out
+    return span_sentences(m for item in result for m in item.members)
 
 
 def embed_query(embedder: Any, query: str) -> np.ndarray:

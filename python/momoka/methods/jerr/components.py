@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 from ...errors import ConfigError, InputError
 from ...progress import Progress
 from .._backend import LLMBacked
-from ..base import Item, Result
+from ..base import DEFAULT_BUDGET, Item, Result
 from ..registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
@@ -272,7 +272,7 @@ class JerrReader(LLMReader):
             parts.append("Synopsis:\n" + "\n".join(syn))
         return "\n\n".join(parts)
 
-    def __init__(self, llm: Any = None, *, max_context_chars: int = 3000, max_tokens: int = 128,
+    def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128,
                  max_preamble_chars: int = 1000):
         super().__init__(llm, max_context_chars=max_context_chars, max_tokens=max_tokens)
         self.max_preamble_chars = int(max_preamble_chars)
@@ -289,6 +289,8 @@ class JerrReader(LLMReader):
     def context(self, result: Result) -> list:
         """The numbered chunks, within what the preamble leaves of ``max_context_chars`` (one budget for both)."""
         full = self.max_context_chars
+        if full is None:
+            return super().context(result)
         self.max_context_chars = max(200, full - len(self._pre))
         try:
             return super().context(result)

@@ -3,9 +3,14 @@
 The passages of a :class:`~momoka.methods.base.Result` are numbered ``[1]``,
 ``[2]`` ... in rank order (an item of several chunks gives one passage per
 member, so every citation points at one exact span), cut to a character
-budget, and sent with the question to any :mod:`momoka.llm` client: the local
-model by default, or an OpenAI-compatible endpoint. The numbers the answer
-cites are mapped back to their spans. Small local models often answer without
+budget (``max_context_chars``, the ``--budget`` of ``momoka ask``, default
+:data:`~momoka.methods.base.DEFAULT_BUDGET`), and sent with the question to any
+:mod:`momoka.llm` client: the endpoint of ``MOMOKA_LLM_BASE_URL``, else the
+local model (reader ``local`` always uses the local model). When the client
+knows its context window (the local model does), passages are cut from the end
+until prompt and answer fit, with a :class:`ContextTrimmedWarning` saying how
+much was cut. The numbers the answer cites are mapped back to their spans.
+Small local models often answer without
 ``[n]`` markers: then the passages that hold most of the answer's content words
 are cited instead (``Answer.cited_by == "overlap"``), and an answer none of whose
 words occur in any passage cites nothing (``"none"``). Every passage the model
@@ -14,12 +19,14 @@ was given is listed in ``Answer.context``.
 
 from __future__ import annotations
 
+import os
 import re
+import warnings
 from typing import Any
 
-from ...errors import ConfigError, InputError
+from ...errors import ConfigError, InputError, InputTooLargeError
 from ...index.bm25 import ENGLISH_STOPWORDS
-from ..base import Answer, Citation, Result
+from ..base import DEFAULT_BUDGET, Answer, Citation, Result
 from ..registry import register
 
 #: The reader's instructions (system message).
@@ -32,6 +39,60 @@ _WORD = re.compile(r"\w+")
 #: A passage is cited by overlap when it holds at least this share of the answer's content words.
 OVERLAP_SHARE = 0.5
 _STOP_WORDS = frozenset(ENGLISH_STOPWORDS)
+
+
+class ContextTrimmedWarning(UserWarning):
+    """The passages were cut to fit the model's context window (the message says how much)."""
+
+
+def default_reader() -> str:
+    """The reader ``ask`` uses when none is named: ``llm`` when an endpoint is configured
+    (``MOMOKA_LLM_BASE_URL``), else ``evidence`` (quoted sentences; the local 135M model answers
+    only when asked for, as reader ``local``)."""
+    from ...llm.openai_client import ENV_BASE_URL
+
+    return "llm" if os.environ.get(ENV_BASE_URL) else "evidence"
+
+
+def budget_context(result: Result, max_chars: int | None) -> list[Citation]:
+    """The numbered passages of ``result`` within ``max_chars`` characters (``None``: all of them).
+
+    One passage per member chunk, in rank order, repeated spans once; whole
+    passages while they fit, and at least the first one, cut at ``max_chars``
+    (a cut passage keeps its exact span: its end moves with the cut).
+    """
+    out: list[Citation] = []
+    used = 0
+    seen: set = set()
+    for item in result:
+        for m in item.members:
+            if m.span in seen:
+                continue
+            if max_chars is not None and out and used + len(m.text) > max_chars:
+                return out
+            seen.add(m.span)
+            text = m.text if out or max_chars is None else m.text[:max_chars]
+            out.append(Citation(len(out) + 1, m.doc_id, m.start, m.start + len(text), text))
+            used += len(text)
+    return out
+
+
+def _cut(context: list[Citation], chars: int) -> list[Citation]:
+    """The first ``chars`` characters of ``context`` (passages in order; the last one kept is cut)."""
+    out: list[Citation] = []
+    for c in context:
+        room = chars - sum(len(x.text) for x in out)
+        if room <= 0:
+            break
+        text = c.text[:room]
+        out.append(Citation(c.number, c.doc_id, c.start, c.start + len(text), text))
+    return out
+
+
+def check_budget(name: str, value: Any) -> None:
+    """``value`` is a positive int, or ``None`` (no budget); else :class:`ConfigError`."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{name} must be a positive integer (or None: no budget), got {value!r}")
 
 
 def overlap_citations(answer: str, context: list[Citation], share: float = OVERLAP_SHARE) -> list[Citation]:
@@ -59,16 +120,17 @@ class LLMReader:
         llm: a :mod:`momoka.llm` client (default :func:`momoka.llm.client_from_env`:
             the endpoint of ``MOMOKA_LLM_BASE_URL`` when set, else the local model).
         max_context_chars: most characters of passage text sent (whole passages;
-            at least the first one, cut at this length).
+            at least the first one, cut at this length; ``None``: every passage),
+            before the cut to the model's window.
         max_tokens: most tokens of the answer.
     """
 
     name = "llm"
 
-    def __init__(self, llm: Any = None, *, max_context_chars: int = 3000, max_tokens: int = 128):
-        for nm, v in (("max_context_chars", max_context_chars), ("max_tokens", max_tokens)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{nm} must be a positive integer, got {v!r}")
+    def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128):
+        check_budget("max_context_chars", max_context_chars)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         self._llm = llm
         self.max_context_chars = max_context_chars
         self.max_tokens = max_tokens
@@ -84,21 +146,44 @@ class LLMReader:
 
     def context(self, result: Result) -> list[Citation]:
         """The numbered passages sent to the model: one per member chunk, in rank order, within the budget."""
-        out: list[Citation] = []
-        used = 0
-        seen: set = set()
-        for item in result:
-            for m in item.members:
-                if m.span in seen:
-                    continue
-                if out and used + len(m.text) > self.max_context_chars:
-                    return out
-                seen.add(m.span)
-                text = m.text if out else m.text[: self.max_context_chars]
-                # A cut first passage keeps its exact span: end moves with the cut.
-                out.append(Citation(len(out) + 1, m.doc_id, m.start, m.start + len(text), text))
-                used += len(text)
-        return out
+        return budget_context(result, self.max_context_chars)
+
+    def fit_window(self, question: str, context: list[Citation]) -> list[Citation]:
+        """``context`` cut from its end until the prompt plus ``max_tokens`` fit the client's window.
+
+        Applies when the client tells its window and counts tokens (``context_window``
+        and ``count_tokens(messages)``, as :class:`~momoka.llm.LocalClient` does);
+        otherwise ``context`` is sent as is. A cut warns (:class:`ContextTrimmedWarning`)
+        with the characters sent and cut; :class:`~momoka.errors.InputTooLargeError`
+        when not even the question fits.
+        """
+        window = getattr(self.llm, "context_window", None)
+        count = getattr(self.llm, "count_tokens", None)
+        if not window or not callable(count):
+            return context
+        limit = int(window) - self.max_tokens
+        n = count(self.messages(question, context))
+        if n <= limit:
+            return context
+        total = sum(len(c.text) for c in context)
+        lo, hi, best = 0, total, None  # the most characters that fit: binary search on the cut
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            cut = _cut(context, mid)
+            if cut and count(self.messages(question, cut)) <= limit:
+                best, lo = cut, mid + 1
+            else:
+                hi = mid - 1
+        if best is None:
+            raise InputTooLargeError(f"the question and the reader's prompt take more than the model's window of "
+                                     f"{window} tokens less {self.max_tokens} for the answer")
+        sent = sum(len(c.text) for c in best)
+        dropped = len(context) - len(best)
+        warnings.warn(ContextTrimmedWarning(
+            f"the context was cut from {total:,} to {sent:,} characters ({total - sent:,} cut"
+            + (f", {dropped} of {len(context)} passages left out" if dropped else "")
+            + f") to fit the model's window of {window} tokens with {self.max_tokens} for the answer"), stacklevel=2)
+        return best
 
     def messages(self, question: str, context: list[Citation]) -> list[dict]:
         """The chat messages for ``question`` over ``context``."""
@@ -113,6 +198,7 @@ class LLMReader:
         context = self.context(result)
         if not context:
             raise InputError("nothing was retrieved to answer from")
+        context = self.fit_window(question, context)
         text = self.llm.complete(self.messages(question, context), max_tokens=self.max_tokens, temperature=0)
         text = (text or "").strip()
         cited: list[int] = []
@@ -130,6 +216,16 @@ class LLMReader:
                       model=getattr(self.llm, "model", None) or type(self.llm).__name__, cited_by=cited_by)
 
 
-@register("reader", "llm", summary="answer with the local model or an OpenAI-compatible endpoint, citing [n]")
+@register("reader", "llm", summary="answer with the OpenAI-compatible endpoint if one is set (--llm-url, "
+          "$MOMOKA_LLM_BASE_URL), else the local model, citing [n]")
 def _llm_reader(**options: Any) -> LLMReader:
+    return LLMReader(**options)
+
+
+@register("reader", "local", summary="answer with the local model (SmolLM2-135M), citing [n]; weak: often wrong")
+def _local_reader(**options: Any) -> LLMReader:
+    if options.get("llm") is None:
+        from ...llm.local import LocalClient
+
+        options["llm"] = LocalClient()
     return LLMReader(**options)
