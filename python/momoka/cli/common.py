@@ -85,7 +85,7 @@ def add_chunker_arguments(p: argparse.ArgumentParser, *, several: bool = False, 
 
     ``several``: comma-separated names; ``choices``: the parser itself refuses an unknown name.
     """
-    from ..methods.pipeline import DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER
+    from ..methods.base import DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER
 
     known = None
     if choices:
@@ -102,14 +102,14 @@ def add_chunker_arguments(p: argparse.ArgumentParser, *, several: bool = False, 
 
 def chunker_of(args: argparse.Namespace) -> str:
     """The ``--chunker`` given, else the default chunker."""
-    from ..methods.pipeline import DEFAULT_CHUNKER
+    from ..methods.base import DEFAULT_CHUNKER
 
     return args.chunker or DEFAULT_CHUNKER
 
 
 def add_retriever_argument(p: argparse.ArgumentParser, *, several: bool = False) -> None:
     """``--retriever`` with the shared default (:data:`momoka.methods.pipeline.DEFAULT_RETRIEVER`)."""
-    from ..methods.pipeline import DEFAULT_RETRIEVER
+    from ..methods.base import DEFAULT_RETRIEVER
 
     if several:
         p.add_argument("--retriever", action="append", default=None, metavar="NAME[,NAME]",

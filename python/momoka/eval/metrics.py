@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Iterable, Mapping, Sequence
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 
 Span = tuple[str, int, int]
 Item = Sequence[Span]

@@ -25,9 +25,18 @@ from ..errors import ConfigError
 
 #: The context budget (characters) `momoka query/ask` fill, the reader sends, and `momoka eval` scores at by default.
 DEFAULT_BUDGET = 5000
+#: The default chunker of every command and of :meth:`momoka.Index.build`.
+DEFAULT_CHUNKER = "recursive"
+#: Chunk size (tokens) of the default chunker, chosen by the equal-budget evaluation (docs/results.md).
+DEFAULT_CHUNK_SIZE = 100
+#: The default retriever of :meth:`momoka.Index.search`, ``query``, ``ask`` and ``eval``.
+DEFAULT_RETRIEVER = "hybrid"
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "DEFAULT_CHUNKER",
+    "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_RETRIEVER",
     "SEPARATOR",
     "Answer",
     "Chunker",

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
-from .base import DEFAULT_BUDGET, Item, Member, Result  # noqa: F401  (DEFAULT_BUDGET: re-exported)
+from .base import DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result  # noqa: F401,E501  (re-exported)
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
 from ..progress import Progress
 from ..text.model import Chunk
@@ -51,14 +51,8 @@ from .sources import (
 )
 from ..index.store import Store, check_embedder, read_manifest
 
-#: Default chunker and its parameters.
-DEFAULT_CHUNKER = "recursive"
-#: Chunk size (tokens) of the default chunker, chosen by the equal-budget evaluation in the README.
-DEFAULT_CHUNK_SIZE = 100
 #: The size stores record-less of their chunker were built with (the default before it was 100).
 LEGACY_CHUNK_SIZE = 200
-#: Default retriever of :meth:`Index.search`.
-DEFAULT_RETRIEVER = "hybrid"
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
 #: Name of the views built from the chunk texts themselves.
