@@ -15,7 +15,7 @@ import warnings
 from ..errors import MomokaError
 
 # Modules providing sub-commands, in the order they appear in --help.
-_AREAS = ("index", "store", "graph", "evaluation", "chunking", "models", "llm", "ets")
+_AREAS = ("index", "store", "serve", "graph", "evaluation", "chunking", "models", "llm", "ets")
 
 
 def build_parser() -> argparse.ArgumentParser:
