@@ -49,12 +49,13 @@ def _serve(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _term)
-    server.start()
-    h = server.health()
-    say(f"serving {h['store']} (generation {h['generation']}, {h['documents']} documents, {h['chunks']} chunks) "
-        f"on {server.url}")
     try:
+        server.start()
+        h = server.health()
+        say(f"serving {h['store']} (generation {h['generation']}, {h['documents']} documents, {h['chunks']} chunks) "
+            f"on {server.url}")
         server.serve_forever()
     except KeyboardInterrupt:
+        server.stop()
         say("stopped")
     return 0
