@@ -181,3 +181,32 @@ def test_cli_bad_options_are_one_line(store, capsys, argv, words):
     assert main(["serve", str(store), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("momoka: error:") and words in err[0]
+
+
+class SlowEmbedder(HashEmbedder):
+    """The hash embedder, taking ``delay`` seconds per call (a search that holds its worker)."""
+
+    delay = 0.0
+
+    def embed(self, texts):
+        time.sleep(self.delay)
+        return super().embed(texts)
+
+
+def test_requests_beyond_workers_and_queue_get_503(store):
+    import threading
+
+    emb = SlowEmbedder()
+    with QueryServer(store, port=0, embedder=emb, workers=1, queue=0) as srv:
+        emb.delay = 1.0
+        first: list = []
+        t = threading.Thread(target=lambda: first.append(_call(srv.url + "/search", {"query": "apples",
+                                                                                     "retriever": "dense"})))
+        t.start()
+        time.sleep(0.3)  # the first search holds the only worker
+        code, a = _call(srv.url + "/search", {"query": "rockets", "retriever": "dense"})
+        t.join()
+        assert code == 503 and "busy" in a["error"]
+        assert first[0][0] == 200 and first[0][1]["hits"]
+        emb.delay = 0.0
+        assert _call(srv.url + "/search", {"query": "rockets", "retriever": "dense"})[0] == 200
