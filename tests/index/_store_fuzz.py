@@ -60,7 +60,15 @@ def answers(store: Path) -> list:
 
 
 def damage(p: Path, rng: random.Random) -> str:
-    data = bytearray(p.read_bytes())
+    before = p.read_bytes()
+    while True:  # a truncation at the end or bytes equal to those replaced would change nothing: draw again
+        kind = _damage(p, before, rng)
+        if p.read_bytes() != before:
+            return kind
+
+
+def _damage(p: Path, before: bytes, rng: random.Random) -> str:
+    data = bytearray(before)
     mode = rng.random()
     if mode < 0.7 and data:
         off = rng.randrange(len(data))

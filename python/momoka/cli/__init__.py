@@ -16,7 +16,7 @@ from ..errors import MomokaError
 from .common import Parser
 
 # Modules providing sub-commands, in the order they appear in --help.
-_AREAS = ("index", "store", "graph", "evaluation", "chunking", "models", "llm", "ets")
+_AREAS = ("index", "store", "serve", "graph", "evaluation", "chunking", "models", "llm", "ets")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -52,13 +53,32 @@ def write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+class _Writes:
+    """A file seen by numpy as a plain stream: np.save then writes through Python, whose errors keep their
+    errno (ENOSPC: "no space left on device"), instead of ``tofile``'s "N requested and M written"."""
+
+    def __init__(self, f):
+        self.write = f.write
+
+
 def write_npy(path: Path, arr: np.ndarray) -> None:
     """Save one array as ``.npy`` (no pickles) and fsync it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
-        np.save(f, np.ascontiguousarray(arr), allow_pickle=False)
+        np.save(_Writes(f), np.ascontiguousarray(arr), allow_pickle=False)
         f.flush()
         os.fsync(f.fileno())
+
+
+def check_native_write(path: Path) -> None:
+    """After a native library wrote ``path`` (its own streams report no errno): OSError ENOSPC when the
+    file system has no space left, so a short write is named for what it is."""
+    try:
+        full = os.statvfs(Path(path).parent).f_bavail == 0
+    except (OSError, AttributeError):  # pragma: no cover - platforms without statvfs
+        return
+    if full:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 
 def jsonl(rows: Iterable[dict]) -> bytes:

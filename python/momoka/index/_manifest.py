@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import StoreError, StoreLockedError, StoreVersionError
+from ..errors import StoreError, StoreLockedError, StoreMismatchError, StoreVersionError
 
 try:  # fcntl is POSIX-only
     import fcntl
@@ -100,7 +100,7 @@ def os_reason(exc: OSError) -> str:
     elif exc.errno == errno.EROFS:
         reason = "read-only file system"
     elif exc.errno == errno.ENOSPC:
-        reason = "no space left on the device"
+        reason = "no space left on device"
     return f"{reason} ({exc.filename})" if exc.filename else reason
 
 
@@ -138,3 +138,25 @@ def read_manifest(path: str | os.PathLike) -> dict:
 
     check_manifest(root, manifest)
     return manifest
+
+
+def embedder_of(manifest: dict, view: str = "raw") -> dict | None:
+    """The embedder info of vector view ``view`` recorded in a manifest (either format version)."""
+    if int(manifest.get("version") or 0) < 2:
+        return manifest.get("embedder") if view == "raw" else None
+    for e in manifest.get("artifacts") or []:
+        if e.get("kind") == "vectors" and e.get("name") == view:
+            return e.get("embedder")
+    return None
+
+
+def check_embedder(have: dict | None, want: dict, root: Path | str = "") -> None:
+    """Raise :class:`StoreMismatchError` unless ``want`` is the embedder ``have`` (a view's, or None: no check)."""
+    if have is None:
+        return
+    if want.get("model_id") != have.get("model_id") or want.get("checksum") != have.get("checksum"):
+        raise StoreMismatchError(
+            f"store {root} was built with embedder {have.get('model_id')} (sha256 {str(have.get('checksum'))[:12]}), "
+            f"not {want.get('model_id')} (sha256 {str(want.get('checksum'))[:12]}); "
+            "rebuild the store or use the same model"
+        )

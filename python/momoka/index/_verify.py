@@ -4,7 +4,9 @@ Every file of a generation is listed in the manifest with its size and
 sha256, and the manifest carries the sha256 of its own content
 (``"checksum"``). What is checked when:
 
-- every open: the manifest's checksum; every file's size; the sha256 of the
+- every open: the manifest's checksum; every file's size (except an HNSW
+  graph's: a damaged graph is rebuilt from the vectors on first use, with a
+  warning, whatever the damage); the sha256 of the
   files read at open (documents, chunk columns, vectors), smallest first, up
   to :data:`VERIFY_ON_OPEN_BYTES` in total (``MOMOKA_VERIFY_MB`` changes it;
   the rest get their size and array headers checked);
@@ -72,6 +74,17 @@ def damaged(root: Path, gen: str, rel: str, label: str, why: str) -> StoreCorrup
                                "(momoka index ... --overwrite) or restore it from a backup", p)
 
 
+def missing(root: Path, path: str | os.PathLike) -> StoreCorruptedError:
+    """The error for a file of the manifest's own generation that is not there (deleted, not replaced)."""
+    p = Path(path)
+    try:
+        rel = p.relative_to(root).as_posix()
+    except ValueError:
+        rel = str(p)
+    return StoreCorruptedError(f"store {root} is corrupted: {rel} is missing (deleted?); restore it from a backup "
+                               "or rebuild the store (momoka index ... --overwrite)", p)
+
+
 def check_on_open(root: Path, gen: str, entries: list[dict]) -> None:
     """Sizes of every file and sha256 of the eagerly read ones within the budget (see the module docstring).
 
@@ -81,6 +94,8 @@ def check_on_open(root: Path, gen: str, entries: list[dict]) -> None:
     eager = []
     for rel, rec, label in _files(entries):
         size = (gdir / rel).stat().st_size
+        if size != rec.get("bytes") and rel.startswith("hnsw/"):
+            continue  # its first use finds the damage and rebuilds the graph from the vectors, with a warning
         if size != rec.get("bytes"):
             raise damaged(root, gen, rel, label, f"has {size} bytes, the manifest says {rec.get('bytes')}")
         if not rel.startswith(LAZY_PREFIXES):

@@ -51,10 +51,10 @@ class Artifact:
             raise StoreError(f"{self.kind} {self.name!r} has no saved files")
         p = self.folder / rel
         if not p.is_file():
-            raise StoreError(
-                f"store file {p} of {self.kind} {self.name!r} is missing (a writer removed this generation?); "
-                "reopen the store"
-            )
+            # Readers lease their generation, so no writer removed it: the file was deleted.
+            raise StoreCorruptedError(
+                f"store file {p} of {self.kind} {self.name!r} is missing (deleted?); restore it from a backup "
+                "or rebuild the store (momoka index ... --overwrite)", p)
         rec = self.files.get(rel)
         if verify and rec and rec.get("sha256") and sha256_file(p) != rec["sha256"]:
             raise StoreCorruptedError(f"store file {p} of {self.kind} {self.name!r} is corrupted (sha256 differs)", p)

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from .. import _core
 from ..errors import ConfigError, EmptyInputError, InputError, StoreError
+from ._io import check_native_write
 
 #: A short English stopword list (function words only).
 ENGLISH_STOPWORDS: tuple[str, ...] = tuple(
@@ -236,6 +238,7 @@ class BM25:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
         except RuntimeError as exc:
+            check_native_write(Path(tmp))  # a full disk: OSError ENOSPC, not "write failed"
             raise StoreError(str(exc)) from None
         finally:
             if os.path.exists(tmp):

@@ -21,8 +21,10 @@ Writes are atomic: :meth:`Store.save` writes a new generation into a
 temporary folder, fsyncs it, renames it to ``gen-N``, then replaces
 ``manifest.json`` (temporary file + rename). The manifest is written last and
 names its generation, so a crash or kill at any point leaves the store at its
-last saved state; leftovers are cleaned by the next writer. The previous
-generation is kept (a reader that read the old manifest can still load it).
+last saved state; leftovers are cleaned by the next writer. Generations
+older than the previous one are deleted by the save, except those a reader leases
+(:mod:`momoka.index._lease`): an open reader keeps answering from the
+generation it loaded until :meth:`Store.refresh` or :meth:`Store.close`.
 Artifacts that did not change since the last save are hard-linked into the new
 generation instead of being rewritten.
 
@@ -41,7 +43,7 @@ version 2 by the next save.
 One writer at a time: opening for writing takes an exclusive ``flock`` on
 ``.lock``; a second writer gets :class:`~momoka.errors.StoreLockedError`. The
 kernel drops the lock when its process dies, so the lock of a killed writer
-is never stale. Readers take no lock.
+is never stale. Readers take no writer lock, only a shared lease on their generation.
 
 Length: under 600 lines, of which the layout above and the lifecycle (create, open,
 lock, generations, save) are one unit; each artifact kind has its own module.
@@ -50,26 +52,28 @@ lock, generations, save) are one unit; each artifact kind has its own module.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import re
 import shutil
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ..errors import InputError, StoreCorruptedError, StoreError, StoreMismatchError
+from ..errors import InputError, StoreCorruptedError, StoreError
 from ..text.model import Chunk
 from ._io import file_record, fsync_dir, fsync_file, jsonl, write_file
-from ._manifest import FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, os_reason, read_manifest
+from ._lease import Lease, delete_unleased, write_lease_file
+from ._manifest import (FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, check_embedder, embedder_of, os_reason,
+                        read_manifest)
 from ._registry import KINDS, RAW, ArtifactRegistry
 from ._v1 import load_v1
-from ._verify import check_on_open, manifest_checksum
+from ._verify import check_on_open, manifest_checksum, missing
 from .artifact import Artifact, StoreWarning
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable
+from .documents import DocEntry
 from .node_table import NodeTable
 from .relations import Relation
 from .vectors import DEFAULT_HNSW, VectorView
@@ -88,38 +92,8 @@ def _momoka_version() -> str:
     return __version__
 
 
-@dataclass
-class DocEntry:
-    """A document of the store: its metadata and the ids of its chunks."""
-
-    doc_id: str
-    title: str | None = None
-    source: str | None = None
-    length: int = 0
-    chunk_ids: list[int] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    #: sha256 of the indexed text and title (None for documents indexed before it was recorded).
-    sha256: str | None = None
-
-    def to_dict(self) -> dict:
-        """The ``documents.jsonl`` line of this document."""
-        d = {"doc_id": self.doc_id, "title": self.title, "source": self.source, "length": self.length,
-             "chunk_ids": self.chunk_ids}
-        if self.metadata:
-            d["metadata"] = self.metadata
-        if self.sha256:
-            d["sha256"] = self.sha256
-        return d
-
-    @classmethod
-    def from_dict(cls, r: dict) -> DocEntry:
-        """A document from its ``documents.jsonl`` line."""
-        return cls(r["doc_id"], r.get("title"), r.get("source"), int(r.get("length") or 0),
-                   [int(c) for c in r["chunk_ids"]], dict(r.get("metadata") or {}), r.get("sha256"))
-
-
-
-
+#: Tries to open a store while writers keep committing before it fails.
+_ATTEMPTS = 8
 
 
 def _leftover(name: str) -> bool:
@@ -144,6 +118,7 @@ class Store(ArtifactRegistry):
         self._artifacts: dict[str, dict[str, Artifact]] = {k: {} for k in KINDS}
         self._entries: dict[tuple[str, str], dict] = {}  # manifest entries as loaded
         self._lock: _Lock | None = None
+        self._lease: Lease | None = None  # on the generation this store loaded (see refresh)
         self._dirty = False
 
     # ------------------------------------------------------------------ create / open
@@ -229,35 +204,71 @@ class Store(ArtifactRegistry):
             store._acquire()
             manifest = read_manifest(root)  # re-read under the lock
             store.manifest = manifest
-        for attempt in range(3):
-            try:
-                store._load(manifest)
-                break
-            except FileNotFoundError:
-                # A writer replaced the generation between our reads: retry with the new manifest.
-                if attempt == 2:
-                    raise StoreError(f"store {root}: generation files are missing") from None
-                manifest = read_manifest(root)
-                store.manifest = manifest
+        try:
+            store._attach(manifest)
+        except BaseException:
+            store.close()
+            raise
         return store
 
+    def _attach(self, manifest: dict) -> None:
+        """Lease and load the generation ``manifest`` names (re-reading the manifest when a writer replaced it)."""
+        root = self.path
+        for _ in range(_ATTEMPTS):
+            gen = manifest.get("dir")
+            lease = None
+            try:
+                lease = Lease.take(root / gen) if gen is not None else None
+                self._load(manifest)
+            except FileNotFoundError as exc:
+                if lease is not None:
+                    lease.release()
+                newer = read_manifest(root)
+                if newer.get("dir") == gen:  # not a writer's commit: a file of this generation is missing
+                    raise missing(root, exc.filename or root / str(gen)) from None
+                manifest = newer
+                continue
+            if self._lease is not None:
+                self._lease.release()
+            self._lease, self.manifest = lease, manifest
+            return
+        raise StoreError(f"store {root}: a writer committed during each of {_ATTEMPTS} attempts to open it; try again")
+
+    def refresh(self) -> bool:
+        """Move this reader to the store's newest commit; True when it moved.
+
+        A reader keeps answering from the generation it loaded however many
+        commits follow (it holds a lease on it, see :mod:`momoka.index._lease`);
+        this re-reads the manifest and, when a newer generation was committed,
+        loads it and lets the old one go. The writer (or an in-memory store)
+        is always at its newest commit: False. Unsaved changes: StoreError.
+        """
+        if self.path is None or self.writable:
+            return False
+        if self.dirty:
+            raise StoreError(f"store {self.path} has unsaved changes; save them before refreshing")
+        manifest = read_manifest(self.path)
+        if manifest.get("dir") == self.manifest.get("dir"):
+            return False
+        self._attach(manifest)
+        return True
+
     def _load(self, manifest: dict) -> None:
+        """Load the generation ``manifest`` names; the state changes only when all of it loaded."""
         root = self.path
         assert root is not None
-        self.documents, self.chunks = {}, ChunkTable(self)
-        self._artifacts = {k: {} for k in KINDS}
-        self._entries = {}
         gen = manifest.get("dir")
-        if gen is None:  # created, never saved with content
-            return
-        gdir = root / gen
-        if not gdir.is_dir():
-            raise FileNotFoundError(gdir)
-        if int(manifest["version"]) < 2:
-            load_v1(self, gdir, manifest)
-            return
+        gdir = root / str(gen)
+        if gen is not None and not gdir.is_dir():
+            raise FileNotFoundError(errno.ENOENT, "generation folder is missing", str(gdir))
+        if gen is None or int(manifest["version"]) < 2:
+            self.documents, self.chunks, self._entries = {}, ChunkTable(self), {}
+            self._artifacts = {k: {} for k in KINDS}
+            if gen is not None:
+                load_v1(self, gdir, manifest)
+            return  # (gen None: created, never saved with content)
         entries = manifest.get("artifacts") or []
-        check_on_open(root, gen, entries)  # FileNotFoundError: retried by open()
+        check_on_open(root, gen, entries)  # FileNotFoundError: handled by _attach()
         try:
             with open(gdir / "documents.jsonl", encoding="utf-8") as f:
                 documents = {d.doc_id: d for d in (DocEntry.from_dict(json.loads(line)) for line in f)}
@@ -267,27 +278,24 @@ class Store(ArtifactRegistry):
             raise StoreCorruptedError(f"store {root} is corrupted ({gen}/documents.jsonl): {exc}",
                                       gdir / "documents.jsonl") from None
         hnsw = manifest.get("hnsw")
+        chunks, artifacts, loaded = ChunkTable(self), {k: {} for k in KINDS}, {}
+        loaders = {"vectors": lambda e: VectorView.load(self, gdir, e, hnsw),
+                   "bm25": lambda e: BM25View.load(self, gdir, e), "relation": lambda e: Relation.load(self, gdir, e),
+                   "nodes": lambda e: NodeTable.load(self, gdir, e)}
         for e in entries:
             kind, name, files = e.get("kind"), e.get("name"), e.get("files") or {}
-            self._entries[(kind, name)] = e
+            loaded[(kind, name)] = e
             if kind == "chunks":
-                self.chunks = ChunkTable.load(self, gdir, files)
-            elif kind == "vectors":
-                self._artifacts[kind][name] = VectorView.load(self, gdir, e, hnsw)
-            elif kind == "bm25":
-                self._artifacts[kind][name] = BM25View.load(self, gdir, e)
-            elif kind == "relation":
-                self._artifacts[kind][name] = Relation.load(self, gdir, e)
-            elif kind == "nodes":
-                self._artifacts[kind][name] = NodeTable.load(self, gdir, e)
+                chunks = ChunkTable.load(self, gdir, files)
+            elif kind in loaders:
+                artifacts[kind][name] = loaders[kind](e)
             elif kind != "documents":
                 raise StoreError(f"store {root} has an artifact of unknown kind {kind!r} ({name!r}); upgrade momoka")
         counts = manifest.get("counts") or {}
-        if self.chunks.n_slots != counts.get("slots", self.chunks.n_slots) or len(documents) != counts.get(
+        if chunks.n_slots != counts.get("slots", chunks.n_slots) or len(documents) != counts.get(
                 "documents", len(documents)):
             raise StoreCorruptedError(f"store {root} is corrupted: the chunk table or documents disagree with the manifest")
-        self.documents = documents
-
+        self.documents, self.chunks, self._artifacts, self._entries = documents, chunks, artifacts, loaded
 
     # ------------------------------------------------------------------ locking
 
@@ -318,7 +326,13 @@ class Store(ArtifactRegistry):
             raise StoreError(f"store {self.path} was changed by another writer since it was opened; reopen it")
 
     def close(self) -> None:
-        """Release the writer lock (unsaved changes stay in memory only)."""
+        """Release the writer lock and the lease on the loaded generation (unsaved changes stay in memory only).
+
+        After close, parts not yet read (BM25, HNSW, relations) may be deleted by the next writer's save.
+        """
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -480,6 +494,7 @@ class Store(ArtifactRegistry):
             shutil.rmtree(tmp)
         tmps.append(tmp)
         tmp.mkdir()
+        write_lease_file(tmp)
         docs = sorted(self.documents.values(), key=lambda e: e.chunk_ids[0] if e.chunk_ids else -1)
         write_file(tmp / "documents.jsonl", jsonl(e.to_dict() for e in docs))
         entries = [{"kind": "documents", "name": "documents",
@@ -505,6 +520,7 @@ class Store(ArtifactRegistry):
         tmps[0] = final  # removed again if the manifest cannot be written
         fsync_dir(root)
         previous = self.manifest.get("dir")
+        lease = Lease.take(final)  # before anyone else can see the new generation
         manifest = {k: v for k, v in self.manifest.items() if k not in ("embedder", "bm25", "vector_dtype")}
         manifest.setdefault("pipeline", {})
         manifest["hnsw"] = dict(DEFAULT_HNSW, **(manifest.get("hnsw") or {}))
@@ -523,8 +539,15 @@ class Store(ArtifactRegistry):
         mtmp = root / f"{MANIFEST}.tmp-{os.getpid()}"
         tmps.append(mtmp)
         write_file(mtmp, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-        os.replace(mtmp, root / MANIFEST)
+        try:
+            os.replace(mtmp, root / MANIFEST)
+        except BaseException:
+            lease.release()
+            raise
         tmps.clear()  # committed
+        if self._lease is not None:
+            self._lease.release()
+        self._lease = lease
         fsync_dir(root)
         self.manifest = manifest
         for art, files in written:
@@ -555,28 +578,10 @@ class Store(ArtifactRegistry):
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
 
     def _clean_old(self, keep: set) -> None:
+        """Delete the generations not in ``keep`` that no reader leases (leased ones go at a later save).
+
+        ``keep`` holds the new generation and the previous one, for readers of older momoka versions,
+        which take no lease."""
         for p in self.path.iterdir():
             if p.is_dir() and p.name.startswith("gen-") and ".tmp-" not in p.name and p.name not in keep:
-                shutil.rmtree(p, ignore_errors=True)
-
-
-def embedder_of(manifest: dict, view: str = RAW) -> dict | None:
-    """The embedder info of vector view ``view`` recorded in a manifest (either format version)."""
-    if int(manifest.get("version") or 0) < 2:
-        return manifest.get("embedder") if view == RAW else None
-    for e in manifest.get("artifacts") or []:
-        if e.get("kind") == "vectors" and e.get("name") == view:
-            return e.get("embedder")
-    return None
-
-
-def check_embedder(have: dict | None, want: dict, root: Path | str = "") -> None:
-    """Raise :class:`StoreMismatchError` unless ``want`` is the embedder ``have`` (a view's, or None: no check)."""
-    if have is None:
-        return
-    if want.get("model_id") != have.get("model_id") or want.get("checksum") != have.get("checksum"):
-        raise StoreMismatchError(
-            f"store {root} was built with embedder {have.get('model_id')} (sha256 {str(have.get('checksum'))[:12]}), "
-            f"not {want.get('model_id')} (sha256 {str(want.get('checksum'))[:12]}); "
-            "rebuild the store or use the same model"
-        )
+                delete_unleased(p)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, InputError, StoreCorruptedError
-from ._io import fsync_file, write_npy
+from ._io import check_native_write, fsync_file, write_npy
 from .artifact import Artifact, StoreWarning
 
 #: HNSW construction and search parameters.
@@ -335,7 +335,8 @@ class VectorView(Artifact):
             g = self.graph()
             p = Path(folder) / f"hnsw/{self.name}.bin"
             p.parent.mkdir(parents=True, exist_ok=True)
-            g.save_index(str(p))
+            g.save_index(str(p))  # hnswlib does not report a short write:
+            check_native_write(p)  # a full disk is an OSError (ENOSPC)
             fsync_file(p)
             files.append(f"hnsw/{self.name}.bin")
         self._n_deleted = 0

@@ -797,8 +797,27 @@ class Index:
         """Persist atomically to the store directory (or to ``path`` for an in-memory index)."""
         return self.store.save(path)
 
+    def refresh(self) -> bool:
+        """Move this reader to the store's newest commit; True when it moved.
+
+        An index opened for reading answers from the generation it opened
+        however many commits other writers make (it holds a lease on it, so
+        its files are not deleted under it) until it is refreshed or closed.
+        Not for use while other threads search this index: a server opens a
+        new :class:`Index` and swaps it in instead (``momoka serve`` does).
+        """
+        if not self.store.refresh():
+            return False
+        emb = self._embedder
+        if emb is not None and self.store.embedder_info is not None:
+            check_embedder(self.store.embedder_info, embedder_info(emb), self.store.path or "")
+        self._retrievers.clear()
+        self._documents.clear()
+        self._mean_chunk = (None, 1.0)
+        return True
+
     def close(self) -> None:
-        """Release the writer lock (unsaved changes are dropped from disk's point of view)."""
+        """Release the writer lock and the reader's lease (unsaved changes are dropped from disk's point of view)."""
         self.store.close()
 
     def __enter__(self) -> Index:

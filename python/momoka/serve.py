@@ -1,0 +1,307 @@
+"""A query server over a store that follows its commits (``momoka serve``).
+
+``POST /search`` takes a JSON object ``{"query", "k", "budget", "retriever",
+"options", "doc_ids"}`` (only ``query`` is required) and answers
+``{"query", "retriever", "generation", "hits": [{"rank", "doc_id", "start",
+"end", "text", "score", "title", "section", "spans"}], "ms"}``; ``GET
+/health`` answers the store path, its generation, documents and chunks. Every
+error is JSON ``{"error": message}`` with a status: 400 bad input (and a
+retriever the store cannot serve), 404 unknown path, 405 wrong method, 503
+too many requests waiting, 500 anything else (never a traceback).
+
+Point in time: the server holds one :class:`~momoka.index.store.Store`
+generation open as a snapshot (an :class:`~momoka.Index`, leased, see
+:mod:`momoka.index._lease`). A background thread checks the manifest every
+``poll`` seconds (a ``stat``; the manifest is read only when it changed); on
+a new commit it opens the new generation as a new snapshot, reads what the
+default retriever needs (one warm-up search), then swaps it in. A request
+takes the snapshot current when it starts and runs on it to the end, so an
+answer comes from exactly one generation, named in the answer; the old
+snapshot is closed (its lease released) when its last request ends. A new
+generation that cannot be opened leaves the old one serving and is retried
+at the next poll (``/health`` shows the error).
+
+Searches run on a bounded thread pool (``workers`` threads) off the event
+loop; at most ``queue`` more requests wait, beyond that the answer is 503.
+The HTTP layer is :class:`momoka.llm.server.HTTPServer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, InputError, MomokaError, StoreCorruptedError, StoreError
+from .index._manifest import MANIFEST, read_manifest
+from .llm.server import HTTPServer, Request, Response
+from .methods.pipeline import DEFAULT_RETRIEVER, Index
+
+__all__ = ["DEFAULT_PORT", "QueryServer"]
+
+#: The port ``momoka serve`` listens on unless told.
+DEFAULT_PORT = 8765
+#: Fields a ``/search`` request may carry.
+FIELDS = ("query", "k", "budget", "retriever", "options", "doc_ids")
+#: The query the warm-up search of a new snapshot runs (it reads the lazily loaded parts).
+WARM_QUERY = "warm up"
+
+
+class _Snapshot:
+    """One open generation and the requests running on it."""
+
+    def __init__(self, index: Index):
+        self.index = index
+        self.generation = int(index.store.manifest.get("generation") or 0)
+        self.documents = len(index.store.documents)
+        self.chunks = index.store.n_chunks
+        self.refs = 0
+        self.retired = False
+
+
+def _positive(body: dict, key: str) -> int | None:
+    v = body.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise InputError(f"{key!r} must be a positive integer, not {v!r}")
+    return v
+
+
+class QueryServer:
+    """Serve searches over the store at ``store`` on ``host:port`` (port 0: any free one), following its commits.
+
+    ``retriever``, ``k``, ``budget`` and ``options`` (``{retriever: {key:
+    value}}``, as ``-o`` gives them) are the defaults a request may override.
+    ``embedder``: the store's embedder object (default: loaded from the model
+    registry once, shared by every snapshot). Opening the store and the
+    warm-up search happen here, so a store or retriever that cannot serve
+    fails before anything listens. :meth:`start` listens;
+    :meth:`serve_forever` blocks; :meth:`stop` ends.
+    """
+
+    def __init__(self, store: str | os.PathLike, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 retriever: str = DEFAULT_RETRIEVER, k: int | None = None, budget: int | None = None,
+                 options: dict[str, dict] | None = None, workers: int = 4, queue: int = 64, poll: float = 0.5,
+                 embedder: Any = None):
+        defaults = {"k": k, "budget": budget}
+        for key in defaults:
+            _positive(defaults, key)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"workers must be a positive integer, not {workers!r}")
+        if isinstance(queue, bool) or not isinstance(queue, int) or queue < 0:
+            raise ConfigError(f"queue must be an integer >= 0, not {queue!r}")
+        if not poll > 0:
+            raise ConfigError(f"poll must be > 0 seconds, not {poll!r}")
+        self.path = Path(store)
+        self.retriever, self.k, self.budget = retriever, k, budget
+        self.options = {name: dict(v) for name, v in (options or {}).items()}
+        self.workers, self.queue, self.poll = workers, queue, poll
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._seen: tuple | None = None  # (inode, mtime, size) of the manifest last read
+        self._snapshot = self._open()
+        self._embedder = self._snapshot.index.embedder  # loaded once, shared by the snapshots to come
+        self.refresh_error: str | None = None
+        self.refreshes = 0
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="momoka-search")
+        self._pending = 0  # requests admitted and not answered (touched on the event loop only)
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        self._http = HTTPServer(self._handle, host, port)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def _manifest_stamp(self) -> tuple | None:
+        try:
+            st = os.stat(self.path / MANIFEST)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _open(self) -> _Snapshot:
+        stamp = self._manifest_stamp()
+        ix = Index.open(self.path, embedder=self._embedder, progress=False)
+        try:
+            snap = _Snapshot(ix)
+            if snap.documents:
+                self._run(snap, {"query": WARM_QUERY, "k": 1})  # reads BM25 / HNSW / relations now, not in a request
+        except BaseException:
+            ix.close()
+            raise
+        self._seen = stamp
+        return snap
+
+    def check(self) -> bool:
+        """Look for a new commit and swap it in; True when the snapshot changed (the poller calls this)."""
+        stamp = self._manifest_stamp()
+        if stamp is None or stamp == self._seen:
+            return False
+        try:
+            if int(read_manifest(self.path).get("generation") or 0) == self._snapshot.generation:
+                self._seen = stamp
+                return False
+            snap = self._open()
+        except MomokaError as exc:
+            self.refresh_error = str(exc)
+            raise
+        with self._lock:
+            old, self._snapshot = self._snapshot, snap
+            old.retired = True
+            close = old.refs == 0
+        if close:
+            old.index.close()
+        self.refresh_error = None
+        self.refreshes += 1
+        return True
+
+    def _poll(self) -> None:
+        reported = None
+        while not self._stop.wait(self.poll):
+            try:
+                self.check()
+            except Exception as exc:  # keep serving the old snapshot; say so once per distinct error
+                msg = f"{type(exc).__name__}: {exc}" if not isinstance(exc, MomokaError) else str(exc)
+                self.refresh_error = msg
+                if msg != reported:
+                    print(f"momoka: warning: cannot open the store's new commit, still serving generation "
+                          f"{self._snapshot.generation}: {msg}", file=sys.stderr, flush=True)
+                    reported = msg
+
+    def _acquire(self) -> _Snapshot:
+        with self._lock:
+            snap = self._snapshot
+            snap.refs += 1
+            return snap
+
+    def _release(self, snap: _Snapshot) -> None:
+        with self._lock:
+            snap.refs -= 1
+            close = snap.retired and snap.refs == 0
+        if close:
+            snap.index.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def _run(self, snap: _Snapshot, body: dict) -> dict:
+        """One validated search on ``snap`` (raises MomokaError for bad input)."""
+        unknown = sorted(set(body) - set(FIELDS))
+        if unknown:
+            raise InputError(f"unknown field(s) {', '.join(map(repr, unknown))}; a search takes {', '.join(FIELDS)}")
+        query = body.get("query")
+        if not isinstance(query, str):
+            raise InputError(f"'query' must be a string, not {type(query).__name__}")
+        retriever = body.get("retriever") or self.retriever
+        if not isinstance(retriever, str):
+            raise InputError(f"'retriever' must be a string, not {retriever!r}")
+        options = body.get("options") or {}
+        if not isinstance(options, dict):
+            raise InputError(f"'options' must be an object of retriever options, not {options!r}")
+        doc_ids = body.get("doc_ids")
+        if doc_ids is not None and not (isinstance(doc_ids, str) or (
+                isinstance(doc_ids, list) and all(isinstance(d, str) for d in doc_ids))):
+            raise InputError("'doc_ids' must be a document id or a list of them")
+        k, budget = _positive(body, "k"), _positive(body, "budget")
+        if k is None and budget is None:
+            k, budget = self.k, self.budget
+        t0 = time.perf_counter()
+        res = snap.index.search(query, k=k, retriever=retriever, budget=budget, doc_ids=doc_ids,
+                                **{**self.options.get(retriever, {}), **options})
+        hits = [{"rank": it.rank, "doc_id": it.doc_id, "start": it.start, "end": it.end, "text": it.text,
+                 "score": it.score, "title": it.title, "section": list(it.section),
+                 "spans": [list(s) for s in it.spans]} for it in res]
+        return {"query": query, "retriever": retriever, "generation": snap.generation, "hits": hits,
+                "ms": round((time.perf_counter() - t0) * 1000, 3)}
+
+    def search(self, body: dict) -> dict:
+        """Answer one ``/search`` body on the current snapshot (what a request runs, off the event loop)."""
+        snap = self._acquire()
+        try:
+            return self._run(snap, body)
+        finally:
+            self._release(snap)
+
+    def health(self) -> dict:
+        """The ``/health`` answer: the store, the generation served, its documents and chunks."""
+        snap = self._snapshot
+        return {"status": "ok", "store": str(self.path), "generation": snap.generation, "documents": snap.documents,
+                "chunks": snap.chunks, "retriever": self.retriever, "refreshes": self.refreshes,
+                "refresh_error": self.refresh_error, "in_flight": self._pending}
+
+    async def _handle(self, req: Request) -> Response:
+        path = req.path.split("?")[0].rstrip("/") or "/"
+        routes = {"/search": "POST", "/health": "GET"}
+        if path not in routes:
+            return Response(404, {"error": f"no route {path}; the server answers POST /search and GET /health"})
+        if req.method != routes[path]:
+            return Response(405, {"error": f"{path} takes {routes[path]}, not {req.method}"})
+        if path == "/health":
+            return Response(200, self.health())
+        try:
+            body = req.json()
+        except (ValueError, UnicodeDecodeError):
+            return Response(400, {"error": "the request body is not valid JSON"})
+        if not isinstance(body, dict):
+            return Response(400, {"error": "the request body must be a JSON object"})
+        if self._pending >= self.workers + self.queue:
+            return Response(503, {"error": f"server busy: {self._pending} requests in progress; try again"})
+        self._pending += 1
+        try:
+            out = await asyncio.get_running_loop().run_in_executor(self._pool, self.search, body)
+            return Response(200, out)
+        except (InputError, ConfigError) as exc:
+            return Response(400, {"error": str(exc)})
+        except StoreCorruptedError as exc:
+            return Response(500, {"error": str(exc)})
+        except StoreError as exc:  # what this store cannot answer (a retriever without its artifacts)
+            return Response(400, {"error": str(exc)})
+        except MomokaError as exc:
+            return Response(500, {"error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - a bug: a 500 with its one-line reason, logged, no traceback
+            print(f"momoka: error: /search failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            return Response(500, {"error": f"internal error ({type(exc).__name__}): {exc}"})
+        finally:
+            self._pending -= 1
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` once started."""
+        return self._http.url
+
+    def start(self) -> QueryServer:
+        """Listen and start following commits; returns self."""
+        self._http.start()
+        self._poller = threading.Thread(target=self._poll, name="momoka-serve-poll", daemon=True)
+        self._poller.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening and following commits, and close the snapshot."""
+        self._stop.set()
+        self._http.stop()
+        if self._poller is not None:
+            self._poller.join(5)
+        self._pool.shutdown(wait=True)
+        self._snapshot.index.close()
+
+    def serve_forever(self) -> None:
+        """Start (if needed) and block until interrupted."""
+        if self._poller is None:
+            self.start()
+        try:
+            self._http.serve_forever()
+        finally:
+            self.stop()
+
+    def __enter__(self) -> QueryServer:
+        return self.start() if self._poller is None else self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
