@@ -41,11 +41,12 @@ from .reranker import (
     get_reranker,
     rank,
 )
-from .runtime import create_session, cuda_available, resolve_device, resolve_threads
+from .runtime import DeviceWarning, create_session, cuda_available, resolve_device, resolve_threads
 
 __all__ = [
     "Embedder",
     "TruncationWarning",
+    "DeviceWarning",
     "Reranker",
     "CosineReranker",
     "CrossEncoderReranker",
