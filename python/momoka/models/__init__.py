@@ -36,7 +36,7 @@ from .registry import (
     momoka_home,
     read_manifest,
 )
-from .runtime import create_session, cuda_available, resolve_device, resolve_threads
+from .runtime import DeviceWarning, create_session, cuda_available, resolve_device, resolve_threads
 
 #: Names imported from their module on first use: the installer (zip, subprocess, the GGUF converter),
 #: the rerankers and the HTTP reranker (urllib) cost start-up time that a query does not need.
@@ -65,6 +65,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Embedder",
     "TruncationWarning",
+    "DeviceWarning",
     "Reranker",
     "CosineReranker",
     "CrossEncoderReranker",

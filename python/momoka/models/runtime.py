@@ -9,7 +9,11 @@ configuration behave the same everywhere:
 - ``"cuda"`` or ``"cuda:N"`` uses ``CUDAExecutionProvider`` on GPU ``N`` (CPU as
   fallback for unsupported nodes) and raises :class:`~momoka.errors.ConfigError`
   when the installed onnxruntime has no CUDA provider (``pip install
-  onnxruntime-gpu``);
+  onnxruntime-gpu``) or when its CUDA provider cannot start (onnxruntime itself
+  would then run the whole model on the CPU without saying so). The CUDA and
+  cuDNN libraries of NVIDIA's pip packages (``onnxruntime-gpu[cuda,cudnn]``)
+  are loaded first with ``onnxruntime.preload_dlls()``, since onnxruntime's
+  CUDA provider does not find them on its own;
 - ``threads=None`` reads ``MOMOKA_THREADS`` (default: onnxruntime's choice, one
   thread per physical core).
 """
@@ -25,14 +29,20 @@ from .._files import sha256_file
 from ..errors import ConfigError, ModelError
 
 __all__ = [
+    "DeviceWarning",
     "resolve_device",
     "resolve_providers",
     "resolve_threads",
     "create_session",
+    "open_session",
     "cuda_available",
     "sha256_file",
     "length_groups",
 ]
+
+
+class DeviceWarning(UserWarning):
+    """The model runs on the requested device only in part (some of its operators fall back to the CPU)."""
 
 
 def _ort():
@@ -85,6 +95,56 @@ def resolve_providers(device: str | None = None) -> list[Any]:
     return [("CUDAExecutionProvider", {"device_id": int(d.split(":")[1])}), "CPUExecutionProvider"]
 
 
+_preload_report: str | None = None
+
+
+def _preload_cuda_libraries() -> str:
+    """Load the CUDA/cuDNN libraries of NVIDIA's pip packages once (``onnxruntime.preload_dlls``).
+
+    Returns what onnxruntime printed while doing so (the libraries it could
+    not load), for the error raised when the CUDA provider then fails.
+    """
+    global _preload_report
+    if _preload_report is None:
+        import contextlib
+        import io
+
+        ort = _ort()
+        buf = io.StringIO()
+        if hasattr(ort, "preload_dlls"):  # onnxruntime >= 1.21
+            with contextlib.redirect_stdout(buf):
+                try:
+                    ort.preload_dlls()
+                except Exception as exc:  # a missing folder or library: reported if CUDA then fails
+                    print(f"preload_dlls: {exc}")
+        _preload_report = " ".join(buf.getvalue().split())
+    return _preload_report
+
+
+def open_session(path: str | os.PathLike, options: Any, device: str | None = None):
+    """``onnxruntime.InferenceSession(path, options)`` on ``device`` (see the module docstring).
+
+    Raises ConfigError for an unknown device or one this onnxruntime cannot
+    use, including a CUDA provider that fails to start (onnxruntime would fall
+    back to the CPU silently). Errors of the model itself propagate as
+    onnxruntime raises them; :func:`create_session` turns them into ModelError.
+    """
+    providers = resolve_providers(device)
+    if providers[0] == "CPUExecutionProvider":
+        return _ort().InferenceSession(str(path), sess_options=options, providers=providers)
+    report = _preload_cuda_libraries()
+    session = _ort().InferenceSession(str(path), sess_options=options, providers=providers)
+    if "CUDAExecutionProvider" not in session.get_providers():
+        raise ConfigError(
+            f"device {resolve_device(device)!r} requested but onnxruntime's CUDA provider did not start "
+            f"(the session got only {', '.join(session.get_providers())}): the CUDA 12/13 and cuDNN 9 "
+            "libraries onnxruntime-gpu needs were not found (pip install 'onnxruntime-gpu[cuda,cudnn]', "
+            "or put them on LD_LIBRARY_PATH), or no GPU is visible"
+            + (f"; onnxruntime.preload_dlls said: {report}" if report else "")
+        )
+    return session
+
+
 def resolve_threads(threads: int | None = None) -> int | None:
     """Intra-op thread count: ``threads``, else ``$MOMOKA_THREADS``, else None (onnxruntime default)."""
     if threads is None:
@@ -117,7 +177,6 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
     p = Path(path)
     if not p.is_file():
         raise ModelError(f"model file not found: {p}")
-    providers = resolve_providers(device)
     n = resolve_threads(threads)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -128,7 +187,9 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
         so.intra_op_num_threads = n
         so.inter_op_num_threads = 1
     try:
-        return ort.InferenceSession(str(p), sess_options=so, providers=providers)
+        return open_session(p, so, device)
+    except ConfigError:  # the device, not the model
+        raise
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(
