@@ -118,6 +118,7 @@ def test_cache_info_lists_and_clear_all_removes_everything_momoka_writes(tmp_pat
     home = tmp_path / "home"
     monkeypatch.setenv("MOMOKA_HOME", str(home))
     monkeypatch.delenv("MOMOKA_LLM_CACHE", raising=False)
+    monkeypatch.delenv("MOMOKA_CACHE_DIR", raising=False)
     # what momoka writes under its home: installed models, LLM answers, the ppl chunker's log-probs, and
     # the GGUF conversions older test suites kept there; plus a file momoka did not write
     written = {"models/minilm/model.onnx": 1000, "cache/ppl-logprobs/ab.npy": 400, "test-gguf/1234-q4/model.onnx": 5000}
