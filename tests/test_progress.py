@@ -167,3 +167,16 @@ def test_bad_interval_in_the_environment_is_a_config_error(monkeypatch):
             Progress("x", total=1, stream=io.StringIO())
     monkeypatch.setenv("MOMOKA_PROGRESS", "0")  # silenced: the interval is never read
     Progress("x", total=1, stream=io.StringIO()).close()
+
+
+def test_step_reports_absolute_progress_with_its_message():
+    # the convert_gguf callback shape: (step, total, message), steps absolute, the total known from the first call
+    clock, out = Clock(), io.StringIO()
+    with Progress("converting", unit="steps", stream=out, clock=clock, interval=0, delay=0) as bar:
+        for step, msg in ((1, "layer 0"), (3, "layer 2"), (4, "done")):
+            clock.t += 1.0
+            bar.step(step, 4, msg)
+    lines = out.getvalue().splitlines()
+    assert [ln.split(",")[0] for ln in lines] == ["converting: 1/4 steps (25%)", "converting: 3/4 steps (75%)",
+                                                  "converting: 4/4 steps (100%)"]
+    assert lines[1].endswith("step=layer 2") and bar.n == 4

@@ -155,6 +155,12 @@ class Progress:
         if self._last is None or now - self._last >= every:
             self._write(now, final=False)
 
+    def step(self, step: int, total: int, message: str = "") -> None:
+        """Report absolute progress: ``step`` of ``total`` done, now doing ``message`` (the
+        ``progress(step, total, message)`` callback of :func:`momoka.models.gguf.convert_gguf`)."""
+        self.total = int(total)
+        self.update(int(step) - self.n, **({"step": message} if message else {}))
+
     def close(self) -> None:
         """Write the final line (when anything was shown or the delay has passed)."""
         if self._closed:

@@ -174,8 +174,9 @@ class MSPChunker:
             return groups_to_spans(sents, [])
         from ...progress import Progress
 
-        with Progress(f"msp margins ({self.mode})", total=len(st) - 1, unit="boundaries",
+        with Progress("msp margins", total=len(st) - 1, unit="boundaries",
                       enabled=self.progress) as bar:
+            bar.postfix["mode"] = self.mode
             if self.mode == "pair":
                 m = self.margins([self.prompt_ids(st[i - 1], st[i]) for i in range(1, len(st))])
                 bar.update(len(m))
