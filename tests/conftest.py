@@ -17,11 +17,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _llm_cache_in_a_temporary_folder(tmp_path_factory):
-    """LLM answers the tests cause go to a file of the test session, never to the user's
-    ``$MOMOKA_HOME/llm.sqlite`` (tests that name their own cache file still use theirs)."""
+def _caches_in_a_temporary_folder(tmp_path_factory):
+    """What the tests compute goes to folders of the test session, never to the user's ``$MOMOKA_HOME``:
+    LLM answers (``MOMOKA_LLM_CACHE``, else ``llm.sqlite``) and computed model outputs such as the ppl
+    chunker's log-probs (``MOMOKA_CACHE_DIR``, else ``cache/``). CLI subprocesses inherit both; tests that
+    name their own cache still use theirs. Only ``momoka models install`` writes to ``$MOMOKA_HOME``."""
     mp = pytest.MonkeyPatch()
     mp.setenv("MOMOKA_LLM_CACHE", str(tmp_path_factory.mktemp("llm-cache") / "llm.sqlite"))
+    mp.setenv("MOMOKA_CACHE_DIR", str(tmp_path_factory.mktemp("computed-cache")))
     yield
     mp.undo()
 

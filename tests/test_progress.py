@@ -23,6 +23,7 @@ class Tty(io.StringIO):
 @pytest.fixture(autouse=True)
 def _no_env(monkeypatch):
     monkeypatch.delenv("MOMOKA_PROGRESS", raising=False)
+    monkeypatch.delenv("MOMOKA_PROGRESS_INTERVAL", raising=False)
 
 
 def test_terminal_redraws_one_line():
@@ -132,3 +133,50 @@ def test_defaults_keep_short_loops_silent_and_show_each_count_once():
         bar.update(2)
     lines = out.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("slow: 2/2")
+
+
+def test_interval_from_the_environment_sets_the_line_rate_and_caps_the_delay(monkeypatch):
+    # tried: MOMOKA_PROGRESS_INTERVAL=0 on a redirected stream: a line at every update even before the
+    # caller's 1 s delay; =2: the first line after 2 s (not the caller's 10 s delay), then one per 2 s
+    clock = Clock()
+    monkeypatch.setenv("MOMOKA_PROGRESS_INTERVAL", "0")
+    out = io.StringIO()
+    with Progress("quick", total=3, stream=out, clock=clock, interval=5.0, delay=1.0) as bar:
+        for _ in range(3):
+            clock.t += 0.1
+            bar.update()
+    assert [ln.split(",")[0] for ln in out.getvalue().splitlines()] == [
+        "quick: 1/3 (33%)", "quick: 2/3 (67%)", "quick: 3/3 (100%)"]
+    monkeypatch.setenv("MOMOKA_PROGRESS_INTERVAL", "2")
+    out = io.StringIO()
+    with Progress("slow", total=10, stream=out, clock=clock, interval=5.0, delay=10.0) as bar:
+        for _ in range(10):
+            clock.t += 1.0
+            bar.update()
+    counts = [ln.split(",")[0] for ln in out.getvalue().splitlines()]
+    assert counts == ["slow: 2/10 (20%)", "slow: 4/10 (40%)", "slow: 6/10 (60%)", "slow: 8/10 (80%)",
+                      "slow: 10/10 (100%)"]
+
+
+def test_bad_interval_in_the_environment_is_a_config_error(monkeypatch):
+    from momoka.errors import ConfigError
+
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv("MOMOKA_PROGRESS_INTERVAL", bad)
+        with pytest.raises(ConfigError, match="MOMOKA_PROGRESS_INTERVAL"):
+            Progress("x", total=1, stream=io.StringIO())
+    monkeypatch.setenv("MOMOKA_PROGRESS", "0")  # silenced: the interval is never read
+    Progress("x", total=1, stream=io.StringIO()).close()
+
+
+def test_step_reports_absolute_progress_with_its_message():
+    # the convert_gguf callback shape: (step, total, message), steps absolute, the total known from the first call
+    clock, out = Clock(), io.StringIO()
+    with Progress("converting", unit="steps", stream=out, clock=clock, interval=0, delay=0) as bar:
+        for step, msg in ((1, "layer 0"), (3, "layer 2"), (4, "done")):
+            clock.t += 1.0
+            bar.step(step, 4, msg)
+    lines = out.getvalue().splitlines()
+    assert [ln.split(",")[0] for ln in lines] == ["converting: 1/4 steps (25%)", "converting: 3/4 steps (75%)",
+                                                  "converting: 4/4 steps (100%)"]
+    assert lines[1].endswith("step=layer 2") and bar.n == 4

@@ -15,6 +15,10 @@ done/total, the rate and the ETA, plus any ``key=value`` postfix given to
 ``enabled=False`` silences it, ``enabled=True`` forces it on, ``None`` (the
 default) turns it on. The environment variable ``MOMOKA_PROGRESS=0`` (or
 ``1``) forces it off (or on) whatever the caller asked.
+``MOMOKA_PROGRESS_INTERVAL=S`` sets the seconds between plain lines (when the
+stream is not a terminal) whatever the caller asked; the first line then comes
+after at most ``S`` seconds (``0``: a line at every update, as a log wants for
+short runs).
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ import sys
 import time
 from typing import Callable, TextIO
 
-__all__ = ["Progress", "ENV_PROGRESS", "progress_enabled"]
+__all__ = ["Progress", "ENV_PROGRESS", "ENV_PROGRESS_INTERVAL", "progress_enabled"]
 
 #: Environment variable that forces progress reporting off (``0``) or on (``1``).
 ENV_PROGRESS = "MOMOKA_PROGRESS"
+#: Environment variable: seconds between plain progress lines (not on a terminal).
+ENV_PROGRESS_INTERVAL = "MOMOKA_PROGRESS_INTERVAL"
 
 
 def progress_enabled(enabled: bool | None = None) -> bool:
@@ -40,6 +46,22 @@ def progress_enabled(enabled: bool | None = None) -> bool:
     if env in ("1", "true", "yes", "on"):
         return True
     return True if enabled is None else bool(enabled)
+
+
+def _interval_from_env() -> float | None:
+    """``MOMOKA_PROGRESS_INTERVAL`` in seconds, or None when unset; a bad value is a ConfigError."""
+    raw = os.environ.get(ENV_PROGRESS_INTERVAL, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 0:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{ENV_PROGRESS_INTERVAL} must be a number of seconds >= 0, got {raw!r}")
+    return value
 
 
 def _duration(seconds: float) -> str:
@@ -65,7 +87,8 @@ class Progress:
     ``label``: what is being done; ``total``: the count expected (None: unknown,
     no ETA); ``unit``: what is counted ("texts", "req"); ``enabled``: see the
     module docstring; ``interval``: seconds between plain lines when ``stream``
-    is not a terminal; ``refresh``: seconds between redraws on a terminal;
+    is not a terminal (``MOMOKA_PROGRESS_INTERVAL`` overrides it, and then caps
+    ``delay`` there); ``refresh``: seconds between redraws on a terminal;
     ``delay``: seconds before anything is shown (default 1: a short loop stays silent);
     ``clock``: the time source (tests pass a fake one).
     """
@@ -91,6 +114,16 @@ class Progress:
         self.interval = float(interval)
         self.refresh = float(refresh)
         self.delay = float(delay)
+        self.tty = False
+        try:
+            self.tty = bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            pass
+        env_interval = _interval_from_env() if self.enabled else None
+        if env_interval is not None:
+            self.interval = env_interval
+            if not self.tty:
+                self.delay = min(self.delay, env_interval)
         self.n = 0
         self.postfix: dict[str, object] = {}
         self._clock = clock
@@ -99,10 +132,6 @@ class Progress:
         self._last_n: int | None = None  # count shown by that line
         self._width = 0  # length of the last terminal line (to blank its tail)
         self._closed = False
-        try:
-            self.tty = bool(self.stream.isatty())
-        except (AttributeError, ValueError):
-            self.tty = False
 
     # ------------------------------------------------------------------ API
 
@@ -125,6 +154,12 @@ class Progress:
         every = self.refresh if self.tty else self.interval
         if self._last is None or now - self._last >= every:
             self._write(now, final=False)
+
+    def step(self, step: int, total: int, message: str = "") -> None:
+        """Report absolute progress: ``step`` of ``total`` done, now doing ``message`` (the
+        ``progress(step, total, message)`` callback of :func:`momoka.models.gguf.convert_gguf`)."""
+        self.total = int(total)
+        self.update(int(step) - self.n, **({"step": message} if message else {}))
 
     def close(self) -> None:
         """Write the final line (when anything was shown or the delay has passed)."""

@@ -214,3 +214,20 @@ def test_bad_input():
         beam_search("q", [], pol, lambda q, e: 0.0)
     with pytest.raises(InputError, match="separator"):
         beam_search("q", ["1 0 2"], pol, lambda q, e: 0.0)
+
+
+def test_progress_counts_the_nodes_expanded(capsys, monkeypatch):
+    """Six candidates, B1 = B2 = 2, depth 3: the root, then two nodes at each of depths 1 and 2 are expanded
+    (5 nodes, counted by hand); with a line at every update each count is shown once on stderr, and
+    ``progress=False`` or ``MOMOKA_PROGRESS=0`` silence it."""
+    monkeypatch.delenv("MOMOKA_PROGRESS", raising=False)
+    monkeypatch.setenv("MOMOKA_PROGRESS_INTERVAL", "0")
+    texts = ["1", "2", "3", "4", "5", "1 2"]
+    beam_search("q", texts, ScriptedPolicy(3), lambda q, ev: -len(ev), expansion=2, beam=2, max_depth=3)
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln.split(",")[0] for ln in lines] == [f"ets beam search: {i}/5 nodes ({20 * i}%)" for i in range(1, 6)]
+    assert "depth=1" in lines[0] and "depth=3" in lines[-1]
+    beam_search("q", texts, ScriptedPolicy(3), lambda q, ev: 0.0, expansion=2, beam=2, max_depth=3, progress=False)
+    monkeypatch.setenv("MOMOKA_PROGRESS", "0")
+    beam_search("q", texts, ScriptedPolicy(3), lambda q, ev: 0.0, expansion=2, beam=2, max_depth=3)
+    assert capsys.readouterr().err == ""

@@ -118,6 +118,7 @@ def test_cache_info_lists_and_clear_all_removes_everything_momoka_writes(tmp_pat
     home = tmp_path / "home"
     monkeypatch.setenv("MOMOKA_HOME", str(home))
     monkeypatch.delenv("MOMOKA_LLM_CACHE", raising=False)
+    monkeypatch.delenv("MOMOKA_CACHE_DIR", raising=False)
     # what momoka writes under its home: installed models, LLM answers, the ppl chunker's log-probs, and
     # the GGUF conversions older test suites kept there; plus a file momoka did not write
     written = {"models/minilm/model.onnx": 1000, "cache/ppl-logprobs/ab.npy": 400, "test-gguf/1234-q4/model.onnx": 5000}
@@ -138,3 +139,25 @@ def test_cache_info_lists_and_clear_all_removes_everything_momoka_writes(tmp_pat
     assert str(home / "test-gguf") in out and str(home / "cache") in out and "not momoka's" in out
     assert main(["cache", "clear", "all"]) == 0
     assert sorted(p.name for p in home.iterdir()) == ["mine.txt"]  # everything momoka wrote is gone, nothing else
+
+
+def test_cache_dir_variable_moves_the_computed_cache(tmp_path, monkeypatch, capsys):
+    """``MOMOKA_CACHE_DIR`` moves the computed cache out of ``$MOMOKA_HOME``: the ppl chunker's log-probs go
+    there, ``cache info`` lists it there (and not as a cache/ under the home), ``cache clear computed`` removes it."""
+    import json
+
+    from momoka.methods.moc.ppl import default_cache_dir
+
+    home, moved = tmp_path / "home", tmp_path / "elsewhere" / "computed"
+    monkeypatch.setenv("MOMOKA_HOME", str(home))
+    monkeypatch.setenv("MOMOKA_CACHE_DIR", str(moved))
+    assert default_cache_dir() == moved / "ppl-logprobs"
+    (moved / "ppl-logprobs").mkdir(parents=True)
+    (moved / "ppl-logprobs" / "ab.npy").write_bytes(b"x" * 300)
+    assert main(["cache", "info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["computed"] == {"path": str(moved), "bytes": 300}
+    assert main(["cache", "clear", "computed"]) == 0
+    assert not moved.exists() and (tmp_path / "elsewhere").is_dir()
+    monkeypatch.delenv("MOMOKA_CACHE_DIR")
+    assert default_cache_dir() == home / "cache" / "ppl-logprobs"

@@ -218,6 +218,21 @@ def test_msp_batched_margins_match_plain_scoring(lm):
     assert len(ch.last_margins) == len(sentence_spans(TEXT)) - 1
 
 
+def test_msp_progress_counts_the_boundaries_judged(lm, capsys, monkeypatch):
+    """TEXT has 7 sentences, so 6 boundaries: chunk mode judges them one by one (a line each with a line per
+    update), pair mode in one batch (one line); ``progress=False`` is silent."""
+    monkeypatch.delenv("MOMOKA_PROGRESS", raising=False)
+    monkeypatch.setenv("MOMOKA_PROGRESS_INTERVAL", "0")
+    assert len(sentence_spans(TEXT)) == 7
+    MSPChunker(lm).chunk_spans(TEXT)
+    counts = [ln.split(" (")[0] for ln in capsys.readouterr().err.splitlines()]
+    assert counts == [f"msp margins: {i}/6 boundaries" for i in range(1, 7)]
+    MSPChunker(lm, mode="pair").chunk_spans(TEXT)
+    assert [ln.split(" (")[0] for ln in capsys.readouterr().err.splitlines()] == ["msp margins: 6/6 boundaries"]
+    MSPChunker(lm, progress=False).chunk_spans(TEXT)
+    assert capsys.readouterr().err == ""
+
+
 # ---------------------------------------------------------------- meta-chunker
 def _serve(script, fn):
     from momoka.llm import OpenAIClient

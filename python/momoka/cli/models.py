@@ -124,11 +124,6 @@ def _convert(args: argparse.Namespace) -> int:
     from ..progress import Progress
 
     with Progress("converting", unit="steps") as bar:
-
-        def progress(step: int, total: int, msg: str) -> None:
-            bar.total = total
-            bar.update(step - bar.n, step=msg)
-
-        out = convert_gguf(args.gguf, args.out, weights=args.weights, progress=progress)
+        out = convert_gguf(args.gguf, args.out, weights=args.weights, progress=bar.step)
     print(out)
     return 0

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cache", help="show or empty momoka's caches (models, LLM answers, computed scores)",
                        description="Everything momoka writes under $MOMOKA_HOME (default ~/.cache/momoka): the "
                        "installed models (models/), the LLM response cache (llm.sqlite, or $MOMOKA_LLM_CACHE), "
-                       "computed model outputs (cache/) and GGUF conversions older test suites left (test-gguf/). "
+                       "computed model outputs (cache/, or $MOMOKA_CACHE_DIR) and GGUF conversions older test suites "
+                       "left (test-gguf/). "
                        "Other entries of the folder are listed and never removed.")
     csub = p.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
     i = csub.add_parser("info", help="where the caches are and how big")
@@ -66,8 +67,7 @@ def _caches() -> dict:
     """Every cache momoka writes under its home, by name: ``{"path", "bytes"}`` (plus ``"files"`` when one
     cache is several files), and ``other``: entries of the home that are not momoka's (listed, never removed)."""
     from ..llm.cache import default_cache_path
-    from ..methods.moc.ppl import default_cache_dir
-    from ..models.registry import momoka_home, models_dir
+    from ..models.registry import computed_cache_dir, momoka_home, models_dir
 
     home = momoka_home()
     llm = default_cache_path()
@@ -77,7 +77,7 @@ def _caches() -> dict:
            "llm": {"path": str(llm), "bytes": sum(q.stat().st_size for q in llm_files if q.exists()),
                    "files": [str(q) for q in llm_files]},
            # model outputs computed once and reused (perplexity log-probs of the ppl chunker, ...)
-           "computed": {"path": str(default_cache_dir().parent), "bytes": _dir_bytes(default_cache_dir().parent)},
+           "computed": {"path": str(computed_cache_dir()), "bytes": _dir_bytes(computed_cache_dir())},
            # conversions earlier test suites kept here (tests now keep theirs in the checkout)
            "test-gguf": {"path": str(home / "test-gguf"), "bytes": _dir_bytes(home / "test-gguf")}}
     known = {Path(v["path"]) for k, v in out.items() if isinstance(v, dict)} | set(llm_files)

@@ -49,6 +49,7 @@ from typing import Iterable
 
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
+from ..progress import Progress
 from .embedder import Embedder
 from .registry import (
     DEFAULT_CAUSAL_LM,
@@ -352,7 +353,8 @@ def _build_causal_lm(files: dict[str, Path], staging: Path, weights: str, quiet:
     _say(f"building smollm2-135m-instruct: converting GGUF to ONNX ({weights} weights) ...", quiet)
     from .gguf import convert_gguf
 
-    out = Path(convert_gguf(gguf_path, d, weights=weights))
+    with Progress("converting smollm2-135m-instruct", unit="steps", enabled=False if quiet else None) as bar:
+        out = Path(convert_gguf(gguf_path, d, weights=weights, progress=bar.step))
     _say(f"built smollm2-135m-instruct in {time.perf_counter() - t0:.1f}s", quiet)
     return out
 

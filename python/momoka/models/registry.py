@@ -140,6 +140,17 @@ def momoka_home() -> Path:
     return base / "momoka"
 
 
+#: Environment variable that moves the computed cache (default ``momoka_home()/cache``).
+ENV_CACHE_DIR = "MOMOKA_CACHE_DIR"
+
+
+def computed_cache_dir() -> Path:
+    """Where model outputs computed once and reused are kept (the ``ppl`` chunker's log-probs, ...):
+    ``$MOMOKA_CACHE_DIR``, else ``momoka_home()/cache``."""
+    env = os.environ.get(ENV_CACHE_DIR, "").strip()
+    return Path(env).expanduser() if env else momoka_home() / "cache"
+
+
 def models_dir(path: str | os.PathLike | None = None) -> Path:
     """The model cache directory: ``path`` when given, else ``momoka_home()/models``."""
     return Path(path).expanduser() if path is not None else momoka_home() / "models"

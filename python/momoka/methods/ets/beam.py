@@ -188,14 +188,15 @@ def expand(policy: Policy, state: Any, keys: Sequence[Sequence[int]], remaining:
 
 def beam_search(question: str, candidates: Sequence[str], policy: Policy,
                 value: Callable[[str, list[str]], float], *, expansion: int = 3, beam: int = 3,
-                max_depth: int = 5, early_termination: bool = True) -> BeamResult:
+                max_depth: int = 5, early_termination: bool = True, progress: bool | None = None) -> BeamResult:
     """Early-terminating beam search for the evidence of ``question`` among ``candidates`` (document order).
 
     ``value(question, evidence_texts)`` scores an evidence set given in
     document order (higher is better). Returns the path (candidate indices,
     document order) with the highest value over all depths; ties go to the
     shorter, earlier path. Identical candidate texts are one candidate (the
-    first). Raises :class:`ConfigError` on bad sizes.
+    first). ``progress``: a :class:`momoka.progress.Progress` line per node
+    expanded (``None``: its default rules). Raises :class:`ConfigError` on bad sizes.
     """
     for name, v in (("expansion", expansion), ("beam", beam), ("max_depth", max_depth)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -222,28 +223,37 @@ def beam_search(question: str, candidates: Sequence[str], policy: Policy,
         scored[k] = v
         return v
 
+    from ...progress import Progress
+
+    depths = min(max_depth, len(selectable))
+    # nodes expanded when no depth runs out of new paths: 1 at the root, then up to `beam` per depth
+    planned = sum(min(beam, expansion ** d) for d in range(depths))
     frontier = [root]
     best: _Node | None = None
-    for _ in range(max_depth):
-        children: list[_Node] = []
-        seen: set = set()
-        for node in frontier:
-            used = set(node.path)
-            remaining = [i for i in selectable if i not in used]
-            for i, _s, st, _g in expand(policy, node.state, keys, remaining, expansion,
-                                        early_termination=early_termination, stats=stats):
-                path = node.path + (i,)
-                k = tuple(sorted(path))
-                if k in seen:
-                    continue
-                seen.add(k)
-                children.append(_Node(path, st, score(path)))
-        if not children:
-            break
-        children.sort(key=lambda c: -c.value)  # stable: policy order breaks ties
-        frontier = children[:beam]
-        if best is None or frontier[0].value > best.value:
-            best = frontier[0]
+    with Progress("ets beam search", total=planned, unit="nodes", enabled=progress) as bar:
+        for depth in range(depths):  # a path never holds more sentences than there are candidates
+            children: list[_Node] = []
+            seen: set = set()
+            for node in frontier:
+                used = set(node.path)
+                remaining = [i for i in selectable if i not in used]
+                for i, _s, st, _g in expand(policy, node.state, keys, remaining, expansion,
+                                            early_termination=early_termination, stats=stats):
+                    path = node.path + (i,)
+                    k = tuple(sorted(path))
+                    if k in seen:
+                        continue
+                    seen.add(k)
+                    children.append(_Node(path, st, score(path)))
+                bar.update(1, depth=depth + 1, value_calls=stats.value_calls,
+                           best=f"{best.value:.3f}" if best is not None else "-")
+            if not children:
+                break
+            children.sort(key=lambda c: -c.value)  # stable: policy order breaks ties
+            frontier = children[:beam]
+            if best is None or frontier[0].value > best.value:
+                best = frontier[0]
+        bar.total = bar.n  # a search with fewer new paths than planned is done all the same
     assert best is not None
     return BeamResult(tuple(sorted(best.path)), best.value, dict(scored), stats)
 

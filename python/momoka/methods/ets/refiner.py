@@ -38,14 +38,16 @@ class ETSRefiner:
     answer), or a reader object; ``value``: a callable ``(question,
     evidence_texts) -> float`` used instead (a value model); ``policy``: a
     :class:`.beam.Policy` (default: the local LM); ``lm``: the local causal LM
-    shared by policy and reader (default: the registry's).
+    shared by policy and reader (default: the registry's); ``progress``: a
+    progress line per beam-search node (:class:`momoka.progress.Progress`; None:
+    its default rules, False: silent).
     """
 
     name = "ets"
 
     def __init__(self, *, embedder: Any = None, n: int = 30, expansion: int = 3, beam: int = 3, max_depth: int = 5,
                  early_termination: bool = True, reader: Any = "local", value: Callable | None = None,
-                 policy: Any = None, lm: Any = None):
+                 policy: Any = None, lm: Any = None, progress: bool | None = None):
         for key, v in (("n", n), ("expansion", expansion), ("beam", beam), ("max_depth", max_depth)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"ets: {key} must be a positive integer, got {v!r}")
@@ -57,6 +59,7 @@ class ETSRefiner:
         self.n, self.expansion, self.beam, self.max_depth = n, expansion, beam, max_depth
         self.early_termination = early_termination
         self._reader_spec, self._value, self._policy, self._lm = reader, value, policy, lm
+        self.progress = progress
 
     # lazily built: loading the LM is slow and not needed to list or validate components
     def _shared_lm(self):
@@ -98,7 +101,7 @@ class ETSRefiner:
         return beam_search(query, texts, self.policy, self.value_fn(),
                            expansion=self.expansion, beam=self.beam, max_depth=self.max_depth,
                            early_termination=self.early_termination if early_termination is None
-                           else early_termination)
+                           else early_termination, progress=self.progress)
 
     def refine(self, query: str, result: Result) -> Result:
         """The evidence sentences ETS picks among the sentences of ``result`` (one item per sentence)."""

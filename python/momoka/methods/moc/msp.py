@@ -95,6 +95,8 @@ class MSPChunker:
         mode: ``"chunk"`` (the current chunk is the context) or ``"pair"`` (the previous sentence).
         max_context_tokens: ``a`` keeps only its last tokens.
         merge_target, merge_unit: dynamic merge as in :class:`PPLChunker`.
+        progress: a progress line per sentence boundary judged
+            (:class:`momoka.progress.Progress`; None: its default rules, False: silent).
 
     ``last_margins`` holds the margins of the last document.
     """
@@ -104,7 +106,7 @@ class MSPChunker:
     runs_model = True
 
     def __init__(self, lm: Any = None, *, language: str = "en", mode: str = "chunk", max_context_tokens: int = 1024,
-                 merge_target: int | None = None, merge_unit: str = "chars"):
+                 merge_target: int | None = None, merge_unit: str = "chars", progress: bool | None = None):
         if language not in ("en", "zh"):
             raise ConfigError(f"language must be 'en' or 'zh', not {language!r}")
         if mode not in ("chunk", "pair"):
@@ -116,6 +118,7 @@ class MSPChunker:
         self.max_context_tokens = int(max_context_tokens)
         self.merge_target = merge_target
         self.merge_unit = merge_unit
+        self.progress = progress
         self.last_margins: list[float] = []
         if lm is not None:
             label_ids(lm)
@@ -169,23 +172,30 @@ class MSPChunker:
         if len(sents) < 2:
             self.last_margins = []
             return groups_to_spans(sents, [])
-        if self.mode == "pair":
-            m = self.margins([self.prompt_ids(st[i - 1], st[i]) for i in range(1, len(st))])
-            self.last_margins = m.tolist()
-            ends = msp_boundaries(m)
-        else:
-            theta, seen, ends, cur = 0.0, [], [], st[0]
-            for i in range(1, len(st)):
-                m = float(self.margins([self.prompt_ids(cur, st[i])])[0])
-                seen.append(m)
-                if m > theta:
-                    cur = cur + sep + st[i]
-                else:
-                    ends.append(i - 1)
-                    cur = st[i]
-                if len(seen) >= 5:
-                    theta = float(np.mean(seen[-5:]))
-            self.last_margins = seen
+        from ...progress import Progress
+
+        with Progress("msp margins", total=len(st) - 1, unit="boundaries",
+                      enabled=self.progress) as bar:
+            bar.postfix["mode"] = self.mode
+            if self.mode == "pair":
+                m = self.margins([self.prompt_ids(st[i - 1], st[i]) for i in range(1, len(st))])
+                bar.update(len(m))
+                self.last_margins = m.tolist()
+                ends = msp_boundaries(m)
+            else:
+                theta, seen, ends, cur = 0.0, [], [], st[0]
+                for i in range(1, len(st)):
+                    m = float(self.margins([self.prompt_ids(cur, st[i])])[0])
+                    bar.update()
+                    seen.append(m)
+                    if m > theta:
+                        cur = cur + sep + st[i]
+                    else:
+                        ends.append(i - 1)
+                        cur = st[i]
+                    if len(seen) >= 5:
+                        theta = float(np.mean(seen[-5:]))
+                self.last_margins = seen
         spans = groups_to_spans(sents, ends)
         return dynamic_merge(spans, self.merge_target,
                              length_fn(text, self.merge_unit, self.lm.encode if self.merge_unit == "tokens" else None))

@@ -69,11 +69,12 @@ def reference_truncate(sentence: str) -> str:
 
 
 def default_cache_dir() -> Path:
-    """Where the ppl chunker keeps its token log-probs: ``momoka_home()/cache/ppl-logprobs``
-    (``momoka cache info`` lists it, ``momoka cache clear computed`` empties it)."""
-    from ...models import momoka_home
+    """Where the ppl chunker keeps its token log-probs: ``ppl-logprobs`` in the computed cache,
+    ``$MOMOKA_CACHE_DIR`` or ``momoka_home()/cache`` (``momoka cache info`` lists it,
+    ``momoka cache clear computed`` empties it)."""
+    from ...models import computed_cache_dir
 
-    return momoka_home() / "cache" / "ppl-logprobs"
+    return computed_cache_dir() / "ppl-logprobs"
 
 
 class PPLChunker:
@@ -88,7 +89,8 @@ class PPLChunker:
         segment, context: tokens scored per segment and context tokens before each.
         cache: a directory for per-segment log-probs, True (momoka's cache
             directory) or False.
-        progress: show a progress bar (None: when stderr is a terminal).
+        progress: a progress line per token scored (:class:`momoka.progress.Progress`;
+            None: its default rules, False: silent).
 
     After a call, ``last_scores`` and ``last_sentences`` hold the document's
     per-sentence scores and sentence spans; ``stats`` counts tokens scored and
