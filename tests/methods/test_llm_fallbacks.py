@@ -269,3 +269,73 @@ def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
     ix.add(docs, existing="skip")
     assert srv.count == 2 and ix.report["redone"] == ["owl"]
     assert not has_fallbacks(ix.store.documents["owl"].metadata)
+
+
+# ------------------------------------------------------------------ JERR extraction
+
+
+def _topic(body) -> str:
+    return next(t for t in TOPICS if re.search(rf"\b{t}\b", last_user(body)))
+
+
+def _jerr_kind(body) -> str:
+    user = last_user(body)
+    for marker, kind in (("Please transfer", "synopsis"), ("information atoms", "atoms"),
+                         ("core components", "elements"), ("attributes between", "edge")):
+        if marker in user:
+            return kind
+    raise AssertionError(user[:80])
+
+
+def _jerr_answer(body, i):
+    """A working server: the paper's answers for a unit about one topic."""
+    t, kind = _topic(body), _jerr_kind(body)
+    return Reply({"synopsis": f"The {t} woke and slept on the farm.",
+                  "atoms": f"1. The {t} woke at dawn.\n2. The {t} slept until noon.",
+                  "elements": json.dumps([f"The {t}", "the farm", "noon"]),
+                  "edge": "woke on"}[kind])
+
+
+def _jerr_index(llm, max_failed=None):
+    from momoka.methods.jerr import JerrRelator
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]
+    return Index.build(docs, chunker="paragraph", embedder=None, relate=[JerrRelator("llm", llm=llm)],
+                       progress=False, llm_max_failed=max_failed)
+
+
+def test_jerr_extraction_follows_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+    from momoka.methods.jerr import read_graphs
+
+    # every element list is prose: 5 of 5 units (one per document) unusable -> stop before storing a graph
+    srv = make_server(lambda body, i: Reply("The core components are hard to say.") if _jerr_kind(body) == "elements"
+                      else _jerr_answer(body, i))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^jerr extraction: 5 of 5 units \(100.0 %\) were unusable, more "
+                                               r"than --llm-max-failed 25 %; e.g. 'The core components"):
+        _jerr_index(llm)
+
+    # only the owl's element list is prose: 1 of 5 (20 %) -> warned, recorded, the owl's unit extracted offline
+    srv.script = lambda body, i: (Reply("Sorry, I cannot list any core components of this paragraph.") if _jerr_kind(body) == "elements"
+                                  and _topic(body) == "owl" else _jerr_answer(body, i))
+    with pytest.warns(UserWarning, match=r"^jerr extraction: 1 of 5 units \(20.0 %\) were unusable; those units "
+                                         r"were extracted offline \(no LLM\)$"):
+        ix = _jerr_index(llm)
+    text = "\n\n".join(_paragraphs("owl"))
+    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    assert md["owl"][FALLBACKS_KEY] == {"jerr": {"asked": 1, "fallbacks": [[0, len(text)]]}}
+    assert all(md[t][FALLBACKS_KEY] == {"jerr": {"asked": 1, "fallbacks": []}} for t in TOPICS if t != "owl")
+    assert md["owl"]["jerr"]["backends"] == ["offline-fallback"]
+    assert ix.pipeline[FALLBACKS_KEY]["jerr"] == {"asked": 5, "fallbacks": 1, "documents": 1, "share": 0.2}
+
+    # the server is fixed: adding the same documents again asks only the owl's unusable element list (the
+    # owl's synopsis and atoms were usable: read from the cache) and then the owl's 3 edge questions
+    srv.script = _jerr_answer
+    srv.reset()
+    ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
+    asked = sorted((_topic(b), _jerr_kind(b)) for b in srv.chat_bodies())
+    assert asked == [("owl", "edge")] * 3 + [("owl", "elements")]
+    assert ix.report["redone"] == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
+    ents, _ = read_graphs(ix.store, ["owl"])
+    assert {e["name"] for e in ents} == {"The owl", "the farm", "noon"}
