@@ -339,3 +339,64 @@ def test_jerr_extraction_follows_the_rule(tmp_path, make_server):
     assert ix.report["redone"] == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
     ents, _ = read_graphs(ix.store, ["owl"])
     assert {e["name"] for e in ents} == {"The owl", "the farm", "noon"}
+
+
+# ------------------------------------------------------------------ the Momoka-Map LLM referee
+
+
+def _pair_of(body) -> tuple[str, str]:
+    m = re.search(r"Initial Chunk: (.*?)\n\nNew Chunk: (.*?)\n\nOutput format", body["messages"][0]["content"],
+                  re.DOTALL)
+    return m.group(1), m.group(2)
+
+
+def _verdict(body, i):
+    """A working referee: 1 when the new chunk is the paragraph after the initial one, else 0."""
+    a, b = _pair_of(body)
+    return Reply("1" if a.startswith("The ") and b.startswith("Later") else "0")
+
+
+def _paths_index(llm):
+    from momoka.methods.momoka.components import PathRelator
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]
+    return Index.build(docs, chunker="paragraph", embedder=None, progress=False,
+                       relate=[PathRelator("llm", llm=llm, iterations=10, rollout=2)])
+
+
+def test_llm_referee_follows_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+
+    # every verdict is prose: 10 of 10 pairs (2 per two-paragraph document) malformed -> stop, nothing stored
+    srv = make_server(lambda body, i: Reply("It is hard to say whether it completes it."))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^referee: 10 of 10 verdicts \(100.0 %\) were unusable, more than "
+                                               r"--llm-max-failed 25 %; e.g. 'It is hard to say"):
+        _paths_index(llm)
+
+    # only the owl's (first paragraph, second paragraph) verdict is prose: 1 of 10 -> warned, scored 0, recorded
+    owl1, owl2 = _paragraphs("owl")
+
+    def one_bad(body, i):
+        return Reply("maybe") if _pair_of(body) == (owl1, owl2) else _verdict(body, i)
+
+    srv.script = one_bad
+    srv.reset()
+    with pytest.warns(UserWarning, match=r"^referee: 1 of 10 verdicts \(10.0 %\) were unusable; those pairs were "
+                                         r"scored 0$"):
+        ix = _paths_index(llm)
+    assert sum(_pair_of(b) == (owl1, owl2) for b in srv.chat_bodies()) == 3  # asked, then re-asked twice
+    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    assert md["owl"][FALLBACKS_KEY] == {"referee": {"asked": 2, "fallbacks": [[[0], 1]]}}
+    assert all(md[t][FALLBACKS_KEY] == {"referee": {"asked": 2, "fallbacks": []}} for t in TOPICS if t != "owl")
+    assert ix.pipeline[FALLBACKS_KEY]["referee"] == {"asked": 10, "fallbacks": 1, "documents": 1, "share": 0.1}
+
+    # a working server (it says 0 for that pair): the same documents again ask exactly that verdict, once
+    srv.script = lambda body, i: Reply("0") if _pair_of(body) == (owl1, owl2) else _verdict(body, i)
+    srv.reset()
+    ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
+    assert [_pair_of(b) for b in srv.chat_bodies()] == [(owl1, owl2)]
+    assert ix.report["redone"] == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
+    srv.reset()
+    ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
+    assert srv.count == 0 and ix.report["redone"] == []
