@@ -275,7 +275,9 @@ def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
 
 
 def _topic(body) -> str:
-    return next(t for t in TOPICS if re.search(rf"\b{t}\b", last_user(body)))
+    """The topic of a request (its first user message: re-asks append the model's answer and a reminder)."""
+    first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return next(t for t in TOPICS if re.search(rf"\b{t}\b", first))
 
 
 def _jerr_kind(body) -> str:
@@ -400,3 +402,93 @@ def test_llm_referee_follows_the_rule(tmp_path, make_server):
     srv.reset()
     ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
     assert srv.count == 0 and ix.report["redone"] == []
+
+
+# ------------------------------------------------------------------ the MoC meta-chunker
+
+
+def _window_of(body) -> str:
+    first = next(m["content"] for m in body["messages"] if "Document content: " in m["content"])
+    return first.split("Document content: ", 1)[1]
+
+
+def _outlines(body, i):
+    """A working meta-chunker: one outline (head [MASK] tail) per paragraph of the window."""
+    return Reply(json.dumps([f"{p[:12]}[MASK]{p[-12:]}" for p in _window_of(body).split("\n\n")]))
+
+
+def _meta_script(bad: dict):
+    """Prose for the windows about the topics in ``bad`` ("prose"), or an outline found nowhere ("absent")."""
+    def script(body, i):
+        t = _topic(body)
+        if bad.get(t) == "prose":
+            return Reply("Here is how I would segment it: after the first paragraph.")
+        if bad.get(t) == "absent":
+            return Reply(json.dumps(["Whales sang[MASK]all night long."]))
+        return _outlines(body, i)
+    return script
+
+
+def test_meta_chunker_follows_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+    from momoka.methods.moc import MetaChunker
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]  # one window per document
+    srv = make_server(_meta_script({t: "prose" for t in TOPICS}))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^meta chunker: 5 of 5 windows \(100.0 %\) were unusable, more than "
+                                               r"--llm-max-failed 25 %; e.g. 'Here is how I would segment it"):
+        Index.build(docs, chunker=MetaChunker(llm), embedder=None, progress=False)
+
+    # the owl's answer is prose, the bee's outline is nowhere in its window: 2 of 5 (bound 50 %) -> warned,
+    # recorded (the window is the whole document), those windows cut into merged sentences
+    srv.script = _meta_script({"owl": "prose", "bee": "absent"})
+    with pytest.warns(UserWarning, match=r"^meta chunker: 2 of 5 windows \(40.0 %\) were unusable; those windows "
+                                         r"were cut into merged whole sentences$"):
+        ix = Index.build(docs, chunker=MetaChunker(llm), embedder=None, progress=False, llm_max_failed=0.5)
+    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    whole = len(docs[0]["text"])  # every document is as long as the cat's
+    assert {t: md[t][FALLBACKS_KEY] for t in TOPICS} == {
+        t: {"chunker": {"asked": 1, "fallbacks": [[0, whole]] if t in ("owl", "bee") else []}} for t in TOPICS}
+    assert [ix.store.chunks.text(c) for c in ix.store.documents["cat"].chunk_ids] == _paragraphs("cat")
+
+    # the server is fixed: adding the same documents asks exactly the owl's and the bee's windows again (the
+    # bee's placed-nowhere answer had parsed, and was removed from the cache all the same)
+    srv.script = _outlines
+    srv.reset()
+    ix.add(docs, existing="skip")
+    assert sorted(_topic(b) for b in srv.chat_bodies()) == ["bee", "owl"]
+    assert sorted(ix.report["redone"]) == ["bee", "owl"]
+    assert [ix.store.chunks.text(c) for c in ix.store.documents["owl"].chunk_ids] == _paragraphs("owl")
+    assert not any(has_fallbacks(ix.store.documents[t].metadata) for t in TOPICS)
+
+
+def test_eval_chunking_names_the_meta_row_by_its_fallback_share(tmp_path, make_server, capsys, monkeypatch):
+    # issue 27: a `meta` row that was mostly its sentence fallback must say so
+    from momoka.cli import main
+    from momoka.eval.chunk_compare import compare_chunkers, format_comparison
+    from momoka.eval.datasets import Dataset, DocRecord
+    from momoka.llm import OpenAIClient
+
+    srv = make_server(_meta_script({"owl": "prose", "bee": "absent"}))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    ds = Dataset("toy", tmp_path, [DocRecord(t, None, "\n\n".join(_paragraphs(t)), {}) for t in TOPICS], [], None,
+                 None)
+    report = compare_chunkers(ds, ["meta", "sentence"], metrics=[], retrieval=False, target_chars=60,
+                              options={"meta": {"llm": llm, "max_failed": 1.0}})
+    assert report["chunkers"]["meta"]["fallbacks"] == {"asked": 5, "fallbacks": 2, "share": 0.4}
+    rows = format_comparison(report).splitlines()[3:5]  # title, header, rule, then one row per chunker
+    assert rows[0].startswith("meta (40.0 % fallback) ") and rows[1].startswith("sentence ")
+
+    # the plain mode of `momoka eval-chunking` names it too (its --llm-* options set these; restored after)
+    for k in ("MOMOKA_LLM_BASE_URL", "MOMOKA_LLM_MODEL", "MOMOKA_LLM_MAX_FAILED"):
+        monkeypatch.delenv(k, raising=False)
+    root = tmp_path / "set"
+    root.mkdir()
+    (root / "documents.jsonl").write_text("".join(json.dumps({"doc_id": t, "text": "\n\n".join(_paragraphs(t))})
+                                                  + "\n" for t in TOPICS))
+    (root / "questions.jsonl").write_text("")
+    rc = main(["eval-chunking", "--data", str(root), "--chunker", "meta", "--llm-url", srv.base_url,
+               "--llm-model", "scripted", "--llm-max-failed", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.splitlines()[0] == "chunker meta (40.0 % fallback)", out
