@@ -482,7 +482,8 @@ def test_eval_chunking_names_the_meta_row_by_its_fallback_share(tmp_path, make_s
 
     # the plain mode of `momoka eval-chunking` names it too (its --llm-* options set these; restored after)
     for k in ("MOMOKA_LLM_BASE_URL", "MOMOKA_LLM_MODEL", "MOMOKA_LLM_MAX_FAILED"):
-        monkeypatch.delenv(k, raising=False)
+        monkeypatch.setenv(k, "")  # remembers the value before, restored after the test
+        monkeypatch.delenv(k)
     root = tmp_path / "set"
     root.mkdir()
     (root / "documents.jsonl").write_text("".join(json.dumps({"doc_id": t, "text": "\n\n".join(_paragraphs(t))})

@@ -102,7 +102,7 @@ def test_chunk_cli_says_how_many_windows_fell_back(tmp_path, monkeypatch, capsys
         monkeypatch.setenv("MOMOKA_LLM_BASE_URL", srv.base_url)
         monkeypatch.setenv("MOMOKA_LLM_MODEL", "scripted")
         monkeypatch.setenv("MOMOKA_LLM_API_KEY", "x")
-        monkeypatch.delenv("MOMOKA_LLM_MAX_FAILED", raising=False)
+        monkeypatch.setenv("MOMOKA_LLM_MAX_FAILED", "0.25")  # the default, restored after --llm-max-failed below
         assert main(["chunk", str(f), "--chunker", "meta", "--json"]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.strip().splitlines()[-1].startswith(
