@@ -28,13 +28,14 @@ def test_meta_chunker_is_asked_once_per_window_during_calibration():
     with ScriptedServer(lambda body, i: (asked.append(i), Reply("No JSON here."))[1]) as srv:
         llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False)
         ch, size, mean, spans = calibrate("meta", DOCS, 150, options={"llm": llm, "window_chars": 200,
-                                                                       "max_reasks": 0})
+                                                                       "max_reasks": 0, "max_failed": 1.0})
         windows = [d.text[w[0][0]:w[-1][1]] for d in DOCS for w in sentence_windows(sentence_spans(d), 200)]
         n_windows, n_distinct = len(windows), len(set(windows))  # the client sends a repeated prompt once
         assert len(asked) == n_distinct
         # the returned chunker serves the settled spans without asking again
         assert [[(c.start, c.end) for c in ch(d)] for d in DOCS] == spans and len(asked) == n_distinct
-        direct = MetaChunker(llm, window_chars=200, max_reasks=0, merge_target=size).chunk_spans_batch(DOCS)
+        direct = MetaChunker(llm, window_chars=200, max_reasks=0, merge_target=size,
+                             max_failed=1.0).chunk_spans_batch(DOCS)
     assert spans == direct
     lens = [b - a for s in spans for a, b in s]
     assert abs(mean - sum(lens) / len(lens)) < 1e-9

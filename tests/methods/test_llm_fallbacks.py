@@ -269,3 +269,227 @@ def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
     ix.add(docs, existing="skip")
     assert srv.count == 2 and ix.report["redone"] == ["owl"]
     assert not has_fallbacks(ix.store.documents["owl"].metadata)
+
+
+# ------------------------------------------------------------------ JERR extraction
+
+
+def _topic(body) -> str:
+    """The topic of a request (its first user message: re-asks append the model's answer and a reminder)."""
+    first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return next(t for t in TOPICS if re.search(rf"\b{t}\b", first))
+
+
+def _jerr_kind(body) -> str:
+    user = last_user(body)
+    for marker, kind in (("Please transfer", "synopsis"), ("information atoms", "atoms"),
+                         ("core components", "elements"), ("attributes between", "edge")):
+        if marker in user:
+            return kind
+    raise AssertionError(user[:80])
+
+
+def _jerr_answer(body, i):
+    """A working server: the paper's answers for a unit about one topic."""
+    t, kind = _topic(body), _jerr_kind(body)
+    return Reply({"synopsis": f"The {t} woke and slept on the farm.",
+                  "atoms": f"1. The {t} woke at dawn.\n2. The {t} slept until noon.",
+                  "elements": json.dumps([f"The {t}", "the farm", "noon"]),
+                  "edge": "woke on"}[kind])
+
+
+def _jerr_index(llm, max_failed=None):
+    from momoka.methods.jerr import JerrRelator
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]
+    return Index.build(docs, chunker="paragraph", embedder=None, relate=[JerrRelator("llm", llm=llm)],
+                       progress=False, llm_max_failed=max_failed)
+
+
+def test_jerr_extraction_follows_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+    from momoka.methods.jerr import read_graphs
+
+    # every element list is prose: 5 of 5 units (one per document) unusable -> stop before storing a graph
+    srv = make_server(lambda body, i: Reply("The core components are hard to say.") if _jerr_kind(body) == "elements"
+                      else _jerr_answer(body, i))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^jerr extraction: 5 of 5 units \(100.0 %\) were unusable, more "
+                                               r"than --llm-max-failed 25 %; e.g. 'The core components"):
+        _jerr_index(llm)
+
+    # only the owl's element list is prose: 1 of 5 (20 %) -> warned, recorded, the owl's unit extracted offline
+    srv.script = lambda body, i: (Reply("Sorry, I cannot list any core components of this paragraph.") if _jerr_kind(body) == "elements"
+                                  and _topic(body) == "owl" else _jerr_answer(body, i))
+    with pytest.warns(UserWarning, match=r"^jerr extraction: 1 of 5 units \(20.0 %\) were unusable; those units "
+                                         r"were extracted offline \(no LLM\)$"):
+        ix = _jerr_index(llm)
+    text = "\n\n".join(_paragraphs("owl"))
+    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    assert md["owl"][FALLBACKS_KEY] == {"jerr": {"asked": 1, "fallbacks": [[0, len(text)]]}}
+    assert all(md[t][FALLBACKS_KEY] == {"jerr": {"asked": 1, "fallbacks": []}} for t in TOPICS if t != "owl")
+    assert md["owl"]["jerr"]["backends"] == ["offline-fallback"]
+    assert ix.pipeline[FALLBACKS_KEY]["jerr"] == {"asked": 5, "fallbacks": 1, "documents": 1, "share": 0.2}
+
+    # the server is fixed: adding the same documents again asks only the owl's unusable element list (the
+    # owl's synopsis and atoms were usable: read from the cache) and then the owl's 3 edge questions
+    srv.script = _jerr_answer
+    srv.reset()
+    ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
+    asked = sorted((_topic(b), _jerr_kind(b)) for b in srv.chat_bodies())
+    assert asked == [("owl", "edge")] * 3 + [("owl", "elements")]
+    assert ix.report["redone"] == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
+    ents, _ = read_graphs(ix.store, ["owl"])
+    assert {e["name"] for e in ents} == {"The owl", "the farm", "noon"}
+
+
+# ------------------------------------------------------------------ the Momoka-Map LLM referee
+
+
+def _pair_of(body) -> tuple[str, str]:
+    m = re.search(r"Initial Chunk: (.*?)\n\nNew Chunk: (.*?)\n\nOutput format", body["messages"][0]["content"],
+                  re.DOTALL)
+    return m.group(1), m.group(2)
+
+
+def _verdict(body, i):
+    """A working referee: 1 when the new chunk is the paragraph after the initial one, else 0."""
+    a, b = _pair_of(body)
+    return Reply("1" if a.startswith("The ") and b.startswith("Later") else "0")
+
+
+def _paths_index(llm):
+    from momoka.methods.momoka.components import PathRelator
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]
+    return Index.build(docs, chunker="paragraph", embedder=None, progress=False,
+                       relate=[PathRelator("llm", llm=llm, iterations=10, rollout=2)])
+
+
+def test_llm_referee_follows_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+
+    # every verdict is prose: 10 of 10 pairs (2 per two-paragraph document) malformed -> stop, nothing stored
+    srv = make_server(lambda body, i: Reply("It is hard to say whether it completes it."))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^referee: 10 of 10 verdicts \(100.0 %\) were unusable, more than "
+                                               r"--llm-max-failed 25 %; e.g. 'It is hard to say"):
+        _paths_index(llm)
+
+    # only the owl's (first paragraph, second paragraph) verdict is prose: 1 of 10 -> warned, scored 0, recorded
+    owl1, owl2 = _paragraphs("owl")
+
+    def one_bad(body, i):
+        return Reply("maybe") if _pair_of(body) == (owl1, owl2) else _verdict(body, i)
+
+    srv.script = one_bad
+    srv.reset()
+    with pytest.warns(UserWarning, match=r"^referee: 1 of 10 verdicts \(10.0 %\) were unusable; those pairs were "
+                                         r"scored 0$"):
+        ix = _paths_index(llm)
+    assert sum(_pair_of(b) == (owl1, owl2) for b in srv.chat_bodies()) == 3  # asked, then re-asked twice
+    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    assert md["owl"][FALLBACKS_KEY] == {"referee": {"asked": 2, "fallbacks": [[[0], 1]]}}
+    assert all(md[t][FALLBACKS_KEY] == {"referee": {"asked": 2, "fallbacks": []}} for t in TOPICS if t != "owl")
+    assert ix.pipeline[FALLBACKS_KEY]["referee"] == {"asked": 10, "fallbacks": 1, "documents": 1, "share": 0.1}
+
+    # a working server (it says 0 for that pair): the same documents again ask exactly that verdict, once
+    srv.script = lambda body, i: Reply("0") if _pair_of(body) == (owl1, owl2) else _verdict(body, i)
+    srv.reset()
+    ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
+    assert [_pair_of(b) for b in srv.chat_bodies()] == [(owl1, owl2)]
+    assert ix.report["redone"] == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
+    srv.reset()
+    ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
+    assert srv.count == 0 and ix.report["redone"] == []
+
+
+# ------------------------------------------------------------------ the MoC meta-chunker
+
+
+def _window_of(body) -> str:
+    first = next(m["content"] for m in body["messages"] if "Document content: " in m["content"])
+    return first.split("Document content: ", 1)[1]
+
+
+def _outlines(body, i):
+    """A working meta-chunker: one outline (head [MASK] tail) per paragraph of the window."""
+    return Reply(json.dumps([f"{p[:12]}[MASK]{p[-12:]}" for p in _window_of(body).split("\n\n")]))
+
+
+def _meta_script(bad: dict):
+    """Prose for the windows about the topics in ``bad`` ("prose"), or an outline found nowhere ("absent")."""
+    def script(body, i):
+        t = _topic(body)
+        if bad.get(t) == "prose":
+            return Reply("Here is how I would segment it: after the first paragraph.")
+        if bad.get(t) == "absent":
+            return Reply(json.dumps(["Whales sang[MASK]all night long."]))
+        return _outlines(body, i)
+    return script
+
+
+def test_meta_chunker_follows_the_rule(tmp_path, make_server):
+    from momoka.llm import OpenAIClient
+    from momoka.methods.moc import MetaChunker
+
+    docs = [{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS]  # one window per document
+    srv = make_server(_meta_script({t: "prose" for t in TOPICS}))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    with pytest.raises(LLMFallbackError, match=r"^meta chunker: 5 of 5 windows \(100.0 %\) were unusable, more than "
+                                               r"--llm-max-failed 25 %; e.g. 'Here is how I would segment it"):
+        Index.build(docs, chunker=MetaChunker(llm), embedder=None, progress=False)
+
+    # the owl's answer is prose, the bee's outline is nowhere in its window: 2 of 5 (bound 50 %) -> warned,
+    # recorded (the window is the whole document), those windows cut into merged sentences
+    srv.script = _meta_script({"owl": "prose", "bee": "absent"})
+    with pytest.warns(UserWarning, match=r"^meta chunker: 2 of 5 windows \(40.0 %\) were unusable; those windows "
+                                         r"were cut into merged whole sentences$"):
+        ix = Index.build(docs, chunker=MetaChunker(llm), embedder=None, progress=False, llm_max_failed=0.5)
+    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    whole = len(docs[0]["text"])  # every document is as long as the cat's
+    assert {t: md[t][FALLBACKS_KEY] for t in TOPICS} == {
+        t: {"chunker": {"asked": 1, "fallbacks": [[0, whole]] if t in ("owl", "bee") else []}} for t in TOPICS}
+    assert [ix.store.chunks.text(c) for c in ix.store.documents["cat"].chunk_ids] == _paragraphs("cat")
+
+    # the server is fixed: adding the same documents asks exactly the owl's and the bee's windows again (the
+    # bee's placed-nowhere answer had parsed, and was removed from the cache all the same)
+    srv.script = _outlines
+    srv.reset()
+    ix.add(docs, existing="skip")
+    assert sorted(_topic(b) for b in srv.chat_bodies()) == ["bee", "owl"]
+    assert sorted(ix.report["redone"]) == ["bee", "owl"]
+    assert [ix.store.chunks.text(c) for c in ix.store.documents["owl"].chunk_ids] == _paragraphs("owl")
+    assert not any(has_fallbacks(ix.store.documents[t].metadata) for t in TOPICS)
+
+
+def test_eval_chunking_names_the_meta_row_by_its_fallback_share(tmp_path, make_server, capsys, monkeypatch):
+    # issue 27: a `meta` row that was mostly its sentence fallback must say so
+    from momoka.cli import main
+    from momoka.eval.chunk_compare import compare_chunkers, format_comparison
+    from momoka.eval.datasets import Dataset, DocRecord
+    from momoka.llm import OpenAIClient
+
+    srv = make_server(_meta_script({"owl": "prose", "bee": "absent"}))
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=str(tmp_path / "llm.sqlite"))
+    ds = Dataset("toy", tmp_path, [DocRecord(t, None, "\n\n".join(_paragraphs(t)), {}) for t in TOPICS], [], None,
+                 None)
+    report = compare_chunkers(ds, ["meta", "sentence"], metrics=[], retrieval=False, target_chars=60,
+                              options={"meta": {"llm": llm, "max_failed": 1.0}})
+    assert report["chunkers"]["meta"]["fallbacks"] == {"asked": 5, "fallbacks": 2, "share": 0.4}
+    rows = format_comparison(report).splitlines()[3:5]  # title, header, rule, then one row per chunker
+    assert rows[0].startswith("meta (40.0 % fallback) ") and rows[1].startswith("sentence ")
+
+    # the plain mode of `momoka eval-chunking` names it too (its --llm-* options set these; restored after)
+    for k in ("MOMOKA_LLM_BASE_URL", "MOMOKA_LLM_MODEL", "MOMOKA_LLM_MAX_FAILED"):
+        monkeypatch.setenv(k, "")  # remembers the value before, restored after the test
+        monkeypatch.delenv(k)
+    root = tmp_path / "set"
+    root.mkdir()
+    (root / "documents.jsonl").write_text("".join(json.dumps({"doc_id": t, "text": "\n\n".join(_paragraphs(t))})
+                                                  + "\n" for t in TOPICS))
+    (root / "questions.jsonl").write_text("")
+    rc = main(["eval-chunking", "--data", str(root), "--chunker", "meta", "--llm-url", srv.base_url,
+               "--llm-model", "scripted", "--llm-max-failed", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.splitlines()[0] == "chunker meta (40.0 % fallback)", out

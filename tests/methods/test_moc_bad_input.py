@@ -88,8 +88,11 @@ def test_meta_chunker_keeps_text_when_some_outlines_are_absent():
 
 
 def test_chunk_cli_says_how_many_windows_fell_back(tmp_path, monkeypatch, capsys):
-    # `momoka chunk --chunker meta` on an endpoint answering prose: every window falls back, the text is
-    # printed whole, and stderr says how many windows fell back and why
+    # `momoka chunk --chunker meta` on an endpoint answering prose: every window falls back, so by default it
+    # stops with exit 2 (above --llm-max-failed); with the bound at 1 the text is printed whole, and stderr
+    # says how many windows fell back and why
+    import json
+
     from momoka.cli import main
     from momoka.llm.testing import Reply, ScriptedServer
 
@@ -99,11 +102,14 @@ def test_chunk_cli_says_how_many_windows_fell_back(tmp_path, monkeypatch, capsys
         monkeypatch.setenv("MOMOKA_LLM_BASE_URL", srv.base_url)
         monkeypatch.setenv("MOMOKA_LLM_MODEL", "scripted")
         monkeypatch.setenv("MOMOKA_LLM_API_KEY", "x")
-        rc = main(["chunk", str(f), "--chunker", "meta", "--json"])
+        monkeypatch.setenv("MOMOKA_LLM_MAX_FAILED", "0.25")  # the default, restored after --llm-max-failed below
+        assert main(["chunk", str(f), "--chunker", "meta", "--json"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.strip().splitlines()[-1].startswith(
+            "momoka: error: meta chunker: 1 of 1 windows (100.0 %) were unusable, more than --llm-max-failed 25 %")
+        rc = main(["chunk", str(f), "--chunker", "meta", "--json", "--llm-max-failed", "1"])
     out, err = capsys.readouterr()
     assert rc == 0
-    import json
-
     spans = [(r["start"], r["end"]) for r in map(json.loads, out.splitlines())]
     assert "".join(TEXT[a:b] for a, b in spans).replace(" ", "") == TEXT.replace(" ", "")
     assert "meta: 1 windows, 1 fell back to whole sentences (1 unparsable replies, 0 with no outline placed" in err

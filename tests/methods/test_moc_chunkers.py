@@ -269,7 +269,7 @@ def test_meta_chunker_falls_back_without_losing_text():
                          ('["Quantum chromodynamics[MASK]gluons."]', "fallback_unplaced")):
         chunker, spans = _serve(lambda body, i, r=reply: Reply(r),
                                 lambda llm: (lambda c: (c, c.chunk_spans_batch([TEXT, TEXT[:80]])))(
-                                    MetaChunker(llm, window_chars=120, max_reasks=1)))
+                                    MetaChunker(llm, window_chars=120, max_reasks=1, max_failed=1.0)))  # any share allowed
         for text, sp in zip((TEXT, TEXT[:80]), spans):
             assert _covers(text, sp) and all(b > a for a, b in sp)
         assert getattr(chunker.stats, field) == chunker.stats.windows and chunker.stats.fallback > 0

@@ -145,7 +145,7 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
                    help="overall deadline of each LLM stage in seconds; requests still unanswered then fail "
                         "(default $MOMOKA_LLM_DEADLINE, else none)")
     g.add_argument("--llm-max-failed", type=float, default=None, metavar="SHARE",
-                   help="stop an LLM stage (llm chunker, title/keywords/summary, referee, jerr) with an error "
+                   help="stop an LLM stage (llm/meta chunker, title/keywords/summary, referee, jerr) with an error "
                         "before storing its output when more than this share of its answers were unusable; "
                         "below it, warn with the share and record the fallbacks, which a rerun asks again "
                         "(default $MOMOKA_LLM_MAX_FAILED, else 0.25)")

@@ -136,7 +136,7 @@ def _eval_chunking(args: argparse.Namespace) -> int:
         if args.plot:
             raise ConfigError("--plot draws the chunk lengths of the plain mode; run it without --metrics")
         return _eval_chunk_quality(args)
-    from ..eval.chunk_compare import subset
+    from ..eval.chunk_compare import fallback_summary, row_name, subset
     from ..eval.chunking import evaluate_chunker, format_chunker_report
     from ..methods.pipeline import chunker_params
     from ..methods.sources import resolve_chunker
@@ -154,6 +154,9 @@ def _eval_chunking(args: argparse.Namespace) -> int:
         reports[name] = evaluate_chunker(dataset, chunker, keep_lengths=bool(args.plot))
         reports[name]["chunker"] = name
         reports[name]["params"] = params[name]
+        fb = fallback_summary(chunker)
+        if fb is not None:
+            reports[name]["fallbacks"] = fb
     if args.plot:
         from ..eval.plots import plot_chunk_lengths
 
@@ -166,8 +169,8 @@ def _eval_chunking(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(format_chunker_report(report) if len(names) == 1 else
-              "\n\n".join(f"chunker {n}\n" + format_chunker_report(r) for n, r in reports.items()))
+        print("\n\n".join(f"chunker {row_name(n, r.get('fallbacks'))}\n" + format_chunker_report(r)
+                          for n, r in reports.items()))
     if args.plot:
         say(f"plot written to {args.plot}")
     return 0

@@ -27,7 +27,8 @@ from .chunk_quality import METRICS, quality_of_chunks
 from .datasets import Dataset, DocRecord
 from .metrics import format_table
 
-__all__ = ["calibrate", "compare_chunkers", "fallback_note", "format_comparison", "subset"]
+__all__ = ["calibrate", "compare_chunkers", "fallback_note", "fallback_summary", "format_comparison", "row_name",
+           "subset"]
 
 
 def subset(ds: Dataset, *, docs: int | None = None, max_chars: int | None = None) -> Dataset:
@@ -62,6 +63,7 @@ class _Settled:
         self.chunker, self.spans = chunker, spans
         self.name = getattr(chunker, "name", type(chunker).__name__)
         self.stats = getattr(chunker, "stats", None)
+        self.fallbacks = getattr(chunker, "fallbacks", None)
 
     def params(self) -> dict:
         """The wrapped chunker's settings."""
@@ -178,6 +180,9 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
         st = getattr(ch, "stats", None)
         if st is not None:
             row["stats"] = st.to_dict() if hasattr(st, "to_dict") else dict(st)
+        fb = fallback_summary(ch)
+        if fb is not None:
+            row["fallbacks"] = fb
         if retrieval and ds.questions:
             from .runner import run_eval
 
@@ -201,7 +206,7 @@ def format_comparison(report: dict) -> str:
     rows = []
     for name, r in report["chunkers"].items():
         f = (lambda key: f"{r[key]:.4f}" if key in r and r[key] == r[key] else "-")
-        rows.append([name, r["size"], f"{r['mean_chars']:.0f}", r["chunks"], f("bc"), f("cs_complete"),
+        rows.append([row_name(name, r.get("fallbacks")), r["size"], f"{r['mean_chars']:.0f}", r["chunks"], f("bc"), f("cs_complete"),
                      f("cs_sequential"), f("ds")] + [f"{r.get(f'span_recall@{k}', float('nan')):.3f}" for k in ks])
     title = (f"{report['data']}: {report['documents']} documents, {report['chars']} chars, target mean "
              f"{report['target_chars']} chars; BC space={report['space']}; CS K={report['K']} "
@@ -217,3 +222,20 @@ def fallback_note(name: str, stats: dict) -> str:
     return (f"{name}: {stats.get('windows', '?')} windows, {stats['fallback']} fell back to whole sentences "
             f"({stats.get('fallback_parse', 0)} unparsable replies, {stats.get('fallback_unplaced', 0)} with no "
             f"outline placed; {stats.get('outlines_unplaced', 0)} of {stats.get('outlines', 0)} outlines unplaced)")
+
+
+def fallback_summary(chunker: Any) -> dict | None:
+    """``{"asked", "fallbacks", "share"}`` of an LLM chunker's fallback tally
+    (:class:`~momoka.methods.fallbacks.FallbackTally`); None for other chunkers or when nothing was asked."""
+    t = getattr(chunker, "fallbacks", None)
+    if t is None or not getattr(t, "asked", 0):
+        return None
+    return {"asked": int(t.asked), "fallbacks": int(t.failed), "share": round(t.share, 4)}
+
+
+def row_name(name: str, summary: dict | None) -> str:
+    """A chunker's row label: ``name``, or ``"name (x % fallback)"`` when some of its LLM answers fell back
+    (``summary``: :func:`fallback_summary`), so a row says what ran."""
+    if not summary or not summary.get("fallbacks"):
+        return name
+    return f"{name} ({100 * summary['fallbacks'] / summary['asked']:.1f} % fallback)"

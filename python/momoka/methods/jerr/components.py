@@ -22,6 +22,7 @@ from ...errors import ConfigError, InputError
 from ...progress import Progress
 from .._backend import LLMBacked
 from ..base import DEFAULT_BUDGET, Item, Result
+from ..fallbacks import FallbackTally, set_record
 from ..registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
@@ -45,6 +46,10 @@ class JerrRelator(LLMBacked):
         max_hamming: SimHash near-duplicate distance (3).
         llm, max_tokens, max_chars: the LLM client and its answer / input limits.
         repeated_terms, min_count, max_mentions, synopsis_sentences: offline back-end settings.
+
+    LLM extraction follows the rule of :mod:`momoka.methods.fallbacks`: ``fallbacks`` counts the units
+    that fell back to the offline extraction, each batch stops above ``--llm-max-failed`` before any graph
+    is stored, and each document records which units (``[start, end]``) are fallbacks.
     """
 
     name = "jerr"
@@ -65,7 +70,8 @@ class JerrRelator(LLMBacked):
         self.offline = {"repeated_terms": int(repeated_terms), "min_count": int(min_count),
                         "max_mentions": int(max_mentions), "synopsis_sentences": int(synopsis_sentences)}
         self.stats: dict[str, Any] = {}
-
+        self.fallbacks = FallbackTally("jerr extraction", "jerr", "units",
+                                       "those units were extracted offline (no LLM)")
 
     def backend_id(self) -> str:
         """``offline`` or ``llm:<model>``: who built the graphs."""
@@ -83,12 +89,18 @@ class JerrRelator(LLMBacked):
         return make_units(doc_id, text, spans, cids, self.unit_tokens)
 
     def relate(self, index: Any, doc_ids: Sequence[str]) -> None:
-        """Extract, dedup and store the graph of every document of ``doc_ids`` (progress per unit)."""
+        """Extract, dedup and store the graph of every document of ``doc_ids`` (progress per unit).
+
+        With the LLM back-end the units of all documents are extracted first; when more than
+        ``--llm-max-failed`` of them fell back (:attr:`fallbacks`), :class:`~momoka.errors.LLMFallbackError`
+        is raised before any graph is stored.
+        """
         store = index.store
         backend, bid = self.effective_backend, self.backend_id()
         source = {"by": self.name, "backend": bid, "settings": self.settings()}
         docs = [(d, index.document(d).text) for d in doc_ids]
         units = [self.units_of(store, d, t) for d, t in docs]
+        graphs = []
         with Progress(f"jerr graphs ({backend})", total=sum(len(u) for u in units), unit="units",
                       enabled=index.progress) as pr:
             for (d, text), us in zip(docs, units):
@@ -98,20 +110,25 @@ class JerrRelator(LLMBacked):
                     ex = []
                 elif backend == "llm":
                     ex = extract_llm(us, text, self.llm, st, max_tokens=self.max_tokens, max_chars=self.max_chars,
-                                     **self.offline)
+                                     fallbacks=self.fallbacks, **self.offline)
                 else:
                     ex = extract_offline(us, text, **self.offline)
                 g = build_graph(d, ex, us, self.max_hamming)
                 g.stats.update({"backend": bid, **st, "seconds": round(time.perf_counter() - t0, 3)})
-                write_graph(store, g, source)
-                for key in ("units", "nodes", "exact_merges", "near_merges", "edges", "dropped_cycle_edges",
-                            "dropped_self_loops", "llm_calls", "prompt_tokens", "completion_tokens",
-                            "fallback_parse"):
-                    if key in g.stats:
-                        self._count(key, g.stats[key])
-                self._count("documents", 1)
-                self._count("seconds", time.perf_counter() - t0)
+                graphs.append((d, g))
                 pr.update(len(us))
+        self.fallbacks.check()
+        for d, g in graphs:
+            write_graph(store, g, source)
+            if backend == "llm":
+                set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
+            for key in ("units", "nodes", "exact_merges", "near_merges", "edges", "dropped_cycle_edges",
+                        "dropped_self_loops", "llm_calls", "prompt_tokens", "completion_tokens",
+                        "fallback_parse"):
+                if key in g.stats:
+                    self._count(key, g.stats[key])
+            self._count("documents", 1)
+            self._count("seconds", g.stats["seconds"])
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
         """Pre-run estimate of LLM calls and tokens for documents already chunked (4 characters per token)."""

@@ -16,8 +16,13 @@ back-ends fill a :class:`UnitExtraction` per unit:
   from the synopsis, and one edge-attribute question (A.4) per ordered pair of
   elements. Every stage is one ``complete_batch`` over all units (answers are
   cached by the client, so an interrupted build resumes where it stopped).
-  An answer that cannot be parsed as a list is counted (``fallback_parse``)
-  and the unit falls back to the offline extraction: nothing is lost.
+  A unit any of whose answers is unusable (a request that failed for good, an
+  empty synopsis, atoms or elements that cannot be parsed as a list) falls
+  back to the offline extraction: nothing is lost. It is counted
+  (``fallback_parse``) and, given a
+  :class:`~momoka.methods.fallbacks.FallbackTally`, reported there (item: the
+  unit's ``[start, end]``); its unusable answers are removed from the LLM
+  cache, so asking again reaches the model.
 
 Mentions and edge spans are character offsets of the document.
 """
@@ -204,56 +209,93 @@ def _mentioned(atoms: list[str], name: str) -> str:
 
 
 def extract_llm(units: Sequence[Unit], doc_text: str, llm: Any, stats: dict, *, max_tokens: int = 256,
-                max_chars: int = 6000, **offline: Any) -> list[UnitExtraction]:
-    """The LLM back-end for the units of one document; ``stats`` gains calls, tokens and fallbacks."""
+                max_chars: int = 6000, fallbacks: Any = None, **offline: Any) -> list[UnitExtraction]:
+    """The LLM back-end for the units of one document; ``stats`` gains calls, tokens and fallbacks.
+
+    ``fallbacks`` (a :class:`~momoka.methods.fallbacks.FallbackTally`, optional) counts each unit asked
+    and each unit that fell back to the offline extraction (see the module docstring).
+    """
     from ...llm import prompts
 
     params = {"temperature": 0, "max_tokens": max_tokens}
-    syn = _texts(llm.complete_batch([prompts.messages("jerr.synopsis", text=u.text[:max_chars]) for u in units],
-                                    method="jerr.synopsis", **params), stats, "synopsis")
-    syn = [s if s else u.text[:max_chars] for s, u in zip(syn, units)]
-    both = [prompts.messages("jerr.entities", text=s) for s in syn] + [prompts.messages("jerr.elements", text=s)
-                                                                       for s in syn]
-    got = _texts(llm.complete_batch(both, method="jerr.elements", **params), stats, "elements")
-    atoms_raw, elems_raw = got[: len(units)], got[len(units):]
-    fallback = None
-    out: list[UnitExtraction | None] = []
+    edge_params = {"temperature": 0, "max_tokens": 16}
+    n = len(units)
+    bad: dict[int, str] = {}  # unit -> the first unusable answer (or why)
+    forget: list[tuple[list, dict, str]] = []  # received but unusable answers: (messages, params, method)
+
+    def unusable(i: int, why: str, msgs: list | None = None, prm: dict | None = None, method: str = "") -> None:
+        bad.setdefault(i, why)
+        if msgs is not None:
+            forget.append((msgs, prm, method))
+
+    syn_msgs = [prompts.messages("jerr.synopsis", text=u.text[:max_chars]) for u in units]
+    syn = _texts(llm.complete_batch(syn_msgs, method="jerr.synopsis", **params), stats, "synopsis")
+    for i, s in enumerate(syn):
+        if s is None:
+            unusable(i, "the synopsis request failed")
+        elif not s:
+            unusable(i, "an empty synopsis", syn_msgs[i], params, "jerr.synopsis")
+    live = [i for i in range(n) if i not in bad]
+    ent_msgs = [prompts.messages("jerr.entities", text=syn[i]) for i in live]
+    elem_msgs = [prompts.messages("jerr.elements", text=syn[i]) for i in live]
+    got = _texts(llm.complete_batch(ent_msgs + elem_msgs, method="jerr.elements", **params), stats, "elements")
+    parsed: dict[int, tuple[list[str], list[str]]] = {}
+    for k, i in enumerate(live):
+        vals = []
+        for raw, msgs, parse in ((got[k], ent_msgs[k], _ATOMS), (got[len(live) + k], elem_msgs[k], _ELEMENTS)):
+            if raw is None:
+                unusable(i, "the request failed")
+                continue
+            try:
+                vals.append(parse(raw))
+            except LLMResponseError:
+                unusable(i, raw, msgs, params, "jerr.elements")
+        if len(vals) == 2:
+            parsed[i] = (vals[0], vals[1][:3])
     pairs: list[tuple[int, str, str, str, str]] = []
+    for i, (atoms, elems) in parsed.items():
+        for a in range(len(elems)):
+            for b in range(a + 1, len(elems)):
+                pairs.append((i, elems[a], elems[b], _mentioned(atoms, elems[a]), _mentioned(atoms, elems[b])))
+    edges: dict[int, list] = {i: [] for i in parsed}
+    if pairs:
+        msgs = [prompts.messages("jerr.edge_attributes", atoms1=a1, atoms2=a2, element1=e1, element2=e2)
+                for _, e1, e2, a1, a2 in pairs]
+        ans = _texts(llm.complete_batch(msgs, method="jerr.edge_attributes", **edge_params), stats, "edges")
+        for (i, e1, e2, _, _), a in zip(pairs, ans):
+            if a is None:
+                unusable(i, "an edge request failed")
+            elif not a or _NONE.match(a):
+                stats["edges_none"] = stats.get("edges_none", 0) + 1
+            else:
+                attr = " ".join(a.strip().strip(".\"'").split()[:3])
+                edges[i].append((e1, e2, attr, (units[i].start, units[i].end)))
+    fallback = extract_offline(units, doc_text, **offline) if bad else None
+    out: list[UnitExtraction] = []
     for i, u in enumerate(units):
-        try:
-            if atoms_raw[i] is None or elems_raw[i] is None:
-                raise LLMResponseError("the request failed")
-            atoms = _ATOMS(atoms_raw[i])
-            elems = _ELEMENTS(elems_raw[i])[:3]
-        except LLMResponseError:
+        if fallbacks is not None:
+            fallbacks.ask(u.doc_id)
+        if i in bad:
             stats["fallback_parse"] = stats.get("fallback_parse", 0) + 1
-            if fallback is None:
-                fallback = extract_offline(units, doc_text, **offline)
+            if fallbacks is not None:
+                fallbacks.fail(u.doc_id, [u.start, u.end], bad[i])
             fb = fallback[i]
             fb.backend = "offline-fallback"
             out.append(fb)
             continue
+        atoms, elems = parsed[i]
         ents = {}
         for name in elems:
             low = name.lower()
             ents[name] = [c for c, (s, e) in zip(u.chunk_ids, u.spans) if low in doc_text[s:e].lower()] or \
                 list(u.chunk_ids)
-        out.append(UnitExtraction(syn[i], ents, [], atoms, backend="llm"))
-        for a in range(len(elems)):
-            for b in range(a + 1, len(elems)):
-                pairs.append((i, elems[a], elems[b], _mentioned(atoms, elems[a]), _mentioned(atoms, elems[b])))
-    if pairs:
-        msgs = [prompts.messages("jerr.edge_attributes", atoms1=a1, atoms2=a2, element1=e1, element2=e2)
-                for _, e1, e2, a1, a2 in pairs]
-        ans = _texts(llm.complete_batch(msgs, method="jerr.edge_attributes", temperature=0, max_tokens=16),
-                     stats, "edges")
-        for (i, e1, e2, _, _), a in zip(pairs, ans):
-            if not a or _NONE.match(a):
-                stats["edges_none"] = stats.get("edges_none", 0) + 1
-                continue
-            attr = " ".join(a.strip().strip(".\"'").split()[:3])
-            out[i].edges.append((e1, e2, attr, (units[i].start, units[i].end)))
-    return out  # type: ignore[return-value]
+        out.append(UnitExtraction(syn[i], ents, edges[i], atoms, backend="llm"))
+    forget_fn = getattr(llm, "forget", None)
+    if forget and callable(forget_fn):
+        for method in sorted({m for _, _, m in forget}):
+            prm = next(p for _, p, m in forget if m == method)
+            forget_fn([msgs for msgs, _, m in forget if m == method], method=method, **prm)
+    return out
 
 
 def estimate_llm(units: Sequence[Unit], *, max_tokens: int = 256, max_chars: int = 6000) -> dict:

@@ -10,8 +10,11 @@ re-asks, and the outlines are recovered onto the window by the native,
 sequence-aware :func:`momoka.kernels.recover_outlines` (exact offsets, the
 window fully covered). A window whose reply is not a JSON list after the
 re-asks, or none of whose outlines can be placed, falls back to whole
-sentences merged to the window's target length: no text is ever lost, and
-``stats`` counts the fallbacks.
+sentences merged to the window's target length: no text is ever lost. The
+fallbacks follow the rule of :mod:`momoka.methods.fallbacks`: ``stats`` and
+``fallbacks`` count them (items: the window's ``[start, end]``), a batch raises
+:class:`~momoka.errors.LLMFallbackError` above ``--llm-max-failed``, and an
+answer that parsed but could not be placed is removed from the LLM cache.
 
 With ``router=True`` each window is first classed into one of MoC's four
 granularities (mean chunk length (0,120], (120,150], (150,180], >180 chars):
@@ -31,6 +34,7 @@ from typing import Any
 
 from ...errors import ConfigError, LLMError, LLMResponseError
 from ..base import FallbackCounts
+from ..fallbacks import FallbackTally
 from ._common import as_document, dynamic_merge, greedy_runs, length_fn, sentence_spans
 
 __all__ = ["CLASS_BOUNDS", "CLASS_TARGETS", "MetaChunkStats", "MetaChunker", "sentence_windows"]
@@ -75,6 +79,12 @@ class MetaChunker:
         max_tokens: tokens generated per window.
         fallback_target: target length (chars) of the fallback when no router class is known.
         merge_target, merge_unit: dynamic merge of the final chunks (None: off).
+        max_failed: the share of windows without a usable outline above which a batch raises
+            :class:`~momoka.errors.LLMFallbackError` (None: ``$MOMOKA_LLM_MAX_FAILED``, else 0.25;
+            an :class:`~momoka.Index` given ``llm_max_failed`` sets it).
+
+    ``stats`` (:class:`MetaChunkStats`) accumulates over calls; ``fallbacks`` counts the
+    windows whose outline fell back, per document, and bounds their share.
     """
 
     name = "meta"
@@ -84,7 +94,7 @@ class MetaChunker:
     def __init__(self, llm: Any = None, *, window_chars: int = 1024, prompt: str = "moc.meta_chunker",
                  router: bool = False, expert_models: Any = None, max_reasks: int = 2, max_error: float = 0.3,
                  max_tokens: int = 512, fallback_target: int = 150, merge_target: int | None = None,
-                 merge_unit: str = "chars"):
+                 merge_unit: str = "chars", max_failed: float | None = None):
         if prompt not in ("moc.meta_chunker", "moc.meta_chunker_zh", "moc.meta_chunker_sized"):
             raise ConfigError(f"prompt must be moc.meta_chunker or moc.meta_chunker_zh, not {prompt!r}")
         if window_chars < 1 or max_reasks < 0 or not 0 <= max_error < 1:
@@ -104,6 +114,8 @@ class MetaChunker:
         self.merge_target = merge_target
         self.merge_unit = merge_unit
         self.stats = MetaChunkStats()
+        self.fallbacks = FallbackTally("meta chunker", "chunker", "windows",
+                                       "those windows were cut into merged whole sentences", max_failed=max_failed)
         self._experts: dict[int, Any] = {}
 
     @property
@@ -209,23 +221,35 @@ class MetaChunker:
         groups: dict[Any, list[int]] = {}
         for k, c in enumerate(classes):
             groups.setdefault(c if self.expert_models is not None else None, []).append(k)
+        doc_id = [getattr(docs[di], "doc_id", None) for di, *_ in plans]
+        for k in range(len(plans)):
+            self.fallbacks.ask(doc_id[k])
         for c, ks in groups.items():
             llm = self._expert(c) if c is not None else self.llm
+            params = {"temperature": 0, "max_tokens": self.max_tokens, "method": "meta_chunker"}
             res = llm.complete_parsed([self._messages(texts[k], classes[k]) for k in ks], parser,
-                                      max_reasks=self.max_reasks, temperature=0, max_tokens=self.max_tokens,
-                                      method="meta_chunker")
+                                      max_reasks=self.max_reasks, **params)
+            unplaced = []  # conversations whose (parsed) answers could not be placed: not kept in the cache
             for k, p in zip(ks, res):
                 if not p.ok:
                     if p.error is not None and not isinstance(p.error, LLMResponseError):
                         raise LLMError(f"meta-chunker request failed: {p.error}") from p.error
                     self.stats.fallback_parse += 1
+                    self.fallbacks.fail(doc_id[k], list(plans[k][2:]), p.raw or p.error)
                     continue
                 spans = self._place(texts[k], p.value)
                 if spans is None:
                     self.stats.fallback_unplaced += 1
+                    self.fallbacks.fail(doc_id[k], list(plans[k][2:]), p.raw)
+                    if p.messages is not None:
+                        unplaced.append(p.messages)
                 else:
                     self.stats.llm_windows += 1
                     placed[k] = spans
+            forget = getattr(llm, "forget", None)
+            if unplaced and callable(forget):
+                forget(unplaced, **params)
+        self.fallbacks.check()
         out: list[list[tuple[int, int]]] = [[] for _ in docs]
         for k, (di, sents, a, _) in enumerate(plans):
             self.stats.windows += 1

@@ -124,6 +124,12 @@ class PathRelator:
 
     The embedding referee reuses the stored vectors (nothing is embedded twice):
     the ``titled`` view's when titles are used and present, else the raw view's.
+
+    The LLM referee follows the rule of :mod:`momoka.methods.fallbacks`: ``fallbacks``
+    counts the verdicts that stayed malformed (scored 0), the search stops above
+    ``--llm-max-failed`` (as soon as 8 verdicts were asked, and at the end of each
+    batch) before any path is stored, and each document records which pairs
+    (``[[context chunk positions], candidate position]``) were scored 0 for want of a verdict.
     """
 
     name = "paths"
@@ -165,8 +171,14 @@ class PathRelator:
         paths, records = self.map.paths_for_documents(chunks, vectors=vectors)
         for d, cs, ps, rec in zip(doc_ids, ids, paths, records):
             store.documents[d].metadata[DOC_RECORD_KEY] = rec
+            set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
             for cid, p in zip(cs, ps):
                 rel.set(cid, np.asarray([cs[j] for j in p], dtype=np.int64))
+
+    @property
+    def fallbacks(self) -> FallbackTally:
+        """The malformed-verdict tally of the LLM referee (:attr:`MomokaMap.fallbacks`)."""
+        return self.map.fallbacks
 
     def _referee_title(self, metadata: dict) -> str | None:
         """T_D for the referee: the enricher's title, unless it is only the document's first sentence.

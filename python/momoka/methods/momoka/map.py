@@ -83,6 +83,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputError
+from ..fallbacks import FallbackTally
 from .referees import EmbeddingReferee, LLMReferee, make_referee
 
 #: Metadata keys written into the store.
@@ -276,6 +277,9 @@ class MomokaMap:
         self.parallel, self.batch_size, self.seed, self.threads = parallel, batch_size, int(seed), threads
         self.progress = progress
         self.stats = MapStats()
+        #: Malformed LLM-referee verdicts (scored 0), per document: the rule of :mod:`momoka.methods.fallbacks`
+        #: (items: ``[[context chunk positions], candidate position]``).
+        self.fallbacks = FallbackTally("referee", "referee", "verdicts", "those pairs were scored 0")
 
     # ------------------------------------------------------------------ parts
 
@@ -500,7 +504,8 @@ class MomokaMap:
                     jobs.append((d, e, texts[lo:hi], lo, r0, r1))
             if native:
                 self.stats.native_documents += 1
-        self._ask_tell(jobs, records)
+        self._ask_tell(jobs, records, [getattr(cs[0], "doc_id", d) if cs else d for d, cs in enumerate(lists)])
+        self.fallbacks.check()
         for d, e, _, lo, r0, _ in jobs:
             for k, p in enumerate(e.paths()):
                 out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
@@ -510,8 +515,8 @@ class MomokaMap:
         self.stats.seconds += time.monotonic() - t0
         return out, records
 
-    def _ask_tell(self, pending: list, records: list[dict]) -> None:
-        """One joint ask/tell loop over the engines of several documents."""
+    def _ask_tell(self, pending: list, records: list[dict], doc_ids: list) -> None:
+        """One joint ask/tell loop over the engines of several documents (``doc_ids``: for :attr:`fallbacks`)."""
         from ...progress import Progress
 
         ref = self.referee
@@ -519,13 +524,15 @@ class MomokaMap:
         if not live:
             return
         with Progress("momoka map: referee answers", unit="answers", enabled=self.progress) as pr:
-            self._ask_tell_loop(ref, live, records, pr)
+            self._ask_tell_loop(ref, live, records, pr, doc_ids)
 
-    def _ask_tell_loop(self, ref: Any, live: list, records: list[dict], pr: Any) -> None:
+    def _ask_tell_loop(self, ref: Any, live: list, records: list[dict], pr: Any, doc_ids: list) -> None:
+        judged = isinstance(ref, LLMReferee)  # malformed verdicts (scored 0) follow the fallback rule
         while live:
             batch_pairs: list[tuple[str, str]] = []
+            items: list = []  # per pair: [[context chunk positions], candidate position] in its document
             parts = []
-            for d, e, texts, *_ in live:
+            for d, e, texts, lo, *_ in live:
                 if e.done:
                     continue
                 req = e.ask(self.batch_size)
@@ -533,9 +540,14 @@ class MomokaMap:
                     continue
                 if self.reward == "pair":
                     pairs = [(texts[r], texts[c]) for r, c in req.pairs()]
+                    if judged:
+                        items += [[[lo + int(r)], lo + int(c)] for r, c in req.pairs()]
                 else:
                     pairs = [(PATH_SEPARATOR.join(texts[i] for i in p.tolist()), texts[c])
                              for p, c in zip(req.paths, req.cand.tolist())]
+                    if judged:
+                        items += [[[lo + int(i) for i in p.tolist()], lo + int(c)]
+                                  for p, c in zip(req.paths, req.cand.tolist())]
                 parts.append((d, e, req, len(batch_pairs), len(pairs)))
                 batch_pairs.extend(pairs)
             if not parts:
@@ -555,6 +567,14 @@ class MomokaMap:
             for d, e, req, s, k in parts:
                 e.tell(values[s : s + k], req.ids)
                 records[d]["requests"] += k
+                if judged:
+                    self.fallbacks.ask(doc_ids[d], k)
+            if judged:
+                owner = [d for d, _, _, _, k in parts for _ in range(k)]
+                for j, raw in ref.last_malformed:
+                    self.fallbacks.fail(doc_ids[owner[j]], items[j], raw)
+                if self.fallbacks.asked >= 8:  # a server answering garbage is found early
+                    self.fallbacks.check()
             self.stats.referee_requests += len(batch_pairs)
             self.stats.referee_batches += 1
             live = [x for x in live if not x[1].done]

@@ -8,7 +8,9 @@ text of the path so far (chunks joined by a blank line).
 * :class:`LLMReferee`: the paper's judge (Figure 4 prompt, Figure 5 in path
   mode) through the LLM layer: batched, concurrent, cached on disk, resumable.
   A reply that is neither 0 nor 1 is re-asked by the layer's parser; one still
-  malformed afterwards scores 0 and is counted (``stats["malformed"]``).
+  malformed afterwards scores 0 and is counted (``stats["malformed"]``,
+  ``last_malformed``); :class:`~momoka.methods.momoka.map.MomokaMap` bounds and
+  records them by the rule of :mod:`momoka.methods.fallbacks`.
 * :class:`PerplexityReferee`: MoC's edge weight on the local causal LM,
   ``Edge(b|a) = (ppl(b) - ppl(b|a)) / ppl(b)``; 1 when the edge exceeds a
   threshold (or the clipped edge itself with ``soft=True``). Batched.
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, InputError, LLMBatchError, LLMError, LLMResponseError
+from ...errors import ConfigError, InputError, LLMError, LLMResponseError
 
 #: Names accepted by :func:`make_referee`.
 REFEREES = ("ppl", "llm", "embedding")
@@ -50,19 +52,18 @@ class LLMReferee:
         max_tokens: tokens allowed for the verdict.
 
     ``stats``: ``pairs`` judged, ``ones``, ``zeros`` and ``malformed`` (replies
-    that stayed neither 0 nor 1 after the re-asks: scored 0, METHODS.md 3.5).
-    A request that fails for good (network, server) raises
+    that stayed neither 0 nor 1 after the re-asks: scored 0, METHODS.md 3.5);
+    ``last_malformed``: ``(position, reply)`` of the malformed pairs of the last
+    call. Malformed replies are not kept in the LLM cache, so asking again
+    reaches the model. A request that fails for good (network, server) raises
     :class:`~momoka.errors.LLMError`; answers already received are cached, so a
-    rerun resumes. When more than ``max_failed`` of the pairs judged so far
-    (at least 8) stayed malformed, the stage stops with
-    :class:`~momoka.errors.LLMBatchError` instead of scoring them 0 (default
-    ``$MOMOKA_LLM_MAX_FAILED``, else 0.25; ``momoka ... --llm-max-failed``).
+    rerun resumes. The share of malformed verdicts is bounded by the
+    searcher (:class:`~momoka.methods.momoka.map.MomokaMap`, ``--llm-max-failed``).
     """
 
     name = "llm"
 
-    def __init__(self, llm: Any = None, *, mode: str = "pair", max_reasks: int = 2, max_tokens: int = 4,
-                 max_failed: float | None = None):
+    def __init__(self, llm: Any = None, *, mode: str = "pair", max_reasks: int = 2, max_tokens: int = 4):
         if mode not in ("pair", "path"):
             raise ConfigError(f"referee mode must be 'pair' or 'path', not {mode!r}")
         if llm is None:
@@ -73,13 +74,8 @@ class LLMReferee:
         self.mode = mode
         self.max_reasks = max_reasks
         self.max_tokens = max_tokens
-        if max_failed is None:
-            from ...llm.base import max_failed_share
-
-            max_failed = max_failed_share()
-        self.max_failed = float(max_failed)
         self.stats = {"pairs": 0, "ones": 0, "zeros": 0, "malformed": 0}
-        self.malformed_examples: list[str] = []
+        self.last_malformed: list[tuple[int, str]] = []
 
     def messages(self, a: str, b: str) -> list[dict]:
         """The chat messages sent for one pair."""
@@ -99,22 +95,16 @@ class LLMReferee:
         res = self.llm.complete_parsed(batch, parse_binary, max_reasks=self.max_reasks, temperature=0,
                                        max_tokens=self.max_tokens, method="referee")
         out = np.zeros(len(pairs))
+        self.last_malformed = []
         for k, p in enumerate(res):
             if p.ok:
                 out[k] = float(p.value)
             elif p.error is None or isinstance(p.error, LLMResponseError):
                 self.stats["malformed"] += 1
-                if len(self.malformed_examples) < 10:
-                    self.malformed_examples.append(str(p.raw)[:80])
+                self.last_malformed.append((k, str(p.raw)))
             else:
                 raise LLMError(f"referee request failed: {p.error}") from p.error
         self.stats["pairs"] += len(pairs)
-        bad, n = self.stats["malformed"], self.stats["pairs"]
-        if n >= 8 and bad > self.max_failed * n:
-            raise LLMBatchError(
-                f"the LLM referee failed on {bad} of {n} pairs (more than {self.max_failed:.0%}; replies such as "
-                f"{self.malformed_examples[:2]}): is --llm-url serving a chat model? The answers received are "
-                "cached, so a rerun resumes; --llm-max-failed raises the bound")
         ones = int((out == 1).sum())
         self.stats["ones"] += ones
         self.stats["zeros"] += len(pairs) - ones
