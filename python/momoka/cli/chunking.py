@@ -61,11 +61,16 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if args.json:
         for c in chunks:
-            out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+            d = c.to_dict()
+            if doc.pages is not None:
+                d["page"] = doc.page_at(c.start)
+            out.write(json.dumps(d, ensure_ascii=False) + "\n")
     else:
         for c in chunks:
             section = " > ".join(c.section)
-            head = f"[{c.index}] {c.start}:{c.end}  paragraph {c.paragraph}  sentence {c.sentence}"
+            page = doc.page_at(c.start)
+            head = (f"[{c.index}] {'' if page is None else f'page {page}  '}{c.start}:{c.end}  "
+                    f"paragraph {c.paragraph}  sentence {c.sentence}")
             out.write(head + (f"  section {section}" if section else "") + "\n")
             out.write("    " + c.text.replace("\n", "\n    ") + "\n\n")
     st = getattr(chunker, "stats", None)

@@ -18,7 +18,7 @@ from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeErro
 #: Queries longer than this many characters are refused (InputTooLargeError).
 MAX_QUERY_CHARS = 10_000
 #: File extensions read when a directory is given.
-DOC_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm")
+DOC_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
 
 
 def embedder_info(embedder: Any) -> dict:
