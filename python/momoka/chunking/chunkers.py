@@ -82,6 +82,8 @@ class Chunker:
     name = "base"
     unit = "chars"
     _source: TokenSource | None = None
+    #: A heading that would end a chunk (or be one alone) goes to the chunk after it.
+    keep_headings_with_text = True
 
     def __call__(self, document) -> list:
         """Chunk ``document`` (a :class:`momoka.text.Document`, or a str read as plain text)."""
@@ -96,7 +98,7 @@ class Chunker:
         sp = Splitter(document, self.unit, self._source)
         if sp.n == 0:
             return np.zeros((0, 2), dtype=np.int64)
-        spans = sp.finish(self._spans(sp))
+        spans = self._headings(sp, sp.finish(self._spans(sp)))
         limit = self._token_limit()
         fit = getattr(self._source, "fit", None)
         if limit is not None and fit is not None:
@@ -104,9 +106,12 @@ class Chunker:
             for _ in range(_REFINE_ROUNDS):  # the leads of the words that start chunks
                 if not self._source.refine(sp.atoms, spans):
                     break
-                spans = sp.finish(self._spans(sp))
+                spans = self._headings(sp, sp.finish(self._spans(sp)))
             spans = fit(sp.text, spans, limit, sp.atoms)
         return spans
+
+    def _headings(self, sp: Splitter, spans: np.ndarray) -> np.ndarray:
+        return sp.move_headings(spans) if self.keep_headings_with_text else spans
 
     def _token_limit(self) -> int | None:
         """The token limit every chunk keeps (None: the chunker may keep an oversized piece whole)."""
@@ -250,7 +255,7 @@ class RecursiveChunker(Chunker):
     """
 
     name = "recursive"
-    DEFAULT_SEPARATORS = ("\n\n", "\n", SENTENCE, " ")
+    DEFAULT_SEPARATORS = ("\n\n", SENTENCE, "\n", " ")
 
     def __init__(
         self,
@@ -290,6 +295,7 @@ class StructureChunker(Chunker):
     """
 
     name = "structure"
+    keep_headings_with_text = False  # merge_headings decides
 
     def __init__(
         self,
