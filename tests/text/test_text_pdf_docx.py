@@ -206,3 +206,30 @@ def test_chunk_cli_says_the_page(capsys):
     assert [r["page"] for r in rows] == sorted(r["page"] for r in rows) and rows[-1]["page"] == len(reader.pages)
     for r in rows[:3] + rows[-3:]:
         assert _squash(r["text"][:200]) in _squash(reader.pages[r["page"] - 1].extract_text())
+
+
+@pytest.mark.models
+def test_ask_cites_the_page_of_a_pdf_passage(tmp_path, capsys, monkeypatch):
+    from momoka.errors import ModelNotInstalledError
+
+    try:
+        from momoka.models import default_causal_lm
+
+        default_causal_lm()
+    except (ImportError, ModelNotInstalledError) as exc:
+        pytest.skip(f"causal LM unavailable: {exc}")
+    monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
+    path = _real_pdf(1)
+    store = tmp_path / "s"
+    assert main(["index", path, "--store", str(store), "--no-dense", "--chunker", "recursive", "--size", "100"]) == 0
+    capsys.readouterr()
+    assert main(["ask", str(store), "what does a sub-class-of element say about a type?", "--retriever", "bm25",
+                 "-k", "2", "-o", "llm.max_tokens=8"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if re.match(r"[ *]\[\d+\] ", x)]
+    assert len(lines) == 2
+    reader = pypdf.PdfReader(path)
+    for line in lines:
+        m = re.match(r"[ *]\[\d+\] shared-mime-info-spec p\. (\d+) \[\d+:\d+\]  (.*)", line)
+        assert m, line
+        # the cited page, read on its own by pypdf, holds the start of the passage
+        assert _squash(m.group(2)[:80]) in _squash(reader.pages[int(m.group(1)) - 1].extract_text())
