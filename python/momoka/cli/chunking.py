@@ -15,7 +15,7 @@ def register(subparsers) -> None:
         "chunk",
         help="cut a document into chunks and print them with offsets",
         description=(
-            "Read FILE (plain text, Markdown or HTML, by extension or --format), chunk it and print "
+            "Read FILE (plain text, Markdown, HTML, PDF or Word .docx, by extension or --format), chunk it and print "
             "each chunk with its character offsets, paragraph and sentence index and section path."
         ),
     )
@@ -35,7 +35,8 @@ def register(subparsers) -> None:
         default=None,
         help="count tokens with this tokenizers.Tokenizer file (tokenizer.json; default: whitespace tokens)",
     )
-    p.add_argument("--format", choices=("text", "markdown", "html"), default=None, help="override the parser")
+    p.add_argument("--format", choices=("text", "markdown", "html", "pdf", "docx"), default=None,
+                   help="override the parser (default: by the extension)")
     p.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     p.set_defaults(func=run)
 

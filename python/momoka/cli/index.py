@@ -24,11 +24,12 @@ _RAW = argparse.RawDescriptionHelpFormatter
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "index", help="chunk, embed, enrich and relate documents into a store", formatter_class=_RAW,
-        description="Index files or directories (.txt, .md, .html) into a store. On an existing store the "
+        description="Index files or directories (.txt, .md, .html, .pdf, .docx) into a store. On an existing store the "
         "documents are added (with the store's own pipeline); --enrich/--relate names not yet in the "
         "store are added and run on every document.",
         epilog=names_epilog("chunker", "enricher", "relator"))
-    p.add_argument("paths", nargs="+", help="files or directories to index")
+    p.add_argument("paths", nargs="+", help="files or directories to index (.txt .md .html .pdf .docx; a document's id is "
+                   "its path without the extension, relative to the common root of PATHS)")
     p.add_argument("--store", required=True, help="store directory (created if missing)")
     p.add_argument("--chunker", default=None, help="chunker name (default recursive; new stores only)")
     p.add_argument("--size", type=int, default=None, help="chunk size for the chunker (default 100 tokens for recursive)")
