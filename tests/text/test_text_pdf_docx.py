@@ -61,6 +61,17 @@ def test_real_pdf_pages_offsets_and_outline(i):
             k = _squash(doc.text).find(_squash(title))  # the first mention is on that page or before it
             assert k < len(_squash(doc.text[:e]))
     assert checked >= 5
+    # sections from the outline: (almost) every bookmark, its heading printed on the bookmark's page
+    outline = _outline(reader)
+    assert len(doc.sections) >= 0.9 * len(outline)
+    pages_of = {}
+    for title, page in outline:
+        pages_of.setdefault(title, set()).add(page + 1)
+    for sec in doc.sections:
+        assert " ".join(doc.text[sec.heading_start : sec.heading_end].split()) == sec.title
+        assert doc.page_at(sec.heading_start) in pages_of[sec.title]
+        assert sec.path[-1] == sec.title
+    assert max(len(sec.path) for sec in doc.sections) >= 2
     chunks = get_chunker("recursive", size=120)(doc)
     for c in chunks:
         assert doc.text[c.start : c.end] == c.text  # the exact-offset contract

@@ -331,15 +331,17 @@ class Document:
         """Read the text layer of a PDF (``pypdf``) with its page spans; see :mod:`momoka.text.pdf`.
 
         Paragraphs are the blank-line separated blocks of each page (pages are
-        joined by a blank line); ``title`` defaults to the PDF's metadata title.
+        joined by a blank line); sections come from the outline (bookmarks);
+        ``title`` defaults to the PDF's metadata title.
         Raises :class:`~momoka.errors.EncryptedInputError`,
         :class:`~momoka.errors.NoTextLayerError` (a scan) or
         :class:`~momoka.errors.ParseError` (damaged).
         """
         from .pdf import parse_pdf
 
-        text, pages, meta_title = parse_pdf(data, name=source or "input")
-        return cls(text, title=title if title is not None else meta_title, doc_id=doc_id, source=source, pages=pages)
+        text, pages, meta_title, sections = parse_pdf(data, name=source or "input")
+        return cls(text, title=title if title is not None else meta_title, doc_id=doc_id, source=source, pages=pages,
+                   sections=sections)
 
     @classmethod
     def from_docx(
