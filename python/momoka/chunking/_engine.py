@@ -143,9 +143,15 @@ class Splitter:
             self._glued = (par[h, 1], par[h + 1, 0])
         return self._glued
 
-    def move_headings(self, spans: np.ndarray) -> np.ndarray:
+    def size_of(self, a: int, b: int) -> int:
+        """The size of the span ``(a, b)`` in this splitter's unit (characters after trimming, or tokens)."""
+        lo, hi = self.values(np.array([a, b], dtype=np.int64))
+        return int(hi[1] - lo[0])
+
+    def move_headings(self, spans: np.ndarray, limit: int | None = None) -> np.ndarray:
         """``spans`` (trimmed, in order) with headings that end a chunk moved to the chunk after it, and a
-        chunk made only of headings joined to the next one; overlapping spans are left as they are."""
+        chunk made only of headings joined to the next one, where the next chunk stays within ``limit``
+        (None: always); overlapping spans are left as they are."""
         ends, nexts = self._heading_gaps()
         if not len(ends) or len(spans) < 2:
             return spans
@@ -162,9 +168,10 @@ class Splitter:
                 cut = head_start[b]
                 b = self.last_nonws_end(cut, a)
             if b in head_start and head_start[b] <= a:  # only headings: join the next chunk
-                out[i + 1][0] = a
-                keep[i] = False
-            elif cut is not None:
+                if limit is None or self.size_of(a, out[i + 1][1]) <= limit:
+                    out[i + 1][0] = a
+                    keep[i] = False
+            elif cut is not None and (limit is None or self.size_of(cut, out[i + 1][1]) <= limit):
                 out[i][1], out[i + 1][0] = b, cut
         return np.asarray([x for x, k in zip(out, keep) if k], dtype=np.int64).reshape(-1, 2)
 

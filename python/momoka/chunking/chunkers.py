@@ -82,8 +82,10 @@ class Chunker:
     name = "base"
     unit = "chars"
     _source: TokenSource | None = None
-    #: A heading that would end a chunk (or be one alone) goes to the chunk after it.
-    keep_headings_with_text = True
+    #: A heading that would end a chunk (or be one alone) goes to the chunk after it, where that chunk
+    #: still fits :meth:`_heading_limit` (the paragraph and recursive chunkers; the fixed and sentence
+    #: baselines cut by count only, the structure chunker has ``merge_headings``).
+    keep_headings_with_text = False
 
     def __call__(self, document) -> list:
         """Chunk ``document`` (a :class:`momoka.text.Document`, or a str read as plain text)."""
@@ -111,7 +113,13 @@ class Chunker:
         return spans
 
     def _headings(self, sp: Splitter, spans: np.ndarray) -> np.ndarray:
-        return sp.move_headings(spans) if self.keep_headings_with_text else spans
+        if not self.keep_headings_with_text:
+            return spans
+        return sp.move_headings(spans, self._heading_limit())
+
+    def _heading_limit(self) -> int | None:
+        """The size (in :attr:`unit`) a chunk that takes a heading must stay within (None: no limit)."""
+        return getattr(self, "size", None)
 
     def _token_limit(self) -> int | None:
         """The token limit every chunk keeps (None: the chunker may keep an oversized piece whole)."""
@@ -205,7 +213,7 @@ class SentenceChunker(Chunker):
 
 
 class ParagraphChunker(Chunker):
-    """One chunk per paragraph of the document.
+    """One chunk per paragraph of the document (a heading joins the paragraph after it).
 
     With ``size``, consecutive paragraphs are merged while the merged chunk
     stays within ``size`` (tokens or characters); a paragraph longer than
@@ -214,6 +222,7 @@ class ParagraphChunker(Chunker):
     """
 
     name = "paragraph"
+    keep_headings_with_text = True
 
     def __init__(self, size: int | None = None, unit: str = "tokens", tokenizer: Any = None):
         self.size = None if size is None else _check_int("size", size, 1)
@@ -255,6 +264,7 @@ class RecursiveChunker(Chunker):
     """
 
     name = "recursive"
+    keep_headings_with_text = True
     DEFAULT_SEPARATORS = ("\n\n", SENTENCE, "\n", " ")
 
     def __init__(
@@ -295,8 +305,6 @@ class StructureChunker(Chunker):
     """
 
     name = "structure"
-    keep_headings_with_text = False  # merge_headings decides
-
     def __init__(
         self,
         max_size: int = 512,
