@@ -47,6 +47,14 @@ class ParseError(InputError):
     """A structured input (Markdown, HTML, JSON, model output) could not be parsed."""
 
 
+class EncryptedInputError(InputError):
+    """The input (a PDF, a Word document) is encrypted and cannot be read without its password."""
+
+
+class NoTextLayerError(EmptyInputError):
+    """A PDF has pages but no text layer (a scan or images only): it needs OCR first."""
+
+
 class ConfigError(MomokaError, ValueError):
     """An option or parameter has an invalid value."""
 

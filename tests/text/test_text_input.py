@@ -14,6 +14,7 @@ from momoka.errors import (
     InputError,
     InputTooLargeError,
     MomokaError,
+    ParseError,
 )
 from momoka.text import DEFAULT_MAX_INPUT_BYTES, Document
 from momoka.text.io import decode_bytes, max_input_bytes, resolve_format
@@ -38,6 +39,8 @@ def test_format_by_extension_and_override(tmp_path):
     assert (doc.text, doc.doc_id, doc.title) == ("Head\n\nBody text.", "n1", "Head")
     # an unknown format name is a configuration error
     with pytest.raises(ConfigError):
+        Document.from_file(p, format="rtf")
+    with pytest.raises(ParseError, match="not a PDF"):  # an HTML file read as PDF
         Document.from_file(p, format="pdf")
     assert resolve_format("x.HTML") == "html" and resolve_format("x.rst") == "text"
 

@@ -34,6 +34,27 @@ PARAGRAPH = "<paragraph>"
 
 Spans = list  # list[tuple[int, int]]
 
+#: A plain-text paragraph that is a heading: a title underlined by a line of ``=``/``-``/``~``/``*``, a
+#: numbered title without a final period (``5. Termination``, ``2.1 Scope``) or a line in capitals.
+_PLAIN_HEADING = re.compile(
+    r"\A(?:[^\n]{1,100}\n[ \t]*([=\-~*#_])\1{2,}[ \t]*"
+    r"|[ \t]*\d+(?:\.\d+)*\.?[ \t]+[^\n]{1,80}(?<![.!?:;,])"
+    r"|[ \t]*(?=[^\n]*[A-Z]{2})[^a-z\n]{3,80}(?<![.!?:;,]))\Z"
+)
+
+
+def heading_paragraphs(document) -> np.ndarray:
+    """Indices of the document's paragraphs that are headings: the heading of a section, or in a document
+    without sections a heading-like plain-text paragraph (:data:`_PLAIN_HEADING`)."""
+    par = np.asarray(document.paragraphs, dtype=np.int64).reshape(-1, 2)
+    sections = getattr(document, "sections", None)
+    if sections:
+        heads = {(s.heading_start, s.heading_end) for s in sections}
+        return np.array([i for i, (a, b) in enumerate(par.tolist()) if (a, b) in heads], dtype=np.int64)
+    text = document.text
+    return np.array([i for i, (a, b) in enumerate(par.tolist()) if b - a <= 200 and _PLAIN_HEADING.match(text[a:b])],
+                    dtype=np.int64)
+
 
 class Splitter:
     """Per-call state: the text, its size measure and lazily built token atoms."""
@@ -45,6 +66,7 @@ class Splitter:
         self.unit = unit
         self.source = source
         self._atoms: Atoms | None = None
+        self._glued: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- whitespace trimming -------------------------------------------------
 
@@ -112,22 +134,75 @@ class Splitter:
             cuts = cuts[keep]
         return np.concatenate([np.array([lo], dtype=np.int64), cuts, np.array([hi], dtype=np.int64)])
 
+    def _heading_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(end of each heading paragraph, start of the paragraph after it): no paragraph cut falls between."""
+        if self._glued is None:
+            par = np.asarray(self.doc.paragraphs, dtype=np.int64).reshape(-1, 2)
+            h = heading_paragraphs(self.doc)
+            h = h[h + 1 < len(par)]
+            self._glued = (par[h, 1], par[h + 1, 0])
+        return self._glued
+
+    def size_of(self, a: int, b: int) -> int:
+        """The size of the span ``(a, b)`` in this splitter's unit (characters after trimming, or tokens)."""
+        lo, hi = self.values(np.array([a, b], dtype=np.int64))
+        return int(hi[1] - lo[0])
+
+    def move_headings(self, spans: np.ndarray, limit: int | None = None) -> np.ndarray:
+        """``spans`` (trimmed, in order) with headings that end a chunk moved to the chunk after it, and a
+        chunk made only of headings joined to the next one, where the next chunk stays within ``limit``
+        (None: always); overlapping spans are left as they are."""
+        ends, nexts = self._heading_gaps()
+        if not len(ends) or len(spans) < 2:
+            return spans
+        par = np.asarray(self.doc.paragraphs, dtype=np.int64).reshape(-1, 2)
+        head_start = dict(zip(ends.tolist(), par[np.searchsorted(par[:, 1], ends), 0].tolist()))
+        out = [list(x) for x in spans.tolist()]
+        keep = [True] * len(out)
+        for i in range(len(out) - 1):
+            a, b = out[i]
+            if b > out[i + 1][0]:
+                continue  # overlapping chunks
+            cut = None
+            while b in head_start and head_start[b] > a:
+                cut = head_start[b]
+                b = self.last_nonws_end(cut, a)
+            if b in head_start and head_start[b] <= a:  # only headings: join the next chunk
+                if limit is None or self.size_of(a, out[i + 1][1]) <= limit:
+                    out[i + 1][0] = a
+                    keep[i] = False
+            elif cut is not None and (limit is None or self.size_of(cut, out[i + 1][1]) <= limit):
+                out[i][1], out[i + 1][0] = b, cut
+        return np.asarray([x for x, k in zip(out, keep) if k], dtype=np.int64).reshape(-1, 2)
+
+    def _glue_headings(self, cuts: np.ndarray) -> np.ndarray:
+        """``cuts`` without those between a heading and the paragraph after it: a heading is never alone."""
+        ends, nexts = self._heading_gaps()
+        if not len(ends) or not len(cuts):
+            return cuts
+        k = np.searchsorted(ends, cuts, side="right") - 1
+        inside = (k >= 0) & (cuts <= nexts[np.maximum(k, 0)])
+        return cuts[~inside]
+
     def cuts(self, sep: str, lo: int, hi: int) -> np.ndarray:
         """Cut positions for one separator inside (lo, hi).
 
         A string separator cuts right after each of its occurrences (it stays
         with the text before it); :data:`SENTENCE` and :data:`PARAGRAPH` cut at
-        the starts of the document's sentences and paragraphs.
+        the starts of the document's sentences and paragraphs. Paragraph-level
+        separators (:data:`PARAGRAPH`, ``"\n\n"``) never cut between a heading
+        and the paragraph after it.
         """
         if sep == SENTENCE or sep == PARAGRAPH:
             spans = self.doc.sentences if sep == SENTENCE else self.doc.paragraphs
             starts = np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 0]
             a = np.searchsorted(starts, lo, side="right")
             b = np.searchsorted(starts, hi, side="left")
-            return starts[a:b]
+            return starts[a:b] if sep == SENTENCE else self._glue_headings(starts[a:b])
         occ = _core.chunk_find_all(self.text, sep, lo, hi)
         occ += len(sep)
-        return occ[occ < hi]
+        occ = occ[occ < hi]
+        return self._glue_headings(occ) if sep == "\n\n" else occ
 
     # -- packing -------------------------------------------------------------
 
@@ -209,9 +284,8 @@ class Splitter:
 
     def level_cuts(self, sep: str):
         """A level for the native packer: sentence/paragraph starts as an array, else the separator itself."""
-        if sep == SENTENCE or sep == PARAGRAPH:
-            spans = self.doc.sentences if sep == SENTENCE else self.doc.paragraphs
-            return np.ascontiguousarray(np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 0])
+        if sep == SENTENCE or sep == PARAGRAPH or sep == "\n\n":
+            return np.ascontiguousarray(self.cuts(sep, 0, self.n + 1))
         return sep
 
     def split_ranges(self, ranges: list, seps: tuple, size: int, keep_oversize: bool = False):

@@ -82,6 +82,10 @@ class Chunker:
     name = "base"
     unit = "chars"
     _source: TokenSource | None = None
+    #: A heading that would end a chunk (or be one alone) goes to the chunk after it, where that chunk
+    #: still fits :meth:`_heading_limit` (the paragraph and recursive chunkers; the fixed and sentence
+    #: baselines cut by count only, the structure chunker has ``merge_headings``).
+    keep_headings_with_text = False
 
     def __call__(self, document) -> list:
         """Chunk ``document`` (a :class:`momoka.text.Document`, or a str read as plain text)."""
@@ -96,7 +100,7 @@ class Chunker:
         sp = Splitter(document, self.unit, self._source)
         if sp.n == 0:
             return np.zeros((0, 2), dtype=np.int64)
-        spans = sp.finish(self._spans(sp))
+        spans = self._headings(sp, sp.finish(self._spans(sp)))
         limit = self._token_limit()
         fit = getattr(self._source, "fit", None)
         if limit is not None and fit is not None:
@@ -104,9 +108,18 @@ class Chunker:
             for _ in range(_REFINE_ROUNDS):  # the leads of the words that start chunks
                 if not self._source.refine(sp.atoms, spans):
                     break
-                spans = sp.finish(self._spans(sp))
+                spans = self._headings(sp, sp.finish(self._spans(sp)))
             spans = fit(sp.text, spans, limit, sp.atoms)
         return spans
+
+    def _headings(self, sp: Splitter, spans: np.ndarray) -> np.ndarray:
+        if not self.keep_headings_with_text:
+            return spans
+        return sp.move_headings(spans, self._heading_limit())
+
+    def _heading_limit(self) -> int | None:
+        """The size (in :attr:`unit`) a chunk that takes a heading must stay within (None: no limit)."""
+        return getattr(self, "size", None)
 
     def _token_limit(self) -> int | None:
         """The token limit every chunk keeps (None: the chunker may keep an oversized piece whole)."""
@@ -200,7 +213,7 @@ class SentenceChunker(Chunker):
 
 
 class ParagraphChunker(Chunker):
-    """One chunk per paragraph of the document.
+    """One chunk per paragraph of the document (a heading joins the paragraph after it).
 
     With ``size``, consecutive paragraphs are merged while the merged chunk
     stays within ``size`` (tokens or characters); a paragraph longer than
@@ -209,6 +222,7 @@ class ParagraphChunker(Chunker):
     """
 
     name = "paragraph"
+    keep_headings_with_text = True
 
     def __init__(self, size: int | None = None, unit: str = "tokens", tokenizer: Any = None):
         self.size = None if size is None else _check_int("size", size, 1)
@@ -250,7 +264,8 @@ class RecursiveChunker(Chunker):
     """
 
     name = "recursive"
-    DEFAULT_SEPARATORS = ("\n\n", "\n", SENTENCE, " ")
+    keep_headings_with_text = True
+    DEFAULT_SEPARATORS = ("\n\n", SENTENCE, "\n", " ")
 
     def __init__(
         self,
@@ -290,7 +305,6 @@ class StructureChunker(Chunker):
     """
 
     name = "structure"
-
     def __init__(
         self,
         max_size: int = 512,

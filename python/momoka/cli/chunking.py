@@ -17,7 +17,7 @@ def register(subparsers) -> None:
         "chunk",
         help="cut a document into chunks and print them with offsets",
         description=(
-            "Read FILE (plain text, Markdown or HTML, by extension or --format), chunk it and print "
+            "Read FILE (plain text, Markdown, HTML, PDF or Word .docx, by extension or --format), chunk it and print "
             "each chunk with its character offsets, paragraph and sentence index and section path."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -34,7 +34,8 @@ def register(subparsers) -> None:
         default=None,
         help="count tokens with this tokenizers.Tokenizer file (tokenizer.json; default: whitespace tokens)",
     )
-    p.add_argument("--format", choices=("text", "markdown", "html"), default=None, help="override the parser")
+    p.add_argument("--format", choices=("text", "markdown", "html", "pdf", "docx"), default=None,
+                   help="override the parser (default: by the extension)")
     p.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     add_llm_arguments(p)
     p.set_defaults(func=run)
@@ -65,11 +66,16 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if args.json:
         for c in chunks:
-            out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+            d = c.to_dict()
+            if doc.pages is not None:
+                d["page"] = doc.page_at(c.start)
+            out.write(json.dumps(d, ensure_ascii=False) + "\n")
     else:
         for c in chunks:
             section = " > ".join(c.section)
-            head = f"[{c.index}] {c.start}:{c.end}  paragraph {c.paragraph}  sentence {c.sentence}"
+            page = doc.page_at(c.start)
+            head = (f"[{c.index}] {'' if page is None else f'page {page}  '}{c.start}:{c.end}  "
+                    f"paragraph {c.paragraph}  sentence {c.sentence}")
             out.write(head + (f"  section {section}" if section else "") + "\n")
             out.write("    " + c.text.replace("\n", "\n    ") + "\n\n")
     st = getattr(chunker, "stats", None)

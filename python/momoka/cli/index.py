@@ -27,11 +27,12 @@ _RAW = argparse.RawDescriptionHelpFormatter
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "index", help="chunk, embed, enrich and relate documents into a store", formatter_class=_RAW,
-        description="Index files or directories (.txt, .md, .html) into a store. On an existing store the "
+        description="Index files or directories (.txt, .md, .html, .pdf, .docx) into a store. On an existing store the "
         "documents are added (with the store's own pipeline); --enrich/--relate names not yet in the "
         "store are added and run on every document.",
         epilog=names_epilog("chunker", "enricher", "relator"))
-    p.add_argument("paths", nargs="+", help="files or directories to index")
+    p.add_argument("paths", nargs="+", help="files or directories to index (.txt .md .html .pdf .docx; a document's id is "
+                   "its path without the extension, relative to the common root of PATHS)")
     p.add_argument("--store", required=True, help="store directory (created if missing)")
     add_chunker_arguments(p, note="; new stores only")
     p.add_argument("--enrich", action="append", default=None, metavar="NAME",
@@ -246,15 +247,22 @@ def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) 
     return 0
 
 
-def print_result(result, as_json: bool) -> None:
-    """Print a :class:`~momoka.methods.base.Result` (or its JSON)."""
+def cite(doc_id: str, start: int, end: int, page_of=None) -> str:
+    """``doc [start:end]``, with ``p. N`` before the offsets where ``page_of(doc_id, start)`` gives a page."""
+    page = page_of(doc_id, start) if page_of is not None else None
+    return f"{doc_id} {'' if page is None else f'p. {page} '}[{start}:{end}]"
+
+
+def print_result(result, as_json: bool, page_of=None) -> None:
+    """Print a :class:`~momoka.methods.base.Result` (or its JSON); ``page_of`` (e.g. ``Index.page_of``) adds
+    the page of each span of a paged document."""
     if as_json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return
     if not len(result):
         print("no matching passages")
     for it in result:
-        spans = ", ".join(f"{d} [{s}:{e}]" for d, s, e in it.spans)
+        spans = ", ".join(cite(d, s, e, page_of) for d, s, e in it.spans)
         head = f"#{it.rank}  score {it.score:.4f}  {spans}"
         sec = " > ".join(it.section)
         if sec:
@@ -276,7 +284,7 @@ def _query(args: argparse.Namespace) -> int:
         ix.max_query_chars = args.max_query_chars
     res = ix.search(args.question, retriever=args.retriever, doc_ids=args.doc, **_k_budget(args),
                     **opts.pop(args.retriever, {}))
-    print_result(res, args.json)
+    print_result(res, args.json, ix.page_of)
     return 0
 
 
@@ -305,7 +313,7 @@ def _ask(args: argparse.Namespace) -> int:
     for c in ans.context:
         mark = "*" if c.number in cited else " "
         snippet = " ".join(c.text.split())
-        print(f"{mark}[{c.number}] {c.doc_id} [{c.start}:{c.end}]  {snippet[:160]}{' ...' if len(snippet) > 160 else ''}")
+        print(f"{mark}[{c.number}] {cite(c.doc_id, c.start, c.end, ix.page_of)}  {snippet[:160]}{' ...' if len(snippet) > 160 else ''}")
     if ans.cited_by == "overlap":
         say("the answer named no passage; * marks the passages holding most of its words")
     elif not ans.citations:

@@ -623,7 +623,8 @@ class Index:
         docs, chunks = [docs[i] for i in keep], [chunks[i] for i in keep]
         if not docs:
             return []
-        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text), "metadata": {},
+        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text),
+                 "metadata": {"pages": d.pages.tolist()} if getattr(d, "pages", None) is not None else {},
                  "sha256": hashes.get(d.doc_id)} for d in docs]
         tally = getattr(self.chunker, "fallbacks", None)
         if tally is not None:
@@ -658,7 +659,7 @@ class Index:
         document itself. Otherwise it is rebuilt from the stored chunks: every
         chunk's text at its offsets, whitespace between chunks as spaces (the
         chunkers cover every non-whitespace character, so only whitespace
-        differs), parsed as plain text with the stored title.
+        differs), parsed as plain text with the stored title and page spans.
         """
         d = self._documents.get(doc_id)
         if d is not None:
@@ -672,7 +673,19 @@ class Index:
         for cid in entry.chunk_ids:
             c = self.store.chunks.get(cid)
             buf[c.start : c.end] = c.text
-        return Document.from_text("".join(buf), title=entry.title, doc_id=doc_id, source=entry.source)
+        return Document("".join(buf), title=entry.title, doc_id=doc_id, source=entry.source,
+                        pages=entry.metadata.get("pages"))
+
+    def page_of(self, doc_id: str, offset: int) -> int | None:
+        """The page number (1-based) of ``offset`` in document ``doc_id``; ``None`` when it has no pages
+        (only PDFs have them)."""
+        from ..text.document import page_number
+
+        entry = self.store.documents.get(doc_id)
+        if entry is None:
+            raise InputError(f"unknown document id {doc_id!r}")
+        pages = entry.metadata.get("pages")
+        return page_number([p[0] for p in pages], offset) if pages else None
 
     def _chunk(self, docs: list, on_error: str = "raise", skipped: list | None = None) -> list[list[Chunk]]:
         """Chunks per document; a document without chunks raises, or gets ``[]`` and a ``skipped`` entry."""

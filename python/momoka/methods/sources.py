@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeErro
 #: Queries longer than this many characters are refused (InputTooLargeError).
 MAX_QUERY_CHARS = 10_000
 #: File extensions read when a directory is given.
-DOC_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm")
+DOC_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
 
 
 def embedder_info(embedder: Any) -> dict:
@@ -75,36 +76,99 @@ class SourceFile:
 
 
 def file_doc_id(path: Path, base: Path | None = None) -> str:
-    """The document id of a file: its path without the extension, ``/``-separated, relative to ``base``
-    (the directory argument it was found in), else as given (normalised; an absolute path gives its name).
+    """The document id of a file: its path relative to ``base`` without the extension, ``/``-separated.
 
-    So ``docs/report.md`` found in ``docs`` is ``report``, ``docs/x/report.md`` is ``x/report``, and the file
-    argument ``y/report.md`` is ``y/report``: files in different folders never share an id. Two files that
-    differ only in their extension do (the second is reported as given twice).
+    ``base`` defaults to the file's own folder (the id is then the file name without its extension).
+    :func:`expand_paths` passes the common root of all the paths it was given.
     """
-    if base is not None:
-        rel = path.relative_to(base)
-    elif path.is_absolute():
-        rel = Path(path.name)
-    else:
-        rel = Path(os.path.normpath(path))
+    rel = Path(path).relative_to(base) if base is not None else Path(Path(path).name)
     return rel.with_suffix("").as_posix() if rel.suffix else rel.as_posix()
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A file found by :func:`expand_paths`: as given, and as an absolute path with its folders resolved."""
+
+    path: Path
+    full: Path
+
+
+def _absolute(p: Path) -> Path:
+    """``p`` absolute, its folders resolved (symbolic links, ``..``) and its own name kept."""
+    return Path(os.path.abspath(p)).parent.resolve() / p.name
+
+
+def _file_key(p: Path) -> tuple:
+    """What identifies a file whatever the spelling of its path: device and inode (else the resolved path)."""
+    try:
+        st = p.stat()
+        return (st.st_dev, st.st_ino)
+    except OSError:
+        return (str(p.resolve()),)
+
+
+def _assign_ids(items: list[Any], anchors: list[Path]) -> list[Any]:
+    """Turn the :class:`_Found` files of ``items`` into :class:`SourceFile` items with their ids.
+
+    Ids are relative to the common root of ``anchors``; a file found twice is kept once (with a warning);
+    files whose ids would differ only by their extension keep it (``notes.md``, ``notes.txt``).
+    """
+    found = [it for it in items if isinstance(it, _Found)]
+    if not found:
+        return items
+    try:
+        root = Path(os.path.commonpath([str(a) for a in anchors]))
+    except ValueError:  # paths on different drives (Windows): no common root
+        root = None
+    seen: dict[tuple, _Found] = {}
+    dropped: set[int] = set()
+    for it in found:
+        key = _file_key(it.path)
+        if key in seen:
+            warnings.warn(f"{it.path} is the same file as {seen[key].path}; it is indexed once", UserWarning,
+                          stacklevel=3)
+            dropped.add(id(it))
+        else:
+            seen[key] = it
+    kept = [it for it in found if id(it) not in dropped]
+    base = {id(it): root if root is not None else it.full.parent for it in kept}
+    ids = {id(it): file_doc_id(it.full, base[id(it)]) for it in kept}
+    count: dict[str, int] = {}
+    for v in ids.values():
+        count[v] = count.get(v, 0) + 1
+    for it in kept:
+        if count[ids[id(it)]] > 1:  # same path but for the extension: the extension tells them apart
+            ids[id(it)] = it.full.relative_to(base[id(it)]).as_posix()
+    return [SourceFile(it.path, ids[id(it)]) if isinstance(it, _Found) else it
+            for it in items if id(it) not in dropped]
 
 
 def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: bool = False) -> list[Any]:
     """Files and directories into :class:`SourceFile` items; other items (Documents, dicts) pass unchanged.
 
-    A directory is read recursively for :data:`DOC_EXTENSIONS`; its files get
-    ids relative to it (:func:`file_doc_id`). Files of other types found in a
-    directory are appended to ``skipped`` as ``(path, reason)`` when a list is
-    given. Entries are classified without being opened (:func:`momoka._files.path_kind`):
-    symbolic links to regular files are followed; dangling links, FIFOs, sockets
-    and devices found in a directory are appended to ``skipped`` with what they
-    are (or, with ``strict``, raise :class:`InputError`). A directory without any
-    document, and a path given that is missing or not a regular file or
-    directory, raise :class:`InputError`.
+    A directory is read recursively for :data:`DOC_EXTENSIONS`. Files of other
+    types found in a directory are appended to ``skipped`` as ``(path,
+    reason)`` when a list is given. Entries are classified without being opened
+    (:func:`momoka._files.path_kind`): symbolic links to regular files are
+    followed; dangling links, FIFOs, sockets and devices found in a directory
+    are appended to ``skipped`` with what they are (or, with ``strict``, raise
+    :class:`InputError`). A directory without any document, and a path given
+    that is missing or not a regular file or directory, raise :class:`InputError`.
+
+    Document ids (:func:`file_doc_id`) are the files' paths without the
+    extension, relative to the common root of the given paths (a directory
+    counts as itself, a file as its folder), after making the paths absolute
+    and resolving their folders, so an id does not depend on how a path is
+    typed: ``docs/`` alone gives ``report`` and ``x/report`` for
+    ``docs/report.md`` and ``docs/x/report.md``, a single file ``y/report.md``
+    gives ``report``, and ``a/README.txt`` with ``b/README.txt`` give
+    ``a/README`` and ``b/README``. One file given twice (the same path twice,
+    two spellings of it, a file inside a directory also given) is indexed once,
+    with a warning. Two files that would differ only by their extension keep
+    it in their ids (``notes.md``, ``notes.txt``).
     """
     out: list[Any] = []
+    anchors: list[Path] = []
     for it in items:
         if isinstance(it, (str, os.PathLike)):
             p = Path(it)
@@ -129,16 +193,20 @@ def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: b
                 if skipped is not None:
                     skipped.extend((f, f"unsupported file type {f.suffix or '(no extension)'} (momoka reads "
                                        f"{', '.join(DOC_EXTENSIONS)})") for f in other)
-                out.extend(SourceFile(f, file_doc_id(f, p)) for f in files)
+                top = p.resolve()
+                anchors.append(top)
+                out.extend(_Found(f, top / f.relative_to(p)) for f in files)
             elif kind == "file":
-                out.append(SourceFile(p, file_doc_id(p)))
+                full = _absolute(p)
+                anchors.append(full.parent)
+                out.append(_Found(p, full))
             elif kind == "missing":
                 raise InputError(f"no such file or directory: {p}")
             else:
                 raise InputError(f"{p} is {kind}, not a regular file or directory")
         else:
             out.append(it)
-    return out
+    return _assign_ids(out, anchors)
 
 
 def to_document(item: Any, encoding: str = "utf-8"):

@@ -20,7 +20,13 @@ from ..errors import EmptyInputError, InputError
 from .model import Chunk, Section
 from .segment import split_paragraphs, split_sentences_within
 
-__all__ = ["Document", "make_chunks"]
+__all__ = ["Document", "make_chunks", "page_number"]
+
+
+def page_number(page_starts: Any, offset: int) -> int:
+    """The number (1-based) of the page holding ``offset``, given each page's start offset in page order
+    (a page without text starts where the next one's text does, so its number is never returned for text)."""
+    return max(int(np.searchsorted(np.asarray(page_starts), offset, side="right")), 1)
 
 
 def _as_spans(spans: Any, what: str) -> np.ndarray:
@@ -52,6 +58,10 @@ class Document:
     sections:
         :class:`Section` objects with offsets into ``text`` (parsers fill
         them; plain text has none).
+    pages:
+        Optional ``(G, 2)`` spans of the pages of a paged source (PDF), in
+        page order, sorted and inside the text (a page without text has an
+        empty span); :meth:`page_at` turns an offset into a page number.
     paragraphs:
         Optional ``(P, 2)`` paragraph spans (parsers give them for Markdown
         and HTML); by default paragraphs are the blank-line separated blocks
@@ -63,7 +73,8 @@ class Document:
     paragraph boundary.
     """
 
-    __slots__ = ("text", "title", "doc_id", "source", "sections", "_paragraphs", "_sentences", "_section_map")
+    __slots__ = ("text", "title", "doc_id", "source", "sections", "pages", "_paragraphs", "_sentences",
+                 "_section_map")
 
     def __init__(
         self,
@@ -73,6 +84,7 @@ class Document:
         source: str | None = None,
         sections: Iterable[Section] = (),
         paragraphs: Any = None,
+        pages: Any = None,
     ):
         if not isinstance(text, str):
             raise InputError(
@@ -101,6 +113,7 @@ class Document:
             self._paragraphs = None
         else:
             self._paragraphs = self._check_paragraphs(_as_spans(paragraphs, "paragraphs"))
+        self.pages: np.ndarray | None = None if pages is None else self._check_pages(_as_spans(pages, "pages"))
 
     # -- structure ---------------------------------------------------------
 
@@ -125,6 +138,18 @@ class Document:
         if not out:
             raise InputError("no non-empty paragraph span given")
         return np.asarray(out, dtype=np.int64).reshape(-1, 2)
+
+    def _check_pages(self, g: np.ndarray) -> np.ndarray:
+        n = len(self.text)
+        if not len(g):
+            raise InputError("pages must hold at least one (start, end) span")
+        if (g[:, 0] < 0).any() or (g[:, 1] > n).any() or (g[:, 0] > g[:, 1]).any() or (g[1:, 0] < g[:-1, 1]).any():
+            raise InputError(f"page spans must be sorted, disjoint and inside the text (length {n})")
+        return g
+
+    def page_at(self, offset: int) -> int | None:
+        """The number (1-based) of the page holding ``offset``, or ``None`` when the document has no pages."""
+        return None if self.pages is None else page_number(self.pages[:, 0], offset)
 
     @property
     def paragraphs(self) -> np.ndarray:
@@ -215,6 +240,7 @@ class Document:
                 for s in self.sections
             ],
             "paragraphs": self.paragraphs.tolist(),
+            **({"pages": self.pages.tolist()} if self.pages is not None else {}),
         }
 
     @classmethod
@@ -241,6 +267,7 @@ class Document:
                 source=d.get("source"),
                 sections=sections,
                 paragraphs=paragraphs if paragraphs else None,
+                pages=d.get("pages"),
             )
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, InputError):
@@ -298,6 +325,36 @@ class Document:
         return parsed.to_document(cls, title=title, doc_id=doc_id, source=source, kind="HTML")
 
     @classmethod
+    def from_pdf(
+        cls, data: bytes, title: str | None = None, doc_id: str | None = None, source: str | None = None
+    ) -> Document:
+        """Read the text layer of a PDF (``pypdf``) with its page spans; see :mod:`momoka.text.pdf`.
+
+        Paragraphs are the blank-line separated blocks of each page (pages are
+        joined by a blank line); sections come from the outline (bookmarks);
+        ``title`` defaults to the PDF's metadata title.
+        Raises :class:`~momoka.errors.EncryptedInputError`,
+        :class:`~momoka.errors.NoTextLayerError` (a scan) or
+        :class:`~momoka.errors.ParseError` (damaged).
+        """
+        from .pdf import parse_pdf
+
+        text, pages, meta_title, sections = parse_pdf(data, name=source or "input")
+        return cls(text, title=title if title is not None else meta_title, doc_id=doc_id, source=source, pages=pages,
+                   sections=sections)
+
+    @classmethod
+    def from_docx(
+        cls, data: bytes, title: str | None = None, doc_id: str | None = None, source: str | None = None
+    ) -> Document:
+        """Parse a Word .docx file (``python-docx``): headings become sections, paragraphs paragraphs, a
+        table one paragraph; see :mod:`momoka.text.docx` for what is read and the errors."""
+        from .docx import parse_docx
+
+        parsed = parse_docx(data, name=source or "input")
+        return parsed.to_document(cls, title=title, doc_id=doc_id, source=source, kind="Word")
+
+    @classmethod
     def from_file(
         cls,
         path: str | os.PathLike[str],
@@ -308,8 +365,9 @@ class Document:
         max_bytes: int | None = None,
     ) -> Document:
         """Read a file and parse it by extension (``.txt``, ``.md``/``.markdown``,
-        ``.html``/``.htm``; anything else is plain text), or by ``format``
-        (``"text"``, ``"markdown"``, ``"html"``).
+        ``.html``/``.htm``, ``.pdf``, ``.docx``; anything else is plain text), or
+        by ``format`` (``"text"``, ``"markdown"``, ``"html"``, ``"pdf"``,
+        ``"docx"``; ``encoding`` does not apply to the last two).
 
         The size is checked before reading: files above ``max_bytes``
         (default :data:`momoka.text.io.DEFAULT_MAX_INPUT_BYTES`, 100 MiB, or
@@ -321,13 +379,17 @@ class Document:
         ``doc_id`` defaults to the file name without extension; ``source`` is
         the path.
         """
-        from .io import read_text_file, resolve_format
+        from .io import read_file_bytes, read_text_file, resolve_format
 
         p = Path(path)
         fmt = resolve_format(p, format)
-        text = read_text_file(p, encoding=encoding, max_bytes=max_bytes)
         did = doc_id if doc_id is not None else p.stem
         src = str(p)
+        if fmt == "pdf":
+            return cls.from_pdf(read_file_bytes(p, max_bytes), doc_id=did, source=src)
+        if fmt == "docx":
+            return cls.from_docx(read_file_bytes(p, max_bytes), doc_id=did, source=src)
+        text = read_text_file(p, encoding=encoding, max_bytes=max_bytes)
         if fmt == "markdown":
             return cls.from_markdown(text, doc_id=did, source=src)
         if fmt == "html":

@@ -6,6 +6,14 @@ its whitespace; a table becomes one paragraph with a row per line and cells
 joined by `` | `` (a caption is a row of its own); ``br`` is a line break;
 script, style, noscript, template, svg and math are dropped; character
 references are decoded. ``<title>`` gives the title.
+
+Navigation is not text: ``<nav>``, elements with ``role="navigation"``, the
+navigation blocks documentation generators write (Sphinx's ``related`` and
+``sphinxsidebar``, texinfo's ``nav-panel``, DocBook's ``navheader`` /
+``navfooter``, skip links) and blocks made only of texinfo's ``Next: ...,
+Previous: ..., Up: ... [Index]`` links are dropped, and so is a link inside a
+heading whose text is only a glyph (Sphinx's ``¶`` header link, the ``#``
+anchors of Node.js and GitHub pages).
 """
 
 from __future__ import annotations
@@ -27,6 +35,26 @@ _BLOCK = {
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 _WS = re.compile(r"[ \t\n\r\f\v]+")
+#: Classes of navigation-only elements (dropped with their content).
+NAV_CLASSES = frozenset({"related", "sphinxsidebar", "sphinxsidebarwrapper", "nav-panel", "navheader", "navfooter",
+                         "skip-to-content", "skip-link"})
+#: What a heading's permalink shows: a link inside a heading with only these characters is dropped.
+_ANCHOR_GLYPHS = re.compile(r"^[\s¶#§🔗\uf0c1]+$")
+#: A block that is only texinfo navigation: "Next: A, Previous: B, Up: C   [Contents][Index]" (two labels,
+#: or labels and bracketed links; "Next: we build it." is text).
+_NAV_LABEL = r"(?:(?:Next|Previous|Prev|Up|Forward|Back)\s*:[^:\n]*?(?:,\s*|\s+|$))"
+_NAV_LINE = re.compile(rf"^(?:{_NAV_LABEL}{{2,}}(?:\[[^\]\n]*\]\s*)*|{_NAV_LABEL}+(?:\[[^\]\n]*\]\s*)+)$")
+
+
+def _is_navigation(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    if tag == "nav":
+        return True
+    for k, v in attrs:
+        if k == "role" and v == "navigation":
+            return True
+        if k == "class" and v and NAV_CLASSES.intersection(v.split()):
+            return True
+    return False
 
 
 class _Parser(HTMLParser):
@@ -44,6 +72,9 @@ class _Parser(HTMLParser):
         self.cells: list[str] = []
         self.cell: list[str] | None = None
         self.caption = False
+        self.drop: str | None = None  # the navigation element being dropped, with its content
+        self.drop_depth = 0
+        self.anchor: int | None = None  # where the text of a link inside a heading starts in buf
 
     # -- helpers -------------------------------------------------------------
 
@@ -55,7 +86,7 @@ class _Parser(HTMLParser):
             return
         lines = [" ".join(x.split()) for x in raw.split("\n")]
         text = "\n".join(x for x in lines if x)
-        if not text:
+        if not text or (not self.heading and _NAV_LINE.match(text)):
             return
         if self.heading:
             # one heading per <hN>: text after a block inside an unclosed
@@ -79,6 +110,16 @@ class _Parser(HTMLParser):
     # -- parser callbacks ------------------------------------------------------
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.drop is not None:
+            if tag == self.drop and tag not in _VOID:
+                self.drop_depth += 1
+            return
+        if not self.skip and tag not in _VOID and _is_navigation(tag, attrs):
+            self._flush()
+            self.drop, self.drop_depth = tag, 1
+            return
+        if tag == "a" and self.heading and not self.skip:
+            self.anchor = len(self.buf)
         if tag in _SKIP:
             if tag not in _VOID:
                 self.skip += 1
@@ -124,7 +165,7 @@ class _Parser(HTMLParser):
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         # <br/>, <hr/>, <img/>: no content, never opens a skipped region
-        if tag in _SKIP or self.skip:
+        if tag in _SKIP or self.skip or self.drop is not None:
             return
         if tag == "br":
             if self.table:
@@ -136,6 +177,16 @@ class _Parser(HTMLParser):
             self._flush()
 
     def handle_endtag(self, tag: str) -> None:
+        if self.drop is not None:
+            if tag == self.drop:
+                self.drop_depth -= 1
+                if self.drop_depth == 0:
+                    self.drop = None
+            return
+        if tag == "a" and self.anchor is not None:
+            if self.heading and _ANCHOR_GLYPHS.match("".join(self.buf[self.anchor :])):
+                del self.buf[self.anchor :]  # a permalink glyph, not part of the heading
+            self.anchor = None
         if tag in _SKIP:
             if self.skip and tag not in _VOID:
                 self.skip -= 1
@@ -174,7 +225,7 @@ class _Parser(HTMLParser):
             self._flush()
 
     def handle_data(self, data: str) -> None:
-        if self.skip:
+        if self.skip or self.drop is not None:
             return
         if self.in_title:
             self.title.append(data)

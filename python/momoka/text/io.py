@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "FORMATS",
     "max_input_bytes",
+    "read_file_bytes",
     "read_text_file",
     "resolve_format",
     "check_binary",
@@ -42,8 +43,11 @@ FORMATS = {
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
 }
-_FORMAT_NAMES = {"text": "text", "txt": "text", "plain": "text", "markdown": "markdown", "md": "markdown", "html": "html", "htm": "html"}
+_FORMAT_NAMES = {"text": "text", "txt": "text", "plain": "text", "markdown": "markdown", "md": "markdown", "html": "html", "htm": "html",
+                 "pdf": "pdf", "docx": "docx"}
 
 # bytes that do not occur in text: C0 controls other than \t \n \v \f \r and ESC, plus DEL
 _CONTROL = bytes(c for c in range(32) if c not in (9, 10, 11, 12, 13, 27)) + b"\x7f"
@@ -71,11 +75,12 @@ def max_input_bytes(max_bytes: int | None = None) -> int:
 
 
 def resolve_format(path: str | os.PathLike[str], format: str | None = None) -> str:
-    """``"text"``, ``"markdown"`` or ``"html"``: ``format`` if given, else from the extension (default text)."""
+    """``"text"``, ``"markdown"``, ``"html"``, ``"pdf"`` or ``"docx"``: ``format`` if given, else from the
+    extension (default text)."""
     if format is not None:
         f = _FORMAT_NAMES.get(str(format).lower().lstrip("."))
         if f is None:
-            raise ConfigError(f"unknown document format {format!r}; use one of: text, markdown, html")
+            raise ConfigError(f"unknown document format {format!r}; use one of: text, markdown, html, pdf, docx")
         return f
     return FORMATS.get(Path(path).suffix.lower(), "text")
 
@@ -130,10 +135,8 @@ def decode_bytes(data: bytes, encoding: str = "utf-8", name: str = "input") -> s
     return text
 
 
-def read_text_file(
-    path: str | os.PathLike[str], encoding: str = "utf-8", max_bytes: int | None = None
-) -> str:
-    """Read a text file strictly (see the module docstring for the checks and errors)."""
+def read_file_bytes(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
+    """The bytes of a file, checked like :func:`read_text_file` checks them (exists, size limit, not empty)."""
     p = Path(path)
     name = str(p)
     limit = max_input_bytes(max_bytes)
@@ -167,4 +170,11 @@ def read_text_file(
         )
     if not data:
         raise EmptyInputError(f"{name}: file is empty")
-    return decode_bytes(data, encoding, name)
+    return data
+
+
+def read_text_file(
+    path: str | os.PathLike[str], encoding: str = "utf-8", max_bytes: int | None = None
+) -> str:
+    """Read a text file strictly (see the module docstring for the checks and errors)."""
+    return decode_bytes(read_file_bytes(path, max_bytes), encoding, str(Path(path)))

@@ -6,8 +6,8 @@ Supported blocks (CommonMark-like, line based): ATX headings (``# T``, closing
 lines), indented code, lists (a whole list, nested items included, is one
 paragraph; item lines keep their markers), pipe tables (one paragraph, a row
 per line, cells joined by `` | ``, the delimiter row dropped), block quotes
-(``>`` removed), thematic breaks, link reference definitions and YAML front
-matter (dropped). Inline markup is reduced to its text: emphasis, strike,
+(``>`` removed), thematic breaks, link reference definitions, YAML front
+matter and HTML comments (``<!-- ... -->``, also over several lines: dropped). Inline markup is reduced to its text: emphasis, strike,
 code spans, links and images (their text / alt), autolinks, HTML tags,
 backslash escapes and entities.
 """
@@ -32,6 +32,7 @@ _QUOTE = re.compile(r"^ {0,3}> ?")
 _REFDEF = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
 _TABLE_DELIM = re.compile(r"^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
 
 # inline
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.S)
@@ -136,6 +137,22 @@ def parse_markdown(text: str) -> ParsedDocument:
         line = lines[i]
         if _is_blank(line):
             i += 1
+            continue
+
+        if _COMMENT_OPEN.match(line):
+            # an HTML comment block (CommonMark's HTML block type 2): to the line holding "-->"; text after
+            # it on that line is kept
+            j = i
+            while j < n and "-->" not in (lines[j] if j > i else line[line.index("<!--") + 4 :]):
+                j += 1
+            if j == n:  # never closed: the comment runs to the end
+                break
+            rest = lines[j].split("-->", 1)[1]
+            if rest.strip():
+                lines[j] = rest
+                i = j
+            else:
+                i = j + 1
             continue
 
         m = _ATX.match(line)

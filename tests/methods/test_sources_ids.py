@@ -1,0 +1,81 @@
+"""Document ids of files (issue 29, friction 5): one id per file, one file per id, however a path is typed."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+from momoka import Index
+from momoka.methods.sources import SourceFile, expand_paths
+
+
+def _ids(items):
+    return [(x.doc_id if isinstance(x, SourceFile) else x) for x in items]
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """tmp_path/licenses/{GPL-3 (no extension: not read from a folder),MIT.txt}, tmp_path/{a,b}/README.txt, cwd = tmp_path."""
+    (tmp_path / "licenses").mkdir()
+    (tmp_path / "licenses" / "GPL-3").write_text("The GNU General Public License is a free, copyleft license.\n")
+    (tmp_path / "licenses" / "MIT.txt").write_text("Permission is hereby granted, free of charge.\n")
+    for d, text in (("a", "Alpha readme about comets."), ("b", "Beta readme about glaciers.")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "README.txt").write_text(text + "\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_absolute_and_relative_spellings_give_one_id(tree):
+    # before: the absolute path gave 'GPL-3', the relative one 'licenses/GPL-3'
+    assert _ids(expand_paths([tree / "licenses" / "GPL-3"])) == ["GPL-3"]
+    assert _ids(expand_paths(["licenses/GPL-3"])) == ["GPL-3"]
+    assert _ids(expand_paths(["./licenses/../licenses/GPL-3"])) == ["GPL-3"]
+    assert _ids(expand_paths([str(tree / "licenses")])) == _ids(expand_paths(["licenses"])) == ["MIT"]
+
+
+def test_same_file_twice_is_indexed_once_with_a_warning(tree):
+    with pytest.warns(UserWarning, match="same file"):
+        items = expand_paths(["licenses/GPL-3", str(tree / "licenses" / "GPL-3")])
+    assert [(str(x.path), x.doc_id) for x in items] == [("licenses/GPL-3", "GPL-3")]
+    with pytest.warns(UserWarning, match="same file"):  # a file inside a folder that is given too
+        items = expand_paths(["licenses", "licenses/MIT.txt"])
+    assert _ids(items) == ["MIT"]
+    os.link(tree / "licenses" / "MIT.txt", tree / "MIT-hardlink.txt")  # two names, one file
+    with pytest.warns(UserWarning, match="same file"):
+        assert len(expand_paths(["licenses/MIT.txt", "MIT-hardlink.txt"])) == 1
+
+
+def test_two_files_of_one_name_in_different_folders_get_distinct_ids(tree):
+    # before: both were 'README' and the second was refused as "given twice"
+    items = expand_paths([tree / "a" / "README.txt", tree / "b" / "README.txt"])
+    assert _ids(items) == ["a/README", "b/README"]
+    assert _ids(expand_paths(["a", "b"])) == ["a/README", "b/README"]  # two folders: relative to their parent
+    assert _ids(expand_paths(["a/README.txt", "licenses"])) == ["a/README", "licenses/MIT"]
+
+
+def test_ids_differing_only_by_extension_keep_it(tree):
+    (tree / "notes.md").write_text("# Notes\n\nIn Markdown.\n")
+    (tree / "notes.txt").write_text("In plain text.\n")
+    assert _ids(expand_paths(["notes.md", "notes.txt", "a/README.txt"])) == ["notes.md", "notes.txt", "a/README"]
+
+
+def test_folder_ids_are_as_before_and_other_items_pass(tree):
+    (tree / "licenses" / "sub").mkdir()
+    (tree / "licenses" / "sub" / "x.md").write_text("x\n")
+    doc = {"doc_id": "d", "text": "t"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _ids(expand_paths([doc, "licenses"])) == [doc, "MIT", "sub/x"]
+
+
+def test_index_stores_one_file_once_under_any_spelling(tree):
+    with pytest.warns(UserWarning, match="same file"):
+        ix = Index.build(["licenses/GPL-3", tree / "licenses" / "GPL-3", tree / "a" / "README.txt",
+                          tree / "b" / "README.txt"], store=tree / "s", embedder=None, chunker="paragraph",
+                         progress=False)
+    assert sorted(ix.doc_ids) == ["a/README", "b/README", "licenses/GPL-3"]
+    hits = ix.search("copyleft license", k=5, retriever="bm25")
+    assert [h.doc_id for h in hits].count("licenses/GPL-3") == 1  # before: every hit came back twice
+    ix.close()
