@@ -234,8 +234,13 @@ def test_ask_cites_the_page_of_a_pdf_passage(tmp_path, capsys, monkeypatch):
     store = tmp_path / "s"
     assert main(["index", path, "--store", str(store), "--no-dense", "--chunker", "recursive", "--size", "100"]) == 0
     capsys.readouterr()
+    # offline, ask quotes evidence sentences: each cites its page too
     assert main(["ask", str(store), "what does a sub-class-of element say about a type?", "--retriever", "bm25",
-                 "-k", "2", "-o", "llm.max_tokens=8"]) == 0
+                 "-k", "2"]) == 0
+    quotes = [x for x in capsys.readouterr().out.splitlines() if re.match(r"\[\d+\] ", x)]
+    assert quotes and all(re.match(r"\[\d+\] shared-mime-info-spec p\. \d+ \[\d+:\d+\]  ", q) for q in quotes)
+    assert main(["ask", str(store), "what does a sub-class-of element say about a type?", "--retriever", "bm25",
+                 "-k", "2", "--reader", "local", "-o", "local.max_tokens=8"]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if re.match(r"[ *]\[\d+\] ", x)]
     assert len(lines) == 2
     reader = pypdf.PdfReader(path)

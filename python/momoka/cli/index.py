@@ -303,7 +303,7 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"Evidence: the {len(ans.citations)} sentences of the retrieved passages that best match the question, "
               "quoted from the documents (no answer was generated):")
         for c in ans.citations:
-            print(f"[{c.number}] {c.doc_id} [{c.start}:{c.end}]  \"{' '.join(c.text.split())}\"")
+            print(f"[{c.number}] {cite(c.doc_id, c.start, c.end, ix.page_of)}  \"{' '.join(c.text.split())}\"")
         say(f"searched {len(ans.context)} passage(s); --reader local answers with the local model, "
             "--llm-url with an endpoint")
         return 0
