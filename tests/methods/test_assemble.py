@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from momoka import Index
 from momoka.errors import ConfigError
-from momoka.methods.base import Item, Member, Result
+from momoka.methods.base import DEFAULT_ASSEMBLE_CAP, Item, Member, Result
 from momoka.text import Document
 
 SETS = ("hotpotqa_dev500_long", "squad_v1_dev_half_a")
@@ -124,10 +124,12 @@ def test_assembled_search_matches_the_reference(corpus, budget, cap):
 
 def test_assembly_widens_and_merges_on_real_documents(corpus):
     ix, texts, chunks = corpus
-    outs = [ix.search(q, budget=5000, retriever="bm25") for q in QUERIES]
+    ranked = [ix.search(q, k=ix.depth_for(5000), retriever="bm25") for q in QUERIES]
+    outs = [r.fit(5000, assemble=ix.assembler(2500)) for r in ranked]
     assert sum(o.stats["assembled_widened"] for o in outs) > 0              # the cases the reference checks occur
     assert sum(o.stats["assembled_merged"] for o in outs) > 0
-    assert all(o.stats["assembled_cap"] == 2500 for o in outs)
+    default = [ix.search(q, budget=5000, retriever="bm25") for q in QUERIES]
+    assert all(o.stats["assembled_cap"] == DEFAULT_ASSEMBLE_CAP and "assembled_merged" in o.stats for o in default)
     plain = [ix.search(q, budget=5000, retriever="bm25", assemble=False) for q in QUERIES]
     assert all("assembly" not in it.provenance for o in plain for it in o)
 

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "assembled as `momoka query` returns it")
     p.add_argument("--no-assemble", dest="assemble", action="store_false",
                    help="score the longest prefix of the ranking that fits each budget instead of the assembled "
-                   "context (touching hits merged, hits widened to their paragraph, items that do not fit skipped)")
+                   "context (touching hits merged, no text twice, items that do not fit skipped)")
     p.add_argument("--evidence-mode", default=None, choices=("all", "any"),
                    help="all: every gold span is needed; any: the spans are alternatives (default: the set's "
                    "dataset.json, or 'any' when every span is an answer occurrence; else required)")

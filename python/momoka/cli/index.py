@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from ..methods.base import DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET
+from ..methods.base import DEFAULT_BUDGET
 from .common import (
     add_chunker_arguments,
     add_llm_arguments,
@@ -119,8 +119,8 @@ def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
                    f"{DEFAULT_BUDGET}; 0: no budget, k items)")
     p.add_argument("--no-assemble", dest="assemble", action="store_false",
                    help="keep the longest prefix of the ranking that fits the budget; by default the context is "
-                   "assembled: touching hits merged into one passage, a hit widened to its paragraph when that "
-                   f"spans at most {DEFAULT_ASSEMBLE_CAP} characters and fits, items that do not fit skipped")
+                   "assembled: hits that touch merged into one passage, no text twice, and an item that does not "
+                   "fit what is left skipped (the next ones still fill the budget)")
 
 
 def _k_budget(args: argparse.Namespace) -> dict:

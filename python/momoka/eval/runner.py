@@ -104,7 +104,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
             Its options come from ``options[refine]``; it gets the index's embedder.
         assemble: score at each budget the context ``momoka query`` returns:
             assembled (:mod:`momoka.methods.assemble`: touching hits merged,
-            hits widened to their paragraph, items that do not fit skipped);
+            items that do not fit skipped, at the default cap);
             False: the longest prefix of the ranking that fits. The report's
             ``assemble`` says which (with the cap).
 
@@ -321,8 +321,8 @@ def format_report(report: dict, metrics: Sequence[str] = ("recall", "precision",
              "(mode any: one unit); f1 = mean of per-question F1 (f1_pr in the JSON: F1 of mean P and R)")
     asm = report.get("assemble")
     if budgets and asm is not None:
-        notes += ("; at a budget: the assembled context (paragraphs up to "
-                  f"{asm['cap']} characters)" if asm.get("on") else "; at a budget: the ranking's longest prefix")
+        notes += (f"; at a budget: the assembled context (widening cap {asm['cap']})" if asm.get("on")
+                  else "; at a budget: the ranking's longest prefix")
     return title + "\n" + format_table(header, rows) + "\n" + notes + _format_intervals(report)
 
 

@@ -18,7 +18,11 @@ as fragments, or not at all when one long item ends the prefix.
   new part (still an exact span: ``document.text[start:end] == member.text``).
 
 Characters are counted as the members' lengths (the whitespace between two
-chunks is not stored and not returned). An assembled item lists its members
+chunks is not stored and not returned). That is why the default cap
+(:data:`DEFAULT_ASSEMBLE_CAP`) is 0, merge and skip only: a widened paragraph
+comes back as its chunks, with the whitespace between them uncovered, so
+evidence that is a whole paragraph is still not covered completely, and the
+widening spends budget that other hits would have used (docs/results.md). An assembled item lists its members
 in document order; ``provenance["assembly"]`` names the ranks of the hits it
 holds (``hits``) and those widened (``widened``); the result's ``stats``
 count them (``assembled_widened``, ``assembled_merged``, ``assembled_skipped``).

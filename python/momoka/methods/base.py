@@ -32,8 +32,9 @@ DEFAULT_CHUNK_SIZE = 100
 #: The default retriever of :meth:`momoka.Index.search`, ``query``, ``ask`` and ``eval``.
 DEFAULT_RETRIEVER = "hybrid"
 #: Context assembly (:mod:`momoka.methods.assemble`) widens a hit to its paragraph when that spans at most
-#: this many characters: the cap with the best worst case over the five shared sets (docs/results.md).
-DEFAULT_ASSEMBLE_CAP = 2500
+#: this many characters; 0 (merge and skip only) has the best worst case over the five shared sets, since a
+#: widened paragraph's whitespace between chunks is not stored and stays uncovered (docs/results.md).
+DEFAULT_ASSEMBLE_CAP = 0
 
 __all__ = [
     "DEFAULT_ASSEMBLE_CAP",

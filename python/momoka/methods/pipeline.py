@@ -884,10 +884,10 @@ class Index:
         ``budget``: fill a context of this many characters instead, from the
         top ``k`` items (when given; otherwise as many as :meth:`depth_for`
         reads). With ``assemble`` (default) the context is assembled
-        (:mod:`momoka.methods.assemble`): touching hits merged, a hit widened
-        to its paragraph when that spans at most :data:`DEFAULT_ASSEMBLE_CAP`
-        characters and fits, an item that does not fit skipped, no character
-        twice; ``assemble=False`` keeps the longest prefix of the ranking that
+        (:mod:`momoka.methods.assemble`, cap :data:`DEFAULT_ASSEMBLE_CAP`):
+        touching hits merged, an item that does not fit skipped, no character
+        twice (``result.fit(budget, assemble=index.assembler(cap))`` also
+        widens hits to paragraphs of at most ``cap`` characters); ``assemble=False`` keeps the longest prefix of the ranking that
         fits. ``doc_ids`` restricts the search to these documents; ``options``
         go to the retriever (e.g. ``view="titled"`` for ``dense``). A BM25-only
         index answers ``hybrid`` with BM25 alone.
