@@ -17,7 +17,14 @@ credit. Rows:
   English stopwords) and the dense ranking, each 20 deep, fused by RRF
   (k = 60, equal weights);
 * momoka's recursive chunker at 100/150/200 tokens with dense, BM25 and
-  hybrid retrieval under each fusion rule and dense weight of the grid.
+  hybrid retrieval under each fusion rule and dense weight of the grid;
+* the default (hybrid convex w=0.6) with its context assembled
+  (``momoka.methods.assemble``: touching hits merged, a hit widened to its
+  paragraph when that spans at most the cap, items that do not fit skipped),
+  as ``momoka query`` returns it, at the default cap and at each cap of
+  ASSEMBLE_CAPS; with the warm milliseconds per query of ``Index.search`` at
+  the budget, with and without assembly (the first LATENCY_QUESTIONS questions,
+  one at a time).
 
 The evidence semantics of the two sets whose evidence is not answer
 occurrences are given here, as their READMEs state them (DragonBall's
@@ -55,7 +62,7 @@ sys.path.insert(0, str(REPO / "python"))
 from momoka import Index  # noqa: E402
 from momoka.eval import evaluate_retrieval, load_dataset  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
-from momoka.methods.pipeline import DEFAULT_BUDGET  # noqa: E402
+from momoka.methods.pipeline import DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET  # noqa: E402
 
 SETS = ("squad_v1_dev_half_a", "hotpotqa_dev500_long", "dragonball_finance_en", "leval_nq", "leval_qasper")
 #: As the sets' READMEs describe their evidence (the others are answer occurrences: "any", inferred).
@@ -70,6 +77,10 @@ VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weigh
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
 #: ``paths_referee``: the same stores' paths searched again with the paths preset ``referee`` (in memory).
+#: The default's variant label, and the other assembly caps tried on it (0: merge and skip, never widen).
+DEFAULT_VARIANT = "hybrid convex w0.6"
+ASSEMBLE_CAPS = (1000, 2500, 5000)
+LATENCY_QUESTIONS = 50
 TRAIL_VARIANTS = [("base", "dense", {}), ("mm", "mm", {}), ("hybrid", "hybrid", {}),
                   ("momoka preset=paper (Algorithm 1)", "trail", {"preset": "paper"}),
                   ("momoka preset=paper, referee paths", "trail", {"preset": "paper", "relation": "paths_referee"}),
@@ -182,23 +193,77 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
             row = score({q.qid: r.spans() for q, r in zip(qs, res)}, qs, mode)
             row["ms_per_question"] = 1000 * dt
             out[label] = row
+            if not trail and label == DEFAULT_VARIANT:
+                out.update(assembled_rows(ix, qs, mode, res, row))
         out["_store"] = {"chunks": ix.store.n_chunks, "open_or_build_seconds": built}
     finally:
         ix.close()
     return out
 
 
+def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
+    """The default's rankings ``res`` assembled at each cap (scored strictly within the budget), and the warm
+    ms per query of ``Index.search`` with and without assembly."""
+    out = {}
+    for cap in (DEFAULT_ASSEMBLE_CAP,) + ASSEMBLE_CAPS:
+        asm = ix.assembler(cap)
+        t = time.perf_counter()
+        fitted = [r.fit(BUDGET, keep_first=False, assemble=asm) for r in res]
+        dt = (time.perf_counter() - t) / len(qs)
+        row = score({q.qid: r.spans() for q, r in zip(qs, fitted)}, qs, mode)
+        row["ms_per_question"] = plain["ms_per_question"] + 1000 * dt
+        row["assembled"] = {k: float(np.mean([r.stats[f"assembled_{k}"] for r in fitted]))
+                            for k in ("widened", "merged", "skipped")}
+        out[f"{DEFAULT_VARIANT} assembled" + ("" if cap == DEFAULT_ASSEMBLE_CAP else f" cap{cap}")] = row
+        if cap:
+            # what the widened context would score if the whitespace between chunks were returned too
+            # (not stored today): each item's touching members of one document as one span
+            row = score({q.qid: [_spanned(asm, it) for it in r] for q, r in zip(qs, fitted)}, qs, mode)
+            out[f"{DEFAULT_VARIANT} assembled cap{cap} gaps covered"] = row
+    lat = {}
+    for on in (False, True):
+        ix.search(qs[0].question, budget=BUDGET, assemble=on)  # warm
+        times = []
+        for q in qs[:LATENCY_QUESTIONS]:
+            t = time.perf_counter()
+            ix.search(q.question, budget=BUDGET, assemble=on)
+            times.append(1000 * (time.perf_counter() - t))
+        lat["assembled" if on else "prefix"] = {"median": float(np.median(times)), "mean": float(np.mean(times)),
+                                                "n": len(times)}
+    out[f"{DEFAULT_VARIANT} assembled"]["search_ms"] = lat
+    return out
+
+
+def _spanned(asm, item) -> list:
+    """The item's spans with members of one document that touch (only whitespace between) joined."""
+    spans: list = []
+    for m in item.members:
+        if spans and spans[-1][0] == m.doc_id and asm.touching(m.doc_id, spans[-1][2], m.start):
+            spans[-1] = (m.doc_id, spans[-1][1], max(spans[-1][2], m.end))
+        else:
+            spans.append(m.span)
+    return spans
+
+
 #: The lead table's rows: (label, row label here).
 README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
-               ("**momoka default: recursive 100, hybrid convex w=0.6**", "r100 hybrid convex w0.6"),
+               (f"**momoka default: recursive 100, hybrid convex w=0.6, assembled (cap {DEFAULT_ASSEMBLE_CAP:,}: merge and "
+                "skip)**",
+                "r100 hybrid convex w0.6 assembled"),
+               ("recursive 100, hybrid convex w=0.6, prefix (no assembly)", "r100 hybrid convex w0.6"),
+               *[(f"recursive 100, hybrid convex w=0.6, assembled cap {c:,}", f"r100 hybrid convex w0.6 assembled cap{c}")
+                 for c in ASSEMBLE_CAPS],
+               *[(f"same, cap {c:,}, if the whitespace between chunks were returned (not possible today)",
+                  f"r100 hybrid convex w0.6 assembled cap{c} gaps covered") for c in ASSEMBLE_CAPS],
                ("recursive 100, dense", "r100 dense"), ("recursive 100, BM25", "r100 bm25"),
                ("recursive 100, hybrid RRF", "r100 hybrid rrf"),
                ("recursive 100, hybrid convex w=0.5", "r100 hybrid convex w0.5"),
                ("recursive 100, hybrid convex w=0.7", "r100 hybrid convex w0.7"),
                ("recursive 200, hybrid RRF (the previous default)", "r200 hybrid rrf"),
                ("recursive 200, hybrid convex w=0.6", "r200 hybrid convex w0.6")]
-DEFAULT_ROW = "r100 hybrid convex w0.6"
+DEFAULT_ROW = "r100 hybrid convex w0.6 assembled"
+PREFIX_ROW = "r100 hybrid convex w0.6"
 
 
 def readme_table(report: dict) -> str:
@@ -216,7 +281,7 @@ def readme_table(report: dict) -> str:
             row = report["sets"][n]["rows"].get(key)
             cells.append("" if row is None else f"{row['complete']:.3f} ({row['span_recall']:.3f})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    for peer, name in (("peer", "P0"), ("peer ensemble", "P1")):
+    for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (PREFIX_ROW, "the prefix fit")):
         cells = []
         for n in sets:
             rows = report["sets"][n]["rows"]
@@ -227,6 +292,12 @@ def readme_table(report: dict) -> str:
             else:
                 cells.append("")
         lines.append(f"| default minus {name}, complete (points, 95 % paired interval) | " + " | ".join(cells) + " |")
+    for key, what in (("search_ms", "ms per query, warm, Index.search at the budget: prefix / assembled (median)"),):
+        cells = []
+        for n in sets:
+            lat = (report["sets"][n]["rows"].get(DEFAULT_ROW) or {}).get(key)
+            cells.append(f"{lat['prefix']['median']:.1f} / {lat['assembled']['median']:.1f}" if lat else "")
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -235,7 +306,9 @@ def markdown(report: dict, trail_variants=None) -> str:
     lines = [f"span recall at {BUDGET:,} characters (complete coverage in brackets); corpus scope", "",
              "| pipeline | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
     labels = [v[0] for v in trail_variants] if trail_variants else \
-        ["peer", "peer ensemble"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS]
+        ["peer", "peer ensemble"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS] + \
+        [f"r{s} {DEFAULT_VARIANT} assembled{suffix}" for s in report["sizes"]
+         for suffix in [""] + [f" cap{c}" for c in ASSEMBLE_CAPS]]
     for label in labels:
         cells = []
         for name in sets:

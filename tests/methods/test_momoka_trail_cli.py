@@ -64,9 +64,16 @@ def test_eval_base_mm_momoka(tiny_set, tmp_path, capsys):
         for view in ("item", "chunk"):
             assert set(v[view]["sums"]) >= {"recall", "precision", "mrr", "f1", "span_recall"}
             assert v[view]["n_questions"] == 2
-    # plain chunks: item and distinct-chunk views are the same list
-    assert rep["retrievers"]["base"]["item"] == rep["retrievers"]["base"]["chunk"]
-    assert rep["retrievers"]["mm"]["item"] == rep["retrievers"]["mm"]["chunk"]
+    # plain chunks: item and distinct-chunk views are the same list at every k; at the budget the assembled
+    # context may join chunks into one item, over the same characters
+    b = rep["budgets"][0]
+    for name in ("base", "mm"):
+        item, chunk = (rep["retrievers"][name][v]["means"] for v in ("item", "chunk"))
+        assert {k: v for k, v in item.items() if not k.endswith("c")} == \
+            {k: v for k, v in chunk.items() if not k.endswith("c")}
+        assert [item[f"{m}@{b}c"] for m in ("span_recall", "complete", "chars")] == \
+            [chunk[f"{m}@{b}c"] for m in ("span_recall", "complete", "chars")]
+    assert rep["assemble"]["on"] is True
     m = rep["retrievers"]["momoka"]["counts"]
     assert m["composites"] > 0 and m["truncated"] <= m["composites"] <= m["candidates"]
 

@@ -300,13 +300,16 @@ def test_search_with_a_budget_fills_it_from_the_full_ranking():
     q = "topic 3 topic 7"
     full = ix.search(q, k=len(DOCS) * 4, retriever="bm25")
     for budget in (30, 100, 400):
-        got = ix.search(q, retriever="bm25", budget=budget)
+        got = ix.search(q, retriever="bm25", budget=budget, assemble=False)
         lengths = [it.n_chars for it in full]
         n = len(got)
         assert [it.chunk_id for it in got] == [it.chunk_id for it in full][:n]
         assert n >= 1                                             # never empty for want of room
         assert (n == 1 or sum(lengths[:n]) <= budget) and (n == len(full) or sum(lengths[:n + 1]) > budget)
     assert len(ix.search(q, k=1, retriever="bm25", budget=10_000)) == 1   # k still caps
+    # by default the context is assembled from the same ranking (tests/methods/test_assemble.py)
+    assembled = full.fit(100, assemble=ix.assembler())
+    assert ix.search(q, retriever="bm25", budget=100).to_dict()["items"] == assembled.to_dict()["items"]
     assert len(ix.search(q, retriever="bm25")) == min(5, len(full))      # neither: 5
     with pytest.raises(ConfigError):
         ix.search(q, retriever="bm25", budget=-1)

@@ -34,7 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="index every document (all, default) or only those the selected questions refer to")
     p.add_argument("-k", "--ks", default="1,3,5", help="cut-offs (default 1,3,5)")
     p.add_argument("--budget", default=str(DEFAULT_BUDGET), metavar="CHARS[,CHARS]",
-                   help=f"character budgets: every metric also over the top results that fit (default {DEFAULT_BUDGET})")
+                   help=f"character budgets: every metric also over the context that fits (default {DEFAULT_BUDGET}), "
+                   "assembled as `momoka query` returns it")
+    p.add_argument("--no-assemble", dest="assemble", action="store_false",
+                   help="score the longest prefix of the ranking that fits each budget instead of the assembled "
+                   "context (touching hits merged, no text twice, items that do not fit skipped)")
     p.add_argument("--evidence-mode", default=None, choices=("all", "any"),
                    help="all: every gold span is needed; any: the spans are alternatives (default: the set's "
                    "dataset.json, or 'any' when every span is an answer occurrence; else required)")
@@ -107,6 +111,7 @@ def _eval(args: argparse.Namespace) -> int:
     report = run_eval(args.data, retrievers, chunker=chunker_of(args), size=args.size, ks=ks, limit=args.limit,
                       scope=args.scope, documents=args.documents, store=args.store, options=opts,
                       chunker_options=chunker_opts, budgets=budgets, evidence_mode=args.evidence_mode, log=say,
+                      assemble=args.assemble,
                       refine=args.refine)
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:

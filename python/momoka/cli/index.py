@@ -118,6 +118,10 @@ def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="CHARS",
                    help=f"the top {what} whose total length fits in CHARS characters (default "
                    f"{DEFAULT_BUDGET}; 0: no budget, k items)")
+    p.add_argument("--no-assemble", dest="assemble", action="store_false",
+                   help="keep the longest prefix of the ranking that fits the budget; by default the context is "
+                   "assembled: hits that touch merged into one passage, no text twice, and an item that does not "
+                   "fit what is left skipped (the next ones still fill the budget)")
 
 
 def _k_budget(args: argparse.Namespace) -> dict:
@@ -126,7 +130,7 @@ def _k_budget(args: argparse.Namespace) -> dict:
 
     if args.budget < 0 or (args.k is not None and args.k < 1):
         raise ConfigError("-k takes a positive number and --budget a number of characters (0: none)")
-    return {"k": args.k, "budget": args.budget or None}
+    return {"k": args.k, "budget": args.budget or None, "assemble": args.assemble}
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -270,6 +274,10 @@ def print_result(result, as_json: bool, page_of=None) -> None:
         kind = it.provenance.get("kind")
         if kind and kind != "chunk":
             head += f"  ({kind})"
+        asm = it.provenance.get("assembly") or {}
+        if asm.get("widened") or len(asm.get("hits", ())) > 1:
+            head += f"  (hits {', '.join(f'#{r}' for r in asm['hits'])}" + \
+                (f"; widened to paragraph: {', '.join(f'#{r}' for r in asm['widened'])})" if asm["widened"] else ")")
         print(head)
         text = " ".join(it.text.split())
         print("    " + (text if len(text) <= 400 else text[:400] + " ..."))
@@ -295,7 +303,7 @@ def _ask(args: argparse.Namespace) -> int:
     ix = Index.open(args.store)
     kb = _k_budget(args)
     ans = ix.ask(args.question, retriever=args.retriever, reader=args.reader, refine=args.refine,
-                 k=kb["k"], budget=kb["budget"], options=parse_options(args.option))
+                 k=kb["k"], budget=kb["budget"], assemble=kb["assemble"], options=parse_options(args.option))
     if args.json:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=2))
         return 0

@@ -213,6 +213,7 @@ def evaluate_retrieval(
     ks: Sequence[int] = (1, 3, 5),
     mode: str = "all",
     budgets: Sequence[int] = (),
+    budget_results: Mapping[int, Mapping[str, Sequence[Item]]] | None = None,
 ) -> RetrievalReport:
     """Average :func:`question_metrics` over ``questions`` at each k (and :func:`budget_metrics` at each budget).
 
@@ -224,6 +225,9 @@ def evaluate_retrieval(
         ks: cut-offs.
         mode: ``"all"`` or ``"any"`` evidence semantics.
         budgets: character budgets (labels ``@{B}c``).
+        budget_results: per budget, ``qid -> items`` scored at that budget
+            instead of ``results`` (e.g. a context assembled for that budget:
+            :meth:`momoka.methods.base.Result.fit`); still cut strictly at it.
 
     Raises:
         InputError: a question with evidence has no entry in ``results``.
@@ -243,7 +247,8 @@ def evaluate_retrieval(
             for m, v in question_metrics(results[q.qid], q.gold, k, mode).items():
                 row[f"{m}@{k}"] = v
         for b in budgets:
-            for m, v in budget_metrics(results[q.qid], q.gold, b, mode).items():
+            at_b = budget_results[b][q.qid] if budget_results is not None else results[q.qid]
+            for m, v in budget_metrics(at_b, q.gold, b, mode).items():
                 row[f"{m}@{b}c"] = v
         report.per_question[q.qid] = row
         totals.update(row)

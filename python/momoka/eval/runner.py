@@ -77,7 +77,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
              documents: str = "all", store: str | None = None, options: dict[str, dict] | None = None,
              chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,
              budgets: Sequence[int] = (DEFAULT_BUDGET,), evidence_mode: str | None = None,
-             log: Any = None, refine: str | None = None) -> dict:
+             log: Any = None, refine: str | None = None, assemble: bool = True) -> dict:
     """Evaluate ``retrievers`` on ``dataset`` and return a JSON-serialisable report.
 
     Args:
@@ -102,6 +102,11 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
             items that fit the first budget (what a reader would get); the refined
             result is scored as retriever ``NAME+REFINER`` beside the plain one.
             Its options come from ``options[refine]``; it gets the index's embedder.
+        assemble: score at each budget the context ``momoka query`` returns:
+            assembled (:mod:`momoka.methods.assemble`: touching hits merged,
+            items that do not fit skipped, at the default cap);
+            False: the longest prefix of the ranking that fits. The report's
+            ``assemble`` says which (with the cap).
 
     Report: ``retrievers[name]`` holds ``item`` and ``chunk`` metric dicts
     (``means`` per k and the Momoka eq. 6 ``sums``), the mean number of
@@ -156,6 +161,8 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
         "embedder": (ix.store.embedder_info or {}).get("model_id"), "pipeline": ix.pipeline,
         "index_seconds": round(t_index, 2), "refine": refine, "retrievers": {},
     }
+    asm = ix.assembler() if assemble else None
+    report["assemble"] = {"on": True, "cap": asm.cap} if asm is not None else {"on": False}
     depth = max([kmax] + [ix.depth_for(b) for b in budgets])
     report["depth"] = depth
     qtexts = [q.question for q in questions]
@@ -170,10 +177,11 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
             dt = time.perf_counter() - t1
             runs = [(name, results, dt)]
             if refine is not None:
-                runs.append(_refined(ix, refine, options.get(refine, {}), name, qtexts, results, budgets))
+                runs.append(_refined(ix, refine, options.get(refine, {}), name, qtexts, results, budgets, asm))
             for label, res_list, secs in runs:
                 per_question[label] = _score(report, registry, label, questions, res_list, secs, ks=ks, mode=mode,
-                                             budgets=budgets, depth=depth, options=options, say=say)
+                                             budgets=budgets, depth=depth, options=options, say=say,
+                                             assemble=asm if label == name else None)
     finally:
         ix.close()
     report["intervals"], report["margins"] = _intervals(per_question, [q.qid for q in questions], budgets)
@@ -203,8 +211,10 @@ def _intervals(per_question: dict[str, dict], qids: list[str], budgets: tuple) -
     return intervals, margins
 
 
-def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results: list, budgets: tuple):
-    """``(NAME+REFINER, refined results, seconds)``: the refiner on each result cut to the first budget."""
+def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results: list, budgets: tuple,
+             assemble: Any = None):
+    """``(NAME+REFINER, refined results, seconds)``: the refiner on each result fitted to the first budget
+    (assembled with ``assemble`` when given)."""
     from ..methods import registry
     from ..progress import Progress
 
@@ -213,14 +223,18 @@ def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results:
     out = []
     with Progress(f"{name}+{refine}", total=len(qtexts), unit="questions") as bar:
         for q, res in zip(qtexts, results):
-            out.append(refiner.refine(q, res.fit(budgets[0]) if budgets else res))
+            out.append(refiner.refine(q, res.fit(budgets[0], assemble=assemble) if budgets else res))
             bar.update(1)
     return f"{name}+{refine}", out, time.perf_counter() - t
 
 
 def _score(report: dict, registry: Any, name: str, questions: list, results: list, dt: float, *, ks: tuple,
-           mode: str, budgets: tuple, depth: int, options: dict, say: Any) -> dict:
-    """Score one retriever's results into ``report["retrievers"][name]``; returns the per-question rows (items)."""
+           mode: str, budgets: tuple, depth: int, options: dict, say: Any, assemble: Any = None) -> dict:
+    """Score one retriever's results into ``report["retrievers"][name]``; returns the per-question rows (items).
+
+    With ``assemble`` (an assembler), the figures at each budget are those of the context it assembles
+    for that budget (strictly within it: no keep-first item); the figures at k are the ranking's.
+    """
     from ..methods.sources import jsonable
 
     kmax = max(ks)
@@ -228,8 +242,14 @@ def _score(report: dict, registry: Any, name: str, questions: list, results: lis
     refiner = refiner or None
     items = {q.qid: res.spans() for q, res in zip(questions, results)}
     chunk_items = {q.qid: [[m.span] for m in res.distinct_chunks()] for q, res in zip(questions, results)}
-    rep_item = evaluate_retrieval(items, questions, ks=ks, mode=mode, budgets=budgets)
-    rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=mode, budgets=budgets)
+    at_item = at_chunk = None
+    if assemble is not None:
+        fitted = {b: [res.fit(b, keep_first=False, assemble=assemble) for res in results] for b in budgets}
+        at_item = {b: {q.qid: r.spans() for q, r in zip(questions, rs)} for b, rs in fitted.items()}
+        at_chunk = {b: {q.qid: [[m.span] for m in r.distinct_chunks()] for q, r in zip(questions, rs)}
+                    for b, rs in fitted.items()}
+    rep_item = evaluate_retrieval(items, questions, ks=ks, mode=mode, budgets=budgets, budget_results=at_item)
+    rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=mode, budgets=budgets, budget_results=at_chunk)
     # Rankings that ended (at ``depth``) before the largest budget was filled.
     short = sum(1 for q in questions if budgets and len(items[q.qid]) >= depth and
                 rep_item.per_question[q.qid][f"returned@{budgets[-1]}c"] >= depth)
@@ -299,6 +319,10 @@ def format_report(report: dict, metrics: Sequence[str] = ("recall", "precision",
              f"{report['n_chunks']} chunks ({(report.get('chunker') or {}).get('name')}), scope {report['scope']}")
     notes = ("recall = evidence units touched (partial in mode all); complete = every unit fully covered "
              "(mode any: one unit); f1 = mean of per-question F1 (f1_pr in the JSON: F1 of mean P and R)")
+    asm = report.get("assemble")
+    if budgets and asm is not None:
+        notes += (f"; at a budget: the assembled context (widening cap {asm['cap']})" if asm.get("on")
+                  else "; at a budget: the ranking's longest prefix")
     return title + "\n" + format_table(header, rows) + "\n" + notes + _format_intervals(report)
 
 

@@ -31,8 +31,13 @@ DEFAULT_CHUNKER = "recursive"
 DEFAULT_CHUNK_SIZE = 100
 #: The default retriever of :meth:`momoka.Index.search`, ``query``, ``ask`` and ``eval``.
 DEFAULT_RETRIEVER = "hybrid"
+#: Context assembly (:mod:`momoka.methods.assemble`) widens a hit to its paragraph when that spans at most
+#: this many characters; 0 (merge and skip only) has the best worst case over the five shared sets, since a
+#: widened paragraph's whitespace between chunks is not stored and stays uncovered (docs/results.md).
+DEFAULT_ASSEMBLE_CAP = 0
 
 __all__ = [
+    "DEFAULT_ASSEMBLE_CAP",
     "DEFAULT_BUDGET",
     "DEFAULT_CHUNKER",
     "DEFAULT_CHUNK_SIZE",
@@ -50,7 +55,15 @@ __all__ = [
     "Relator",
     "Result",
     "Retriever",
+    "check_budget",
 ]
+
+def check_budget(budget: Any) -> int:
+    """``budget`` when it is a positive int (a number of characters); else :class:`ConfigError`."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ConfigError(f"a budget must be a positive number of characters, got {budget!r}")
+    return budget
+
 
 #: Separator of member texts when an item's text is read as one passage.
 SEPARATOR = "\n\n"
@@ -200,17 +213,26 @@ class Result(Sequence):
                     out.append(m)
         return out if k is None else out[:k]
 
-    def fit(self, budget: int, *, keep_first: bool = True) -> "Result":
-        """The longest prefix of the items whose total length fits in ``budget`` characters.
+    def fit(self, budget: int, *, keep_first: bool = True, assemble: Any = None) -> "Result":
+        """The items that fit in ``budget`` characters.
 
-        An item longer than what is left ends the prefix (so the ranking's
-        order is kept). With ``keep_first`` (default) the best item is kept
-        even when it alone is longer than the budget, so a search never comes
-        back empty for want of room (evaluation at a budget is strict:
+        Without ``assemble``: the longest prefix of the items whose total
+        length fits. An item longer than what is left ends the prefix (so the
+        ranking's order is kept). With ``assemble``, an assembler (a callable
+        ``assemble(result, budget, keep_first=...) -> Result``, e.g. the
+        :class:`~momoka.methods.assemble.Assembler` of :meth:`momoka.Index.assembler`):
+        hits that touch are merged, a hit is widened to its paragraph when that
+        fits, an item that does not fit is skipped and the fill goes on, and
+        no character is returned twice.
+
+        With ``keep_first`` (default) the best item is kept even when it alone
+        is longer than the budget, so a search never comes back empty for want
+        of room (evaluation at a budget is strict:
         :func:`momoka.eval.metrics.fit_budget`). ``stats["budget"]`` records the budget.
         """
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ConfigError(f"a budget must be a positive number of characters, got {budget!r}")
+        check_budget(budget)
+        if assemble is not None:
+            return assemble(self, budget, keep_first=keep_first)
         n = sum(1 for total in accumulate(it.n_chars for it in self.items) if total <= budget)
         if keep_first and self.items:
             n = max(n, 1)

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
-from .base import DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result  # noqa: F401,E501  (re-exported)
+from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER,  # noqa: F401 (re-exported)
+                   DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
 from ..progress import Progress
 from ..text.model import Chunk
@@ -155,6 +156,7 @@ class Index:
         self._components: dict[str, Any] = dict(components or {})
         self._retrievers: dict[tuple, Any] = {}
         self._mean_chunk: tuple = (None, 1.0)  # (chunk-table state, mean chunk length): see depth_for
+        self._assemblers: tuple = (None, {})  # (chunk-table state, {cap: Assembler}): see assembler
         self._documents: dict[str, Any] = {}
         # the embedding cache: embedder checksum -> {text: vector}, filled while add() replaces documents
         self._vector_cache: dict[str, dict[str, np.ndarray]] = {}
@@ -827,6 +829,7 @@ class Index:
         self._retrievers.clear()
         self._documents.clear()
         self._mean_chunk = (None, 1.0)
+        self._assemblers = (None, {})
         return True
 
     def close(self) -> None:
@@ -886,21 +889,29 @@ class Index:
         return self._retrievers[key]
 
     def search(self, query: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
-               budget: int | None = None, doc_ids: Iterable[str] | str | None = None, **options: Any):
+               budget: int | None = None, doc_ids: Iterable[str] | str | None = None, assemble: bool = True,
+               **options: Any):
         """The best items for ``query`` from retriever ``retriever`` (a :class:`~momoka.methods.base.Result`).
 
         ``k``: at most this many items (default 5 without a budget).
-        ``budget``: fill a context of this many characters instead: the top
-        items whose total length fits (at most ``k`` when given; otherwise as
-        many as :meth:`depth_for` reads). ``doc_ids`` restricts the search to
-        these documents; ``options`` go to the retriever (e.g. ``view="titled"``
-        for ``dense``). A BM25-only index answers ``hybrid`` with BM25 alone.
+        ``budget``: fill a context of this many characters instead, from the
+        top ``k`` items (when given; otherwise as many as :meth:`depth_for`
+        reads). With ``assemble`` (default) the context is assembled
+        (:mod:`momoka.methods.assemble`, cap :data:`DEFAULT_ASSEMBLE_CAP`):
+        touching hits merged, an item that does not fit skipped, no character
+        twice (``result.fit(budget, assemble=index.assembler(cap))`` also
+        widens hits to paragraphs of at most ``cap`` characters); ``assemble=False`` keeps the longest prefix of the ranking that
+        fits. ``doc_ids`` restricts the search to these documents; ``options``
+        go to the retriever (e.g. ``view="titled"`` for ``dense``). A BM25-only
+        index answers ``hybrid`` with BM25 alone.
         """
-        return self.search_batch([query], k, retriever, budget=budget, doc_ids=doc_ids, **options)[0]
+        return self.search_batch([query], k, retriever, budget=budget, doc_ids=doc_ids, assemble=assemble,
+                                 **options)[0]
 
     def search_batch(self, queries: Sequence[str], k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
                      budget: int | None = None, doc_ids: Iterable[str] | str | None = None,
-                     per_query_doc_ids: Sequence[Any] | None = None, **options: Any) -> list:
+                     per_query_doc_ids: Sequence[Any] | None = None, assemble: bool = True,
+                     **options: Any) -> list:
         """:meth:`search` for many queries (one batch for the retriever).
 
         ``per_query_doc_ids`` gives one document filter per query (a doc id, a
@@ -912,11 +923,28 @@ class Index:
             out = r.retrieve_batch(queries, depth, doc_ids=doc_ids, per_query_doc_ids=per_query_doc_ids)
         else:
             out = r.retrieve_batch(queries, depth, doc_ids=doc_ids)
-        return out if budget is None else [res.fit(budget) for res in out]
+        if budget is None:
+            return out
+        asm = self.assembler() if assemble else None
+        return [res.fit(budget, assemble=asm) for res in out]
+
+    def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP):
+        """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks, widening up to ``cap``
+        characters (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
+        from .assemble import Assembler
+
+        store = self.store
+        key = (id(store.chunks), store.chunks.n_slots, store.n_chunks)
+        if self._assemblers[0] != key:
+            self._assemblers = (key, {})
+        made = self._assemblers[1]
+        if cap not in made:
+            made[cap] = Assembler(store.chunks, self.member, cap)
+        return made[cap]
 
     def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
             k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,
-            options: dict[str, dict] | None = None):
+            options: dict[str, dict] | None = None, assemble: bool = True):
         """Retrieve for ``question`` and answer it: an :class:`~momoka.methods.base.Answer`.
 
         ``reader``: a registered reader; ``None`` is ``llm`` when an endpoint is
@@ -925,7 +953,8 @@ class Index:
         since the local 135M model's answers are often wrong; ``local`` makes it
         answer anyway (the model is installed on first use). ``budget``: the
         characters of passages retrieved and given to the reader
-        (``max_context_chars``; ``None``: ``k`` items, all given). ``refine``: a
+        (``max_context_chars``; ``None``: ``k`` items, all given), assembled
+        as :meth:`search` does unless ``assemble=False``. ``refine``: a
         refiner run on the result first (``ets``). ``options``: per component
         name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
         """
@@ -934,7 +963,8 @@ class Index:
 
         opts = {n: dict(o) for n, o in (options or {}).items()}
         reader = reader or default_reader()
-        res = self.search(question, k=k, retriever=retriever, budget=budget, **opts.pop(retriever, {}))
+        res = self.search(question, k=k, retriever=retriever, budget=budget, assemble=assemble,
+                          **opts.pop(retriever, {}))
         if refine:
             res = registry.create("refiner", refine, embedder=self.embedder, **opts.pop(refine, {})).refine(question, res)
         ropts = opts.pop(reader, {})
@@ -949,8 +979,7 @@ class Index:
 
     def depth_for(self, budget: int) -> int:
         """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ConfigError(f"a budget must be a positive number of characters, got {budget!r}")
+        check_budget(budget)
         store = self.store
         if store.n_chunks == 0:
             return 1

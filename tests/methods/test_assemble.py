@@ -1,0 +1,223 @@
+"""Small-to-big context assembly (momoka.methods.assemble) against a slow reference written here.
+
+The reference works on sets of character positions and the real document
+texts (not on the assembler's interval arithmetic or the chunk table's
+arrays): a hit's paragraph is found by scanning every chunk, "touching" means
+only whitespace of the document lies between two spans.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from momoka import Index
+from momoka.errors import ConfigError
+from momoka.methods.base import DEFAULT_ASSEMBLE_CAP, Item, Member, Result
+from momoka.text import Document
+
+SETS = ("hotpotqa_dev500_long", "squad_v1_dev_half_a")
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_data):
+    """A BM25-only index (recursive 100, the default chunker) of the bundled example and four shared documents."""
+    text = resources.files("momoka.examples").joinpath("harbor_light.md").read_text(encoding="utf-8")
+    docs = [Document.from_markdown(text, doc_id="harbor_light")]
+    for name in SETS:
+        with open(shared_data / name / "documents.jsonl", encoding="utf-8") as f:
+            for _, line in zip(range(2), f):
+                r = json.loads(line)
+                docs.append(Document.from_text(r["text"], doc_id=r["doc_id"]))
+    ix = Index.build(docs, embedder=None, progress=False)
+    texts = {d.doc_id: d.text for d in docs}
+    chunks = [ix.store.chunks.get(c) for c in ix.store.chunks.ids()]
+    ids = [int(c) for c in ix.store.chunks.ids()]
+    yield ix, texts, dict(zip(ids, chunks))
+    ix.close()
+
+
+def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True):
+    """The assembly, slowly: ``(covered chars per doc, hit groups as sets of ranks, widened ranks, skipped)``."""
+    def paragraph(cid):
+        c = chunks[cid]
+        fam = [i for i, o in chunks.items() if o.doc_id == c.doc_id and o.paragraph == c.paragraph]
+        return fam if len(fam) > 1 and max(chunks[i].end for i in fam) - min(chunks[i].start for i in fam) <= cap \
+            else None
+
+    taken: dict[str, set] = {}
+    accepted, widened, skipped = [], set(), 0
+    for n, item in enumerate(result.items):
+        base = [(m.doc_id, m.start, m.end) for m in item.members]
+        wide, grew = [], False
+        for m in item.members:
+            fam = paragraph(m.chunk_id) if cap and m.chunk_id >= 0 else None
+            if fam:
+                wide += [(chunks[i].doc_id, chunks[i].start, chunks[i].end) for i in fam]
+                grew = True
+            else:
+                wide.append((m.doc_id, m.start, m.end))
+        for spans, is_wide in ([(wide, True)] if grew else []) + [(base, False)]:
+            chars = {(d, p) for d, s, e in spans for p in range(s, e)}
+            new = {x for x in chars if x[1] not in taken.get(x[0], set())}
+            used = sum(len(v) for v in taken.values())
+            if used + len(new) <= budget or (keep_first and n == 0 and not is_wide):
+                for d, p in new:
+                    taken.setdefault(d, set()).add(p)
+                accepted.append((item.rank, spans))
+                if is_wide:
+                    widened.add(item.rank)
+                break
+        else:
+            skipped += 1
+    # groups: hits joined when their spans overlap or only whitespace lies between them
+    group = {r: {r} for r, _ in accepted}
+    for a, sa in accepted:
+        for b, sb in accepted:
+            if a < b and any(d1 == d2 and (min(e1, e2) >= max(s1, s2) or
+                                           texts[d1][min(e1, e2):max(s1, s2)].isspace())
+                             for d1, s1, e1 in sa for d2, s2, e2 in sb):
+                joined = group[a] | group[b]
+                for r in joined:
+                    group[r] = joined
+    groups = {frozenset(g) for g in group.values()}
+    return taken, groups, widened, skipped
+
+
+def check(out: Result, result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True):
+    taken, groups, widened, skipped = reference(result, budget, cap, texts, chunks, keep_first)
+    got: dict[str, set] = {}
+    for it in out:
+        for m in it.members:
+            assert texts[m.doc_id][m.start:m.end] == m.text                 # every member exact
+            span = {p for p in range(m.start, m.end)}
+            assert not span & got.get(m.doc_id, set())                     # no character twice
+            got.setdefault(m.doc_id, set()).update(span)
+    assert got == taken                                                    # the same characters as the reference
+    total = sum(it.n_chars for it in out)
+    assert total == sum(len(v) for v in taken.values())
+    assert total <= budget or (keep_first and total == result.items[0].n_chars)
+    assert {frozenset(it.provenance["assembly"]["hits"]) for it in out} == groups
+    assert {r for it in out for r in it.provenance["assembly"]["widened"]} == widened
+    assert out.stats["assembled_skipped"] == skipped and out.stats["assembled_widened"] == len(widened)
+    assert [it.rank for it in out] == list(range(1, len(out) + 1))
+    assert [min(it.provenance["assembly"]["hits"]) for it in out] == \
+        sorted(min(it.provenance["assembly"]["hits"]) for it in out)    # in order of their best hit
+
+
+QUERIES = ["where is the lighthouse and who keeps it?", "which battle occurred first?",
+           "what year was the university founded?", "harbor light storm keeper", "the river and the city"]
+
+
+@pytest.mark.parametrize("budget,cap", [(5000, 2500), (1500, 2500), (5000, 1000), (800, 600), (5000, 0), (300, 2500)])
+def test_assembled_search_matches_the_reference(corpus, budget, cap):
+    ix, texts, chunks = corpus
+    asm = ix.assembler(cap)
+    for q in QUERIES:
+        ranked = ix.search(q, k=ix.depth_for(budget), retriever="bm25")
+        check(ranked.fit(budget, assemble=asm), ranked, budget, cap, texts, chunks)
+
+
+def test_assembly_widens_and_merges_on_real_documents(corpus):
+    ix, texts, chunks = corpus
+    ranked = [ix.search(q, k=ix.depth_for(5000), retriever="bm25") for q in QUERIES]
+    outs = [r.fit(5000, assemble=ix.assembler(2500)) for r in ranked]
+    assert sum(o.stats["assembled_widened"] for o in outs) > 0              # the cases the reference checks occur
+    assert sum(o.stats["assembled_merged"] for o in outs) > 0
+    default = [ix.search(q, budget=5000, retriever="bm25") for q in QUERIES]
+    assert all(o.stats["assembled_cap"] == DEFAULT_ASSEMBLE_CAP and "assembled_merged" in o.stats for o in default)
+    plain = [ix.search(q, budget=5000, retriever="bm25", assemble=False) for q in QUERIES]
+    assert all("assembly" not in it.provenance for o in plain for it in o)
+
+
+def test_search_default_is_the_assembled_fit(corpus):
+    ix, _, _ = corpus
+    q = QUERIES[0]
+    ranked = ix.search(q, k=ix.depth_for(2000), retriever="bm25")
+    items = lambda r: r.to_dict()["items"]  # noqa: E731 (stats hold timings)
+    assert items(ix.search(q, budget=2000, retriever="bm25")) == items(ranked.fit(2000, assemble=ix.assembler()))
+    assert items(ix.search(q, budget=2000, retriever="bm25", assemble=False)) == items(ranked.fit(2000))
+
+
+def test_parent_is_the_paragraph_by_a_scan(corpus):
+    ix, _, chunks = corpus
+    asm = ix.assembler()
+    for cid, c in chunks.items():
+        want = sorted((i for i, o in chunks.items() if o.doc_id == c.doc_id and o.paragraph == c.paragraph),
+                      key=lambda i: chunks[i].start)
+        assert list(asm.parent(cid)) == want
+    assert asm.parent(10 ** 9) == () and asm.parent(-1) == ()
+
+
+def test_assembler_follows_the_chunk_table(corpus, tmp_path):
+    ix, _, _ = corpus
+    assert ix.assembler() is ix.assembler() and ix.assembler(1000) is not ix.assembler()
+    small = Index.build([Document.from_text("One two.\n\nThree four.", doc_id="a")], embedder=None, progress=False)
+    before = small.assembler()
+    small.add([Document.from_text("Five six.", doc_id="b")])
+    assert small.assembler() is not before and small.assembler().parent(small.store.documents["b"].chunk_ids[0])
+
+
+def _member(d, s, text):
+    return Member(-1, d, s, s + len(text), text)
+
+
+def test_overlapping_members_are_cut_to_exact_tails_by_hand():
+    doc = "alpha beta gamma delta epsilon"
+    texts = {"d": doc}
+    a = _member("d", 0, doc[0:16])        # "alpha beta gamma"
+    b = _member("d", 6, doc[6:22])        # "beta gamma delta": overlaps a by 10
+    c = _member("d", 0, doc[0:5])         # inside a: nothing new
+    res = Result("q", (Item((a,), 3.0, 1), Item((b,), 2.0, 2), Item((c,), 1.0, 3)), "t")
+
+    class _NoChunks:  # an assembler over an empty chunk table: only merging and skipping
+        def column(self, name):
+            import numpy as np
+            return np.zeros(0, dtype=bool if name == "live" else np.int64)
+        doc_list = []
+        n_slots = 0
+
+    from momoka.methods.assemble import Assembler
+
+    asm = Assembler(_NoChunks(), lambda c: None, cap=0)
+    out = res.fit(22, assemble=asm)
+    assert [(m.start, m.end, m.text) for m in out[0].members] == [(0, 16, "alpha beta gamma"), (16, 22, " delta")]
+    assert out[0].provenance["assembly"]["hits"] == [1, 2, 3] and len(out) == 1
+    assert out.stats["assembled_skipped"] == 0
+    out = res.fit(20, assemble=asm)                                       # b's 6 new characters do not fit
+    assert [m.span for it in out for m in it.members] == [("d", 0, 16)] and out.stats["assembled_skipped"] == 1
+    assert res.fit(10, assemble=asm)[0].n_chars == 16                     # keep-first: the best hit, too long
+    assert len(res.fit(10, keep_first=False, assemble=asm)) == 1          # c (5 chars) fits after a is skipped
+    with pytest.raises(ConfigError):
+        res.fit(0, assemble=asm)
+    with pytest.raises(ConfigError):
+        Assembler(_NoChunks(), lambda c: None, cap=-1)
+    check(res.fit(22, assemble=asm), res, 22, 0, texts, {})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_rankings_match_the_reference(corpus, data):
+    ix, texts, chunks = corpus
+    ids = sorted(chunks)
+    picks = data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=25, unique=True))
+    # some items are composites of two chunks (as Trail returns), possibly far apart
+    pairs = data.draw(st.lists(st.sampled_from(ids), min_size=len(picks), max_size=len(picks)))
+    joined = data.draw(st.lists(st.booleans(), min_size=len(picks), max_size=len(picks)))
+    picks = [(c, o) if j and o != c else c for c, o, j in zip(picks, pairs, joined)]
+    budget = data.draw(st.integers(1, 6000))
+    cap = data.draw(st.sampled_from([0, 300, 1000, 2500, 10 ** 6]))
+    keep_first = data.draw(st.booleans())
+    res = ix.result("q", [(c, 1.0 - i / 100) for i, c in enumerate(picks)], "t")
+    out = res.fit(budget, keep_first=keep_first, assemble=ix.assembler(cap))
+    check(out, res, budget, cap, texts, chunks, keep_first)
+    # every hit that is not returned was too long for what is left at the end
+    got = {(m.doc_id, p) for it in out for m in it.members for p in range(m.start, m.end)}
+    left = budget - sum(it.n_chars for it in out)
+    for it in res:
+        if not all((d, p) in got for d, s, e in it.spans for p in range(s, e)):
+            assert it.n_chars > left
