@@ -172,8 +172,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
         for name in retrievers:
             r = ix.retriever(name, **options.get(name, {}))
             t1 = time.perf_counter()
-            results = r.retrieve_batch(qtexts, depth, per_query_doc_ids=per_doc) if per_doc else \
-                r.retrieve_batch(qtexts, depth)
+            results = _retrieve_all(r, name, qtexts, depth, per_doc, progress)
             dt = time.perf_counter() - t1
             runs = [(name, results, dt)]
             if refine is not None:
@@ -186,6 +185,25 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
         ix.close()
     report["intervals"], report["margins"] = _intervals(per_question, [q.qid for q in questions], budgets)
     return report
+
+
+#: Questions per retriever call in :func:`run_eval`: a progress line between slices (every retriever answers
+#: each question on its own, so slicing changes no result).
+EVAL_SLICE = 32
+
+
+def _retrieve_all(r: Any, name: str, qtexts: list, depth: int, per_doc: list | None, progress: bool | None) -> list:
+    """``r``'s results for every question, in slices, with a progress line naming the retriever."""
+    from ..progress import Progress
+
+    out: list = []
+    with Progress(f"eval {name}", total=len(qtexts), unit="questions", enabled=progress) as bar:
+        for s in range(0, len(qtexts), EVAL_SLICE):
+            part = qtexts[s:s + EVAL_SLICE]
+            out.extend(r.retrieve_batch(part, depth, per_query_doc_ids=per_doc[s:s + EVAL_SLICE]) if per_doc
+                       else r.retrieve_batch(part, depth))
+            bar.update(len(part))
+    return out
 
 
 #: The figures that get intervals, at the first budget: complete coverage, span recall, hit, MRR.
