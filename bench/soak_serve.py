@@ -222,7 +222,10 @@ def run(args: argparse.Namespace) -> dict:
     store, log = work / "store", work / "commits.jsonl"
     docs = load_docs(data)
     queries = queries_of(docs)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1] / "python")] + sys.path))
+    import momoka
+
+    # the children (writer, server) import the momoka this process runs: the checkout's or the installed one
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(momoka.__file__).resolve().parents[1])] + sys.path))
 
     def start_writer(until: float) -> subprocess.Popen:
         cmd = [sys.executable, __file__, "--writer", "--store", str(store), "--log", str(log), "--until", str(until),

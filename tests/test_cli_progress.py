@@ -14,11 +14,12 @@ import sys
 import uuid
 from pathlib import Path
 
+import momoka
 import pytest
 
 pytestmark = [pytest.mark.models]
 
-REPO_PY = Path(__file__).resolve().parents[1] / "python"
+REPO_PY = Path(momoka.__file__).resolve().parents[1]  # the momoka under test: the checkout or site-packages
 TEXT = ("The harbor opened in 1850. Ships carried grain and timber. Trade grew quickly. "
         "Meanwhile, the town council debated taxes. Councillors argued for months. "
         "In spring, a storm destroyed the pier. Repairs took two years.")

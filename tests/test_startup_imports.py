@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import momoka
 import pytest
 
 # Never needed to answer a BM25 query or print help: HTTP client, distributed engine, framework adapters,
@@ -20,7 +21,7 @@ HEAVY = ("aiohttp", "ray", "langchain", "langchain_core", "llama_index", "matplo
          "momoka.llm", "momoka.models.causal_lm", "momoka.methods.jerr", "momoka.methods.ets",
          "momoka.methods.momoka", "momoka.methods.moc", "momoka.methods.mcindex", "momoka.eval")
 
-SRC = str(Path(__file__).resolve().parents[1] / "python")
+SRC = str(Path(momoka.__file__).resolve().parents[1])  # the momoka under test: the checkout or site-packages
 
 
 def _modules_after(code: str) -> set[str]:
