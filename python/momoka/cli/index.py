@@ -355,7 +355,7 @@ def _quickstart(args: argparse.Namespace) -> int:
         print(f"question: {question}\n")
         print_result(ix.search(question, k=args.k, retriever="hybrid"), False)
         print("\nnext: momoka index YOUR_FILES --store my.store && momoka query my.store \"your question\""
-              "\n      momoka ask my.store \"your question\"   (answers with the local model, citing passages)")
+              "\n      momoka ask my.store \"your question\"   (quotes the evidence; --llm-url URL: an endpoint answers)")
     finally:
         if tmp is not None:
             tmp.cleanup()
