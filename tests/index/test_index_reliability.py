@@ -137,12 +137,15 @@ def test_one_bad_file_does_not_abort_a_directory(tmp_path, capsys):
     src = _files(tmp_path / "mixed")
     (src / "empty.txt").write_text("")
     (src / "bad.txt").write_bytes(b"caf\xe9 latin-1 text\n")
-    (src / "slides.pdf").write_bytes(b"%PDF-1.4")
+    (src / "slides.pptx").write_bytes(b"PK\x03\x04")
+    (src / "report.pdf").write_bytes(b"%PDF-1.4")  # a PDF cut off after its header
     s = tmp_path / "s"
-    # tried: a folder with an empty file, an invalid UTF-8 file and an unsupported type among good files
+    # tried: a folder with an empty file, an invalid UTF-8 file, a damaged PDF and an unsupported type among
+    # good files
     rc, out, err = _cli(capsys, "index", src, "--store", s, "--no-dense")
-    assert rc == 1 and "indexed 6 document(s)" in out and "3 skipped" in out
-    for name, why in (("empty.txt", "empty"), ("bad.txt", "--encoding latin-1"), ("slides.pdf", "unsupported")):
+    assert rc == 1 and "indexed 6 document(s)" in out and "4 skipped" in out
+    for name, why in (("empty.txt", "empty"), ("bad.txt", "--encoding latin-1"), ("report.pdf", "damaged PDF"),
+                      ("slides.pptx", "unsupported")):
         line = next(ln for ln in err.splitlines() if name in ln)
         assert line.startswith("momoka: warning: skipped") and why in line
     # --on-error stop: nothing indexed, exit 2

@@ -49,13 +49,14 @@ def eval_series(report: dict) -> dict[str, dict[str, list]]:
     """``{label: {"k": [...], "recall": [...], "precision": [...]}}`` of a ``run_eval`` report.
 
     The label is the retriever's name for its item view, and ``"NAME (chunks)"``
-    for its distinct-chunk view where that differs (composite items).
+    for its distinct-chunk view where its curves differ (composite items).
     """
     ks = sorted(int(k) for k in report["ks"])
     out: dict[str, dict[str, list]] = {}
     for name, row in report["retrievers"].items():
         views = [("item", name)]
-        if row["chunk"]["means"] != row["item"]["means"]:
+        drawn = [f"{m}@{k}" for m in ("recall", "precision") for k in ks]
+        if any(row["chunk"]["means"][key] != row["item"]["means"][key] for key in drawn):
             views.append(("chunk", f"{name} (chunks)"))
         for view, label in views:
             means = row[view]["means"]
