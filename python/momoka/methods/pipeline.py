@@ -80,13 +80,15 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     chunk FILE`` previews exactly the chunks ``momoka index`` stores: ``params``
     (None values dropped) plus ``size`` when given; the default chunker
     (:data:`DEFAULT_CHUNKER`) without a size gets :data:`DEFAULT_CHUNK_SIZE`, any
-    other chunker its own default.
+    other chunker its own default; the recursive chunker gets ``hard_wrap="auto"``.
     """
     out = {k: v for k, v in (params or {}).items() if v is not None}
     if size is not None:
         out["size"] = size
     elif chunker == DEFAULT_CHUNKER and "size" not in out:
         out["size"] = DEFAULT_CHUNK_SIZE
+    if chunker == "recursive" and "hard_wrap" not in out:
+        out["hard_wrap"] = "auto"  # hard-wrapped prose is split at sentences (RecursiveChunker.separators_for)
     return out
 
 
