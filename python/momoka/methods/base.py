@@ -58,10 +58,14 @@ __all__ = [
     "check_budget",
 ]
 
-def check_budget(budget: Any) -> int:
-    """``budget`` when it is a positive int (a number of characters); else :class:`ConfigError`."""
+def check_budget(budget: Any, *, name: str = "a budget", optional: bool = False) -> int | None:
+    """``budget`` when it is a positive int (a number of characters), or None when ``optional``;
+    else :class:`ConfigError` naming it ``name``."""
+    if optional and budget is None:
+        return None
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError(f"a budget must be a positive number of characters, got {budget!r}")
+        raise ConfigError(f"{name} must be a positive number of characters{' (or None)' if optional else ''}, "
+                          f"got {budget!r}")
     return budget
 
 

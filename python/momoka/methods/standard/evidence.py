@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputError
-from ..base import DEFAULT_BUDGET, Answer, Citation, Result
+from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ..registry import register
-from .reader import budget_context, check_budget
+from .reader import budget_context
 
 #: Sentences quoted by default.
 DEFAULT_SENTENCES = 3
@@ -76,7 +76,7 @@ class EvidenceReader:
 
     def __init__(self, embedder: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET,
                  sentences: int = DEFAULT_SENTENCES, term_weight: float = TERM_WEIGHT):
-        check_budget("max_context_chars", max_context_chars)
+        check_budget(max_context_chars, name="max_context_chars", optional=True)
         if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 1:
             raise ConfigError(f"sentences must be a positive integer, got {sentences!r}")
         if isinstance(term_weight, bool) or not isinstance(term_weight, (int, float)) or not term_weight >= 0:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ...errors import ConfigError, InputError, InputTooLargeError
 from ...index.bm25 import ENGLISH_STOPWORDS
-from ..base import DEFAULT_BUDGET, Answer, Citation, Result
+from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ..registry import register
 
 #: The reader's instructions (system message).
@@ -89,12 +89,6 @@ def _cut(context: list[Citation], chars: int) -> list[Citation]:
     return out
 
 
-def check_budget(name: str, value: Any) -> None:
-    """``value`` is a positive int, or ``None`` (no budget); else :class:`ConfigError`."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"{name} must be a positive integer (or None: no budget), got {value!r}")
-
-
 def overlap_citations(answer: str, context: list[Citation], share: float = OVERLAP_SHARE) -> list[Citation]:
     """The passages holding at least ``share`` of the answer's content words, best first (at most 2).
 
@@ -128,7 +122,7 @@ class LLMReader:
     name = "llm"
 
     def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128):
-        check_budget("max_context_chars", max_context_chars)
+        check_budget(max_context_chars, name="max_context_chars", optional=True)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         self._llm = llm
