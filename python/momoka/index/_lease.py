@@ -104,7 +104,15 @@ def delete_unleased(gen_dir: Path) -> bool:
                 return False
             raise
     try:
-        shutil.rmtree(gen_dir, ignore_errors=True)
+        # renamed away first, under the exclusive lock: a reader arriving now finds no folder (so it cannot
+        # create a fresh lease file inside a half-deleted one) and re-reads the manifest; a leftover of a
+        # crash here is a ``.tmp-`` name, which the next writer removes
+        gone = Path(gen_dir).with_name(f"{Path(gen_dir).name}.tmp-del-{os.getpid()}")
+        try:
+            os.rename(gen_dir, gone)
+        except FileNotFoundError:
+            return True
+        shutil.rmtree(gone, ignore_errors=True)
     finally:
         if fd is not None:
             os.close(fd)

