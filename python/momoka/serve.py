@@ -150,6 +150,9 @@ class QueryServer:
         except MomokaError as exc:
             self.refresh_error = str(exc)
             raise
+        if self._stop.is_set():  # stopped while the new snapshot was opening: nobody would close it
+            snap.index.close()
+            return False
         with self._lock:
             old, self._snapshot = self._snapshot, snap
             old.retired = True
@@ -287,7 +290,7 @@ class QueryServer:
         self._stop.set()
         self._http.stop()
         if self._poller is not None:
-            self._poller.join(5)
+            self._poller.join()  # a check in flight finishes (and closes what it opened) first
         self._pool.shutdown(wait=True)
         self._snapshot.index.close()
 

@@ -55,7 +55,6 @@ def _serve(args: argparse.Namespace) -> int:
         say(f"serving {h['store']} (generation {h['generation']}, {h['documents']} documents, {h['chunks']} chunks) "
             f"on {server.url}")
         server.serve_forever()
-    except KeyboardInterrupt:
-        server.stop()
+    except KeyboardInterrupt:  # serve_forever stopped the server on its way out
         say("stopped")
     return 0
