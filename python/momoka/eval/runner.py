@@ -269,8 +269,12 @@ def _score(report: dict, registry: Any, name: str, questions: list, results: lis
     rep_item = evaluate_retrieval(items, questions, ks=ks, mode=mode, budgets=budgets, budget_results=at_item)
     rep_chunk = evaluate_retrieval(chunk_items, questions, ks=ks, mode=mode, budgets=budgets, budget_results=at_chunk)
     # Rankings that ended (at ``depth``) before the largest budget was filled.
-    short = sum(1 for q in questions if budgets and len(items[q.qid]) >= depth and
-                rep_item.per_question[q.qid][f"returned@{budgets[-1]}c"] >= depth)
+    # (Assembled, an item may hold several hits: count the hits that fitted, not the items.)
+    if budgets and assemble is not None:
+        used = [sum(len(it.provenance["assembly"]["hits"]) for it in r) for r in fitted[budgets[-1]]]
+    else:
+        used = [rep_item.per_question[q.qid][f"returned@{budgets[-1]}c"] for q in questions] if budgets else []
+    short = sum(1 for q, u in zip(questions, used) if len(items[q.qid]) >= depth and u >= depth)
     volume = {}
     for k in ks:
         volume[f"chunks@{k}"] = float(np.mean([len(_distinct(res[:k])) for res in results]))
@@ -360,7 +364,10 @@ def _format_intervals(report: dict) -> str:
         cells += [_iv(m[k], signed=True) for k in keys[:2]] if m else ["", ""]
         rows.append(cells)
     n = next(iter(ivs[first].values()))["n"]
-    return (f"\n\n95 % bootstrap intervals over the {n} questions (10,000 resamples); margins are paired "
+    from .intervals import DEFAULT_RESAMPLES
+
+    return (f"\n\n95 % bootstrap intervals over the {n} questions ({DEFAULT_RESAMPLES:,} resamples); "
+            f"margins are paired "
             f"differences with {first} on the same questions\n" + format_table(header, rows))
 
 
