@@ -90,7 +90,7 @@ def test_ask_refine_ets_shows_the_beam_search(installed, tmp_path):
     built = _momoka("index", str(tmp_path / "docs"), "--store", store, MOMOKA_PROGRESS="0")
     assert built.returncode == 0, built.stderr
     ask = ["ask", store, "What river flows through the capital of France?", "--retriever", "dense", "--refine", "ets",
-           *ETS_SMALL, "-o", "llm.max_tokens=8"]
+           *ETS_SMALL]
     shown = _momoka(*ask, MOMOKA_PROGRESS_INTERVAL="0")
     assert shown.returncode == 0, shown.stderr
     lines = [ln for ln in shown.stderr.splitlines() if ln.startswith("ets beam search: ")]

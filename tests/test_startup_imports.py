@@ -92,14 +92,3 @@ def test_subcommand_help_still_lists_every_registered_name(capsys):
     for name in registry.available("retriever"):
         assert f"  {name} " in text, name
     assert "jerr" in registry.available("retriever") and "trail" in text
-
-
-def test_unknown_chunker_is_a_one_line_error(tmp_path, capsys):
-    from momoka.cli import main
-
-    f = tmp_path / "a.txt"
-    f.write_text("One sentence. Another one.", encoding="utf-8")
-    assert main(["chunk", str(f), "--chunker", "nope"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("momoka: error: unknown chunker 'nope'") and "recursive" in err and "ppl" in err
-    assert len(err.splitlines()) == 1

@@ -149,16 +149,26 @@ def check_embedder(name: str, models: Path, device: str, texts: list[str]) -> di
 
 def check_index(device: str, texts: list[str]) -> dict:
     """Top-5 of dense and hybrid search, index built with MOMOKA_DEVICE=device vs cpu, per embedder."""
-    import warnings
-
-    import momoka
-
     docs = [{"doc_id": f"d{i}", "text": " ".join(texts[j] for j in range(i, len(texts), 12)), "title": f"doc {i}"}
             for i in range(12)]
     queries = ["where is the lighthouse?", "how is a store committed?", "which embedder is the default?",
                "how are chunks ranked by BM25?", "what does the GPU change?", "how is the MCTS search run?",
                "what happens to a text longer than the model's limit?", "how are results cached?"]
     out: dict = {"queries": len(queries), "docs": len(docs)}
+    before = os.environ.get("MOMOKA_DEVICE")
+    try:
+        return _top5_per_model(out, docs, queries, device)
+    finally:
+        os.environ.pop("MOMOKA_DEVICE", None)
+        if before is not None:
+            os.environ["MOMOKA_DEVICE"] = before
+
+
+def _top5_per_model(out: dict, docs: list, queries: list, device: str) -> dict:
+    import warnings
+
+    import momoka
+
     for model in MODELS:
         tops = {}
         for dev in (device, "cpu"):
@@ -171,7 +181,6 @@ def check_index(device: str, texts: list[str]) -> dict:
                                for q in queries]
                         for retr in ("dense", "hybrid")
                     }
-        os.environ.pop("MOMOKA_DEVICE", None)
         out[model] = {
             retr: {"same_top5_lists": sum(a == b for a, b in zip(tops[device][retr], tops["cpu"][retr])),
                    "same_top5_sets": sum(set(a) == set(b) for a, b in zip(tops[device][retr], tops["cpu"][retr])),
@@ -191,7 +200,9 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     import onnxruntime as ort
 
-    models = Path(os.environ.get("MOMOKA_HOME", "~/.momoka")).expanduser() / "models"
+    from momoka.models.registry import models_dir
+
+    models = models_dir()
     texts = sentences(args.n)
     report: dict = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
                     "onnxruntime": ort.__version__, "available_providers": ort.get_available_providers(),

@@ -159,8 +159,9 @@ def _index(args: argparse.Namespace) -> int:
 
         require_ray()
     if (store / MANIFEST).exists() and not args.overwrite:
-        if args.chunker or args.size:
-            say("note: --chunker/--size apply to new stores; this store keeps its own chunker")
+        if args.chunker or args.size or chunker_opts:
+            say("note: --chunker/--size and the chunker's -o options apply to new stores; this store keeps "
+                "its own chunker")
         ix = Index.open(store, writable=True)
         _commit_options(ix, args)
         new_e = [s for s in enrich_specs if ix.needs("enrich", s[0])]

@@ -7,10 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
+from .common import say
+
 #: The caches ``momoka cache`` shows and clears (see :func:`_caches`).
 _CACHES = ("models", "llm", "computed", "test-gguf")
-
-from .common import say
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,7 +82,7 @@ def _caches() -> dict:
            "test-gguf": {"path": str(home / "test-gguf"), "bytes": _dir_bytes(home / "test-gguf")}}
     known = {Path(v["path"]) for k, v in out.items() if isinstance(v, dict)} | set(llm_files)
     other = sorted(p for p in home.iterdir() if p not in known) if home.is_dir() else []
-    out["other"] = [{"path": str(p), "bytes": _dir_bytes(p) if p.is_dir() else p.stat().st_size} for p in other]
+    out["other"] = [{"path": str(p), "bytes": _dir_bytes(p) if p.is_dir() else p.lstat().st_size} for p in other]
     return out
 
 

@@ -19,6 +19,7 @@ from ..errors import StoreCorruptedError
 from .bm25 import BM25
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable
+from .documents import DocEntry
 from .vectors import VectorView
 
 RAW = "raw"
@@ -26,7 +27,6 @@ RAW = "raw"
 
 def load_v1(store, gdir: Path, manifest: dict) -> None:
     """Read a format-version-1 generation into ``store``'s version-2 structures (saved as v2 next time)."""
-    from .store import DocEntry  # noqa: PLC0415 - store imports this module
 
     root = store.path
     try:
