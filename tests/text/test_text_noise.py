@@ -159,3 +159,13 @@ def test_hard_wrap_detection_hand_cases_and_real_texts(shared_data):
     for name in ("squad_v1_dev_half_a", "hotpotqa_dev500_long", "dragonball_finance_en", "leval_nq", "leval_qasper"):
         f = shared_data / name / "documents.jsonl"
         assert not any(looks_hard_wrapped(json.loads(line)["text"]) for line in f.open(encoding="utf-8")), name
+
+
+def test_numbered_data_lines_are_not_headings():
+    from momoka.chunking._engine import heading_paragraphs
+
+    text = ("5. Termination\n\nThis licence ends when you breach it.\n\n2019 revenue grew 5% to 12 million\n\n"
+            "2020 revenue fell 3% to 11 million\n\nBoth years are audited.\n")
+    doc = Document.from_text(text)
+    heads = [text[a:b] for a, b in (doc.paragraphs[i] for i in heading_paragraphs(doc))]
+    assert heads == ["5. Termination"]  # a section number, not a year at the start of a line of data

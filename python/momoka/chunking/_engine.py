@@ -35,10 +35,11 @@ PARAGRAPH = "<paragraph>"
 Spans = list  # list[tuple[int, int]]
 
 #: A plain-text paragraph that is a heading: a title underlined by a line of ``=``/``-``/``~``/``*``, a
-#: numbered title without a final period (``5. Termination``, ``2.1 Scope``) or a line in capitals.
+#: numbered title without a final period (``5. Termination``, ``2.1 Scope``: section numbers of at most
+#: three digits, so a line of data such as ``2019 revenue grew 5%`` is not one) or a line in capitals.
 _PLAIN_HEADING = re.compile(
     r"\A(?:[^\n]{1,100}\n[ \t]*([=\-~*#_])\1{2,}[ \t]*"
-    r"|[ \t]*\d+(?:\.\d+)*\.?[ \t]+[^\n]{1,80}(?<![.!?:;,])"
+    r"|[ \t]*\d{1,3}(?:\.\d{1,3})*\.?[ \t]+[^\n]{1,80}(?<![.!?:;,])"
     r"|[ \t]*(?=[^\n]*[A-Z]{2})[^a-z\n]{3,80}(?<![.!?:;,]))\Z"
 )
 
