@@ -74,7 +74,9 @@ def check_native_write(path: Path) -> None:
     """After a native library wrote ``path`` (its own streams report no errno): OSError ENOSPC when the
     file system has no space left, so a short write is named for what it is."""
     try:
-        full = os.statvfs(Path(path).parent).f_bavail == 0
+        st = os.statvfs(Path(path).parent)
+        # root may write into the blocks reserved for it: only no free block at all is full for root
+        full = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) == 0
     except (OSError, AttributeError):  # pragma: no cover - platforms without statvfs
         return
     if full:
