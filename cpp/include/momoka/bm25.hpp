@@ -12,7 +12,9 @@
 // with two idf variants:
 //   kOkapi  (default) idf = ln(N - df + 0.5) - ln(df + 0.5); a negative idf is
 //           replaced by epsilon * (mean idf over the vocabulary). This is the
-//           formula of rank_bm25's BM25Okapi, so rankings agree with it.
+//           formula of rank_bm25's BM25Okapi, so rankings agree with it (the
+//           mean is summed by df, not in term order: equal to rounding, and
+//           independent of the order terms were first seen).
 //   kLucene idf = ln(1 + (N - df + 0.5) / (df + 0.5)), always positive.
 //
 // N, df and avgdl count live documents only. Derived tables (idf per term,
@@ -292,26 +294,38 @@ class Index {
   void prepare_locked() const {
     if (deleted_) compact_locked();
     const double N = static_cast<double>(n_live_);
+    auto okapi = [N](double df) { return std::log(N - df + 0.5) - std::log(df + 0.5); };
     idf_.assign(vocab_.size(), 0.0);
-    double sum = 0.0;
     std::size_t cnt = 0;
     std::vector<std::uint32_t> negative;
+    std::vector<std::uint32_t> df_count;  // okapi: terms per document frequency
+    if (params_.idf == Idf::kOkapi) df_count.assign(n_live_ + 1, 0);
     for (std::size_t t = 0; t < vocab_.size(); ++t) {
-      const double df = static_cast<double>(lists_[t].n);
-      if (df == 0) continue;
+      const std::uint32_t n = lists_[t].n;
+      if (n == 0) continue;
+      const double df = static_cast<double>(n);
       double v;
       if (params_.idf == Idf::kOkapi) {
-        v = std::log(N - df + 0.5) - std::log(df + 0.5);
+        v = okapi(df);
         if (v < 0) negative.push_back(static_cast<std::uint32_t>(t));
+        if (n >= df_count.size()) df_count.resize(n + 1, 0);  // (lists hold live documents only here)
+        ++df_count[n];
       } else {
         v = std::log(1.0 + (N - df + 0.5) / (df + 0.5));
       }
       idf_[t] = v;
-      sum += v;
       ++cnt;
     }
     n_terms_live_ = cnt;
     if (params_.idf == Idf::kOkapi && cnt) {
+      // The mean idf summed by document frequency (count x idf, df
+      // increasing): it depends on the terms' df values only, not on the
+      // order terms were first seen, so an index appended from pieces whose
+      // saved copies dropped terms of deleted documents (append) floors
+      // negative idf bit for bit as one built in order does.
+      double sum = 0.0;
+      for (std::size_t df = 1; df < df_count.size(); ++df)
+        if (df_count[df]) sum += static_cast<double>(df_count[df]) * okapi(static_cast<double>(df));
       const double eps = params_.epsilon * (sum / static_cast<double>(cnt));
       for (std::uint32_t t : negative) idf_[t] = eps;
     }
