@@ -275,6 +275,23 @@ void register_bm25(py::module_& m) {
              return py::array_t<std::int64_t>(static_cast<py::ssize_t>(ids.size()), ids.data());
            },
            py::arg("docs"))
+      .def("append",
+           [](PyBM25& s, const PyBM25& o) {
+             if (s.opt.lowercase != o.opt.lowercase || s.opt.stem != o.opt.stem || s.opt.stopwords != o.opt.stopwords)
+               throw py::value_error(
+                   "cannot append a BM25 index with different tokeniser settings (lowercase, stem, stopwords)");
+             std::pair<std::size_t, std::size_t> r;
+             {
+               py::gil_scoped_release nogil;
+               r = s.ix->append(*o.ix);  // parameters differ or the same index: std::invalid_argument (ValueError)
+             }
+             py::array_t<std::int64_t> ids(static_cast<py::ssize_t>(r.second));
+             auto pi = ids.mutable_unchecked<1>();
+             for (std::size_t i = 0; i < r.second; ++i) pi(static_cast<py::ssize_t>(i)) = static_cast<std::int64_t>(r.first + i);
+             return ids;
+           },
+           py::arg("other"),
+           "Appends `other`'s documents (deleted ones stay deleted) after this index's; returns their new ids.")
       .def("remove",
            [](PyBM25& s, const std::vector<std::int64_t>& ids) {
              std::size_t n = 0;

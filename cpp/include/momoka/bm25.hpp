@@ -112,6 +112,52 @@ class Index {
     return d;
   }
 
+  // Appends `other`'s slots after this index's: other's slot d becomes
+  // n_slots() + d; returns (that first new slot, other's slot count). The result is
+  // the state of one index that had this index's documents added and then
+  // other's, in order, with the same deletions: each of other's terms is
+  // interned in other's id order (terms of deleted documents included, as
+  // sequential adds would), and only postings of other's live documents are
+  // copied. Parameters must be equal (std::invalid_argument otherwise), as
+  // must not `other` be this index. O(postings + terms of other).
+  std::pair<std::size_t, std::size_t> append(const Index& other) {
+    if (&other == this) throw std::invalid_argument("cannot append a BM25 index to itself");
+    std::unique_lock<std::shared_mutex> l(mu_, std::defer_lock);
+    std::shared_lock<std::shared_mutex> lo(other.mu_, std::defer_lock);
+    std::lock(l, lo);  // both at once: a.append(b) beside b.append(a) cannot deadlock
+    const Params& q = other.params_;
+    if (q.k1 != params_.k1 || q.b != params_.b || q.epsilon != params_.epsilon || q.idf != params_.idf)
+      throw std::invalid_argument("cannot append a BM25 index with different parameters (k1, b, epsilon, idf)");
+    const std::size_t base = doc_len_.size();
+    if (other.doc_len_.size() > 0xFFFFFFFEu - base) throw std::length_error("BM25 index is full (2^32 - 2 documents)");
+    const auto off = static_cast<std::uint32_t>(base);
+    for (std::size_t t = 0; t < other.vocab_.size(); ++t) {
+      bool added;
+      const std::uint32_t id = vocab_.intern(other.vocab_.term(static_cast<std::uint32_t>(t)), added);
+      if (added) lists_.emplace_back();
+      const List& src = other.lists_[t];
+      if (!src.n) continue;
+      List& dst = lists_[id];
+      // Room for all of src (only its first delta can code longer), growing
+      // geometrically so that appending many pieces stays linear.
+      const std::size_t need = dst.bytes.size() + src.bytes.size() + 5;
+      if (need > dst.bytes.capacity()) dst.bytes.reserve(std::max(need, dst.bytes.size() + dst.bytes.size() / 4 + 16));
+      const auto* p = reinterpret_cast<const std::uint8_t*>(src.bytes.data());
+      std::uint32_t doc = 0;
+      for (std::uint32_t i = 0; i < src.n; ++i) {
+        doc += get_varint(p);
+        const std::uint32_t tf = get_varint(p);
+        if (other.alive_[doc]) dst.append(off + doc, tf);  // new slots exceed all of ours: lists stay sorted
+      }
+    }
+    doc_len_.insert(doc_len_.end(), other.doc_len_.begin(), other.doc_len_.end());
+    alive_.insert(alive_.end(), other.alive_.begin(), other.alive_.end());
+    total_len_ += other.total_len_;
+    n_live_ += other.n_live_;
+    dirty_ = true;
+    return {base, other.doc_len_.size()};
+  }
+
   // Deletes a document; returns false when the slot is unknown or already deleted.
   bool remove(std::uint32_t d) {
     std::unique_lock<std::shared_mutex> l(mu_);

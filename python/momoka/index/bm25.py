@@ -162,6 +162,35 @@ class BM25:
             raise InputError("duplicate ids in delete")
         return self._ix.remove(ids)
 
+    def append(self, other: BM25) -> np.ndarray:
+        """Append another index's documents after this one's; returns their new ids (int64).
+
+        ``other``'s id ``d`` becomes ``n_slots + d`` here (``n_slots`` before
+        the call), and its deleted ids stay deleted. The result is exactly
+        the index that adding this index's documents and then ``other``'s, in
+        order, with the same deletions, would have built: the same vocabulary
+        order, statistics and postings, so scores and rankings are identical
+        bit for bit. ``other`` is left unchanged.
+
+        Raises :class:`InputError` when ``other`` is not a :class:`BM25` or is
+        this index, and :class:`ConfigError` when the scoring parameters
+        (k1, b, epsilon, idf) or tokeniser settings (lowercase, stem,
+        stopwords) differ.
+        """
+        if not isinstance(other, BM25):
+            raise InputError(f"can only append a BM25 index, not {type(other).__name__}")
+        if other is self or other._ix is self._ix:
+            raise InputError("cannot append a BM25 index to itself")
+        mine, theirs = self.params, other.params
+        diff = [k for k in mine if mine[k] != theirs[k]]
+        if diff:
+            raise ConfigError(f"cannot append a BM25 index with different settings: "
+                              + ", ".join(f"{k} {mine[k]!r} != {theirs[k]!r}" for k in diff))
+        try:
+            return self._ix.append(other._ix)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
     # -- queries -----------------------------------------------------------
 
     @staticmethod
