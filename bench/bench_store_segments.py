@@ -229,6 +229,12 @@ def query_latency(index, qs: list[str]) -> dict:
     return out
 
 
+def _cpu() -> float:
+    """CPU seconds of this process so far (all threads): a commit's CPU time leaves out its fsync waits."""
+    t = os.times()
+    return t.user + t.system
+
+
 def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
@@ -251,13 +257,14 @@ def child(args) -> dict:
     original_save = getattr(store_mod.Store, "save", None)
 
     def timed_save(self, *a, **kw):
-        io0 = proc_io()
+        io0, cpu0 = proc_io(), _cpu()
         t = time.perf_counter()
         try:
             return original_save(self, *a, **kw)
         finally:
             dt = time.perf_counter() - t
-            commits.append({"docs": len(self.documents), "seconds": dt, "bytes": _written(io0, proc_io())})
+            commits.append({"docs": len(self.documents), "seconds": dt, "cpu_s": _cpu() - cpu0,
+                            "bytes": _written(io0, proc_io())})
             if len(commits) % 10 == 0:
                 log(f"  commit #{len(commits)} at {len(self.documents)} docs: {dt:.3f} s")
 
@@ -287,19 +294,20 @@ def child(args) -> dict:
         size = store_size(path)
         written = _written(io0, io1)
         n_commits = len(commits)
-        early = [c["seconds"] for c in commits[1:6]]
-        late = [c["seconds"] for c in commits[max(0, n_commits - 6):n_commits - 1]]
+        early, late = commits[1:6], commits[max(0, n_commits - 6):n_commits - 1]
         result["build"] = {
             "wall_s": wall, "cpu_s": (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime),
             "write_bytes": written, "wchar": io1["wchar"] - io0["wchar"], **size,
-            "amplification": written / size["manifest_bytes"],
-            "commits": n_commits, "commit_1k_s": _median(early), "commit_1k_docs": [c["docs"] for c in commits[1:6]],
-            "commit_end_s": _median(late), "commit_end_docs": [c["docs"] for c in commits[max(0, n_commits - 6):
-                                                                                          n_commits - 1]],
-            "commit_max_s": max((c["seconds"] for c in commits), default=None), "commit_log": commits,
+            "amplification": written / size["manifest_bytes"], "commits": n_commits,
+            "commit_1k_docs": [c["docs"] for c in early], "commit_end_docs": [c["docs"] for c in late],
+            "commit_max_s": max((c["seconds"] for c in commits), default=None),
+            "commit_total_s": sum(c["seconds"] for c in commits), "commit_log": commits,
             "load_after_build": os.getloadavg(),
         }
         b = result["build"]
+        for key, field in (("s", "seconds"), ("cpu_s", "cpu_s"), ("bytes", "bytes")):
+            b[f"commit_1k_{key}"] = _median([c[field] for c in early])
+            b[f"commit_end_{key}"] = _median([c[field] for c in late])
         b["commit_ratio"] = b["commit_end_s"] / b["commit_1k_s"] if b["commit_1k_s"] else None
         log(f"{args.label}: built {len(docs)} docs in {wall:.1f} s, {n_commits} commits, wrote "
             f"{written / 1e6:.1f} MB for a {size['manifest_bytes'] / 1e6:.1f} MB store ({b['amplification']:.1f}x)")
@@ -384,49 +392,71 @@ def _ratio(a, b) -> str:
     return "n/a" if a is None or b in (None, 0) else f"{a / b:.2f}x"
 
 
+def _md(head: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            + ["| " + " | ".join(r) + " |" for r in rows])
+
+
 def table(results: list[dict]) -> str:
-    head = ["side", "N", "chunks", "commits", "written MB", "final MB", "du MB", "written/final", "commit@1k s",
-            "commit@end s", "end/1k", "max commit s", "build s", "segments"]
-    head += [f"{r} mean/p50 ms" for r in RETRIEVERS]
+    """Markdown tables: build, commits, queries, queries after optimize; a current / baseline row under each."""
+    pair = results if len(results) == 2 and results[1]["label"] == "baseline" else None
+    mb = lambda x: _f(None if x is None else x / 1e6, "{:.1f}")  # noqa: E731
+    build_keys = ("write_bytes", "manifest_bytes", "du_bytes", "amplification", "wall_s", "cpu_s")
+    rows = [[r["label"], str(r["n"]), str(r["chunks"]), str(r["build"]["commits"]), mb(r["build"]["write_bytes"]),
+             mb(r["build"]["manifest_bytes"]), mb(r["build"]["du_bytes"]), _f(r["build"]["amplification"], "{:.2f}"),
+             _f(r["build"]["wall_s"], "{:.1f}"), _f(r["build"]["cpu_s"], "{:.1f}")] for r in results]
+    if pair:
+        rows.append(["current / baseline", "", "", ""] + [_ratio(pair[0]["build"][k], pair[1]["build"][k])
+                                                          for k in build_keys])
+    out = ["Build:", ""] + _md(["side", "N", "chunks", "commits", "written MB", "final MB", "du MB",
+                                "written/final", "build s", "build CPU s"], rows)
+
+    def end_1k(b, key):
+        return None if not b[f"commit_1k_{key}"] else b[f"commit_end_{key}"] / b[f"commit_1k_{key}"]
+
     rows = []
-    for res in results:
-        b = res["build"]
-        lat = res["latency"]
-        rows.append([res["label"], str(res["n"]), str(res["chunks"]), str(b["commits"]),
-                     _f(b["write_bytes"] / 1e6, "{:.1f}"), _f(b["manifest_bytes"] / 1e6, "{:.1f}"),
-                     _f(b["du_bytes"] / 1e6, "{:.1f}"),
-                     _f(b["amplification"], "{:.2f}"), _f(b["commit_1k_s"]), _f(b["commit_end_s"]),
-                     _f(b["commit_ratio"], "{:.2f}"), _f(b["commit_max_s"]), _f(b["wall_s"], "{:.1f}"),
-                     str(res["segments"])])
-        rows[-1] += [f"{lat[r]['mean_ms']:.3f} / {lat[r]['p50_ms']:.3f}" for r in RETRIEVERS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    if len(results) == 2:
-        c, bl = results
-        cb, bb = c["build"], bl["build"]
-        lines.append("| current / baseline | | | | " + " | ".join([
-            _ratio(cb["write_bytes"], bb["write_bytes"]), _ratio(cb["manifest_bytes"], bb["manifest_bytes"]),
-            _ratio(cb["du_bytes"], bb["du_bytes"]), _ratio(cb["amplification"], bb["amplification"]),
-            _ratio(cb["commit_1k_s"], bb["commit_1k_s"]), _ratio(cb["commit_end_s"], bb["commit_end_s"]),
-            _ratio(cb["commit_ratio"], bb["commit_ratio"]), _ratio(cb["commit_max_s"], bb["commit_max_s"]),
-            _ratio(cb["wall_s"], bb["wall_s"]), ""] + [
-            f"{_ratio(c['latency'][r]['mean_ms'], bl['latency'][r]['mean_ms'])} / "
-            f"{_ratio(c['latency'][r]['p50_ms'], bl['latency'][r]['p50_ms'])}" for r in RETRIEVERS]) + " |")
-    opt = ["", "After `Index.optimize()` (one segment):", "",
-           "| side | optimize s | optimize written MB | final MB | segments | "
-           + " | ".join(f"{r} mean/p50 ms | {r} many/one segments (mean)" for r in RETRIEVERS) + " |",
-           "|" + "---|" * (5 + 2 * len(RETRIEVERS))]
-    for res in results:
-        o, lo = res.get("optimize"), res.get("latency_optimized")
+    for r in results:
+        b = r["build"]
+        rows.append([r["label"], _f(b["commit_1k_s"]), _f(b["commit_end_s"]), _f(end_1k(b, "s"), "{:.2f}"),
+                     _f(b["commit_max_s"]), _f(b["commit_total_s"], "{:.2f}"), _f(b["commit_1k_cpu_s"]),
+                     _f(b["commit_end_cpu_s"]), _f(end_1k(b, "cpu_s"), "{:.2f}"), mb(b["commit_1k_bytes"]),
+                     mb(b["commit_end_bytes"]), _f(end_1k(b, "bytes"), "{:.2f}")])
+    if pair:
+        c, bl = pair[0]["build"], pair[1]["build"]
+        rows.append(["current / baseline"] + [_ratio(c[k], bl[k]) for k in ("commit_1k_s", "commit_end_s")]
+                    + [_ratio(end_1k(c, "s"), end_1k(bl, "s"))] + [_ratio(c[k], bl[k]) for k in (
+                        "commit_max_s", "commit_total_s", "commit_1k_cpu_s", "commit_end_cpu_s")]
+                    + [_ratio(end_1k(c, "cpu_s"), end_1k(bl, "cpu_s"))]
+                    + [_ratio(c[k], bl[k]) for k in ("commit_1k_bytes", "commit_end_bytes")]
+                    + [_ratio(end_1k(c, "bytes"), end_1k(bl, "bytes"))])
+    out += ["", "Commits (wall time includes fsync waits, which other disk traffic lengthens; CPU and bytes do "
+            "not depend on it):", ""] + _md(
+        ["side", "commit@1k s", "commit@end s", "end/1k", "max commit s", "all commits s", "commit@1k CPU s",
+         "commit@end CPU s", "end/1k CPU", "commit@1k MB", "commit@end MB", "end/1k MB"], rows)
+
+    rows = [[r["label"], str(r["segments"])] + [f"{r['latency'][q]['mean_ms']:.3f} / {r['latency'][q]['p50_ms']:.3f}"
+                                                for q in RETRIEVERS] for r in results]
+    if pair:
+        rows.append(["current / baseline", ""] + [
+            f"{_ratio(pair[0]['latency'][q]['mean_ms'], pair[1]['latency'][q]['mean_ms'])} / "
+            f"{_ratio(pair[0]['latency'][q]['p50_ms'], pair[1]['latency'][q]['p50_ms'])}" for q in RETRIEVERS])
+    out += ["", "Queries (k=10, one at a time, after a warm-up pass):", ""] + _md(
+        ["side", "segments"] + [f"{q} mean / p50 ms" for q in RETRIEVERS], rows)
+
+    rows = []
+    for r in results:
+        o, lo = r.get("optimize"), r.get("latency_optimized")
         if not o:
-            opt.append(f"| {res['label']} | n/a (no Index.optimize) | | | | "
-                       + " | ".join("n/a | n/a" for _ in RETRIEVERS) + " |")
+            rows.append([r["label"], "n/a (no Index.optimize)", "", "", ""] + ["n/a", "n/a"] * len(RETRIEVERS))
             continue
-        opt.append(f"| {res['label']} | {o['seconds']:.2f} | {o['write_bytes'] / 1e6:.1f} | "
-                   f"{o['manifest_bytes'] / 1e6:.1f} | {o['segments']} | " + " | ".join(
-                       f"{lo[r]['mean_ms']:.3f} / {lo[r]['p50_ms']:.3f} | "
-                       f"{_ratio(res['latency'][r]['mean_ms'], lo[r]['mean_ms'])}" for r in RETRIEVERS) + " |")
-    return "\n".join(lines + opt)
+        rows.append([r["label"], f"{o['seconds']:.2f}", mb(o["write_bytes"]), mb(o["manifest_bytes"]),
+                     str(o["segments"])] + [x for q in RETRIEVERS for x in (
+                         f"{lo[q]['mean_ms']:.3f} / {lo[q]['p50_ms']:.3f}",
+                         _ratio(r["latency"][q]["mean_ms"], lo[q]["mean_ms"]))])
+    out += ["", "After `Index.optimize()` (everything merged into one segment):", ""] + _md(
+        ["side", "optimize s", "optimize written MB", "final MB", "segments"]
+        + [x for q in RETRIEVERS for x in (f"{q} mean / p50 ms", f"{q} many / one segments (mean)")], rows)
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -483,8 +513,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table(report["results"]))
     print()
     print("written = write_bytes - cancelled_write_bytes of the child during the build; final = the files the "
-          "manifest lists + manifest.json; commit@1k = median of commits #2-#6; commit@end = median of the last "
-          "five commits before the final one. Targets for the segment store: written/final <= 3, end/1k <= 2.")
+          "manifest lists + manifest.json; commit@1k = median of commits #2-#6 (documents in the store: "
+          f"{', '.join(map(str, first['build']['commit_1k_docs']))}); commit@end = median of the last five commits "
+          f"before the final one ({', '.join(map(str, first['build']['commit_end_docs']))}); MB per commit = bytes "
+          "written during that Store.save. Targets for the segment store: written/final <= 3, commit end/1k <= 2.")
     print(f"load after: {report['uptime_after']}")
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
