@@ -25,7 +25,16 @@ def _store(tmp_path: Path, docs) -> Path:
 
 
 def _gen(s: Path) -> Path:
-    return next(p for p in s.iterdir() if p.name.startswith("gen-"))
+    """The folder of the store's one segment (a build of a few documents commits once)."""
+    return next(s.glob("gen-*/seg-*"))
+
+
+@pytest.fixture
+def graphs(monkeypatch):
+    """Every segment's vectors get an HNSW graph file, however few they are."""
+    import momoka.index.vectors as vectors_mod
+
+    monkeypatch.setattr(vectors_mod, "GRAPH_ROWS", 1)
 
 
 def test_full_disk_says_no_space_left_on_device():
@@ -46,7 +55,7 @@ def test_a_short_write_of_an_array_keeps_its_os_reason(tmp_path):
     assert out.stdout.split()[0] == str(errno.EFBIG) and "requested" not in out.stdout, out.stdout
 
 
-def test_full_disk_after_a_native_write_is_named(tmp_path, docs, monkeypatch):
+def test_full_disk_after_a_native_write_is_named(tmp_path, docs, monkeypatch, graphs):
     # hnswlib reports no short write; a file system with no space left afterwards is the user's answer
     s = _store(tmp_path, docs)
     ix = Index.open(s, embedder=HashEmbedder(), writable=True)
@@ -90,7 +99,7 @@ def test_a_deleted_file_of_an_open_reader_is_named(tmp_path, docs):
 
 
 @pytest.mark.parametrize("how", ["append", "truncate"])
-def test_hnsw_of_another_size_is_rebuilt_with_a_warning(tmp_path, docs, capsys, how):
+def test_hnsw_of_another_size_is_rebuilt_with_a_warning(tmp_path, docs, capsys, how, graphs):
     s = _store(tmp_path, docs)
     ix = Index.open(s, embedder=HashEmbedder())
     want = [(it.doc_id, it.start, round(it.score, 5)) for it in ix.search("rocket engine thrust", k=3, retriever="dense")]

@@ -133,8 +133,18 @@ def test_incremental_add_delete_equal_a_fresh_build(tmp_path, docs, embedder):
             a = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in inc.search(q, k=6, retriever=method)]
             b = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in fresh.search(q, k=6, retriever=method)]
             assert a == b, (q, method)
-    # the compacted graph holds only live chunks
-    assert inc.store.vector_view("raw").graph().get_current_count() == inc.store.n_chunks
+    assert inc.store.vector_view("raw").ids().tolist() == inc.store.chunks.ids().tolist()
+    inc.close()
+    # merged into one segment: one graph holding only the live chunks, the same answers
+    merged = Index.open(tmp_path / "s", embedder=embedder, writable=True)
+    assert merged.optimize() and len(merged.store.segments) == 1
+    assert merged.store.vector_view("raw").graph().get_current_count() == merged.store.n_chunks
+    for q in ("rocket engine thrust", "volcanic islands"):
+        for method in ("dense", "bm25", "hybrid"):
+            a = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in merged.search(q, k=6, retriever=method)]
+            b = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in fresh.search(q, k=6, retriever=method)]
+            assert a == b, (q, method)
+    merged.close()
     fresh.close()
 
 
@@ -142,7 +152,7 @@ def test_float16_vectors(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder, vector_dtype="float16")
     ix.close()
     again = Index.open(tmp_path / "s", embedder=embedder)
-    assert np.load(next((tmp_path / "s").glob("gen-*")) / "vectors" / "raw.npy").dtype == np.float16
+    assert np.load(next((tmp_path / "s").glob("gen-*/seg-*/vectors/raw.npy"))).dtype == np.float16
     # The hashed test embedder ties "lava magma" between two documents (colliding words), so the query
     # is one whose best chunks are clearly the volcano's (cosine 0.84 / 0.79 against 0.38 for the next).
     hits = again.search("volcano erupts lava and ash, magma rises from the mantle", k=3, retriever="dense")
@@ -218,8 +228,7 @@ def test_not_a_store(tmp_path):
 
 def test_corrupted_generation(tmp_path, docs, embedder):
     _build(tmp_path, docs, embedder).close()
-    gen = next((tmp_path / "s").glob("gen-*"))
-    (gen / "bm25" / "raw.bin").write_bytes(b"junk")  # tried: a damaged BM25 file
+    next((tmp_path / "s").glob("gen-*/seg-*/bm25/raw.bin")).write_bytes(b"junk")  # tried: a damaged BM25 file
     with pytest.raises(StoreError, match="BM25"):
         Index.open(tmp_path / "s")
 

@@ -260,12 +260,15 @@ def test_new_view_and_relation_on_an_existing_store(tmp_path, docs, embedder):
             ("chunks", "chunks")} <= kinds
     toy_entry = next(a for a in m["artifacts"] if a["name"] == "toy")
     assert toy_entry["dim"] == 16 and toy_entry["source"] == {"text": "title+chunk", "by": "title"}
-    for a in m["artifacts"]:
-        for rel, rec in a["files"].items():
-            assert (tmp_path / "s" / m["dir"] / rel).stat().st_size == rec["bytes"]
-    # unchanged artifacts were linked, not rewritten
-    old = tmp_path / "s" / gen_before / "bm25" / "raw.bin"
-    assert (tmp_path / "s" / m["dir"] / "bm25" / "raw.bin").stat().st_ino == old.stat().st_ino
+    for sg in m["segments"]:
+        for files in sg["parts"].values():
+            for rel, rec in files.items():
+                assert (tmp_path / "s" / m["dir"] / sg["name"] / rel).stat().st_size == rec["bytes"]
+    # the commit wrote one segment holding only the new artifacts; the older one was linked, not rewritten
+    assert set(m["segments"][-1]["parts"]) == {"vectors/toy", "relation/toy-links"}
+    first = m["segments"][0]["name"]
+    old = tmp_path / "s" / gen_before / first / "bm25" / "raw.bin"
+    assert (tmp_path / "s" / m["dir"] / first / "bm25" / "raw.bin").stat().st_ino == old.stat().st_ino
     ix = Index.open(tmp_path / "s", embedder=embedder)
     assert ix.search("violin bow", k=1)[0].doc_id == "violins"  # the raw views still serve the Index
     q = toy.embed(["Violins violin strings"])[0]
@@ -307,6 +310,9 @@ def test_delete_save_reopen_consistent_across_artifacts(tmp_path, docs, embedder
 
 
 def test_open_is_lazy(tmp_path, docs, embedder, monkeypatch):
+    import momoka.index.vectors as vectors_mod
+
+    monkeypatch.setattr(vectors_mod, "GRAPH_ROWS", 4)  # the segment's part gets an HNSW graph
     ix = _index(tmp_path, docs, embedder)
     ix.store.add_relation("r").set(0, [1])
     ix.save()
@@ -318,17 +324,21 @@ def test_open_is_lazy(tmp_path, docs, embedder, monkeypatch):
     monkeypatch.setattr(bm25_mod.BM25, "load", classmethod(lambda cls, p: loads.append(p) or real(cls, p)))
     st = Store.open(tmp_path / "s")
     bv, vv, rel = st.bm25_view("raw"), st.vector_view("raw"), st.relation("r")
-    assert bv._bm25 is None and vv._graph is None and rel._rows is None
+    def graphs():
+        return [p.graph for p in vv._parts if p.graph is not None]
+
+    assert bv._bm25 is None and not graphs() and rel._rows is None and vv.graph_parts() == 1
     assert not loads
-    assert isinstance(vv._rows, np.memmap) or isinstance(getattr(vv._rows, "base", None), np.memmap)
+    rows = vv._parts[0].rows
+    assert isinstance(rows, np.memmap) or isinstance(getattr(rows, "base", None), np.memmap)
     assert st.chunk(0).text  # chunk reads need no view
-    assert bv._bm25 is None and vv._graph is None
+    assert bv._bm25 is None and not graphs()
     bv.search("violin", 3)
-    assert len(loads) == 1 and vv._graph is None
+    assert len(loads) == 1 and not graphs()
     vv.search(embedder.embed(["violin"])[0], 10)  # exact search (view of at most 2k rows): still no graph
-    assert vv._graph is None and rel._rows is None
+    assert not graphs() and rel._rows is None
     vv.search(embedder.embed(["violin"])[0], 3)  # HNSW: read now
-    assert vv._graph is not None and vv.n_rows > 6
+    assert len(graphs()) == 1 and vv.n_rows > 6
 
 
 def test_pipeline_and_names_round_trip(tmp_path):
@@ -338,7 +348,7 @@ def test_pipeline_and_names_round_trip(tmp_path):
     st.close()
     m = Store.open(tmp_path / "s").manifest
     assert m["pipeline"] == {"chunker": "fixed", "enrichers": ["title"]} and m["extra"] == {"x": 1}
-    assert m["version"] == FORMAT_VERSION == 2 and m["momoka_version"]
+    assert m["version"] == FORMAT_VERSION == 3 and m["momoka_version"]
 
 
 def test_remove_artifact_and_rebuild(tmp_path, docs, embedder):
@@ -358,7 +368,7 @@ def test_remove_artifact_and_rebuild(tmp_path, docs, embedder):
 # --- format version 1 -------------------------------------------------------------
 
 
-def test_v1_store_opens_searches_identically_and_saves_as_v2(tmp_path):
+def test_v1_store_opens_searches_identically_and_saves_as_v3(tmp_path):
     src = DATA / "store-v1"
     path = tmp_path / "v1"
     shutil.copytree(src, path)
@@ -389,11 +399,11 @@ def test_v1_store_opens_searches_identically_and_saves_as_v2(tmp_path):
     assert ix.store.embedder_info["model_id"] == "test/hash-embedder-8"
     assert ix.store.vector_view("raw").source == {"text": "chunk"}
     check(ix)
-    ix.save()  # takes the lock, writes version 2
+    ix.save()  # takes the lock, writes version 3: everything in one segment
     ix.close()
     m = json.loads((path / "manifest.json").read_text())
-    assert m["version"] == 2 and "embedder" not in m and "bm25" not in m
-    gen = path / m["dir"]
+    assert m["version"] == 3 and "embedder" not in m and "bm25" not in m and len(m["segments"]) == 1
+    gen = path / m["dir"] / m["segments"][0]["name"]
     assert (gen / "chunks" / "text.bin").is_file() and (gen / "vectors" / "raw.npy").is_file()
     assert not (gen / "chunks.jsonl").exists()
     again = Index.open(path, embedder=emb)

@@ -1,4 +1,4 @@
-"""``momoka store verify`` and ``momoka cache info|clear``."""
+"""``momoka store verify|merge`` and ``momoka cache info|clear``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("store", help="store directory")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=_verify)
+    m = ssub.add_parser("merge", help="merge a store's segments into one",
+                        description="Merge every segment of the store into one (each commit adds a segment; "
+                        "the merge policy merges the newest ones as they pile up). Drops the data of deleted "
+                        "chunks and gives each dense view one HNSW graph. Takes the writer lock.")
+    m.add_argument("store", help="store directory")
+    m.set_defaults(func=_merge)
 
     p = sub.add_parser("cache", help="show or empty momoka's caches (models, LLM answers, computed scores)",
                        description="Everything momoka writes under $MOMOKA_HOME (default ~/.cache/momoka): the "
@@ -56,6 +62,17 @@ def _verify(args: argparse.Namespace) -> int:
                                   Path(args.store) / rep["damaged"][0][0])
     if not args.json:
         print(f"ok: {rep['files']} files, {rep['bytes']:,} bytes of {rep['generation']} match the manifest")
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from ..index import Store
+
+    with Store.open(args.store, writable=True) as st:
+        before = len(st.segments)
+        merged = st.merge(everything=True)
+        print(f"{'merged' if merged else 'nothing to merge'}: {before} segment(s) -> {len(st.segments)}; "
+              f"{st.n_chunks} chunks in {st.manifest['dir']}")
     return 0
 
 

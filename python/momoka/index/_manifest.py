@@ -15,8 +15,8 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 #: Version of the store layout written by this momoka. Stores with a higher
-#: version are refused (:class:`StoreVersionError`); version 1 is read and upgraded.
-FORMAT_VERSION = 2
+#: version are refused (:class:`StoreVersionError`); versions 1 and 2 are read and upgraded.
+FORMAT_VERSION = 3
 FORMAT_NAME = "momoka-store"
 MANIFEST = "manifest.json"
 LOCK = ".lock"

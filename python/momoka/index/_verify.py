@@ -1,7 +1,7 @@
 """Checksums of a store: the manifest's own checksum, the checks on every open, the full verify.
 
-Every file of a generation is listed in the manifest with its size and
-sha256, and the manifest carries the sha256 of its own content
+Every file of a generation (of every segment's parts, :mod:`momoka.index.segments`)
+is listed in the manifest with its size and sha256, and the manifest carries the sha256 of its own content
 (``"checksum"``). What is checked when:
 
 - every open: the manifest's checksum; every file's size (except an HNSW
@@ -60,11 +60,31 @@ def _budget() -> int:
         return VERIFY_ON_OPEN_BYTES
 
 
-def _files(entries: list[dict]):
+def _files_v2(entries: list[dict]):
     for e in entries:
         label = f"{LABELS.get(e.get('kind'), e.get('kind'))} {e.get('name')!r}"
         for rel, rec in (e.get("files") or {}).items():
-            yield rel, rec, label
+            yield rel, rec, label, rel
+
+
+def _label(key: str) -> str:
+    kind, _, name = key.partition("/")
+    return f"{LABELS.get(kind, kind)} {name!r}" if name else LABELS.get(kind, kind)
+
+
+def _files(segments: list[dict]):
+    """``(path in the generation, record, label, path in the segment)`` of every file of the segments."""
+    for sg in segments:
+        for key, files in (sg.get("parts") or {}).items():
+            for rel, rec in (files or {}).items():
+                yield f"{sg.get('name')}/{rel}", rec, _label(key), rel
+
+
+def manifest_files(manifest: dict):
+    """The files a manifest lists (either format): ``(path in the generation, record, label, path in the part)``."""
+    if int(manifest.get("version") or 0) >= 3:
+        return _files(manifest.get("segments") or [])
+    return _files_v2(manifest.get("artifacts") or [])
 
 
 def damaged(root: Path, gen: str, rel: str, label: str, why: str) -> StoreCorruptedError:
@@ -85,20 +105,16 @@ def missing(root: Path, path: str | os.PathLike) -> StoreCorruptedError:
                                "or rebuild the store (momoka index ... --overwrite)", p)
 
 
-def check_on_open(root: Path, gen: str, entries: list[dict]) -> None:
-    """Sizes of every file and sha256 of the eagerly read ones within the budget (see the module docstring).
-
-    FileNotFoundError passes (a writer may have replaced the generation: the caller retries).
-    """
+def _check_files(root: Path, gen: str, files) -> None:
     gdir = Path(root) / gen
     eager = []
-    for rel, rec, label in _files(entries):
+    for rel, rec, label, inner in files:
         size = (gdir / rel).stat().st_size
-        if size != rec.get("bytes") and rel.startswith("hnsw/"):
+        if size != rec.get("bytes") and inner.startswith("hnsw/"):
             continue  # its first use finds the damage and rebuilds the graph from the vectors, with a warning
         if size != rec.get("bytes"):
             raise damaged(root, gen, rel, label, f"has {size} bytes, the manifest says {rec.get('bytes')}")
-        if not rel.startswith(LAZY_PREFIXES):
+        if not inner.startswith(LAZY_PREFIXES):
             eager.append((size, rel, rec, label))
     left = _budget()
     for size, rel, rec, label in sorted(eager, key=lambda t: (t[0], t[1])):
@@ -107,6 +123,19 @@ def check_on_open(root: Path, gen: str, entries: list[dict]) -> None:
         left -= size
         if rec.get("sha256") and sha256_file(gdir / rel) != rec["sha256"]:
             raise damaged(root, gen, rel, label, "does not match its sha256")
+
+
+def check_on_open(root: Path, gen: str, segments: list[dict]) -> None:
+    """Sizes of every file and sha256 of the eagerly read ones within the budget (see the module docstring).
+
+    FileNotFoundError passes (a writer may have replaced the generation: the caller retries).
+    """
+    _check_files(root, gen, _files(segments))
+
+
+def check_on_open_v2(root: Path, gen: str, entries: list[dict]) -> None:
+    """:func:`check_on_open` for a store of format version 2."""
+    _check_files(root, gen, _files_v2(entries))
 
 
 def verify_store(path: str | os.PathLike) -> dict:
@@ -124,7 +153,7 @@ def verify_store(path: str | os.PathLike) -> dict:
     if gen is None:
         return out
     gdir = root / gen
-    for rel, rec, label in _files(manifest.get("artifacts") or []):
+    for rel, rec, label, _ in manifest_files(manifest):
         out["files"] += 1
         p = gdir / rel
         if not p.is_file():

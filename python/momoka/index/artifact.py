@@ -1,4 +1,11 @@
-"""The base of every store artifact: where its files are, whether it changed, checksums."""
+"""The base of every store artifact: its parts in the store's segments, its unsaved changes, checksums.
+
+A store (format version 3) is a list of immutable segments (:mod:`momoka.index.segments`).
+Each artifact keeps, per segment, the files of its *part* there (``{rel: {"bytes",
+"sha256"}}``), reads them on open or on first use, and holds its changes since the last
+save in memory: its *delta*. A save writes every artifact's delta into one new segment;
+a merge writes the current state of a run of segments into one.
+"""
 
 from __future__ import annotations
 
@@ -16,15 +23,44 @@ class StoreWarning(UserWarning):
     """Something in a store was repaired or skipped on the fly (e.g. a damaged HNSW graph rebuilt)."""
 
 
-class Artifact:
-    """A named part of a store saved as files in a generation folder.
+class Part:
+    """The files one artifact has in one segment: ``folder`` (the segment's folder) and their records."""
 
-    Subclasses set :attr:`kind`, implement :meth:`write` (write the files
-    into a folder, return their relative paths) and :meth:`describe` (the
-    kind-specific fields of the manifest entry), and call :meth:`_changing`
-    before every change. An artifact opened from a generation keeps the
-    folder and the manifest's file records, so it can read its files on first
-    use and, when unchanged, be hard-linked into the next generation.
+    __slots__ = ("segment", "folder", "files")
+
+    def __init__(self, segment: str, folder: Path, files: dict[str, dict]):
+        self.segment = segment
+        self.folder = Path(folder)
+        self.files = {k: dict(v) for k, v in files.items()}
+
+    def has(self, rel: str) -> bool:
+        """True when the part has file ``rel``."""
+        return rel in self.files
+
+    def path(self, rel: str, verify: bool = False, what: str = "") -> Path:
+        """The file ``rel`` of this part; with ``verify`` its sha256 is checked against the manifest."""
+        p = self.folder / rel
+        if not p.is_file():
+            # Readers lease their generation, so no writer removed it: the file was deleted.
+            raise StoreCorruptedError(
+                f"store file {p}{what} is missing (deleted?); restore it from a backup "
+                "or rebuild the store (momoka index ... --overwrite)", p)
+        rec = self.files.get(rel)
+        if verify and rec and rec.get("sha256") and sha256_file(p) != rec["sha256"]:
+            raise StoreCorruptedError(f"store file {p}{what} is corrupted (sha256 differs)", p)
+        return p
+
+
+class Artifact:
+    """A named part of a store, saved as one part per segment.
+
+    Subclasses set :attr:`kind` and implement :meth:`load_parts` (build the state
+    from the parts of the segments, oldest first), :meth:`has_delta`,
+    :meth:`write_delta` (write the changes since the last save into a segment
+    folder, return their paths relative to it), :meth:`write_merged` (write the
+    current state of what a run of segments held), :meth:`committed` (the delta
+    was saved) and :meth:`describe` (the kind-specific fields of the manifest
+    entry); they call :meth:`_changing` before every change.
     """
 
     kind = "artifact"
@@ -33,55 +69,76 @@ class Artifact:
         self._store = store
         self.name = name
         self.source: dict = dict(source or {})
-        self.folder: Path | None = None  # generation folder its files were read from
-        self.files: dict[str, dict] = {}  # manifest records of those files
-        self.dirty = True
+        self.parts: list[Part] = []  # its files in the store's segments, oldest first
+
+    @property
+    def key(self) -> str:
+        """The part key of this artifact in a segment entry (``"vectors/raw"``, ``"chunks"``)."""
+        return self.kind if self.kind == "chunks" else f"{self.kind}/{self.name}"
+
+    def _what(self) -> str:
+        return f" of {self.kind} {self.name!r}"
 
     # -- persistence ---------------------------------------------------------
 
-    def attach(self, gen_dir: Path, files: dict[str, dict]) -> None:
-        """Point the artifact at its saved files (after open or save)."""
-        self.folder = Path(gen_dir)
-        self.files = {k: dict(v) for k, v in files.items()}
-        self.dirty = False
+    def set_parts(self, parts: list[Part]) -> None:
+        """Point the artifact at its saved parts (after open, save or merge; the state stays in memory)."""
+        self.parts = list(parts)
 
-    def path_of(self, rel: str, verify: bool = False) -> Path:
-        """The saved file ``rel``; with ``verify`` its sha256 is checked against the manifest."""
-        if self.folder is None:
-            raise StoreError(f"{self.kind} {self.name!r} has no saved files")
-        p = self.folder / rel
-        if not p.is_file():
-            # Readers lease their generation, so no writer removed it: the file was deleted.
-            raise StoreCorruptedError(
-                f"store file {p} of {self.kind} {self.name!r} is missing (deleted?); restore it from a backup "
-                "or rebuild the store (momoka index ... --overwrite)", p)
-        rec = self.files.get(rel)
-        if verify and rec and rec.get("sha256") and sha256_file(p) != rec["sha256"]:
-            raise StoreCorruptedError(f"store file {p} of {self.kind} {self.name!r} is corrupted (sha256 differs)", p)
-        return p
+    def load_parts(self, parts: list[Part]) -> None:  # pragma: no cover - abstract
+        """Read the state saved in ``parts`` (oldest first); lazy kinds only remember them."""
+        raise NotImplementedError
 
     def loaded(self) -> bool:
         """True when nothing is left to read from disk (lazy parts are in memory)."""
         return True
 
-    def write(self, folder: Path) -> list[str]:  # pragma: no cover - abstract
-        """Write the artifact's files into ``folder``; return their paths relative to it."""
+    def has_delta(self) -> bool:  # pragma: no cover - abstract
+        """True when there are changes not yet saved."""
+        raise NotImplementedError
+
+    @property
+    def dirty(self) -> bool:
+        """True when there are changes not yet saved (same as :meth:`has_delta`)."""
+        return self.has_delta()
+
+    def write_delta(self, folder: Path) -> list[str]:  # pragma: no cover - abstract
+        """Write the changes since the last save into ``folder``; return their paths relative to it."""
+        raise NotImplementedError
+
+    def write_merged(self, folder: Path, parts: list[Part], lo: int, hi: int) -> list[str]:  # pragma: no cover
+        """Write the current state of what ``parts`` (a run of consecutive segments, whose new chunk rows
+        are the slots ``lo..hi``) held into ``folder``; return the paths written."""
+        raise NotImplementedError
+
+    def committed(self) -> None:  # pragma: no cover - abstract
+        """The delta was saved: forget it."""
+        raise NotImplementedError
+
+    def unsave(self) -> None:  # pragma: no cover - abstract
+        """Treat the whole state as unsaved (a store of an older format is written anew)."""
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
-        """Kind-specific fields of the manifest entry (besides kind, name, files, source)."""
+        """Kind-specific fields of the manifest entry (besides kind, name, source)."""
         return {}
 
-    def entry(self, files: dict[str, dict]) -> dict[str, Any]:
-        """The manifest entry of this artifact, given its file records."""
-        d = {"kind": self.kind, "name": self.name, "files": files, "source": self.source}
+    def entry(self) -> dict[str, Any]:
+        """The manifest entry of this artifact (its files are listed by the segments)."""
+        d = {"kind": self.kind, "name": self.name, "source": self.source}
         d.update(self.describe())
         return d
 
     # -- changes -------------------------------------------------------------
 
     def _changing(self) -> None:
-        """Called before a change: the store must be writable; marks the artifact dirty."""
+        """Called before a change: the store must be writable."""
         if self._store is not None:
             self._store.ensure_writable()
-        self.dirty = True
+
+    def _read(self, part: Part, rel: str) -> Path:
+        """The verified path of file ``rel`` of ``part`` (read on first use)."""
+        return part.path(rel, verify=True, what=self._what())
+
+    def _no_parts_error(self) -> StoreError:
+        return StoreError(f"{self.kind} {self.name!r} has no saved files")

@@ -1,6 +1,14 @@
 """BM25 views: a native :class:`~momoka.index.bm25.BM25` index whose document ids are chunk ids.
 
-File in a generation: ``bm25/NAME.bin`` (the native index), read on first use.
+Files of a view in a segment: ``bm25/NAME.bin``, a native index of the slots the
+view gained in that commit (their ids counted from the first of them), and
+``bm25/NAME.deleted.npy``, the ids of older slots deleted then (tombstones). On
+first use the segments' indexes are appended into one in memory
+(:meth:`~momoka.index.bm25.BM25.append`): its postings, lengths and liveness are
+those of one index given every text in order, so corpus statistics (N, average
+length, document frequencies) are global and a store of many segments ranks
+exactly as the same store merged into one.
+
 The native index gives ids 0, 1, 2, ... in the order texts are added, so a
 view is filled in ascending chunk id order: slots of chunks it is not given
 are added empty and deleted at once (a tombstone of a few bytes), keeping
@@ -14,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
-from .artifact import Artifact
+from ..errors import ConfigError, InputError, StoreCorruptedError
+from .artifact import Artifact, Part
+from ._io import write_npy
 from .bm25 import BM25
 
 #: Default BM25 settings: Okapi (rank_bm25's idf), Porter stemming, English stopwords.
@@ -39,7 +48,12 @@ class BM25View(Artifact):
         super().__init__(store, name, source)
         self.params = dict(DEFAULT_BM25, **(params or {}))
         self._bm25: BM25 | None = None
-        self._on_disk = False
+        self._saved = 0  # slots saved in segments
+        self._pending: dict[int, str] = {}  # texts of slots from _saved on (None: all of them unsaved)
+        self._all_unsaved = True  # nothing saved yet: write the whole index
+        self._deleted: set[int] = set()  # saved slots deleted since the last save
+        self._spans: dict[str, tuple[int, int]] = {}  # segment -> the slots its piece holds
+        self._new_span: tuple[int, int] | None = None  # those of the piece written last
 
     @classmethod
     def create(cls, store, name: str, *, params: dict | None = None, source: dict | None = None) -> BM25View:
@@ -49,29 +63,51 @@ class BM25View(Artifact):
         return v
 
     @classmethod
-    def load(cls, store, gen_dir: Path, entry: dict) -> BM25View:
-        """A saved view; the index file is read on first use."""
-        v = cls(store, entry["name"], params=entry.get("params"), source=entry.get("source"))
-        v.attach(gen_dir, entry["files"])
-        v._on_disk = True
-        return v
-
-    @classmethod
     def from_index(cls, store, name: str, bm25: BM25, *, params: dict, source: dict | None = None) -> BM25View:
-        """A view around an index already read (format version 1 migration)."""
+        """A view around an index already read (older store formats); all of it is unsaved."""
         v = cls(store, name, params=params, source=source)
         v._bm25 = bm25
         return v
 
+    def _files(self) -> tuple[str, str]:
+        return f"bm25/{self.name}.bin", f"bm25/{self.name}.deleted.npy"
+
+    def load_parts(self, parts: list[Part]) -> None:
+        """Remember the segments' pieces; they are read and appended on first use."""
+        self.set_parts(parts)
+        self._bm25, self._all_unsaved, self._pending, self._deleted = None, False, {}, set()
+
     def loaded(self) -> bool:
         return self._bm25 is not None
+
+    def _load(self) -> BM25:
+        f_bin, f_del = self._files()
+        ix = make_bm25(self.params)
+        spans = {}
+        for part in self.parts:
+            try:
+                if part.has(f_del):
+                    d = np.load(self._read(part, f_del), allow_pickle=False).astype(np.int64).tolist()
+                    bad = [c for c in d if not ix.is_alive(c)]
+                    if bad:
+                        raise ValueError(f"tombstones of slots that are not live: {bad[:5]}")
+                    ix.delete(d)
+                if part.has(f_bin):
+                    piece = BM25.load(self._read(part, f_bin))
+                    first = ix.n_slots
+                    ix.append(piece)
+                    spans[part.segment] = (first, ix.n_slots)
+            except (ConfigError, InputError, ValueError) as exc:
+                raise StoreCorruptedError(f"store {part.folder}: BM25 view {self.name!r} is corrupted: {exc}") from None
+        self._spans = spans
+        self._saved = ix.n_slots
+        return ix
 
     @property
     def index(self) -> BM25:
         """The native index (read from disk on first use)."""
         if self._bm25 is None:
-            self._bm25 = BM25.load(self.path_of(f"bm25/{self.name}.bin", verify=True))
-            self._on_disk = False
+            self._bm25 = self._load()
         return self._bm25
 
     def __len__(self) -> int:
@@ -134,6 +170,8 @@ class BM25View(Artifact):
             raise RuntimeError("internal error: BM25 ids out of step with chunk ids")  # pragma: no cover
         if gaps:
             ix.delete(gaps)
+        if not self._all_unsaved:
+            self._pending.update(zip(ids, texts))
 
     def delete(self, ids: Sequence[int]) -> int:
         """Remove these chunks from the view (ids not in it are ignored); returns how many."""
@@ -143,6 +181,7 @@ class BM25View(Artifact):
             return 0
         self._changing()
         ix.delete(ids)
+        self._deleted.update(c for c in ids if c < self._saved)
         return len(ids)
 
     # -- queries -------------------------------------------------------------
@@ -163,15 +202,88 @@ class BM25View(Artifact):
 
     # -- saving --------------------------------------------------------------
 
-    def write(self, folder: Path) -> list[str]:
-        rel = f"bm25/{self.name}.bin"
-        p = Path(folder) / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        self.index.save(p)
-        return [rel]
+    def has_delta(self) -> bool:
+        if self._bm25 is None:
+            return False
+        return self._bm25.n_slots > self._saved or bool(self._deleted) or (self._all_unsaved and self._bm25.n_slots > 0)
+
+    def _piece(self, lo: int, hi: int, texts: dict[int, str]) -> BM25:
+        """A native index of slots ``lo..hi`` (ids from 0) holding ``texts``; the other slots deleted placeholders."""
+        ix = self.index
+        piece = make_bm25(self.params)
+        piece.add([texts.get(c, "") for c in range(lo, hi)])
+        dead = [c - lo for c in range(lo, hi) if not ix.is_alive(c)]
+        if dead:
+            piece.delete(dead)
+        return piece
+
+    def _write(self, folder: Path, piece: BM25 | None, deleted) -> list[str]:
+        f_bin, f_del = self._files()
+        files = []
+        if piece is not None and piece.n_slots:
+            p = Path(folder) / f_bin
+            p.parent.mkdir(parents=True, exist_ok=True)
+            piece.save(p)
+            files.append(f_bin)
+        if deleted:
+            write_npy(Path(folder) / f_del, np.array(sorted(deleted), dtype=np.int64))
+            files.append(f_del)
+        return files
+
+    def write_delta(self, folder: Path) -> list[str]:
+        ix = self.index
+        lo = 0 if self._all_unsaved else self._saved
+        self._new_span = (lo, ix.n_slots) if ix.n_slots > lo else None
+        if self._all_unsaved:
+            return self._write(folder, ix, ())
+        return self._write(folder, self._piece(self._saved, ix.n_slots, self._pending), self._deleted)
+
+    def write_merged(self, folder: Path, parts: list[Part], lo: int, hi: int) -> list[str]:
+        f_bin, f_del = self._files()
+        ix = self.index
+        merged = make_bm25(self.params)
+        for part in parts:
+            if part.has(f_bin):
+                merged.append(BM25.load(self._read(part, f_bin)))
+        spans = [self._spans[p.segment] for p in parts if p.segment in self._spans]
+        first = spans[0][0] if spans else 0
+        dead = [c for c in range(merged.n_slots) if merged.is_alive(c) and not ix.is_alive(first + c)]
+        if dead:
+            merged.delete(dead)
+        self._new_span = (first, first + merged.n_slots) if merged.n_slots else None
+        older: set[int] = set()
+        for part in parts:  # tombstones of older segments' slots stay
+            if part.has(f_del):
+                older.update(int(c) for c in np.load(self._read(part, f_del), allow_pickle=False) if c < first)
+        return self._write(folder, merged, older)
+
+    def committed(self) -> None:
+        if self._bm25 is not None:
+            self._saved = self._bm25.n_slots
+        self._all_unsaved, self._pending, self._deleted = False, {}, set()
+
+    def set_parts(self, parts: list[Part]) -> None:
+        """After a save or merge: point at the new segments (the index in memory stays)."""
+        super().set_parts(parts)
+        if self._bm25 is None:
+            return  # read with its spans on first use
+        f_bin = self._files()[0]
+        spans = {}
+        for part in parts:
+            if part.has(f_bin):
+                span = self._spans.get(part.segment) or self._new_span
+                if span is None:  # pragma: no cover - a piece this view did not write or read
+                    raise RuntimeError(f"internal error: BM25 view {self.name!r} does not know segment {part.segment}")
+                spans[part.segment] = span
+        self._spans, self._new_span = spans, None
+
+    def unsave(self) -> None:
+        self.index  # noqa: B018 - read it all: it is written whole
+        self._all_unsaved, self._pending, self._deleted, self._saved = True, {}, set(), 0
 
     def describe(self) -> dict:
         d = {"params": dict(self.params)}
         if self._bm25 is not None:
             d["rows"] = self._bm25.n_docs
+            d["slots"] = self._bm25.n_slots
         return d

@@ -1,17 +1,21 @@
-"""The chunk table of a store: one row (slot) per chunk id, columnar.
+"""The chunk table of a store: one row (slot) per chunk id, columnar, saved per segment.
 
-Saved under ``chunks/`` in a generation::
+Each segment that added chunks holds their rows under ``chunks/``::
 
     doc.npy start.npy end.npy index.npy paragraph.npy sentence.npy section.npy live.npy
-    text.bin text_offsets.npy   chunk texts: UTF-8 blob, n_slots + 1 byte offsets
-    docs.json                   the document ids ``doc.npy`` indexes
-    sections.json               the distinct section paths ``section.npy`` indexes
-    meta.jsonl                  per-chunk metadata dicts, only chunks that have any
+    text.bin text_offsets.npy   chunk texts: UTF-8 blob, rows + 1 byte offsets (from 0)
+    docs.json                   the document ids ``doc.npy`` indexes (this segment's own list)
+    sections.json               the distinct section paths ``section.npy`` indexes (its own list)
 
-Columns and the text blob are memory-mapped on open and copied into memory
-on the first change; metadata is read on first use. A deleted chunk keeps its
-row with ``live = False`` (ids are never reused); its text is dropped from the
-blob at the next save.
+and any segment may hold ``chunks/meta.jsonl`` (metadata of chunks set or changed in
+that commit; a later segment's line wins) and ``chunks/deleted.npy`` (the ids of
+older chunks deleted in that commit: the tombstones). The rows of the segments,
+oldest first, are the slots ``0, 1, 2, ...``: chunk ids are global and never reused.
+
+On open the columns of every segment are read into memory (about 45 bytes per
+chunk); the texts stay memory-mapped per segment; metadata is read on first use.
+A deleted chunk keeps its row with ``live = False``; its text leaves the store when
+its segment is merged.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 from ..errors import InputError, StoreCorruptedError
 from ..text.model import Chunk
 from ._io import check_json, jsonl, write_file, write_npy
-from .artifact import Artifact
+from .artifact import Artifact, Part
 
 #: Column name -> dtype.
 COLUMNS: dict[str, Any] = {
@@ -39,6 +43,23 @@ COLUMNS: dict[str, Any] = {
     "section": np.int32,
     "live": np.bool_,
 }
+#: The file of a segment that holds new rows (one of the columns).
+ROWS_FILE = "chunks/live.npy"
+META_FILE = "chunks/meta.jsonl"
+DELETED_FILE = "chunks/deleted.npy"
+
+
+class _Texts:
+    """The texts of a run of rows: a UTF-8 blob (bytes, bytearray or memory map) and rows + 1 offsets."""
+
+    __slots__ = ("base", "offsets", "blob")
+
+    def __init__(self, base: int, offsets, blob):
+        self.base, self.offsets, self.blob = base, offsets, blob
+
+    def get(self, cid: int) -> str:
+        i = cid - self.base
+        return bytes(self.blob[int(self.offsets[i]) : int(self.offsets[i + 1])]).decode("utf-8")
 
 
 class ChunkTable(Artifact):
@@ -53,44 +74,84 @@ class ChunkTable(Artifact):
     def __init__(self, store=None):
         super().__init__(store, "chunks", {})
         self._cols: dict[str, np.ndarray] = {k: np.zeros(0, dtype=t) for k, t in COLUMNS.items()}
-        self._offsets = np.zeros(1, dtype=np.int64)
-        self._blob: Any = bytearray()
+        self._texts: list[_Texts] = []  # by base, ascending; the last may be the unsaved tail
+        self._bases = np.zeros(0, dtype=np.int64)
         self._docs: list[str] = []
         self._doc_index: dict[str, int] = {}
         self._sections: list[tuple[str, ...]] = [()]
         self._section_index: dict[tuple[str, ...], int] = {(): 0}
         self._meta: dict[int, dict] | None = {}
-        self._owned = True  # arrays are private copies (not memory maps)
+        self._meta_parts: list[Part] = []  # meta files not read yet
         self._n_live = 0
+        # the delta: rows from _saved on, metadata changed, older rows deleted since the last save
+        self._saved = 0
+        self._meta_dirty: set[int] = set()
+        self._deleted: set[int] = set()
 
     # -- loading -------------------------------------------------------------
 
+    def load_parts(self, parts: list[Part]) -> None:
+        """Read the rows and tombstones of every segment (oldest first); metadata is read on first use."""
+        self.set_parts(parts)
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
+        n = 0
+        deleted: list[np.ndarray] = []
+        for part in parts:
+            base = part.folder
+            try:
+                if part.has(ROWS_FILE):
+                    got = {k: np.load(base / f"chunks/{k}.npy", allow_pickle=False) for k in COLUMNS}
+                    offsets = np.load(base / "chunks/text_offsets.npy", mmap_mode="r", allow_pickle=False)
+                    docs = json.loads((base / "chunks/docs.json").read_text(encoding="utf-8"))
+                    sections = [tuple(s) for s in json.loads((base / "chunks/sections.json").read_text(encoding="utf-8"))]
+                    size = (base / "chunks/text.bin").stat().st_size
+                    rows = len(got["live"])
+                    if (any(len(c) != rows for c in got.values()) or len(offsets) != rows + 1
+                            or int(offsets[-1]) != size or (rows and (got["doc"].min() < 0 or got["doc"].max() >= len(docs)
+                                                                      or got["section"].max() >= len(sections)))):
+                        raise ValueError("columns of different lengths")
+                    dmap = np.array([self._doc_slot(str(d)) for d in docs] or [0], dtype=np.int32)
+                    smap = np.array([self._section_slot(tuple(s)) for s in sections] or [0], dtype=np.int32)
+                    got["doc"] = dmap[got["doc"]] if rows else got["doc"]
+                    got["section"] = smap[got["section"]] if rows else got["section"]
+                    for k in COLUMNS:
+                        cols[k].append(np.asarray(got[k], dtype=COLUMNS[k]))
+                    blob = np.memmap(base / "chunks/text.bin", dtype=np.uint8, mode="r") if size else b""
+                    self._texts.append(_Texts(n, offsets, blob))
+                    n += rows
+                if part.has(DELETED_FILE):
+                    d = np.load(base / DELETED_FILE, allow_pickle=False).astype(np.int64)
+                    if len(d) and (d.min() < 0 or d.max() >= n):
+                        raise ValueError("tombstones of chunks that do not exist")
+                    deleted.append(d)
+            except FileNotFoundError:
+                raise
+            except (OSError, ValueError, TypeError, IndexError) as exc:
+                raise StoreCorruptedError(f"store {part.folder} has a corrupted chunk table: {exc}") from None
+        self._cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=COLUMNS[k])) for k, v in cols.items()}
+        for d in deleted:
+            self._cols["live"][d] = False
+        self._bases = np.array([t.base for t in self._texts], dtype=np.int64)
+        self._meta_parts = [p for p in parts if p.has(META_FILE) and p.files[META_FILE].get("bytes")]
+        self._meta = None if self._meta_parts else {}
+        self._n_live = int(np.count_nonzero(self._cols["live"]))
+        self._saved = self.n_slots
+
     @classmethod
-    def load(cls, store, gen_dir: Path, files: dict[str, dict]) -> ChunkTable:
-        """Open the table saved in ``gen_dir/chunks`` (columns memory-mapped, metadata lazy)."""
+    def from_arrays(cls, store, cols: dict[str, np.ndarray], docs: list[str], sections: list, offsets, blob,
+                    meta: dict[int, dict]) -> ChunkTable:
+        """A table from whole columns (older store formats); all of it is unsaved."""
         t = cls(store)
-        t.attach(gen_dir, files)
-        base = Path(gen_dir) / "chunks"
-        try:
-            cols = {k: np.load(base / f"{k}.npy", mmap_mode="r", allow_pickle=False) for k in COLUMNS}
-            offsets = np.load(base / "text_offsets.npy", mmap_mode="r", allow_pickle=False)
-            docs = json.loads((base / "docs.json").read_text(encoding="utf-8"))
-            sections = [tuple(s) for s in json.loads((base / "sections.json").read_text(encoding="utf-8"))]
-            size = (base / "text.bin").stat().st_size
-        except FileNotFoundError:
-            raise
-        except (OSError, ValueError) as exc:
-            raise StoreCorruptedError(f"store {gen_dir} has a corrupted chunk table: {exc}") from None
-        n = len(cols["live"])
-        if any(len(c) != n for c in cols.values()) or len(offsets) != n + 1 or (n and int(offsets[-1]) != size):
-            raise StoreCorruptedError(f"store {gen_dir} has a corrupted chunk table: columns of different lengths")
-        t._cols, t._offsets, t._docs, t._sections = cols, offsets, list(docs), sections or [()]
-        t._blob = np.memmap(base / "text.bin", dtype=np.uint8, mode="r") if size else bytearray()
+        t._docs = list(docs)
         t._doc_index = {d: i for i, d in enumerate(t._docs)}
+        t._sections = [tuple(s) for s in sections] or [()]
         t._section_index = {s: i for i, s in enumerate(t._sections)}
-        t._meta = None if "chunks/meta.jsonl" in files and files["chunks/meta.jsonl"]["bytes"] else {}
-        t._owned = False
-        t._n_live = int(np.count_nonzero(cols["live"]))
+        t._cols = {k: np.array(cols[k], dtype=COLUMNS[k]) for k in COLUMNS}
+        t._texts = [_Texts(0, np.array(offsets, dtype=np.int64), bytearray(bytes(blob)))]
+        t._bases = np.zeros(1, dtype=np.int64)
+        t._meta = {int(k): dict(v) for k, v in meta.items()}
+        t._n_live = int(np.count_nonzero(t._cols["live"]))
+        t.unsave()
         return t
 
     @classmethod
@@ -100,27 +161,40 @@ class ChunkTable(Artifact):
         t = cls(store)
         n = int(recs[-1]["id"]) + 1 if recs else 0
         n = max(n, int(n_slots or 0))
+        texts = {int(r["id"]): r["text"] for r in recs}
+        chunks = {int(r["id"]): Chunk(r["text"], r["start"], r["end"], r["doc_id"], r["index"], r["paragraph"],
+                                      r["sentence"], tuple(r.get("section") or ()), dict(r.get("metadata") or {}))
+                  for r in recs}
+        blob = bytearray()
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        for i in range(n):
+            blob += texts.get(i, "").encode("utf-8")
+            offsets[i + 1] = len(blob)
         t._grow(n)
-        for r in recs:
-            cid = int(r["id"])
-            t._set_row(cid, str(r["doc_id"]), Chunk(r["text"], r["start"], r["end"], r["doc_id"], r["index"],
-                                                    r["paragraph"], r["sentence"], tuple(r.get("section") or ()),
-                                                    dict(r.get("metadata") or {})))
-        t._pack_texts({int(r["id"]): r["text"] for r in recs}, n)
+        t._texts = [_Texts(0, offsets, blob)]
+        t._bases = np.zeros(1, dtype=np.int64)
+        for cid, c in chunks.items():
+            t._set_row(cid, str(c.doc_id), c)
+        t.unsave()
         return t
 
     def _load_meta(self) -> dict[int, dict]:
         if self._meta is None:
             meta: dict[int, dict] = {}
-            p = self.path_of("chunks/meta.jsonl", verify=True)
-            try:
-                with open(p, encoding="utf-8") as f:
-                    for line in f:
-                        r = json.loads(line)
-                        meta[int(r["id"])] = dict(r["metadata"])
-            except (OSError, ValueError, KeyError) as exc:
-                raise StoreCorruptedError(f"store file {p} is corrupted: {exc}") from None
+            for part in self._meta_parts:
+                p = self._read(part, META_FILE)
+                try:
+                    with open(p, encoding="utf-8") as f:
+                        for line in f:
+                            r = json.loads(line)
+                            if r["metadata"]:
+                                meta[int(r["id"])] = dict(r["metadata"])
+                            else:
+                                meta.pop(int(r["id"]), None)
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    raise StoreCorruptedError(f"store file {p} is corrupted: {exc}") from None
             self._meta = meta
+            self._meta_parts = []
         return self._meta
 
     def loaded(self) -> bool:
@@ -153,10 +227,12 @@ class ChunkTable(Artifact):
             raise KeyError(f"no live chunk with id {cid!r}")
         return int(cid)
 
+    def _text(self, c: int) -> str:
+        return self._texts[int(np.searchsorted(self._bases, c, side="right")) - 1].get(c)
+
     def text(self, cid: int) -> str:
         """The text of chunk ``cid``."""
-        c = self._check(cid)
-        return bytes(self._blob[int(self._offsets[c]) : int(self._offsets[c + 1])]).decode("utf-8")
+        return self._text(self._check(cid))
 
     def texts(self, ids: Sequence[int]) -> list[str]:
         """The texts of the given chunks, in order."""
@@ -175,8 +251,7 @@ class ChunkTable(Artifact):
         """``(doc_id, start, end, text, section)`` of chunk ``cid`` in one look-up (what a result member needs)."""
         c = self._check(cid)
         cols = self._cols
-        text = bytes(self._blob[int(self._offsets[c]) : int(self._offsets[c + 1])]).decode("utf-8")
-        return (self._docs[int(cols["doc"][c])], int(cols["start"][c]), int(cols["end"][c]), text,
+        return (self._docs[int(cols["doc"][c])], int(cols["start"][c]), int(cols["end"][c]), self._text(c),
                 self._sections[int(cols["section"][c])])
 
     def section(self, cid: int) -> tuple[str, ...]:
@@ -192,7 +267,7 @@ class ChunkTable(Artifact):
         """Chunk ``cid`` as a :class:`~momoka.text.model.Chunk` (KeyError when it is not live)."""
         c = self._check(cid)
         cols = self._cols
-        return Chunk(self.text(c), int(cols["start"][c]), int(cols["end"][c]), self._docs[int(cols["doc"][c])],
+        return Chunk(self._text(c), int(cols["start"][c]), int(cols["end"][c]), self._docs[int(cols["doc"][c])],
                      int(cols["index"][c]), int(cols["paragraph"][c]), int(cols["sentence"][c]),
                      self._sections[int(cols["section"][c])], self.metadata(c))
 
@@ -211,28 +286,27 @@ class ChunkTable(Artifact):
 
     # -- changes -------------------------------------------------------------
 
-    def _own(self) -> None:
-        """Copy memory-mapped columns into memory before the first change."""
-        if not self._owned:
-            self._cols = {k: np.array(v) for k, v in self._cols.items()}
-            self._offsets = np.array(self._offsets)
-            self._blob = bytearray(bytes(self._blob))
-            self._owned = True
+    def _doc_slot(self, doc_id: str) -> int:
+        di = self._doc_index.get(doc_id)
+        if di is None:
+            di = self._doc_index[doc_id] = len(self._docs)
+            self._docs.append(doc_id)
+        return di
+
+    def _section_slot(self, sec: tuple) -> int:
+        si = self._section_index.get(sec)
+        if si is None:
+            si = self._section_index[sec] = len(self._sections)
+            self._sections.append(sec)
+        return si
 
     def _grow(self, n: int) -> None:
         for k, t in COLUMNS.items():
             self._cols[k] = np.concatenate([self._cols[k], np.zeros(n, dtype=t)])
 
     def _set_row(self, cid: int, doc_id: str, c: Chunk) -> None:
-        di = self._doc_index.get(doc_id)
-        if di is None:
-            di = self._doc_index[doc_id] = len(self._docs)
-            self._docs.append(doc_id)
-        sec = tuple(c.section or ())
-        si = self._section_index.get(sec)
-        if si is None:
-            si = self._section_index[sec] = len(self._sections)
-            self._sections.append(sec)
+        di = self._doc_slot(doc_id)
+        si = self._section_slot(tuple(c.section or ()))
         cols = self._cols
         cols["doc"][cid], cols["start"][cid], cols["end"][cid] = di, c.start, c.end
         cols["index"][cid], cols["paragraph"][cid], cols["sentence"][cid] = c.index, c.paragraph, c.sentence
@@ -240,16 +314,19 @@ class ChunkTable(Artifact):
         self._n_live += 1
         if c.metadata:
             self._load_meta()[cid] = dict(c.metadata)
+            self._meta_dirty.add(cid)
 
-    def _pack_texts(self, texts: dict[int, str], n: int) -> None:
-        blob = bytearray()
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        for i in range(n):
-            t = texts.get(i)
-            if t:
-                blob += t.encode("utf-8")
-            offsets[i + 1] = len(blob)
-        self._blob, self._offsets = blob, offsets
+    def _tail(self) -> _Texts:
+        """The texts of the rows not saved yet (a new, in-memory run)."""
+        if not self._texts or self._texts[-1].base < self._saved or isinstance(self._texts[-1].blob, np.memmap):
+            self._texts.append(_Texts(self.n_slots, [0], bytearray()))
+            self._bases = np.append(self._bases, self.n_slots)
+        t = self._texts[-1]
+        if not isinstance(t.offsets, list):
+            t.offsets = [int(x) for x in t.offsets]
+        if not isinstance(t.blob, bytearray):
+            t.blob = bytearray(bytes(t.blob))
+        return t
 
     def append(self, rows: Sequence[tuple[str, Chunk]]) -> list[int]:
         """Add ``(doc_id, chunk)`` rows; returns their new ids (consecutive from :attr:`n_slots`)."""
@@ -259,29 +336,31 @@ class ChunkTable(Artifact):
             if not isinstance(c.text, str):
                 raise InputError(f"chunk {i} of {did!r}: text must be str")
         self._changing()
-        self._own()
+        if not rows:
+            return []
+        tail = self._tail()
         start = self.n_slots
         self._grow(len(rows))
-        enc = [c.text.encode("utf-8") for _, c in rows]
-        base = int(self._offsets[-1])
-        self._offsets = np.concatenate([self._offsets, base + np.cumsum([len(b) for b in enc], dtype=np.int64)])
-        self._blob += b"".join(enc)
+        for _, c in rows:
+            tail.blob += c.text.encode("utf-8")
+            tail.offsets.append(len(tail.blob))
         for j, (did, c) in enumerate(rows):
             self._set_row(start + j, did, c)
         return list(range(start, start + len(rows)))
 
     def delete(self, ids: Iterable[int]) -> None:
         """Mark chunks dead (their rows stay; ids are never reused)."""
-        ids = [self._check(int(c)) for c in ids]
+        ids = sorted({self._check(int(c)) for c in ids})
         if not ids:
             return
         self._changing()
-        self._own()
         self._cols["live"][ids] = False
-        self._n_live -= len(set(ids))
+        self._n_live -= len(ids)
+        self._deleted.update(c for c in ids if c < self._saved)
         meta = self._load_meta()
         for c in ids:
             meta.pop(c, None)
+            self._meta_dirty.discard(c)
 
     def set_metadata(self, cid: int, key: str, value: Any) -> None:
         """Set one metadata entry of chunk ``cid`` (JSON-serialisable value)."""
@@ -292,30 +371,82 @@ class ChunkTable(Artifact):
         meta = self._load_meta()
         self._changing()
         meta.setdefault(c, {})[key] = value
+        self._meta_dirty.add(c)
 
     # -- saving --------------------------------------------------------------
 
-    def write(self, folder: Path) -> list[str]:
-        base = Path(folder) / "chunks"
-        base.mkdir(parents=True, exist_ok=True)
-        live = np.asarray(self._cols["live"])
-        lengths = np.diff(np.asarray(self._offsets))
-        if np.any(lengths[~live] > 0):  # drop the texts of dead chunks
-            texts = {int(c): self.text(int(c)) for c in np.flatnonzero(live)}
-            self._own()
-            self._pack_texts(texts, self.n_slots)
+    def has_delta(self) -> bool:
+        return self._saved < self.n_slots or bool(self._meta_dirty) or bool(self._deleted)
+
+    def _write_rows(self, base: Path, lo: int, hi: int, live_texts_only: bool) -> list[str]:
+        """Columns and texts of rows ``lo..hi`` with their own doc and section lists."""
+        cols = {k: np.asarray(self._cols[k][lo:hi]) for k in COLUMNS}
+        docs, dinv = np.unique(cols["doc"], return_inverse=True)
+        secs, sinv = np.unique(cols["section"], return_inverse=True)
+        cols["doc"], cols["section"] = dinv.astype(np.int32), sinv.astype(np.int32)
         for k in COLUMNS:
-            write_npy(base / f"{k}.npy", np.asarray(self._cols[k], dtype=COLUMNS[k]))
-        write_npy(base / "text_offsets.npy", np.asarray(self._offsets, dtype=np.int64))
-        write_file(base / "text.bin", bytes(self._blob))
-        write_file(base / "docs.json", json.dumps(self._docs, ensure_ascii=False).encode("utf-8"))
-        write_file(base / "sections.json",
-                   json.dumps([list(s) for s in self._sections], ensure_ascii=False).encode("utf-8"))
+            write_npy(base / f"chunks/{k}.npy", cols[k].astype(COLUMNS[k]))
+        enc = [(self._text(c).encode("utf-8") if (cols["live"][c - lo] or not live_texts_only) else b"")
+               for c in range(lo, hi)]
+        offsets = np.zeros(hi - lo + 1, dtype=np.int64)
+        if enc:
+            offsets[1:] = np.cumsum([len(b) for b in enc])
+        write_npy(base / "chunks/text_offsets.npy", offsets)
+        write_file(base / "chunks/text.bin", b"".join(enc))
+        write_file(base / "chunks/docs.json", json.dumps([self._docs[int(i)] for i in docs],
+                                                         ensure_ascii=False).encode("utf-8"))
+        write_file(base / "chunks/sections.json", json.dumps([list(self._sections[int(i)]) for i in secs],
+                                                             ensure_ascii=False).encode("utf-8"))
+        return [f"chunks/{k}.npy" for k in [*COLUMNS, "text_offsets"]] + [
+            f"chunks/{f}" for f in ("text.bin", "docs.json", "sections.json")]
+
+    def _write_meta(self, base: Path, ids: Iterable[int]) -> list[str]:
         meta = self._load_meta()
-        write_file(base / "meta.jsonl", jsonl({"id": c, "metadata": meta[c]} for c in sorted(meta) if meta[c]))
-        names = [*COLUMNS, "text_offsets"]
-        return [f"chunks/{k}.npy" for k in names] + [f"chunks/{f}" for f in
-                                                     ("text.bin", "docs.json", "sections.json", "meta.jsonl")]
+        rows = [{"id": c, "metadata": meta.get(c, {})} for c in sorted(set(ids))]
+        if not rows:
+            return []
+        write_file(base / META_FILE, jsonl(rows))
+        return [META_FILE]
+
+    def _write_deleted(self, base: Path, ids: Iterable[int]) -> list[str]:
+        d = np.array(sorted(set(ids)), dtype=np.int64)
+        if not len(d):
+            return []
+        write_npy(base / DELETED_FILE, d)
+        return [DELETED_FILE]
+
+    def write_delta(self, folder: Path) -> list[str]:
+        base = Path(folder)
+        n = self.n_slots
+        files = self._write_rows(base, self._saved, n, False) if self._saved < n else []
+        files += self._write_meta(base, self._meta_dirty)
+        return files + self._write_deleted(base, self._deleted)
+
+    def write_merged(self, folder: Path, parts: list[Part], lo: int, hi: int) -> list[str]:
+        base = Path(folder)
+        files = self._write_rows(base, lo, hi, True) if hi > lo else []
+        meta = self._load_meta()
+        older_meta: set[int] = set()
+        older_dead: set[int] = set()
+        for part in parts:  # what the run changed in older segments still holds
+            if part.has(META_FILE):
+                with open(self._read(part, META_FILE), encoding="utf-8") as f:
+                    older_meta.update(c for c in (int(json.loads(line)["id"]) for line in f) if c < lo)
+            if part.has(DELETED_FILE):
+                d = np.load(part.path(DELETED_FILE, verify=True, what=self._what()), allow_pickle=False)
+                older_dead.update(int(c) for c in d if c < lo)
+        files += self._write_meta(base, older_meta | {c for c in meta if lo <= c < hi})
+        return files + self._write_deleted(base, older_dead)
+
+    def committed(self) -> None:
+        self._saved = self.n_slots
+        self._meta_dirty.clear()
+        self._deleted.clear()
+
+    def unsave(self) -> None:
+        self._saved = 0
+        self._meta_dirty = set(self._load_meta())
+        self._deleted.clear()
 
     def describe(self) -> dict:
         return {"rows": self.n_slots, "live": len(self)}

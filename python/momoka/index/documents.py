@@ -34,3 +34,35 @@ class DocEntry:
         """A document from its ``documents.jsonl`` line."""
         return cls(r["doc_id"], r.get("title"), r.get("source"), int(r.get("length") or 0),
                    [int(c) for c in r["chunk_ids"]], dict(r.get("metadata") or {}), r.get("sha256"))
+
+
+class TrackedMeta(dict):
+    """A document's metadata dict that tells the store when it changes (the next save writes the document)."""
+
+    __slots__ = ("_changed",)
+
+    def __init__(self, data, changed):
+        super().__init__(data)
+        self._changed = changed
+
+    def __reduce__(self):  # copies and pickles are plain dicts
+        return (dict, (dict(self),))
+
+    def _touch(self):
+        self._changed()
+
+
+def _tracking(name):
+    base = getattr(dict, name)
+
+    def method(self, *args, **kwargs):
+        out = base(self, *args, **kwargs)
+        self._touch()
+        return out
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("__setitem__", "__delitem__", "update", "pop", "popitem", "setdefault", "clear", "__ior__"):
+    setattr(TrackedMeta, _name, _tracking(_name))

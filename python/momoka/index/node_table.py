@@ -1,7 +1,8 @@
 """Node tables: rows of non-chunk nodes (entities ...) that relations can point at.
 
-File in a generation: ``nodes/NAME.jsonl``, one JSON object per node (node id =
-line number). Read on first use.
+File of a node table in a segment: ``nodes/NAME.jsonl``, the nodes added in that
+commit, one JSON object per line; node ids count on from the older segments'
+nodes (node id = line number across the segments, oldest first). Read on first use.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from ..errors import InputError, StoreCorruptedError
 from ._io import check_json, jsonl, write_file
-from .artifact import Artifact
+from .artifact import Artifact, Part
 
 
 class NodeTable(Artifact):
@@ -22,26 +23,36 @@ class NodeTable(Artifact):
     def __init__(self, store, name: str, source: dict | None = None):
         super().__init__(store, name, source)
         self._rows: list[dict] | None = []
+        self._saved = 0
+        self._spans: dict[str, tuple[int, int]] = {}  # segment -> the node ids its part holds
 
-    @classmethod
-    def load(cls, store, gen_dir: Path, entry: dict) -> NodeTable:
-        """A saved table; its file is read on first use."""
-        t = cls(store, entry["name"], entry.get("source"))
-        t.attach(gen_dir, entry["files"])
-        t._rows = None
-        return t
+    def _file(self) -> str:
+        return f"nodes/{self.name}.jsonl"
+
+    def load_parts(self, parts: list[Part]) -> None:
+        """Remember the segments' parts; they are read on first use."""
+        self.set_parts(parts)
+        self._rows, self._saved = None, 0
 
     def loaded(self) -> bool:
         return self._rows is not None
 
     def _data(self) -> list[dict]:
         if self._rows is None:
-            p = self.path_of(f"nodes/{self.name}.jsonl", verify=True)
-            try:
-                with open(p, encoding="utf-8") as f:
-                    self._rows = [json.loads(line) for line in f]
-            except (OSError, ValueError) as exc:
-                raise StoreCorruptedError(f"store file {p} (node table {self.name!r}) is corrupted: {exc}") from None
+            rows: list[dict] = []
+            spans = {}
+            for part in self.parts:
+                if not part.has(self._file()):
+                    continue
+                p = self._read(part, self._file())
+                first = len(rows)
+                try:
+                    with open(p, encoding="utf-8") as f:
+                        rows.extend(json.loads(line) for line in f)
+                except (OSError, ValueError) as exc:
+                    raise StoreCorruptedError(f"store file {p} (node table {self.name!r}) is corrupted: {exc}") from None
+                spans[part.segment] = (first, len(rows))
+            self._rows, self._saved, self._spans = rows, len(rows), spans
         return self._rows
 
     def add(self, rows: list[dict]) -> list[int]:
@@ -68,10 +79,42 @@ class NodeTable(Artifact):
     def __len__(self) -> int:
         return len(self._data())
 
-    def write(self, folder: Path) -> list[str]:
-        rel = f"nodes/{self.name}.jsonl"
-        write_file(Path(folder) / rel, jsonl(self._data()))
-        return [rel]
+    # -- saving --------------------------------------------------------------
+
+    def has_delta(self) -> bool:
+        return self._rows is not None and len(self._rows) > self._saved
+
+    def _write(self, folder: Path, lo: int, hi: int) -> list[str]:
+        self._new_span = (lo, hi)
+        if hi <= lo:
+            return []
+        write_file(Path(folder) / self._file(), jsonl(self._data()[lo:hi]))
+        return [self._file()]
+
+    def write_delta(self, folder: Path) -> list[str]:
+        return self._write(folder, self._saved, len(self._data()))
+
+    def write_merged(self, folder: Path, parts: list[Part], lo: int, hi: int) -> list[str]:
+        self._data()
+        spans = [self._spans[p.segment] for p in parts if p.segment in self._spans]
+        return self._write(folder, spans[0][0], spans[-1][1]) if spans else []
+
+    def committed(self) -> None:
+        if self._rows is not None:
+            self._saved = len(self._rows)
+
+    def set_parts(self, parts: list[Part]) -> None:
+        """After a save or merge: point at the new segments (the rows in memory stay)."""
+        super().set_parts(parts)
+        if self._rows is None:
+            return
+        new = getattr(self, "_new_span", None)
+        self._spans = {p.segment: (self._spans.get(p.segment) or new) for p in parts if p.has(self._file())}
+        self._new_span = None
+
+    def unsave(self) -> None:
+        self._data()
+        self._saved = 0
 
     def describe(self) -> dict:
         return {"rows": len(self._rows)} if self._rows is not None else {}

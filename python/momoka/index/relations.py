@@ -1,8 +1,10 @@
 """Relations: sparse graphs over chunk ids (a Momoka path per chunk, an entity graph ...).
 
-File in a generation: ``relations/NAME.npz`` holding CSR arrays ``sources``
-(the source chunk ids that have a row, ascending), ``indptr``, ``indices``
-(targets) and, for a weighted relation, ``weights``. Read on first use.
+Files of a relation in a segment: ``relations/NAME.npz``, the rows set in that
+commit as CSR arrays ``sources`` (ascending), ``indptr``, ``indices`` (targets)
+and, for a weighted relation, ``weights`` (a later segment's row wins); and
+``relations/NAME.deleted.npy``, the chunk ids deleted then (their rows go and,
+when targets are chunks, so do edges to them). Read on first use.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, StoreCorruptedError
-from ._io import fsync_file
-from .artifact import Artifact
+from ._io import fsync_file, write_npy
+from .artifact import Artifact, Part
 
 
 class Relation(Artifact):
@@ -36,36 +38,60 @@ class Relation(Artifact):
         self.target_table = target_table
         self._rows: dict[int, np.ndarray] | None = {}
         self._weights: dict[int, np.ndarray] = {}
+        self._dirty_rows: set[int] = set()  # sources whose row was set since the last save
+        self._deleted: set[int] = set()  # chunk ids deleted since the last save
 
-    @classmethod
-    def load(cls, store, gen_dir: Path, entry: dict) -> Relation:
-        """A saved relation; its file is read on first use."""
-        r = cls(store, entry["name"], ordered=entry.get("ordered", True), weighted=entry.get("weighted", False),
-                target_table=entry.get("target_table"), source=entry.get("source"))
-        r.attach(gen_dir, entry["files"])
-        r._rows = None
-        return r
+    def _files(self) -> tuple[str, str]:
+        return f"relations/{self.name}.npz", f"relations/{self.name}.deleted.npy"
+
+    def load_parts(self, parts: list[Part]) -> None:
+        """Remember the segments' parts; they are read on first use."""
+        self.set_parts(parts)
+        self._rows, self._weights, self._dirty_rows, self._deleted = None, {}, set(), set()
 
     def loaded(self) -> bool:
         return self._rows is not None
 
+    def _read_npz(self, part: Part) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        p = self._read(part, self._files()[0])
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                src, indptr, ind = z["sources"], z["indptr"], z["indices"]
+                w = z["weights"] if self.weighted else None
+        except (OSError, ValueError, KeyError) as exc:
+            raise StoreCorruptedError(f"store file {p} (relation {self.name!r}) is corrupted: {exc}") from None
+        if len(indptr) != len(src) + 1 or int(indptr[-1]) != len(ind) or (w is not None and len(w) != len(ind)):
+            raise StoreCorruptedError(f"store file {p} (relation {self.name!r}) is corrupted: CSR sizes disagree")
+        return src, indptr, ind, w
+
     def _data(self) -> dict[int, np.ndarray]:
         if self._rows is None:
-            p = self.path_of(f"relations/{self.name}.npz", verify=True)
-            try:
-                with np.load(p, allow_pickle=False) as z:
-                    src, indptr, ind = z["sources"], z["indptr"], z["indices"]
-                    w = z["weights"] if self.weighted else None
-            except (OSError, ValueError, KeyError) as exc:
-                raise StoreCorruptedError(f"store file {p} (relation {self.name!r}) is corrupted: {exc}") from None
-            if len(indptr) != len(src) + 1 or int(indptr[-1]) != len(ind) or (w is not None and len(w) != len(ind)):
-                raise StoreCorruptedError(f"store file {p} (relation {self.name!r}) is corrupted: CSR sizes disagree")
-            rows, weights = {}, {}
-            for i, s in enumerate(src.tolist()):
-                a, b = int(indptr[i]), int(indptr[i + 1])
-                rows[s] = ind[a:b].astype(np.int64)
-                if w is not None:
-                    weights[s] = w[a:b].astype(np.float32)
+            f_rows, f_del = self._files()
+            rows: dict[int, np.ndarray] = {}
+            weights: dict[int, np.ndarray] = {}
+            dead: set[int] = set()
+            for part in self.parts:
+                if part.has(f_del):
+                    gone = np.load(self._read(part, f_del), allow_pickle=False).astype(np.int64).tolist()
+                    dead.update(gone)
+                    for c in gone:
+                        rows.pop(c, None)
+                        weights.pop(c, None)
+                if part.has(f_rows):
+                    src, indptr, ind, w = self._read_npz(part)
+                    for i, s in enumerate(src.tolist()):
+                        a, b = int(indptr[i]), int(indptr[i + 1])
+                        rows[s] = ind[a:b].astype(np.int64)
+                        if w is not None:
+                            weights[s] = w[a:b].astype(np.float32)
+            if dead and self.target_table is None:  # edges to deleted chunks go
+                g = np.fromiter(dead, dtype=np.int64)
+                for s, t in list(rows.items()):
+                    keep = ~np.isin(t, g)
+                    if not keep.all():
+                        rows[s] = t[keep]
+                        if self.weighted:
+                            weights[s] = weights[s][keep]
             self._rows, self._weights = rows, weights
         return self._rows
 
@@ -126,6 +152,7 @@ class Relation(Artifact):
         rows[c] = t
         if self.weighted:
             self._weights[c] = w
+        self._dirty_rows.add(c)
 
     def delete(self, ids: Sequence[int]) -> int:
         """Drop the rows of these sources and, when targets are chunks, edges pointing at them.
@@ -148,6 +175,8 @@ class Relation(Artifact):
         if not dropped and not changed:
             return 0
         self._changing()
+        self._deleted.update(gone)
+        self._dirty_rows.difference_update(gone)
         for c in dropped:
             rows.pop(c)
             self._weights.pop(c, None)
@@ -159,23 +188,51 @@ class Relation(Artifact):
 
     # -- saving --------------------------------------------------------------
 
-    def write(self, folder: Path) -> list[str]:
+    def has_delta(self) -> bool:
+        return bool(self._dirty_rows) or bool(self._deleted)
+
+    def _write(self, folder: Path, sources, deleted) -> list[str]:
         rows = self._data()
-        src = np.array(sorted(rows), dtype=np.int64)
-        lens = np.array([len(rows[s]) for s in src.tolist()], dtype=np.int64)
-        indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        ind = np.concatenate([rows[s] for s in src.tolist()]) if len(src) else np.zeros(0, np.int64)
-        arrays = {"sources": src, "indptr": indptr, "indices": ind.astype(np.int64)}
-        if self.weighted:
-            arrays["weights"] = (np.concatenate([self._weights[s] for s in src.tolist()]) if len(src)
-                                 else np.zeros(0, np.float32)).astype(np.float32)
-        rel = f"relations/{self.name}.npz"
-        p = Path(folder) / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "wb") as f:
-            np.savez(f, **arrays)
-        fsync_file(p)
-        return [rel]
+        f_rows, f_del = self._files()
+        files = []
+        src = np.array(sorted(c for c in set(sources) if c in rows), dtype=np.int64)
+        if len(src):
+            lens = np.array([len(rows[s]) for s in src.tolist()], dtype=np.int64)
+            indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+            ind = np.concatenate([rows[s] for s in src.tolist()])
+            arrays = {"sources": src, "indptr": indptr, "indices": ind.astype(np.int64)}
+            if self.weighted:
+                arrays["weights"] = np.concatenate([self._weights[s] for s in src.tolist()]).astype(np.float32)
+            p = Path(folder) / f_rows
+            p.parent.mkdir(parents=True, exist_ok=True)
+            with open(p, "wb") as f:
+                np.savez(f, **arrays)
+            fsync_file(p)
+            files.append(f_rows)
+        if deleted:
+            write_npy(Path(folder) / f_del, np.array(sorted(deleted), dtype=np.int64))
+            files.append(f_del)
+        return files
+
+    def write_delta(self, folder: Path) -> list[str]:
+        return self._write(folder, self._dirty_rows, self._deleted)
+
+    def write_merged(self, folder: Path, parts: list[Part], lo: int, hi: int) -> list[str]:
+        f_rows, f_del = self._files()
+        sources: set[int] = set()
+        deleted: set[int] = set()
+        for part in parts:
+            if part.has(f_rows):
+                sources.update(self._read_npz(part)[0].tolist())
+            if part.has(f_del):
+                deleted.update(np.load(self._read(part, f_del), allow_pickle=False).astype(np.int64).tolist())
+        return self._write(folder, sources, deleted)
+
+    def committed(self) -> None:
+        self._dirty_rows, self._deleted = set(), set()
+
+    def unsave(self) -> None:
+        self._dirty_rows, self._deleted = set(self._data()), set()
 
     def describe(self) -> dict:
         d = {"ordered": self.ordered, "weighted": self.weighted, "target_table": self.target_table}

@@ -1,51 +1,53 @@
 """The persistent store: a directory of named, typed artifacts in atomic generations.
 
-Layout (format version 2)::
+Layout (format version 3)::
 
     STORE/
       manifest.json          format, version, generation, dir, chunker, hnsw, pipeline, counts,
-                             artifacts (kind, name, files with bytes + sha256, source, settings)
-      gen-000007/            the files of one generation (written whole, then renamed)
-        documents.jsonl      one line per document: doc_id, title, source, length, chunk ids, metadata
-        chunks/              the chunk table, columnar (see :mod:`momoka.index.chunk_table`):
-                             doc/start/end/index/paragraph/sentence/section/live .npy,
-                             text.bin + text_offsets.npy, docs.json, sections.json, meta.jsonl
-        vectors/NAME.npy     a dense view, rows by chunk id (+ NAME.has.npy: which rows are set)
-        hnsw/NAME.bin        its HNSW graph (hnswlib, inner product, labels = chunk ids)
-        bm25/NAME.bin        a native BM25 index per view (document ids = chunk ids)
-        relations/NAME.npz   a sparse graph over chunk ids (CSR: sources, indptr, indices, weights)
-        nodes/NAME.jsonl     a table of non-chunk nodes (entities) that relations can point at
+                             artifacts (kind, name, source, settings), segments (oldest first:
+                             name, level, base..end chunk ids, parts: files with bytes + sha256)
+      gen-000007/            one generation: a folder per live segment
+        seg-000012/          the changes of one commit (see :mod:`momoka.index.segments`)
+          documents.jsonl    document entries added or changed: doc_id, title, source, length, chunk ids, metadata
+          documents.deleted.json   ids of documents deleted
+          chunks/            new chunk rows, columnar (see :mod:`momoka.index.chunk_table`), metadata, tombstones
+          vectors/NAME.*     a dense view's new vectors (ids + rows) and tombstones
+          hnsw/NAME.bin      their HNSW graph (hnswlib, inner product, labels = chunk ids), for large parts
+          bm25/NAME.*        a native BM25 index of the view's new slots, and tombstones
+          relations/NAME.*   relation rows set (CSR), and tombstones
+          nodes/NAME.jsonl   node rows added (entities that relations can point at)
       .lock                  writer lock (flock; holds the writer's pid)
 
-Writes are atomic: :meth:`Store.save` writes a new generation into a
-temporary folder, fsyncs it, renames it to ``gen-N``, then replaces
-``manifest.json`` (temporary file + rename). The manifest is written last and
-names its generation, so a crash or kill at any point leaves the store at its
-last saved state; leftovers are cleaned by the next writer. Generations
-older than the previous one are deleted by the save, except those a reader leases
+Writes are atomic and append-only: :meth:`Store.save` writes a new generation
+into a temporary folder (one new segment holding the changes since the last
+save; the other segments hard-linked, no bytes written), fsyncs it, renames it
+to ``gen-N``, then replaces ``manifest.json`` (temporary file + rename). The
+manifest is written last and names its generation, so a crash or kill at any
+point leaves the store at its last saved state; leftovers are cleaned by the
+next writer. After a commit, the merge policy may merge the newest segments into
+one (:mod:`momoka.index.segments`), as a commit of its own. Generations older
+than the previous one are deleted by the save, except those a reader leases
 (:mod:`momoka.index._lease`): an open reader keeps answering from the
 generation it loaded until :meth:`Store.refresh` or :meth:`Store.close`.
-Artifacts that did not change since the last save are hard-linked into the new
-generation instead of being rewritten.
 
-Chunk ids are global, dense and never reused: row ``i`` of every column,
-vector view and BM25 view belongs to chunk ``i``. Deleted chunks leave dead
-rows (``live = False``, zero vectors, BM25 tombstones) and are compacted out
-of HNSW graphs at the next save.
+Chunk ids are global, dense and never reused: row ``i`` of the chunk table,
+and the id of every vector, BM25 document and relation row, belongs to chunk
+``i``. Deleted chunks leave dead rows (``live = False``) and tombstones in
+every view; merging their segment drops their data.
 
-Opening reads the manifest and ``documents.jsonl`` and memory-maps the chunk
-columns and vectors; BM25 indexes, HNSW graphs, relations, node tables and
-chunk metadata are read on first use. Stores of format version 1 (one
-``chunks.jsonl``, ``vectors.npy``, ``hnsw.bin``, ``bm25.bin``) are read into
-these structures (vector view ``raw``, BM25 view ``raw``) and written as
-version 2 by the next save.
+Opening reads the manifest, the document entries and the chunk columns, and
+memory-maps the vectors; BM25 indexes, HNSW graphs, relations, node tables and
+chunk metadata are read on first use. Stores of format version 2 (every
+artifact whole in one generation) and 1 (one ``chunks.jsonl``, ``vectors.npy``,
+``hnsw.bin``, ``bm25.bin``) are read into memory and written as one segment by
+the next save.
 
 One writer at a time: opening for writing takes an exclusive ``flock`` on
 ``.lock``; a second writer gets :class:`~momoka.errors.StoreLockedError`. The
 kernel drops the lock when its process dies, so the lock of a killed writer
 is never stale. Readers take no writer lock, only a shared lease on their generation.
 
-Length: under 600 lines, of which the layout above and the lifecycle (create, open,
+Length: about 700 lines, of which the layout above and the lifecycle (create, open,
 lock, generations, save) are one unit; each artifact kind has its own module.
 """
 
@@ -64,11 +66,15 @@ from pathlib import Path
 from ..errors import InputError, StoreCorruptedError, StoreError
 from ..text.model import Chunk
 from ._io import file_record, fsync_dir, fsync_file, jsonl, write_file
+from .artifact import Part
+from .documents import TrackedMeta
+from .segments import DOCS, DOCS_DELETED, DOCS_FILE, merge_factor, next_merge, segment_name
 from ._lease import Lease, delete_unleased, write_lease_file
 from ._manifest import (FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, check_embedder, embedder_of, os_reason,
                         read_manifest)
 from ._registry import KINDS, RAW, ArtifactRegistry
 from ._v1 import load_v1
+from ._v2 import load_v2
 from ._verify import check_on_open, manifest_checksum, missing
 from .artifact import Artifact, StoreWarning
 from .bm25_view import DEFAULT_BM25, BM25View
@@ -116,7 +122,11 @@ class Store(ArtifactRegistry):
         self.documents: dict[str, DocEntry] = {}
         self.chunks = ChunkTable(self)
         self._artifacts: dict[str, dict[str, Artifact]] = {k: {} for k in KINDS}
-        self._entries: dict[tuple[str, str], dict] = {}  # manifest entries as loaded
+        self.segments: list[dict] = []  # the live segments of the loaded generation, oldest first
+        self._docs_dirty: set[str] = set()  # documents added or changed since the last save
+        self._docs_deleted: set[str] = set()  # ... and deleted
+        #: Segments of one level merged together after a commit (``$MOMOKA_MERGE_FACTOR``, default 10).
+        self.merge_factor = merge_factor()
         self._lock: _Lock | None = None
         self._lease: Lease | None = None  # on the generation this store loaded (see refresh)
         self._dirty = False
@@ -153,6 +163,8 @@ class Store(ArtifactRegistry):
             "pipeline": {},
             "counts": {"documents": 0, "chunks": 0, "slots": 0},
             "artifacts": [],
+            "segments": [],
+            "next_segment": 1,
         }
         if extra:
             manifest["extra"] = extra
@@ -265,41 +277,86 @@ class Store(ArtifactRegistry):
         gdir = root / str(gen)
         if gen is not None and not gdir.is_dir():
             raise FileNotFoundError(errno.ENOENT, "generation folder is missing", str(gdir))
-        if gen is None or int(manifest["version"]) < 2:
-            self.documents, self.chunks, self._entries = {}, ChunkTable(self), {}
+        version = int(manifest["version"])
+        if gen is None or version < 3:
+            self.documents, self.chunks, self.segments = {}, ChunkTable(self), []
             self._artifacts = {k: {} for k in KINDS}
             if gen is not None:
-                load_v1(self, gdir, manifest)
-            return  # (gen None: created, never saved with content)
-        entries = manifest.get("artifacts") or []
-        check_on_open(root, gen, entries)  # FileNotFoundError: handled by _attach()
-        try:
-            with open(gdir / "documents.jsonl", encoding="utf-8") as f:
-                documents = {d.doc_id: d for d in (DocEntry.from_dict(json.loads(line)) for line in f)}
-        except FileNotFoundError:
-            raise
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreCorruptedError(f"store {root} is corrupted ({gen}/documents.jsonl): {exc}",
-                                      gdir / "documents.jsonl") from None
+                (load_v1 if version < 2 else load_v2)(self, gdir, manifest)
+                for art in self._all():
+                    art.unsave()  # the next save writes everything as one segment
+                self._docs_dirty = set(self.documents)
+                self._track()
+            return
+        segments = [dict(sg, parts={k: dict(v) for k, v in (sg.get("parts") or {}).items()})
+                    for sg in manifest.get("segments") or []]
+        check_on_open(root, gen, segments)  # FileNotFoundError: handled by _attach()
+        documents = self._read_documents(gdir, segments)
         hnsw = manifest.get("hnsw")
-        chunks, artifacts, loaded = ChunkTable(self), {k: {} for k in KINDS}, {}
-        loaders = {"vectors": lambda e: VectorView.load(self, gdir, e, hnsw),
-                   "bm25": lambda e: BM25View.load(self, gdir, e), "relation": lambda e: Relation.load(self, gdir, e),
-                   "nodes": lambda e: NodeTable.load(self, gdir, e)}
-        for e in entries:
-            kind, name, files = e.get("kind"), e.get("name"), e.get("files") or {}
-            loaded[(kind, name)] = e
-            if kind == "chunks":
-                chunks = ChunkTable.load(self, gdir, files)
-            elif kind in loaders:
-                artifacts[kind][name] = loaders[kind](e)
-            elif kind != "documents":
-                raise StoreError(f"store {root} has an artifact of unknown kind {kind!r} ({name!r}); upgrade momoka")
+        chunks, artifacts = ChunkTable(self), {k: {} for k in KINDS}
+        makers = {"vectors": lambda e: VectorView(self, e["name"], embedder=e["embedder"],
+                                                  dtype=e.get("dtype", "float32"), source=e.get("source"), hnsw=hnsw),
+                  "bm25": lambda e: BM25View(self, e["name"], params=e.get("params"), source=e.get("source")),
+                  "relation": lambda e: Relation(self, e["name"], ordered=e.get("ordered", True),
+                                                 weighted=e.get("weighted", False),
+                                                 target_table=e.get("target_table"), source=e.get("source")),
+                  "nodes": lambda e: NodeTable(self, e["name"], e.get("source"))}
+        try:
+            for e in manifest.get("artifacts") or []:
+                kind, name = e.get("kind"), e.get("name")
+                if kind in makers:
+                    artifacts[kind][name] = makers[kind](e)
+                elif kind != "chunks":
+                    raise StoreError(f"store {root} has an artifact of unknown kind {kind!r} ({name!r}); upgrade momoka")
+        except (KeyError, TypeError) as exc:
+            raise StoreCorruptedError(f"store {root} is corrupted: a bad artifact entry in the manifest ({exc})") from None
+        chunks.load_parts(self._parts_of(chunks.key, gdir, segments))
+        for arts in artifacts.values():
+            for art in arts.values():
+                art.load_parts(self._parts_of(art.key, gdir, segments))
         counts = manifest.get("counts") or {}
         if chunks.n_slots != counts.get("slots", chunks.n_slots) or len(documents) != counts.get(
                 "documents", len(documents)):
             raise StoreCorruptedError(f"store {root} is corrupted: the chunk table or documents disagree with the manifest")
-        self.documents, self.chunks, self._artifacts, self._entries = documents, chunks, artifacts, loaded
+        self.documents, self.chunks, self._artifacts, self.segments = documents, chunks, artifacts, segments
+        self._docs_dirty, self._docs_deleted = set(), set()
+        self._track()
+
+    @staticmethod
+    def _parts_of(key: str, gdir: Path, segments: list[dict]) -> list[Part]:
+        """The parts artifact ``key`` has in ``segments`` (in generation folder ``gdir``), oldest first."""
+        return [Part(sg["name"], gdir / sg["name"], sg["parts"][key]) for sg in segments if key in sg["parts"]]
+
+    def _read_documents(self, gdir: Path, segments: list[dict]) -> dict[str, DocEntry]:
+        """The document entries: every segment's, oldest first (a later entry or tombstone wins)."""
+        documents: dict[str, DocEntry] = {}
+        for part in self._parts_of(DOCS, gdir, segments):
+            p = part.folder / DOCS_DELETED
+            try:
+                if part.has(DOCS_DELETED):
+                    for d in json.loads(p.read_text(encoding="utf-8")):
+                        documents.pop(str(d), None)
+                if part.has(DOCS_FILE):
+                    p = part.folder / DOCS_FILE
+                    with open(p, encoding="utf-8") as f:
+                        for line in f:
+                            e = DocEntry.from_dict(json.loads(line))
+                            documents[e.doc_id] = e
+            except FileNotFoundError:
+                raise
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise StoreCorruptedError(f"store {self.path} is corrupted ({p}): {exc}", p) from None
+        return documents
+
+    def _track(self) -> None:
+        """Make every document's metadata tell the store when it changes."""
+        for e in self.documents.values():
+            self._track_entry(e)
+
+    def _track_entry(self, e: DocEntry) -> None:
+        if not isinstance(e.metadata, TrackedMeta):
+            did, dirty = e.doc_id, self._docs_dirty
+            e.metadata = TrackedMeta(e.metadata, lambda: dirty.add(did))
 
     # ------------------------------------------------------------------ locking
 
@@ -412,9 +469,11 @@ class Store(ArtifactRegistry):
         for d, cs in zip(documents, chunks):
             mine = ids[pos : pos + len(cs)]
             pos += len(cs)
-            self.documents[d["doc_id"]] = DocEntry(d["doc_id"], d.get("title"), d.get("source"),
-                                                   int(d.get("length") or 0), list(mine),
-                                                   dict(d.get("metadata") or {}), d.get("sha256"))
+            e = DocEntry(d["doc_id"], d.get("title"), d.get("source"), int(d.get("length") or 0), list(mine),
+                         dict(d.get("metadata") or {}), d.get("sha256"))
+            self.documents[e.doc_id] = e
+            self._docs_dirty.add(e.doc_id)
+            self._track_entry(e)
             out.append(list(mine))
         self._dirty = True
         return out
@@ -437,6 +496,8 @@ class Store(ArtifactRegistry):
         self.chunks.delete(removed)
         for did in dict.fromkeys(doc_ids):
             del self.documents[did]
+            self._docs_dirty.discard(did)
+            self._docs_deleted.add(did)
         self._dirty = True
         return len(removed)
 
@@ -448,8 +509,11 @@ class Store(ArtifactRegistry):
     @property
     def dirty(self) -> bool:
         """True when there are changes not yet saved."""
-        return (self._dirty or self.chunks.dirty
-                or any(a.dirty for arts in self._artifacts.values() for a in arts.values()))
+        return self._dirty or self._has_delta()
+
+    def _has_delta(self) -> bool:
+        """True when a save would write a segment (documents, rows or tombstones changed)."""
+        return bool(self._docs_dirty or self._docs_deleted) or any(a.has_delta() for a in self._all())
 
     def mark_dirty(self) -> None:
         """Record a change made outside the store's methods (e.g. document metadata), for :attr:`dirty`."""
@@ -489,7 +553,8 @@ class Store(ArtifactRegistry):
                 shutil.rmtree(t, ignore_errors=True) if t.is_dir() else t.unlink(missing_ok=True)
             raise StoreError(f"cannot save store {root}: {os_reason(exc)}; nothing was changed") from None
 
-    def _save(self, root: Path, tmps: list[Path]) -> Path:
+    def _new_generation(self, root: Path, tmps: list[Path], keep: list[dict]) -> tuple[int, str, Path]:
+        """A temporary generation folder holding the segments ``keep`` (hard-linked): ``(gen, name, tmp)``."""
         self._clean_leftovers()
         gen = int(self.manifest.get("generation") or 0) + 1
         name = f"gen-{gen:06d}"
@@ -499,22 +564,55 @@ class Store(ArtifactRegistry):
         tmps.append(tmp)
         tmp.mkdir()
         write_lease_file(tmp)
-        docs = sorted(self.documents.values(), key=lambda e: e.chunk_ids[0] if e.chunk_ids else -1)
-        write_file(tmp / "documents.jsonl", jsonl(e.to_dict() for e in docs))
-        entries = [{"kind": "documents", "name": "documents",
-                    "files": {"documents.jsonl": file_record(tmp / "documents.jsonl")}, "source": {}}]
-        written: list[tuple[Artifact, dict]] = []
-        for art in self._all():
-            old = self._entries.get((art.kind, art.name))
-            if not art.dirty and art.folder is not None and old is not None:
-                files = self._link(art, tmp)
-                entry = dict(old)
-                entry.update(art.entry(files))
-            else:
-                files = {rel: file_record(tmp / rel) for rel in art.write(tmp)}
-                entry = art.entry(files)
-            entries.append(entry)
-            written.append((art, files))
+        old = root / str(self.manifest.get("dir"))
+        for sg in keep:
+            for files in sg["parts"].values():
+                self._link(old / sg["name"], tmp / sg["name"], files)
+        return gen, name, tmp
+
+    def _next_segment(self) -> str:
+        n = int(self.manifest.get("next_segment") or 1)
+        self.manifest["next_segment"] = n + 1
+        return segment_name(n)
+
+    def _save(self, root: Path, tmps: list[Path]) -> Path:
+        keys = {a.key for a in self._all()} | {DOCS}
+        keep = [dict(sg, parts={k: v for k, v in sg["parts"].items() if k in keys}) for sg in self.segments]
+        gen, name, tmp = self._new_generation(root, tmps, keep)
+        segments = list(keep)
+        written: list = []
+        if self._has_delta():
+            sname = self._next_segment()
+            sdir = tmp / sname
+            sdir.mkdir()
+            parts: dict[str, dict] = {}
+            files = self._write_documents(sdir, self._docs_dirty, self._docs_deleted)
+            if files:
+                parts[DOCS] = {rel: file_record(sdir / rel) for rel in files}
+            for art in self._all():
+                if art.has_delta():
+                    written.append(art)
+                    rels = art.write_delta(sdir)
+                    if rels:
+                        parts[art.key] = {rel: file_record(sdir / rel) for rel in rels}
+            segments.append({"name": sname, "level": 0, "base": self.chunks._saved, "end": self.n_slots,
+                             "parts": parts})
+        self._commit(root, tmps, gen, name, tmp, segments)
+        for art in written:
+            art.committed()
+        self._docs_dirty.clear()
+        self._docs_deleted.clear()
+        self._dirty = False
+        self._point_parts()
+        try:
+            self._merge_policy(root)
+        except OSError as exc:  # the commit stands; the merge is tried again after the next one
+            warnings.warn(f"store {root}: merging segments failed ({os_reason(exc)}); the commit is saved and the "
+                          "merge is tried again at the next save", StoreWarning, stacklevel=3)
+        return root
+
+    def _commit(self, root: Path, tmps: list[Path], gen: int, name: str, tmp: Path, segments: list[dict]) -> None:
+        """fsync the generation ``tmp``, put it in place as ``name`` and commit the manifest naming it."""
         for d, _, _ in os.walk(tmp, topdown=False):
             fsync_dir(Path(d))
         final = root / name
@@ -526,7 +624,7 @@ class Store(ArtifactRegistry):
         previous = self.manifest.get("dir")
         lease = Lease.take(final)  # before anyone else can see the new generation
         try:
-            manifest = self._commit_manifest(root, gen, name, previous, entries, tmps)
+            manifest = self._commit_manifest(root, gen, name, previous, segments, tmps)
         except BaseException:
             lease.release()
             raise
@@ -536,14 +634,106 @@ class Store(ArtifactRegistry):
         self._lease = lease
         fsync_dir(root)
         self.manifest = manifest
-        for art, files in written:
-            art.attach(final, files)
-        self._entries = {(e["kind"], e["name"]): e for e in entries}
-        self._dirty = False
+        self.segments = segments
         self._clean_old(keep={name, previous})
-        return root
 
-    def _commit_manifest(self, root: Path, gen: int, name: str, previous: str | None, entries: list,
+    def _point_parts(self) -> None:
+        """Point every artifact at its parts in the current generation (after a save or merge)."""
+        gdir = self.path / self.manifest["dir"]
+        for art in self._all():
+            art.set_parts(self._parts_of(art.key, gdir, self.segments))
+
+    def _write_documents(self, folder: Path, ids: Iterable[str], deleted: Iterable[str]) -> list[str]:
+        """The document entries ``ids`` (those present) and tombstones ``deleted`` into a segment folder."""
+        files = []
+        docs = sorted((self.documents[d] for d in set(ids) if d in self.documents),
+                      key=lambda e: (e.chunk_ids[0] if e.chunk_ids else -1, e.doc_id))
+        if docs:
+            write_file(folder / DOCS_FILE, jsonl(e.to_dict() for e in docs))
+            files.append(DOCS_FILE)
+        gone = sorted(set(deleted) - {e.doc_id for e in docs})
+        if gone:
+            write_file(folder / DOCS_DELETED, json.dumps(gone, ensure_ascii=False).encode("utf-8"))
+            files.append(DOCS_DELETED)
+        return files
+
+    def _merge_policy(self, root: Path) -> None:
+        """Merge the newest segments while the policy asks for it (each merge is a commit of its own)."""
+        while True:
+            run = next_merge(self.segments, self.merge_factor)
+            if run is None:
+                return
+            self._merge_run(root, *run)
+
+    def merge(self, everything: bool = True) -> bool:
+        """Merge segments now: all of them into one (``everything``), else as the merge policy asks.
+
+        Returns True when something was merged. Unsaved changes are saved first. A
+        store that a full merge left in one segment has nothing to merge.
+        """
+        self.ensure_writable()
+        if self.path is None:
+            raise StoreError("an in-memory store has no segments to merge; save it first")
+        if self.dirty:
+            self.save()
+        before = [sg["name"] for sg in self.segments]
+        try:
+            if everything:
+                if len(self.segments) > 1 or (self.segments and not self.segments[0].get("clean")):
+                    self._merge_run(self.path, 0, len(self.segments))
+            else:
+                self._merge_policy(self.path)
+        except OSError as exc:
+            raise StoreError(f"cannot merge store {self.path}: {os_reason(exc)}; nothing was changed") from None
+        return [sg["name"] for sg in self.segments] != before
+
+    def _merge_run(self, root: Path, first: int, stop: int) -> None:
+        """Merge segments ``first..stop`` into one: the current state of everything they held."""
+        run = self.segments[first:stop]
+        keep = self.segments[:first] + self.segments[stop:]
+        tmps: list[Path] = []
+        try:
+            gen, name, tmp = self._new_generation(root, tmps, keep)
+            old = root / str(self.manifest.get("dir"))
+            sname = self._next_segment()
+            sdir = tmp / sname
+            sdir.mkdir()
+            parts: dict[str, dict] = {}
+            lo, hi = run[0].get("base", 0), run[-1].get("end", 0)
+            ids, gone = self._run_documents(old, run)
+            files = self._write_documents(sdir, ids, gone)
+            if files:
+                parts[DOCS] = {rel: file_record(sdir / rel) for rel in files}
+            for art in self._all():
+                mine = self._parts_of(art.key, old, run)
+                if mine:
+                    rels = art.write_merged(sdir, mine, lo, hi)
+                    if rels:
+                        parts[art.key] = {rel: file_record(sdir / rel) for rel in rels}
+            merged = {"name": sname, "level": max(sg.get("level", 0) for sg in run) + 1, "base": lo, "end": hi,
+                      "parts": parts}
+            if first == 0 and stop == len(self.segments):
+                merged["clean"] = True  # everything in one segment, nothing deleted left in it
+            self._commit(root, tmps, gen, name, tmp, self.segments[:first] + [merged] + self.segments[stop:])
+        except BaseException:
+            for t in tmps:
+                shutil.rmtree(t, ignore_errors=True) if t.is_dir() else t.unlink(missing_ok=True)
+            raise
+        self._point_parts()
+
+    def _run_documents(self, gdir: Path, run: list[dict]) -> tuple[set[str], set[str]]:
+        """The document ids a run of segments wrote entries or tombstones for."""
+        ids: set[str] = set()
+        gone: set[str] = set()
+        for part in self._parts_of(DOCS, gdir, run):
+            if part.has(DOCS_FILE):
+                with open(part.path(DOCS_FILE, verify=True), encoding="utf-8") as f:
+                    ids.update(json.loads(line)["doc_id"] for line in f)
+            if part.has(DOCS_DELETED):
+                gone.update(json.loads(part.path(DOCS_DELETED, verify=True).read_text(encoding="utf-8")))
+        return ids, {d for d in ids | gone if d not in self.documents}
+
+    def _commit_manifest(self, root: Path, gen: int, name: str, previous: str | None, segments: list,
                          tmps: list[Path]) -> dict:
         """Write the manifest naming generation ``name`` and put it in place: the commit."""
         manifest = {k: v for k, v in self.manifest.items() if k not in ("embedder", "bm25", "vector_dtype")}
@@ -557,7 +747,8 @@ class Store(ArtifactRegistry):
             "updated": _now(),
             "momoka_version": _momoka_version(),
             "counts": {"documents": len(self.documents), "chunks": self.n_chunks, "slots": self.n_slots},
-            "artifacts": entries,
+            "artifacts": [a.entry() for a in self._all()],
+            "segments": segments,
         })
         manifest.pop("checksum", None)
         manifest["checksum"] = manifest_checksum(manifest)
@@ -567,18 +758,26 @@ class Store(ArtifactRegistry):
         os.replace(mtmp, root / MANIFEST)
         return manifest
     @staticmethod
-    def _link(art: Artifact, folder: Path) -> dict[str, dict]:
-        """Hard-link (or copy) an unchanged artifact's files into ``folder``; returns their records."""
-        for rel in art.files:
-            src = art.path_of(rel)
-            dst = folder / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
+    def _link(src: Path, dst: Path, files: dict[str, dict]) -> None:
+        """Hard-link (or copy) the files of a segment part from ``src`` into ``dst``."""
+        for rel in files:
+            d = dst / rel
+            d.parent.mkdir(parents=True, exist_ok=True)
             try:
-                os.link(src, dst)
+                os.link(src / rel, d)
+            except FileNotFoundError:
+                raise StoreCorruptedError(f"store file {src / rel} is missing (deleted?); restore it from a backup "
+                                          "or rebuild the store (momoka index ... --overwrite)", src / rel) from None
             except OSError:
-                shutil.copy2(src, dst)
-                fsync_file(dst)
-        return {k: dict(v) for k, v in art.files.items()}
+                shutil.copy2(src / rel, d)
+                fsync_file(d)
+
+    def remove_artifact(self, kind: str, name: str) -> None:
+        """Drop a view, relation or node table (kind: vectors, bm25, relation, nodes), e.g. to rebuild it."""
+        super().remove_artifact(kind, name)
+        key = f"{kind}/{name}"
+        for sg in self.segments:  # its parts leave the store at the next save
+            sg["parts"].pop(key, None)
 
     def _clean_leftovers(self) -> None:
         """Remove temporary files of crashed saves (we hold the lock, so none is in progress)."""

@@ -1,16 +1,18 @@
-"""Dense vector views: one row per chunk id, with an HNSW graph for approximate search.
+"""Dense vector views: vectors by chunk id, saved per segment, each part with its own HNSW graph.
 
-Files in a generation::
+Files of a view in a segment::
 
-    vectors/NAME.npy       (rows, dim) float32 or float16; row i belongs to chunk id i
-                           (zeros where a chunk has no vector or was deleted)
-    vectors/NAME.has.npy   bool per row: the chunk has a vector in this view
-    hnsw/NAME.bin          hnswlib graph (inner-product space, labels = chunk ids);
-                           absent while the view is empty
+    vectors/NAME.ids.npy      int64: the chunk ids this segment gives a vector (any ids, any order)
+    vectors/NAME.npy          (rows, dim) float32 or float16, aligned with the ids
+    vectors/NAME.deleted.npy  ids of older segments' vectors deleted in this commit (tombstones)
+    hnsw/NAME.bin             hnswlib graph of the part (inner-product space, labels = chunk ids),
+                              written when the part has at least GRAPH_ROWS vectors
 
-The rows are memory-mapped on open; the graph is read on first search. A
-delete zeroes rows and marks them deleted in the graph, which is rebuilt from
-the live rows (compaction) at the next save.
+A search asks every part for its top ``k`` (exactly for a part without a graph, or
+when it holds at most ``2k`` live rows; through its graph otherwise) and keeps the
+best ``k`` overall, ties by chunk id. Rows are memory-mapped on open; graphs are read
+on first search. A delete marks the vector deleted in its part's graph; merging the
+part drops it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, InputError, StoreCorruptedError
+from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
 from ._io import check_native_write, fsync_file, write_npy
-from .artifact import Artifact, StoreWarning
+from .artifact import Artifact, Part, StoreWarning
 
 #: HNSW construction and search parameters.
 DEFAULT_HNSW = {"M": 32, "ef_construction": 200, "ef_search": 128}
@@ -33,6 +35,8 @@ DETERMINISTIC_ROWS = 20_000
 #: Rows handed to hnswlib's ``add_items`` per call when a graph is built: each call inserts its
 #: block on every core, and only one block is copied to float32 at a time.
 INSERT_BLOCK = 65_536
+#: A part with at least this many vectors gets an HNSW graph; smaller parts are searched exactly.
+GRAPH_ROWS = 1024
 
 
 def insert_threads(total_rows: int) -> int:
@@ -66,8 +70,44 @@ def check_embedder_info(embedder: object) -> dict:
     return {"model_id": str(embedder["model_id"]), "checksum": str(embedder["checksum"]), "dim": int(dim)}
 
 
+#: A part's graph is searched with ``ef`` = ``PART_EF_SHARE`` x ``ef_search`` x its share of the view's vectors,
+#: at most ``ef_search``, at least 2k (recall@10 against brute force at least that of one graph: tested).
+PART_EF_SHARE = 2.0
+
+
+def _mark_deleted(graph, label: int) -> None:
+    """Mark ``label`` deleted in an hnswlib graph (already deleted: nothing to do)."""
+    try:
+        graph.mark_deleted(label)
+    except RuntimeError:
+        pass
+
+
+class _VPart:
+    """The vectors of one segment (``part`` set) or the unsaved ones (``part`` None)."""
+
+    __slots__ = ("ids", "rows", "n", "graph", "part")
+
+    def __init__(self, ids: np.ndarray, rows: np.ndarray, part: Part | None = None):
+        self.ids, self.rows, self.n = ids, rows, len(ids)
+        self.graph = None  # hnswlib.Index once read or built
+        self.part = part
+
+    def append(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        """Add rows to an in-memory part (capacity doubles, so many small adds stay linear)."""
+        need = self.n + len(ids)
+        if need > len(self.ids):
+            cap = max(need, 2 * len(self.ids), 64)
+            self.ids = np.concatenate([self.ids[: self.n], np.zeros(cap - self.n, np.int64)])
+            grow = np.zeros((cap - self.n, self.rows.shape[1]), dtype=self.rows.dtype)
+            self.rows = np.concatenate([self.rows[: self.n], grow])
+        self.ids[self.n : need] = ids
+        self.rows[self.n : need] = rows
+        self.n = need
+
+
 class VectorView(Artifact):
-    """A dense view: vectors by chunk id plus an HNSW graph over them.
+    """A dense view: vectors by chunk id, in one part per segment plus the unsaved ones.
 
     ``info`` is ``{"embedder": {model_id, checksum, dim}, "source": {...}}``,
     where ``source`` says what text was embedded (e.g. ``{"text": "chunk"}``).
@@ -84,13 +124,11 @@ class VectorView(Artifact):
         self.dim = self.embedder["dim"]
         self.dtype = dtype
         self.hnsw_params = dict(DEFAULT_HNSW, **(hnsw or {}))
-        self._rows = np.zeros((0, self.dim), dtype=DTYPES[dtype])
-        self._has = np.zeros(0, dtype=bool)
-        self._owned = True
-        self._graph: object | None = None  # hnswlib.Index, loaded lazily
-        self._graph_on_disk = False  # an hnsw file is waiting to be read
-        self._pending: set[int] = set()  # deleted while the graph was not loaded
-        self._n_deleted = 0  # deletions since the last save (the graph needs compaction)
+        self._parts: list[_VPart] = []  # saved parts, oldest first, then the unsaved one (part None)
+        self._where_p = np.zeros(0, dtype=np.int32)  # per chunk id: index of the part holding its vector, or -1
+        self._where_r = np.zeros(0, dtype=np.int64)  # ... and its row there
+        self._deleted: set[int] = set()  # vectors of saved parts deleted since the last save
+        self._n = 0
 
     @property
     def info(self) -> dict:
@@ -99,39 +137,79 @@ class VectorView(Artifact):
 
     # -- loading -------------------------------------------------------------
 
-    @classmethod
-    def load(cls, store, gen_dir: Path, entry: dict, hnsw: dict | None = None) -> VectorView:
-        """Open a saved view: rows memory-mapped, the graph left for the first search."""
-        v = cls(store, entry["name"], embedder=entry["embedder"], dtype=entry.get("dtype", "float32"),
-                source=entry.get("source"), hnsw=hnsw)
-        v.attach(gen_dir, entry["files"])
-        name = entry["name"]
-        try:
-            rows = np.load(Path(gen_dir) / f"vectors/{name}.npy", mmap_mode="r", allow_pickle=False)
-            has = np.load(Path(gen_dir) / f"vectors/{name}.has.npy", allow_pickle=False)
-        except FileNotFoundError:
-            raise
-        except (OSError, ValueError) as exc:
-            raise StoreCorruptedError(f"store {gen_dir}: vector view {name!r} is corrupted: {exc}") from None
-        if rows.ndim != 2 or rows.shape[1] != v.dim or len(has) != len(rows) or rows.dtype != DTYPES[v.dtype]:
-            raise StoreCorruptedError(f"store {gen_dir}: vector view {name!r} is corrupted: rows {rows.shape} {rows.dtype}, "
-                             f"dim {v.dim} {v.dtype}, {len(has)} flags")
-        v._rows, v._has, v._owned = rows, np.asarray(has, dtype=bool), False
-        v._graph_on_disk = f"hnsw/{name}.bin" in entry["files"]
-        return v
+    def _files(self) -> tuple[str, str, str, str]:
+        n = self.name
+        return f"vectors/{n}.ids.npy", f"vectors/{n}.npy", f"vectors/{n}.deleted.npy", f"hnsw/{n}.bin"
+
+    def load_parts(self, parts: list[Part]) -> None:
+        """Read every segment's ids and tombstones; rows are memory-mapped, graphs read on first search."""
+        graphs = {p.part.segment: p.graph for p in self._parts if p.part is not None and p.graph is not None}
+        Artifact.set_parts(self, parts)
+        f_ids, f_rows, f_del, _ = self._files()
+        self._parts, self._where_p, self._where_r, self._n = [], np.zeros(0, np.int32), np.zeros(0, np.int64), 0
+        self._deleted = set()
+        for part in parts:
+            try:
+                if part.has(f_del):
+                    self._drop(np.load(part.folder / f_del, allow_pickle=False).astype(np.int64))
+                if part.has(f_ids):
+                    ids = np.load(part.folder / f_ids, allow_pickle=False).astype(np.int64)
+                    rows = np.load(part.folder / f_rows, mmap_mode="r", allow_pickle=False)
+                    if (rows.ndim != 2 or rows.shape != (len(ids), self.dim) or rows.dtype != DTYPES[self.dtype]
+                            or (len(ids) and ids.min() < 0) or len(np.unique(ids)) != len(ids)):
+                        raise ValueError(f"rows {rows.shape} {rows.dtype} for {len(ids)} ids, dim {self.dim} {self.dtype}")
+                    vp = _VPart(ids, rows, part)
+                    vp.graph = graphs.get(part.segment)
+                    self._place(vp)
+            except FileNotFoundError:
+                raise
+            except (OSError, ValueError) as exc:
+                raise StoreCorruptedError(f"store {part.folder}: vector view {self.name!r} is corrupted: {exc}") from None
+
+    def _ensure(self, n: int) -> None:
+        if n > len(self._where_p):
+            cap = max(n, 2 * len(self._where_p), 64)
+            self._where_p = np.concatenate([self._where_p, np.full(cap - len(self._where_p), -1, np.int32)])
+            self._where_r = np.concatenate([self._where_r, np.zeros(cap - len(self._where_r), np.int64)])
+
+    def _place(self, vp: _VPart) -> None:
+        """Add a saved part (its rows win over older parts' rows of the same ids)."""
+        pi = len(self._parts)
+        self._parts.append(vp)
+        ids = vp.ids[: vp.n]
+        if len(ids):
+            self._ensure(int(ids.max()) + 1)
+            self._n += int(np.count_nonzero(self._where_p[ids] < 0))
+            self._where_p[ids] = pi
+            self._where_r[ids] = np.arange(len(ids))
+
+    def _drop(self, ids: np.ndarray) -> np.ndarray:
+        """Forget the vectors of ``ids`` (those without one are ignored); returns the ids dropped."""
+        ids = np.unique(ids[(ids >= 0) & (ids < len(self._where_p))])
+        ids = ids[self._where_p[ids] >= 0]
+        for pi in np.unique(self._where_p[ids]).tolist():
+            g = self._parts[pi].graph
+            if g is not None:
+                for c in ids[self._where_p[ids] == pi].tolist():
+                    _mark_deleted(g, c)
+        self._where_p[ids] = -1
+        self._n -= len(ids)
+        return ids
 
     @classmethod
     def from_rows(cls, store, name: str, *, embedder: dict, rows: np.ndarray, has: np.ndarray,
                   source: dict | None = None, hnsw: dict | None = None, graph=None) -> VectorView:
-        """A view from rows by chunk id (format version 1 migration); ``graph`` an hnswlib index or None."""
+        """A view from rows by chunk id (older store formats); all of it is unsaved. ``graph`` is not kept."""
         dtype = "float16" if rows.dtype == np.float16 else "float32"
         v = cls(store, name, embedder=embedder, dtype=dtype, source=source, hnsw=hnsw)
-        v._rows, v._has = np.asarray(rows, dtype=DTYPES[dtype]), np.asarray(has, dtype=bool)
-        v._graph = graph
+        ids = np.flatnonzero(np.asarray(has, dtype=bool)).astype(np.int64)
+        v._tail().append(ids, np.asarray(rows[ids], dtype=DTYPES[dtype]))
+        v._ensure(int(ids.max()) + 1 if len(ids) else 0)
+        v._where_p[ids], v._where_r[ids], v._n = 0, np.arange(len(ids)), len(ids)
         return v
 
     def loaded(self) -> bool:
-        return not self._graph_on_disk
+        return all(p.graph is not None or p.part is None or not p.part.has(self._files()[3]) for p in self._parts)
 
     def _new_graph(self, capacity: int):
         import hnswlib
@@ -141,77 +219,98 @@ class VectorView(Artifact):
                       ef_construction=self.hnsw_params["ef_construction"], random_seed=100)
         return ix
 
-    def graph(self):
-        """The hnswlib index (read from disk on first use)."""
-        if self._graph is None:
-            n = self.n_rows
-            if self._graph_on_disk:
-                ix = self._read_graph(n)
-                self._graph_on_disk = False
-                self._pending.clear()
-                if ix is not None:
-                    self._graph = ix
-                    return ix
-                n = self.n_rows
-            if self._graph is None:
-                ix = self._new_graph(n)
-                if n:
-                    # One thread up to DETERMINISTIC_ROWS: the same rows always give the same graph (a
-                    # rebuilt graph answers like the saved one); every core above it, for speed.
-                    bulk_insert(ix, self._rows, self.ids(), n)
-                self._graph = ix
-        return self._graph
+    def _build_graph(self, vp: _VPart, live: np.ndarray):
+        """A graph of the part's live rows (one thread up to DETERMINISTIC_ROWS: the same rows, the same graph)."""
+        ix = self._new_graph(len(live))
+        rows, ids = vp.rows[: vp.n], vp.ids[: vp.n]
+        if len(live) != vp.n:
+            rows, ids = rows[live], ids[live]
+        threads = insert_threads(len(ids))
+        for a in range(0, len(ids), INSERT_BLOCK):
+            ix.add_items(np.ascontiguousarray(rows[a : a + INSERT_BLOCK], dtype=np.float32),
+                         ids[a : a + INSERT_BLOCK], num_threads=threads)
+        return ix
 
-    def _read_graph(self, n: int):
-        """The saved graph, validated (sha256, then its row count) before and after hnswlib reads it.
+    def _graph(self, pi: int):
+        """The graph of part ``pi`` (read from disk on first use, built for the unsaved part)."""
+        vp = self._parts[pi]
+        if vp.graph is None:
+            live = self._live(pi)
+            rel = self._files()[3]
+            if vp.part is not None and vp.part.has(rel):
+                vp.graph = self._read_graph(vp, rel)
+            if vp.graph is None:
+                vp.graph = self._build_graph(vp, np.flatnonzero(live))
+            else:
+                for c in vp.ids[: vp.n][~live].tolist():
+                    _mark_deleted(vp.graph, c)
+        return vp.graph
 
-        A damaged graph is not read: it is rebuilt from the vectors (with a
-        warning; the next save writes the rebuilt graph) and None is returned.
-        """
+    def _read_graph(self, vp: _VPart, rel: str):
+        """The saved graph of a part, validated (sha256, then its row count); None (and a warning) when damaged."""
         import hnswlib
 
-        rel = f"hnsw/{self.name}.bin"
         try:
-            p = self.path_of(rel, verify=True)
+            p = vp.part.path(rel, verify=True, what=self._what())
             ix = hnswlib.Index(space="ip", dim=self.dim)
             try:
-                ix.load_index(str(p), max_elements=max(n + len(self._pending), 16))
+                ix.load_index(str(p), max_elements=max(vp.n, 16))
             except RuntimeError as exc:
                 raise StoreCorruptedError(f"store file {p} (HNSW of view {self.name!r}) is corrupted: {exc}",
                                           p) from None
-            for c in self._pending:
-                ix.mark_deleted(c)
-            if ix.get_current_count() - len(self._pending) != n:
+            if ix.get_current_count() != vp.n:
                 raise StoreCorruptedError(f"store file {p} is corrupted: HNSW holds {ix.get_current_count()} rows, "
-                                          f"the view {n + len(self._pending)}", p)
+                                          f"the part {vp.n}", p)
             return ix
         except StoreCorruptedError as exc:
-            warnings.warn(f"{exc}; rebuilding the graph from the vectors (the next save writes it anew)",
-                          StoreWarning, stacklevel=3)
-            self._n_deleted += 1  # the next save writes a new graph
-            self.dirty = True
+            warnings.warn(f"{exc}; rebuilding the graph from the vectors (merging the segment writes it anew)",
+                          StoreWarning, stacklevel=4)
             return None
 
+    def graph(self):
+        """The hnswlib graph of a view held in one part (read or built on first use).
+
+        Each segment's part has its own graph: a view spread over several parts
+        raises :class:`~momoka.errors.StoreError` (merge the store first).
+        """
+        held = [pi for pi, vp in enumerate(self._parts) if vp.n]
+        if len(held) > 1:
+            raise StoreError(f"vector view {self.name!r} is held in {len(held)} segments, each with its own graph; "
+                             "merge the store (Store.merge()) for one graph")
+        if not held:
+            return self._new_graph(0)
+        return self._graph(held[0])
+
+    def graph_parts(self) -> int:
+        """How many parts are searched through an HNSW graph (the others exactly)."""
+        rel = self._files()[3]
+        return sum(1 for p in self._parts if p.part is not None and p.part.has(rel))
+
     # -- reading -------------------------------------------------------------
+
+    def _live(self, pi: int) -> np.ndarray:
+        """Bool per row of part ``pi``: the vector is still the live one of its id."""
+        vp = self._parts[pi]
+        return self._where_p[vp.ids[: vp.n]] == pi
 
     @property
     def n_rows(self) -> int:
         """Number of chunks that have a vector."""
-        return int(np.count_nonzero(self._has))
+        return self._n
 
     def __len__(self) -> int:
         return self.n_rows
 
     def ids(self) -> np.ndarray:
         """Chunk ids that have a vector, ascending (int64)."""
-        return np.flatnonzero(self._has).astype(np.int64)
+        return np.flatnonzero(self._where_p >= 0).astype(np.int64)
 
     def has(self, ids: Sequence[int]) -> np.ndarray:
         """Bool per id: the chunk has a vector in this view."""
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        ok = (ids >= 0) & (ids < len(self._has))
+        ok = (ids >= 0) & (ids < len(self._where_p))
         out = np.zeros(len(ids), dtype=bool)
-        out[ok] = self._has[ids[ok]]
+        out[ok] = self._where_p[ids[ok]] >= 0
         return out
 
     def get(self, ids: Sequence[int]) -> np.ndarray:
@@ -220,14 +319,18 @@ class VectorView(Artifact):
         if not self.has(ids).all():
             bad = ids[~self.has(ids)][:10].tolist()
             raise InputError(f"vector view {self.name!r} has no vector for chunk id(s) {bad}")
-        return np.asarray(self._rows[ids], dtype=np.float32)
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        wp, wr = self._where_p[ids], self._where_r[ids]
+        for pi in np.unique(wp).tolist():
+            m = wp == pi
+            out[m] = self._parts[pi].rows[wr[m]]
+        return out
 
-    def _exact(self, q: np.ndarray, cand: Sequence[int], k: int) -> list[tuple[int, float]]:
-        cand = np.asarray(cand, dtype=np.int64)
+    def _exact(self, q: np.ndarray, cand: np.ndarray, k: int) -> list[tuple[int, float]]:
         if len(cand) == 0:
             return []
-        sims = np.asarray(self._rows[cand], dtype=np.float32) @ q
-        top = np.argsort(-sims, kind="stable")[:k]
+        sims = self.get(cand) @ q
+        top = np.lexsort((cand, -sims))[:k]
         return [(int(cand[i]), float(sims[i])) for i in top]
 
     def search(self, qvec: np.ndarray, k: int, allowed: Sequence[int] | None = None) -> list[tuple[int, float]]:
@@ -235,38 +338,102 @@ class VectorView(Artifact):
 
         Exact over ``allowed`` (chunk ids; those without a vector are skipped)
         when given, or over every row when the view holds at most ``2k``;
-        HNSW otherwise, falling back to exact when the graph cannot fill k.
+        otherwise each part gives its top ``k`` (exactly, or through its HNSW
+        graph when it has one and more than ``2k`` live rows, falling back to
+        exact when the graph cannot fill k) and the best ``k`` of them are kept.
         """
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise InputError(f"query vector has dimension {q.shape[0]}, the view {self.name!r} {self.dim}")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ConfigError(f"k must be a positive integer, got {k!r}")
-        n = self.n_rows
-        if allowed is not None or n <= 2 * k:
+        if allowed is not None or self.n_rows <= 2 * k:
             if allowed is not None:
                 cand = np.unique(np.asarray(list(allowed), dtype=np.int64))
                 cand = cand[self.has(cand)]
             else:
                 cand = self.ids()
             return self._exact(q, cand, k)
-        kk = min(k, n)
-        g = self.graph()
-        g.set_ef(max(self.hnsw_params.get("ef_search", 128), 2 * kk))
-        try:
-            labels, dist = g.knn_query(q[None, :], k=kk)
-        except RuntimeError:  # hnswlib could not fill k results (tiny or heavily deleted graph): exact search
-            return self._exact(q, self.ids(), k)
+        rel = self._files()[3]
+        out: list[tuple[int, float]] = []
+        graphed = []
+        for pi, vp in enumerate(self._parts):
+            if vp.n and ((vp.part is not None and vp.part.has(rel)) or (vp.part is None and vp.n >= GRAPH_ROWS)):
+                graphed.append(pi)
+        small = [pi for pi, vp in enumerate(self._parts) if vp.n and pi not in graphed]
+        if small:
+            out += self._exact_stack(q, small, k)
+        if graphed:
+            total = self.n_rows
+            out += [h for pi in graphed for h in self._graph_top(q, pi, k, total)]
         # Equal scores come back in hnswlib's heap order; order them by chunk id, as the exact path does.
-        return sorted(((int(l), float(1.0 - d)) for l, d in zip(labels[0], dist[0])), key=lambda t: (-t[1], t[0]))
+        return sorted(out, key=lambda t: (-t[1], t[0]))[:k]
+
+    def _exact_stack(self, q: np.ndarray, parts: list[int], k: int) -> list[tuple[int, float]]:
+        """Exact top-``k`` over the parts without a graph, in one product with their rows stacked.
+
+        The stack of saved parts is built once per set of parts (the unsaved part is searched apart).
+        """
+        saved = tuple((pi, self._parts[pi].part.segment) for pi in parts if self._parts[pi].part is not None)
+        if getattr(self, "_stacked", (None,))[0] != saved:
+            vps = [self._parts[pi] for pi, _ in saved]
+            ids = np.concatenate([vp.ids[: vp.n] for vp in vps] or [np.zeros(0, np.int64)])
+            owner = np.concatenate([np.full(vp.n, pi, np.int32) for (pi, _), vp in zip(saved, vps)]
+                                   or [np.zeros(0, np.int32)])
+            rows = np.concatenate([np.asarray(vp.rows[: vp.n], dtype=np.float32) for vp in vps]
+                                  or [np.zeros((0, self.dim), np.float32)])
+            self._stacked = (saved, ids, owner, rows)
+        _, ids, owner, rows = self._stacked
+        tail = [pi for pi in parts if self._parts[pi].part is None]
+        for pi in tail:  # the unsaved part: its rows as they are
+            vp = self._parts[pi]
+            ids = np.concatenate([ids, vp.ids[: vp.n]])
+            owner = np.concatenate([owner, np.full(vp.n, pi, np.int32)])
+            rows = np.concatenate([rows, np.asarray(vp.rows[: vp.n], dtype=np.float32)])
+        live = self._where_p[ids] == owner
+        if not live.all():
+            ids, rows = ids[live], rows[live]
+        if len(ids) == 0:
+            return []
+        sims = rows @ q
+        if len(sims) > k:
+            top = np.argpartition(-sims, k - 1)[:k]
+            cut = sims[top].min()
+            top = np.flatnonzero(sims >= cut)  # every tie of the k-th score, ordered by id below
+        else:
+            top = np.arange(len(sims))
+        order = top[np.lexsort((ids[top], -sims[top]))][:k]
+        return [(int(ids[i]), float(sims[i])) for i in order]
+
+    def _graph_top(self, q: np.ndarray, pi: int, k: int, total: int) -> list[tuple[int, float]]:
+        """Top-``k`` of part ``pi`` through its graph (exactly when it has at most 2k live rows or the graph
+        cannot fill k).
+
+        The search breadth (hnswlib's ``ef``) is ``ef_search`` scaled by :data:`PART_EF_SHARE` times the
+        part's share of the view's vectors, at most ``ef_search`` and at least ``2k``: a part holding a tenth of the vectors holds
+        about a tenth of the best ones, which sit near the top of its own ranking.
+        """
+        vp = self._parts[pi]
+        live = self._live(pi)
+        n = int(np.count_nonzero(live))
+        if n > 2 * k:
+            g = self._graph(pi)
+            ef = self.hnsw_params.get("ef_search", 128)
+            g.set_ef(max(2 * k, min(ef, int(np.ceil(PART_EF_SHARE * ef * n / max(total, 1))))))
+            try:
+                labels, dist = g.knn_query(q[None, :], k=min(k, n), num_threads=1)
+                return [(int(l), float(1.0 - d)) for l, d in zip(labels[0], dist[0])]
+            except RuntimeError:  # the graph could not fill k (heavily deleted): exact search
+                pass
+        return self._exact(q, vp.ids[: vp.n][live], k)
 
     # -- changes -------------------------------------------------------------
 
-    def _own(self) -> None:
-        if not self._owned:
-            self._rows = np.array(self._rows)
-            self._has = np.array(self._has)
-            self._owned = True
+    def _tail(self) -> _VPart:
+        """The unsaved part (created on first use)."""
+        if not self._parts or self._parts[-1].part is not None:
+            self._parts.append(_VPart(np.zeros(0, np.int64), np.zeros((0, self.dim), DTYPES[self.dtype])))
+        return self._parts[-1]
 
     def add(self, ids: Sequence[int], vectors: np.ndarray) -> None:
         """Add one vector per chunk id; ids must be live chunks without a vector in this view."""
@@ -280,6 +447,8 @@ class VectorView(Artifact):
             dead = [int(c) for c in ids if int(c) not in self._store.chunks]
             if dead:
                 raise InputError(f"vector view {self.name!r}: no live chunk with id(s) {dead[:10]}")
+        elif len(ids) and ids.min() < 0:
+            raise InputError(f"vector view {self.name!r}: negative chunk ids")
         if self.has(ids).any():
             raise InputError(f"vector view {self.name!r} already has vectors for chunk id(s) "
                              f"{ids[self.has(ids)][:10].tolist()}")
@@ -287,22 +456,19 @@ class VectorView(Artifact):
             raise InputError(f"vector view {self.name!r}: vectors must be finite")
         if len(ids) == 0:
             return
-        g = self.graph() if (self._graph is not None or self._graph_on_disk) else None
         self._changing()
-        self._own()
-        need = int(ids.max()) + 1
-        if need > len(self._has):
-            self._rows = np.concatenate([self._rows, np.zeros((need - len(self._has), self.dim), self._rows.dtype)])
-            self._has = np.concatenate([self._has, np.zeros(need - len(self._has), dtype=bool)])
-        self._rows[ids] = vecs.astype(self._rows.dtype)
-        self._has[ids] = True
-        if g is None and self._graph is None:
-            return  # built from the rows on first search (or at save)
-        g = self._graph
-        cnt = g.get_current_count() + len(ids)
-        if cnt > g.get_max_elements():
-            g.resize_index(max(cnt, 2 * g.get_max_elements()))
-        g.add_items(vecs, ids, num_threads=insert_threads(cnt))
+        tail = self._tail()
+        pi = len(self._parts) - 1
+        start = tail.n
+        tail.append(ids, vecs.astype(DTYPES[self.dtype]))
+        self._ensure(int(ids.max()) + 1)
+        self._where_p[ids], self._where_r[ids] = pi, np.arange(start, start + len(ids))
+        self._n += len(ids)
+        if tail.graph is not None:
+            g = tail.graph
+            if g.get_current_count() + len(ids) > g.get_max_elements():
+                g.resize_index(max(g.get_current_count() + len(ids), 2 * g.get_max_elements()))
+            g.add_items(vecs, ids, num_threads=insert_threads(tail.n))
 
     def delete(self, ids: Sequence[int]) -> int:
         """Drop the vectors of these chunk ids (those without one are ignored); returns how many."""
@@ -311,36 +477,81 @@ class VectorView(Artifact):
         if len(ids) == 0:
             return 0
         self._changing()
-        self._own()
-        self._rows[ids] = 0
-        self._has[ids] = False
-        if self._graph is not None:
-            for c in ids.tolist():
-                self._graph.mark_deleted(c)
-        elif self._graph_on_disk:
-            self._pending.update(ids.tolist())
-        self._n_deleted += len(ids)
+        saved = [int(c) for c in ids if self._parts[int(self._where_p[c])].part is not None]
+        self._drop(ids)
+        self._deleted.update(saved)
         return len(ids)
 
     # -- saving --------------------------------------------------------------
 
-    def write(self, folder: Path) -> list[str]:
-        files = [f"vectors/{self.name}.npy", f"vectors/{self.name}.has.npy"]
-        write_npy(Path(folder) / files[0], np.asarray(self._rows))
-        write_npy(Path(folder) / files[1], np.asarray(self._has))
-        if self.n_rows:
-            if self._n_deleted or (self._graph is None and not self._graph_on_disk):
-                # Compaction (or first build): a graph of the live rows only.
-                self._graph, self._graph_on_disk, self._pending = None, False, set()
-            g = self.graph()
-            p = Path(folder) / f"hnsw/{self.name}.bin"
-            p.parent.mkdir(parents=True, exist_ok=True)
-            g.save_index(str(p))  # hnswlib does not report a short write:
-            check_native_write(p)  # a full disk is an OSError (ENOSPC)
-            fsync_file(p)
-            files.append(f"hnsw/{self.name}.bin")
-        self._n_deleted = 0
+    def has_delta(self) -> bool:
+        return bool(self._deleted) or bool(self._parts and self._parts[-1].part is None and self._parts[-1].n)
+
+    def _write_part(self, folder: Path, ids: np.ndarray, rows: np.ndarray, deleted, graph=None) -> list[str]:
+        f_ids, f_rows, f_del, f_graph = self._files()
+        files = []
+        if len(ids):
+            write_npy(Path(folder) / f_ids, np.asarray(ids, dtype=np.int64))
+            write_npy(Path(folder) / f_rows, np.asarray(rows, dtype=DTYPES[self.dtype]))
+            files += [f_ids, f_rows]
+            if len(ids) >= GRAPH_ROWS:
+                if graph is None or graph.get_current_count() != len(ids):
+                    graph = self._build_graph(_VPart(np.asarray(ids), np.asarray(rows)), np.arange(len(ids)))
+                p = Path(folder) / f_graph
+                p.parent.mkdir(parents=True, exist_ok=True)
+                graph.save_index(str(p))  # hnswlib does not report a short write:
+                check_native_write(p)  # a full disk is an OSError (ENOSPC)
+                fsync_file(p)
+                files.append(f_graph)
+        if deleted:
+            write_npy(Path(folder) / f_del, np.array(sorted(deleted), dtype=np.int64))
+            files.append(f_del)
         return files
+
+    def write_delta(self, folder: Path) -> list[str]:
+        ids, rows, graph = np.zeros(0, np.int64), None, None
+        if self._parts and self._parts[-1].part is None:
+            pi = len(self._parts) - 1
+            tail = self._parts[pi]
+            live = self._live(pi)
+            ids, rows = tail.ids[: tail.n][live], tail.rows[: tail.n][live]
+            graph = tail.graph if live.all() else None
+        return self._write_part(folder, ids, rows, self._deleted, graph)
+
+    def write_merged(self, folder: Path, parts: list[Part], lo: int, hi: int) -> list[str]:
+        names = {p.segment for p in parts}
+        mine = [pi for pi, vp in enumerate(self._parts) if vp.part is not None and vp.part.segment in names]
+        ids = np.concatenate([self._parts[pi].ids[: self._parts[pi].n][self._live(pi)] for pi in mine]
+                             or [np.zeros(0, np.int64)])
+        ids = np.sort(ids)
+        gone: set[int] = set()
+        everything = set(np.concatenate([self._parts[pi].ids[: self._parts[pi].n] for pi in mine]
+                                        or [np.zeros(0, np.int64)]).tolist())
+        f_del = self._files()[2]
+        for part in parts:  # tombstones of older segments' vectors stay
+            if part.has(f_del):
+                d = np.load(part.path(f_del, verify=True, what=self._what()), allow_pickle=False)
+                gone.update(int(c) for c in d if int(c) not in everything)
+        return self._write_part(folder, ids, self.get(ids) if len(ids) else None, gone)
+
+    def committed(self) -> None:
+        """The unsaved part was written: it becomes a saved part (the store points it at its files)."""
+        self._deleted.clear()
+
+    def set_parts(self, parts: list[Part]) -> None:
+        """After a save or merge: re-read the parts (graphs of unchanged segments are kept)."""
+        self.load_parts(parts)
+
+    def unsave(self) -> None:
+        if any(vp.part is not None for vp in self._parts):
+            ids = self.ids()
+            rows = np.asarray(self.get(ids), dtype=DTYPES[self.dtype])
+            self._parts, self._where_p, self._where_r, self._n = [], np.zeros(0, np.int32), np.zeros(0, np.int64), 0
+            tail = self._tail()
+            tail.append(ids, rows)
+            self._ensure(int(ids.max()) + 1 if len(ids) else 0)
+            self._where_p[ids], self._where_r[ids], self._n = 0, np.arange(len(ids)), len(ids)
+        self._deleted.clear()
 
     def describe(self) -> dict:
         return {"embedder": dict(self.embedder), "dim": self.dim, "dtype": self.dtype, "rows": self.n_rows}

@@ -818,6 +818,17 @@ class Index:
         """Persist atomically to the store directory (or to ``path`` for an in-memory index)."""
         return self.store.save(path)
 
+    def optimize(self) -> bool:
+        """Merge the store's segments into one (saving unsaved changes first); True when something was merged.
+
+        Each commit adds a segment and the merge policy merges the newest ones as
+        they pile up (:mod:`momoka.index.segments`); this merges them all: the data
+        of deleted chunks leaves the store and each dense view has one HNSW graph.
+        """
+        merged = self.store.merge(everything=True)
+        self._retrievers.clear()
+        return merged
+
     def refresh(self) -> bool:
         """Move this reader to the store's newest commit; True when it moved.
 

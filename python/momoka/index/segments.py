@@ -1,0 +1,59 @@
+"""Segments of a store (format version 3): immutable folders of per-commit changes and their merge policy.
+
+A commit writes one segment holding only that commit's changes: the chunk rows it
+added, every artifact's new rows (vectors with their own HNSW graph, a BM25 index
+of its slots, relation rows, node rows), changed metadata and tombstones for what
+it deleted. The manifest lists the live segments, oldest first, each as::
+
+    {"name": "seg-000012", "level": 0, "base": 5120, "end": 5376,
+     "parts": {"chunks": {REL: {"bytes", "sha256"}}, "vectors/raw": {...}, "documents": {...}, ...}}
+
+(``base..end``: the chunk ids whose rows it holds). Readers apply the segments in
+order; a later segment's row wins. A generation folder holds every live segment
+(unchanged segments are hard-linked from the previous generation, so a commit writes
+only its own bytes).
+
+The merge policy is logarithmic, as Lucene's ``LogMergePolicy``: new segments have
+level 0; when the newest :data:`MERGE_FACTOR` segments share a level, they are
+merged into one segment of the next level (the current state of what they held:
+dead chunks' texts, vectors and postings leave the store), so a store of N commits
+has about ``MERGE_FACTOR * log(N) / log(MERGE_FACTOR)`` segments and each row is
+rewritten about ``log(N) / log(MERGE_FACTOR)`` times. :meth:`Store.merge` with
+``everything=True`` merges all segments into one.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Segments of one level merged together (``MOMOKA_MERGE_FACTOR`` changes it).
+MERGE_FACTOR = 10
+#: The part key of the document entries.
+DOCS = "documents"
+DOCS_FILE = "documents.jsonl"
+DOCS_DELETED = "documents.deleted.json"
+
+
+def merge_factor() -> int:
+    """The merge factor: ``$MOMOKA_MERGE_FACTOR`` when set (at least 2), else :data:`MERGE_FACTOR`."""
+    env = os.environ.get("MOMOKA_MERGE_FACTOR", "").strip()
+    try:
+        return max(2, int(env)) if env else MERGE_FACTOR
+    except ValueError:
+        return MERGE_FACTOR
+
+
+def segment_name(number: int) -> str:
+    """The folder name of segment ``number``."""
+    return f"seg-{number:06d}"
+
+
+def next_merge(segments: list[dict], factor: int) -> tuple[int, int] | None:
+    """``(first, stop)``: the run of segments to merge next (the newest ``factor`` of one level), or None."""
+    if len(segments) < factor:
+        return None
+    tail = segments[-factor:]
+    level = tail[0].get("level", 0)
+    if all(s.get("level", 0) == level for s in tail):
+        return len(segments) - factor, len(segments)
+    return None
