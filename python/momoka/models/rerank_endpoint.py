@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, LLMConnectionError, LLMResponseError, LLMTimeoutError
+from ._inputs import check_query_passages
 
 ENV_BASE_URL = "MOMOKA_RERANK_BASE_URL"
 ENV_MODEL = "MOMOKA_RERANK_MODEL"
@@ -77,9 +78,7 @@ class EndpointReranker:
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """One relevance score per passage (float32, input order), from the endpoint."""
-        from .reranker import _check
-
-        passages = _check(query, passages)
+        passages = check_query_passages(query, passages)
         out = np.zeros(len(passages), dtype=np.float32)
         for s in range(0, len(passages), self.batch_size):
             part = passages[s:s + self.batch_size]

@@ -28,6 +28,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, ModelError
+from ._inputs import check_passages, check_query, check_query_passages
 from .embedder import Embedder, _session_io_check, load_tokenizer
 from .installer import default_causal_lm
 from .runtime import create_session, sha256_file
@@ -54,28 +55,6 @@ class Reranker(Protocol):
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:  # pragma: no cover - protocol
         ...
-
-
-def _check(query: str, passages: Sequence[str]) -> list[str]:
-    _check_query(query)
-    return _check_passages(passages)
-
-
-def _check_query(query: str) -> None:
-    if not isinstance(query, str):
-        raise InputError(f"query must be a str, got {type(query).__name__}")
-    if not query.strip():
-        raise EmptyInputError("query is empty")
-
-
-def _check_passages(passages: Sequence[str]) -> list[str]:
-    if isinstance(passages, (str, bytes)):
-        raise InputError("passages must be a list of strings, not a single string")
-    passages = list(passages)
-    for i, p in enumerate(passages):
-        if not isinstance(p, str):
-            raise InputError(f"passage {i} is {type(p).__name__}, not str")
-    return passages
 
 
 def rank(reranker: Reranker, query: str, passages: Sequence[str], top_k: int | None = None) -> list[tuple[int, float]]:
@@ -117,7 +96,7 @@ class CosineReranker:
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Cosine similarity of the query's embedding to each passage's (float32, in [-1, 1])."""
-        passages = _check(query, passages)
+        passages = check_query_passages(query, passages)
         if not passages:
             return np.zeros(0, dtype=np.float32)
         q = self.embedder.embed([query])[0]
@@ -170,7 +149,7 @@ class CrossEncoderReranker:
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """One relevance logit per passage (float32, input order)."""
-        passages = _check(query, passages)
+        passages = check_query_passages(query, passages)
         if not passages:
             return np.zeros(0, dtype=np.float32)
         encs = self.tokenizer.encode_batch([(query, p) for p in passages], add_special_tokens=True)
@@ -249,7 +228,7 @@ class QueryLikelihoodReranker:
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Mean log-probability of the query's tokens after each passage's prompt (float32, <= 0)."""
-        passages = _check(query, passages)
+        passages = check_query_passages(query, passages)
         if not passages:
             return np.zeros(0, dtype=np.float32)
         if not self._reuse:
@@ -262,7 +241,7 @@ class QueryLikelihoodReranker:
     def score_matrix(self, queries: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """Scores of every query against every passage: float32 array ``[len(queries), len(passages)]``."""
         queries = self._check_queries(queries)
-        passages = _check_passages(passages)
+        passages = check_passages(passages)
         if not queries or not passages:
             return np.zeros((len(queries), len(passages)), dtype=np.float32)
         return np.stack(self.score_batch(queries, [passages] * len(queries)))
@@ -281,7 +260,7 @@ class QueryLikelihoodReranker:
         queries = self._check_queries(queries)
         if isinstance(passage_lists, (str, bytes)) or len(passage_lists) != len(queries):
             raise InputError("passage_lists must hold one list of passages per query")
-        lists = [_check_passages(ps) for ps in passage_lists]
+        lists = [check_passages(ps) for ps in passage_lists]
         if not self._reuse:
             return [self.score(q, ps) if ps else np.zeros(0, dtype=np.float32) for q, ps in zip(queries, lists)]
         out = [np.zeros(len(ps), dtype=np.float32) for ps in lists]
@@ -314,7 +293,7 @@ class QueryLikelihoodReranker:
             raise InputError("queries must be a list of strings, not a single string")
         queries = list(queries)
         for q in queries:
-            _check_query(q)
+            check_query(q)
         return queries
 
     @property
