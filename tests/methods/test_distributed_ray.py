@@ -120,6 +120,44 @@ def test_ray_build_equals_single_process(cluster, corpus, reference, tmp_path):
     ix.close()
 
 
+def test_ray_build_with_jerr_equals_single_process(cluster, corpus, clean_llm_env, tmp_path):
+    """Tried: the slice built with the title enricher and the JERR relator (offline backend), once in this process and once on 2 Ray
+    workers (a commit every document). The workers number entities, edges and their relations from 0; the
+    driver renumbers them (the node tables declare which fields hold ids). Node rows, relation rows, the
+    documents' JERR records and the top-5 of the dense, BM25, hybrid, mm and jerr retrievers for the
+    questions must be equal."""
+    from momoka.methods.jerr.graph import EDGES, ENTITIES, MENTIONS
+
+    folder, questions = corpus
+    jerr = [("jerr", {"backend": "offline"})]
+    local = momoka.Index.build([folder], store=tmp_path / "l", enrich=["title"], relate=jerr, commit_docs=1,
+                               progress=False)
+    ix = momoka.Index.build([folder], store=tmp_path / "r", enrich=["title"], relate=jerr, engine="ray", workers=2,
+                            commit_docs=1, progress=False)
+    assert ix.report["failed"] == [] and len(ix.report["added"]) == N_DOCS
+    ix.close()
+    local.close()
+    assert verify_store(tmp_path / "r")["damaged"] == []
+    a, b = momoka.Index.open(tmp_path / "r"), momoka.Index.open(tmp_path / "l")
+    assert _spans(a) == _spans(b)
+    for t in (ENTITIES, EDGES):
+        ta, tb = a.store.node_table(t), b.store.node_table(t)
+        assert len(ta) == len(tb) > 0
+        assert [ta.get(i) for i in range(len(ta))] == [tb.get(i) for i in range(len(tb))]
+    for r in (MENTIONS, EDGES):
+        ra, rb = a.store.relation(r), b.store.relation(r)
+        assert ra.rows() == rb.rows() and all(ra.get(c).tolist() == rb.get(c).tolist() for c in ra.rows())
+    for d in b.doc_ids:  # the same records (first_entity, first_edge renumbered), but for the time taken
+        ra, rb = (dict(x.store.documents[d].metadata["jerr"]) for x in (a, b))
+        assert ra.pop("seconds") >= 0 and rb.pop("seconds") >= 0 and ra == rb
+    for r in ("dense", "bm25", "hybrid", "mm", "jerr"):
+        for g, w in zip(a.search_batch(questions, k=5, retriever=r), b.search_batch(questions, k=5, retriever=r)):
+            assert [it.spans for it in g] == [it.spans for it in w], r
+            np.testing.assert_allclose([it.score for it in g], [it.score for it in w], atol=1e-4)
+    a.close()
+    b.close()
+
+
 def ref_chunks(ref) -> int:
     return len(ref.store.chunks.ids())
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 from pathlib import Path
 
-from ..errors import StoreError, StoreLockedError, StoreMismatchError, StoreVersionError
+from ..errors import StoreCorruptedError, StoreError, StoreLockedError, StoreMismatchError, StoreVersionError
 
 try:  # fcntl is POSIX-only
     import fcntl
@@ -134,10 +135,24 @@ def read_manifest(path: str | os.PathLike) -> dict:
         )
     if version < 1:
         raise StoreVersionError(f"store {root} has unknown format version {version}")
-    from ._verify import check_manifest
-
     check_manifest(root, manifest)
     return manifest
+
+
+def manifest_checksum(manifest: dict) -> str:
+    """sha256 of the manifest's content without its ``checksum`` field (canonical JSON)."""
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    blob = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def check_manifest(root: Path, manifest: dict) -> None:
+    """StoreCorruptedError when the manifest's recorded checksum differs from its content."""
+    want = manifest.get("checksum")
+    if want is not None and want != manifest_checksum(manifest):
+        p = Path(root) / "manifest.json"
+        raise StoreCorruptedError(f"store {root} is corrupted: {p.name} does not match its checksum; "
+                                  "restore the store from a backup or rebuild it", p)
 
 
 def embedder_of(manifest: dict, view: str = "raw") -> dict | None:

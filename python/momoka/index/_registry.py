@@ -112,9 +112,11 @@ class ArtifactRegistry:
         """True when the store has node table ``name``."""
         return name in self._artifacts["nodes"]
 
-    def add_node_table(self, name: str, source: dict | None = None) -> NodeTable:
-        """A new, empty node table."""
-        return self._new("nodes", name, NodeTable(self, name, source))
+    def add_node_table(self, name: str, source: dict | None = None, *, id_fields: dict | None = None,
+                       doc_fields: dict | None = None) -> NodeTable:
+        """A new, empty node table (``id_fields``, ``doc_fields``: where its rows and the documents hold store
+        ids, see :class:`~momoka.index.node_table.NodeTable`)."""
+        return self._new("nodes", name, NodeTable(self, name, source, id_fields=id_fields, doc_fields=doc_fields))
 
     def node_table(self, name: str) -> NodeTable:
         """Node table ``name`` (StoreError naming the tables there are)."""

@@ -76,7 +76,8 @@ def load_v2(store, gdir: Path, manifest: dict) -> None:
                         r._weights[c] = w[a:b].astype(np.float32)
                 store.put_artifact("relation", name, r)
             elif kind == "nodes":
-                t = NodeTable(store, name, e.get("source"))
+                t = NodeTable(store, name, e.get("source"), id_fields=e.get("id_fields"),
+                              doc_fields=e.get("doc_fields"))
                 with open(gdir / f"nodes/{name}.jsonl", encoding="utf-8") as f:
                     t._rows = [json.loads(line) for line in f]
                 store.put_artifact("nodes", name, t)

@@ -19,13 +19,12 @@ A mismatch is a :class:`~momoka.errors.StoreCorruptedError` naming the file.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from pathlib import Path
 
 from .._files import sha256_file
 from ..errors import StoreCorruptedError
+from ._manifest import read_manifest
 
 #: Bytes of eagerly read files whose sha256 is checked on every open (64 MiB unless ``MOMOKA_VERIFY_MB``).
 VERIFY_ON_OPEN_BYTES = 64 << 20
@@ -34,22 +33,6 @@ LAZY_PREFIXES = ("hnsw/", "bm25/", "relations/", "nodes/", "chunks/meta.jsonl")
 #: Labels of the artifact kinds, for messages.
 LABELS = {"documents": "documents", "chunks": "chunk table", "vectors": "vector view", "bm25": "BM25 view",
           "relation": "relation", "nodes": "node table"}
-
-
-def manifest_checksum(manifest: dict) -> str:
-    """sha256 of the manifest's content without its ``checksum`` field (canonical JSON)."""
-    body = {k: v for k, v in manifest.items() if k != "checksum"}
-    blob = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def check_manifest(root: Path, manifest: dict) -> None:
-    """StoreCorruptedError when the manifest's recorded checksum differs from its content."""
-    want = manifest.get("checksum")
-    if want is not None and want != manifest_checksum(manifest):
-        p = Path(root) / "manifest.json"
-        raise StoreCorruptedError(f"store {root} is corrupted: {p.name} does not match its checksum; "
-                                  "restore the store from a backup or rebuild it", p)
 
 
 def _budget() -> int:
@@ -144,8 +127,6 @@ def verify_store(path: str | os.PathLike) -> dict:
     Returns ``{"generation", "files", "bytes", "damaged": [(file, reason), ...]}``;
     a store whose manifest itself is damaged raises StoreCorruptedError.
     """
-    from ._manifest import read_manifest
-
     root = Path(path)
     manifest = read_manifest(root)
     gen = manifest.get("dir")

@@ -49,7 +49,7 @@ class BM25View(Artifact):
         self.params = dict(DEFAULT_BM25, **(params or {}))
         self._bm25: BM25 | None = None
         self._saved = 0  # slots saved in segments
-        self._pending: dict[int, str] = {}  # texts of slots from _saved on (None: all of them unsaved)
+        self._pending: dict[int, str] = {}  # the texts added since the last save, by chunk id
         self._all_unsaved = True  # nothing saved yet: write the whole index
         self._deleted: set[int] = set()  # saved slots deleted since the last save
         self._spans: dict[str, tuple[int, int]] = {}  # segment -> the slots its piece holds
@@ -122,6 +122,12 @@ class BM25View(Artifact):
         """True when chunk ``cid`` is in the view."""
         return self.index.is_alive(int(cid))
 
+    def unsaved_texts(self) -> dict[int, str]:
+        """The texts added since the last save and still in the view, by chunk id (a native index cannot give
+        its texts back; a batch's :class:`~momoka.index.delta.Delta` carries these)."""
+        ix = self.index
+        return {c: t for c, t in self._pending.items() if ix.is_alive(c)}
+
     # -- changes -------------------------------------------------------------
 
     def add(self, ids: Sequence[int], texts: Sequence[str]) -> None:
@@ -170,8 +176,7 @@ class BM25View(Artifact):
             raise RuntimeError("internal error: BM25 ids out of step with chunk ids")  # pragma: no cover
         if gaps:
             ix.delete(gaps)
-        if not self._all_unsaved:
-            self._pending.update(zip(ids, texts))
+        self._pending.update(zip(ids, texts))
 
     def delete(self, ids: Sequence[int]) -> int:
         """Remove these chunks from the view (ids not in it are ignored); returns how many."""

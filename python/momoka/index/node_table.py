@@ -16,12 +16,25 @@ from .artifact import Artifact, Part
 
 
 class NodeTable(Artifact):
-    """Nodes with ids 0, 1, 2, ... in the order they are added, each a JSON-serialisable dict."""
+    """Nodes with ids 0, 1, 2, ... in the order they are added, each a JSON-serialisable dict.
+
+    ``id_fields`` declares the fields of a row that hold store ids (an int, a list of ints or None):
+    ``{"chunks": "chunk", "src": "nodes/entities"}`` (chunk ids, or node ids of a node table), and
+    ``doc_fields`` the document metadata that holds ids of this table's nodes (``{"jerr":
+    ["first_entity"]}``: ``metadata["jerr"]["first_entity"]``). A batch built apart (a Ray worker's
+    :class:`~momoka.index.delta.Delta`) has its own ids; these declarations let the store renumber them.
+    """
 
     kind = "nodes"
 
-    def __init__(self, store, name: str, source: dict | None = None):
+    def __init__(self, store, name: str, source: dict | None = None, *, id_fields: dict | None = None,
+                 doc_fields: dict | None = None):
         super().__init__(store, name, source)
+        self.id_fields = {str(k): str(v) for k, v in (id_fields or {}).items()}
+        self.doc_fields = {str(k): [str(f) for f in v] for k, v in (doc_fields or {}).items()}
+        bad = [v for v in self.id_fields.values() if v != "chunk" and not v.startswith("nodes/")]
+        if bad:
+            raise InputError(f"node table {name!r}: an id field holds 'chunk' or 'nodes/NAME' ids, not {bad[0]!r}")
         self._rows: list[dict] | None = []
         self._saved = 0
         self._spans: dict[str, tuple[int, int]] = {}  # segment -> the node ids its part holds
@@ -117,4 +130,9 @@ class NodeTable(Artifact):
         self._saved = 0
 
     def describe(self) -> dict:
-        return {"rows": len(self._rows)} if self._rows is not None else {}
+        d: dict = {"rows": len(self._rows)} if self._rows is not None else {}
+        if self.id_fields:
+            d["id_fields"] = dict(self.id_fields)
+        if self.doc_fields:
+            d["doc_fields"] = {k: list(v) for k, v in self.doc_fields.items()}
+        return d

@@ -70,12 +70,12 @@ from .artifact import Part
 from .documents import TrackedMeta
 from .segments import DOCS, DOCS_DELETED, DOCS_FILE, merge_factor, next_merge, segment_name
 from ._lease import Lease, delete_unleased, write_lease_file
-from ._manifest import (FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, check_embedder, embedder_of, os_reason,
-                        read_manifest)
+from ._manifest import (FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, check_embedder, embedder_of,
+                        manifest_checksum, os_reason, read_manifest)
 from ._registry import KINDS, RAW, ArtifactRegistry
 from ._v1 import load_v1
 from ._v2 import load_v2
-from ._verify import check_on_open, manifest_checksum, missing
+from ._verify import check_on_open, missing
 from .artifact import Artifact, StoreWarning
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable
@@ -300,7 +300,8 @@ class Store(ArtifactRegistry):
                   "relation": lambda e: Relation(self, e["name"], ordered=e.get("ordered", True),
                                                  weighted=e.get("weighted", False),
                                                  target_table=e.get("target_table"), source=e.get("source")),
-                  "nodes": lambda e: NodeTable(self, e["name"], e.get("source"))}
+                  "nodes": lambda e: NodeTable(self, e["name"], e.get("source"), id_fields=e.get("id_fields"),
+                                               doc_fields=e.get("doc_fields"))}
         try:
             for e in manifest.get("artifacts") or []:
                 kind, name = e.get("kind"), e.get("name")
@@ -477,6 +478,13 @@ class Store(ArtifactRegistry):
             out.append(list(mine))
         self._dirty = True
         return out
+
+    def apply(self, delta) -> list[str]:
+        """Add a batch built apart (a :class:`~momoka.index.delta.Delta`, by its own ids): its ids are renumbered
+        to follow the store's; returns the doc ids added. The next save writes it as one segment."""
+        from .delta import apply_delta
+
+        return apply_delta(self, delta)
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Delete documents: their chunks leave the table, every view and every relation.

@@ -25,6 +25,8 @@ from ..errors import ConfigError
 
 #: The context budget (characters) `momoka query/ask` fill, the reader sends, and `momoka eval` scores at by default.
 DEFAULT_BUDGET = 5000
+#: Documents run through the pipeline together while indexing with commits (and a Ray task's default size).
+ADD_BATCH = 32
 #: The default chunker of every command and of :meth:`momoka.Index.build`.
 DEFAULT_CHUNKER = "recursive"
 #: Chunk size (tokens) of the default chunker, chosen by the equal-budget evaluation (docs/results.md).

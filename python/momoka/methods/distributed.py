@@ -6,15 +6,16 @@ Who does what:
   enrichers and relators once, then take batches of documents. A batch runs through
   :meth:`momoka.Index._add_batch` -- the very function the single-process path runs -- on an
   in-memory scratch store shaped like the real one (same views, same pipeline), and the worker
-  ships back what that scratch store now holds (:func:`export_batch`): the documents with their
-  metadata, the chunks, every vector view's rows, the texts given to every BM25 view, relation
-  rows and node-table rows.
+  ships back what that scratch store now holds (:func:`export_batch`): a
+  :class:`~momoka.index.delta.Delta` of the documents with their metadata, the chunks, every vector
+  view's rows, the texts given to every BM25 view, relation rows and node-table rows.
 - **The driver** (the process calling :meth:`Index.add`) reads and parses the files (so workers
   need no shared filesystem), skips documents already committed, hands out batches and is the
   single writer: it applies the outputs to the real store in submission order
-  (:func:`apply_batch`, which maps the scratch store's chunk ids onto new global ids, so the
-  store is the one a single-process run builds, chunk ids included) and commits a generation
-  every ``commit_docs`` documents or ``commit_seconds`` seconds. A killed driver loses only what
+  (:func:`apply_batch`, which maps the scratch store's chunk and node ids onto new global ids, so
+  the store is the one a single-process run builds, ids included) and commits every ``commit_docs``
+  documents or ``commit_seconds`` seconds: a commit writes one segment holding only the new
+  batches, so the driver's commit costs the batch, not the store. A killed driver loses only what
   was not committed; rerunning the same command skips the committed documents (their content
   hash matches), so they are never chunked or embedded again.
 - **A killed worker**: its actor is restarted by Ray (``max_restarts``) and the batch retried
@@ -32,8 +33,9 @@ Who does what:
 
 Enrichers and relators run per batch of documents, as their protocol says
 (``enrich(index, doc_ids)`` for those documents only); a component that needs the other
-documents of the store while it runs cannot be distributed this way, nor one that writes
-node-table rows holding store ids (JERR's entity graph): :func:`apply_batch` refuses those.
+documents of the store while it runs cannot be distributed this way. Node tables whose rows hold
+store ids (JERR's entity graph) declare where (``id_fields``, ``doc_fields``), and the driver
+renumbers them (:class:`~momoka.index.delta.Delta`); rows holding ints in undeclared fields are refused.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import numpy as np
 
 from ..errors import ConfigError, MomokaError
 from ..progress import Progress
-from .pipeline import ADD_BATCH
+from .base import ADD_BATCH
 
 #: Times Ray restarts a dead worker actor, and retries a batch whose worker died.
 MAX_RESTARTS = 3
@@ -70,11 +72,7 @@ def require_ray():
 
 
 def scratch_index(template: dict, *, chunker: Any = None, embedder: Any = None, components: dict | None = None):
-    """An in-memory :class:`Index` shaped like the store ``template`` describes (:func:`store_template`).
-
-    Its BM25 views remember the texts they are given (a native BM25 index cannot give them back),
-    so :func:`export_batch` can ship them to the writer.
-    """
+    """An in-memory :class:`Index` shaped like the store ``template`` describes (:func:`store_template`)."""
     from ..index.store import Store
     from .pipeline import Index
 
@@ -83,32 +81,13 @@ def scratch_index(template: dict, *, chunker: Any = None, embedder: Any = None, 
     for name, e in template["vectors"].items():
         st.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
     for name, e in template["bm25"].items():
-        _logged(st.add_bm25_view(name, params=e["params"], source=e["source"]))
+        st.add_bm25_view(name, params=e["params"], source=e["source"])
     for name, e in template["relations"].items():
         st.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
                         source=e["source"])
     for name, e in template["nodes"].items():
-        st.add_node_table(name, source=e["source"])
-    add_bm25 = st.add_bm25_view
-
-    def add_bm25_view(name: str, **kw: Any):
-        return _logged(add_bm25(name, **kw))
-
-    st.add_bm25_view = add_bm25_view  # views an enricher adds on the scratch store log their texts too
+        st.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
     return Index(st, chunker=chunker, embedder=embedder, components=components, progress=False)
-
-
-def _logged(view):
-    view.log = []
-    add = view.add
-
-    def logged_add(ids, texts):
-        ids, texts = [int(i) for i in ids], list(texts)
-        add(ids, texts)
-        view.log.append((ids, texts))
-
-    view.add = logged_add
-    return view
 
 
 def _copy(x: Any) -> Any:
@@ -125,84 +104,33 @@ def store_template(store) -> dict:
     bm25 = {n: {"params": dict(v.params), "source": dict(v.source)} for n, v in store._artifacts["bm25"].items()}
     relations = {n: {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
                      "source": dict(r.source)} for n, r in store._artifacts["relation"].items()}
-    nodes = {n: {"source": dict(t.source)} for n, t in store._artifacts["nodes"].items()}
+    nodes = {n: {"source": dict(t.source), "id_fields": dict(t.id_fields), "doc_fields": _copy(t.doc_fields)}
+             for n, t in store._artifacts["nodes"].items()}
     return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": _copy(m.get("pipeline") or {}),
             "vectors": vectors, "bm25": bm25, "relations": relations, "nodes": nodes}
 
 
 def export_batch(index) -> dict:
-    """Everything a scratch index holds, by its local chunk ids, as plain picklable values."""
-    st = index.store
-    docs, chunks = [], []
-    for d in st.documents.values():
-        docs.append({"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": d.length,
-                     "metadata": dict(d.metadata), "sha256": d.sha256})
-        chunks.append([(cid, st.chunks.get(cid)) for cid in d.chunk_ids])
-    out: dict[str, Any] = {"documents": docs, "chunks": chunks, "vectors": {}, "bm25": {}, "relations": {},
-                           "nodes": {}}
-    for name, v in st._artifacts["vectors"].items():
-        ids = np.arange(v.n_rows, dtype=np.int64)
-        ids = ids[v.has(ids)] if len(ids) else ids
-        out["vectors"][name] = {"embedder": v.embedder, "dtype": v.dtype, "source": dict(v.source), "ids": ids,
-                                "rows": np.asarray(v.get(ids)) if len(ids) else None}
-    for name, v in st._artifacts["bm25"].items():
-        out["bm25"][name] = {"params": dict(v.params), "source": dict(v.source), "log": list(getattr(v, "log", []))}
-    for name, r in st._artifacts["relation"].items():
-        rows = {c: (np.asarray(r.get(c)), np.asarray(r.weights(c)) if r.weighted else None) for c in r.rows()}
-        out["relations"][name] = {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
-                                  "source": dict(r.source), "rows": rows}
-    for name, t in st._artifacts["nodes"].items():
-        out["nodes"][name] = {"source": dict(t.source), "rows": [t.get(i) for i in range(len(t))]}
-    out["settings"] = [(kind, spec["name"], spec["settings"]) for kind in ("enrich", "relate")
-                       for spec in index.pipeline.get(kind, []) if "settings" in spec]
-    return out
+    """What a scratch index holds: its :class:`~momoka.index.delta.Delta` and the components' recorded settings."""
+    from ..index.delta import Delta
+
+    settings = [(kind, spec["name"], spec["settings"]) for kind in ("enrich", "relate")
+                for spec in index.pipeline.get(kind, []) if "settings" in spec]
+    return {"delta": Delta.of_store(index.store), "settings": settings}
 
 
 def apply_batch(index, out: dict) -> list[str]:
     """Write one worker's output into ``index``'s store (the single writer); returns the doc ids added.
 
-    Chunk ids of the scratch store become new global ids and relation targets follow them; views,
+    :meth:`Store.apply <momoka.index.store.Store.apply>` renumbers the batch's chunk and node ids to
+    follow the store's (the store is then the one a single-process run builds, ids included); views,
     relations and node tables the store lacks are created as the worker's scratch store had them.
-    Node-table rows are refused (:class:`ConfigError`): they may hold chunk and node ids (JERR's
-    entities do) that no generic mapping can rewrite.
     """
-    st = index.store
-    rows = sorted(n for n, e in out["nodes"].items() if e["rows"])
-    rows += sorted(f"(targets of relation {n})" for n, e in out["relations"].items() if e["target_table"] and e["rows"])
-    if rows:
-        raise ConfigError(f"the pipeline writes node table(s) {', '.join(rows)}, whose rows hold store ids that a "
-                          "Ray worker's scratch store cannot know; index with the local engine, or add that "
-                          "component afterwards (momoka index PATHS --store DIR --relate NAME, without --engine ray)")
-    ids_per_doc = st.add_documents(out["documents"], [[c for _, c in cs] for cs in out["chunks"]])
-    gid = {local: new for cs, ids in zip(out["chunks"], ids_per_doc) for (local, _), new in zip(cs, ids)}
-
-    def mapped(ids):
-        return [gid[int(i)] for i in ids]
-
-    for name, e in out["vectors"].items():
-        if not st.has_vector_view(name):
-            st.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
-        if e["rows"] is not None:
-            st.vector_view(name).add(mapped(e["ids"]), e["rows"])
-    for name, e in out["bm25"].items():
-        if not st.has_bm25_view(name):
-            st.add_bm25_view(name, params=e["params"], source=e["source"])
-        for ids, texts in e["log"]:
-            st.bm25_view(name).add(mapped(ids), texts)
-    for name, e in out["nodes"].items():
-        if not st.has_node_table(name):
-            st.add_node_table(name, source=e["source"])
-    for name, e in out["relations"].items():
-        if not st.has_relation(name):
-            st.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
-                            source=e["source"])
-        rel = st.relation(name)
-        for c, (targets, weights) in e["rows"].items():
-            rel.set(gid[int(c)], mapped(targets), weights)
+    added = index.store.apply(out["delta"])
     for kind, name, settings in out["settings"]:
         index.record_settings(kind, name, settings)
-    st.mark_dirty()
-    return [d["doc_id"] for d in out["documents"]]
+    index.store.mark_dirty()
+    return added
 
 
 # ---------------------------------------------------------------------------------- Ray actors

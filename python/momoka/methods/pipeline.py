@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
-from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER,  # noqa: F401 (re-exported)
-                   DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
+from .base import (  # noqa: F401 (re-exported)
+    ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item,
+    Member, Result, check_budget)
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
 from ..progress import Progress
 from ..text.model import Chunk
@@ -60,8 +61,6 @@ DEFAULT_K = 5
 RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
 EMBED_BATCH = 256
-#: Documents run through the pipeline together while indexing with commits.
-ADD_BATCH = 32
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
 ENGINES = ("local", "ray")
 

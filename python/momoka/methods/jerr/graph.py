@@ -205,8 +205,11 @@ def build_graph(doc_id: str, extractions: Sequence[UnitExtraction], units: Seque
 def write_graph(store: Any, g: EntityGraph, source: dict) -> None:
     """Add one document's graph to the store's JERR artifacts (made on first use)."""
     if not store.has_node_table(ENTITIES):
-        store.add_node_table(ENTITIES, source=source)
-        store.add_node_table(EDGES, source=source)
+        # where rows and documents hold store ids, so a batch built apart (on a Ray worker) is renumbered
+        store.add_node_table(ENTITIES, source=source, id_fields={"chunks": "chunk"},
+                             doc_fields={DOC_KEY: ["first_entity"]})
+        store.add_node_table(EDGES, source=source, id_fields={"src": f"nodes/{ENTITIES}", "dst": f"nodes/{ENTITIES}",
+                                                              "chunk": "chunk"}, doc_fields={DOC_KEY: ["first_edge"]})
         store.add_relation(MENTIONS, ordered=False, target_table=ENTITIES, source=source)
         store.add_relation(EDGES, ordered=True, target_table=EDGES, source=source)
     ents = store.node_table(ENTITIES)
