@@ -274,10 +274,16 @@ def child(args) -> dict:
         store_mod.Store.save = timed_save
     tmp = Path(tempfile.mkdtemp(prefix=f"momoka-segbench-{args.label}-", dir=args.tmp))
     path = tmp / "store"
-    emb = HashEmbedder()
+    if args.embedder == "hash":
+        emb, emb_label = HashEmbedder(), f"hash, dim {DIM}"
+    else:  # the default model (its query embedding is part of every dense and hybrid query's time)
+        from momoka.methods.sources import load_embedder
+
+        emb = load_embedder(None)
+        emb_label = f"{emb.model_id} (the default model), dim {emb.dim}"
     result: dict = {"label": args.label, "momoka_version": momoka.__version__,
                     "momoka_dir": str(Path(momoka.__file__).parent), "n": len(docs), "passages": origin,
-                    "queries": len(qs), "commit_docs": args.commit, "embedder": f"hash, dim {DIM}"}
+                    "queries": len(qs), "commit_docs": args.commit, "embedder": emb_label}
     try:
         result["load_before"] = os.getloadavg()
         io0, ru0, t0 = proc_io(), resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
@@ -373,7 +379,7 @@ def run_side(label: str, pythonpath: list[str], args) -> dict:
                                                       if p and p not in pythonpath])
     env["MOMOKA_PROGRESS"] = "0"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--label", label, "--n", str(args.n),
-           "--commit", str(args.commit), "--queries", str(args.queries)]
+           "--commit", str(args.commit), "--queries", str(args.queries), "--embedder", args.embedder]
     for opt in ("data", "tmp"):
         if getattr(args, opt):
             cmd += [f"--{opt}", str(getattr(args, opt))]
@@ -471,6 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="write every number to this JSON file")
     ap.add_argument("--data", help="the shared data folder (default $MOMOKA_SHARED_DATA or ../shared/data)")
     ap.add_argument("--tmp", help="where to make the temporary stores (default the system's temporary folder)")
+    ap.add_argument("--embedder", choices=("hash", "default"), default="hash",
+                    help="hash: a hash embedder of dim 384 (the store's own costs; default); default: the default "
+                    "model, so query times include embedding the query as a user's do (slow to build)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--label", default="current", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -503,8 +512,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"passages: {first['n']} ({first['passages']['paragraphs']} paragraphs + "
           f"{first['passages']['sentence_cut']} sentence-cut, {first['passages']['chars'] / 1e6:.2f} M chars), "
           f"commit every {first['commit_docs']} docs, {first['queries']} queries, k=10")
-    print(f"embedder: deterministic hash embedder, dim {DIM} (store costs depend on the vectors' shape, not "
-          f"on the model)")
+    if first["embedder"].startswith("hash"):
+        print(f"embedder: deterministic hash embedder, dim {DIM} (store costs depend on the vectors' shape, not "
+              f"on the model)")
+    else:
+        print(f"embedder: {first['embedder']}")
     for res in report["results"]:
         load = ["/".join(f"{x:.2f}" for x in res[k]) for k in ("load_before", "load_after")]
         print(f"{res['label']}: momoka {res['momoka_version']} from {res['momoka_dir']}; load average "

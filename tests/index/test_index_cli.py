@@ -46,6 +46,25 @@ def test_index_adds_to_existing_store(tmp_path, files, capsys):
     assert "indexed 0 document(s)" in out and "1 unchanged" in out and "2 documents in the store" in out
 
 
+def test_store_merge(tmp_path, files, capsys):
+    store = tmp_path / "s"
+    for f in ("birds.txt", "stars.txt"):  # two commits: two segments
+        assert main(["index", str(files / f), "--store", str(store), "--no-dense", "--chunker", "paragraph"]) == 0
+    capsys.readouterr()
+    before = [h for h in json.loads(_query(store, capsys))["items"]]
+    assert main(["store", "merge", str(store)]) == 0
+    assert capsys.readouterr().out.startswith("merged: 2 segment(s) -> 1; 6 chunks in gen-")
+    assert [h for h in json.loads(_query(store, capsys))["items"]] == before
+    assert main(["store", "verify", str(store)]) == 0 and capsys.readouterr().out.startswith("ok: ")
+    assert main(["store", "merge", str(store)]) == 0
+    assert capsys.readouterr().out.startswith("nothing to merge: 1 segment(s) -> 1")
+
+
+def _query(store, capsys) -> str:
+    assert main(["query", str(store), "which stars are dense?", "-k", "3", "--json", "--retriever", "bm25"]) == 0
+    return capsys.readouterr().out
+
+
 def test_cli_errors_are_one_line(tmp_path, files, capsys):
     store = tmp_path / "s"
     main(["index", str(files), "--store", str(store), "--no-dense"])

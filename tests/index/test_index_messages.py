@@ -26,7 +26,7 @@ def _store(tmp_path: Path, docs) -> Path:
 
 def _gen(s: Path) -> Path:
     """The folder of the store's one segment (a build of a few documents commits once)."""
-    return next(s.glob("gen-*/seg-*"))
+    return next(s.glob("seg-*"))
 
 
 @pytest.fixture

@@ -92,7 +92,7 @@ def test_random_bytes_in_the_hnsw_graph_rebuild_it_from_the_vectors(tmp_path, do
     s = _hash_store(tmp_path, docs)
     want = [(it.doc_id, it.start, round(it.score, 5)) for it in
             Index.open(s, embedder=HashEmbedder()).search("apples orchard", k=3, retriever="dense")]
-    g = next(s.glob("gen-*/seg-*/hnsw/raw.bin"))
+    g = next(s.glob("seg-*/hnsw/raw.bin"))
     pristine = g.read_bytes()
     rng = random.Random(7)
     for _ in range(15):  # tried: 16 random bytes written into the graph, 15 times, then a query
@@ -110,7 +110,7 @@ def test_random_bytes_in_the_hnsw_graph_rebuild_it_from_the_vectors(tmp_path, do
                                            ("bm25/raw.bin", "overwrite")])
 def test_damaged_artifact_is_an_error_naming_the_file(tmp_path, docs, capsys, target, damage):
     s = _hash_store(tmp_path, docs)
-    p = next(s.glob(f"gen-*/seg-*/{target}"))
+    p = next(s.glob(f"seg-*/{target}"))
     # tried: random bytes over the file, or the file truncated to zero bytes, then open / query / verify
     _rand_overwrite(p, random.Random(3)) if damage == "overwrite" else p.write_bytes(b"")
     with pytest.raises(StoreCorruptedError, match=target.split("/")[-1]) as ei:

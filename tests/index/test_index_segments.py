@@ -89,10 +89,11 @@ def test_many_segments_rank_exactly_as_one(tmp_path, real, monkeypatch):
         assert min(got.values()) >= sorted(want, reverse=True)[min(19, len(want) - 1)] - 1e-9
     # merged into one segment: the same answers, and the dead chunks' texts left the store
     before = {(q, r): _hits(many, q, r) for q in QUERIES for r in ("bm25", "dense", "hybrid")}
-    text_bytes = sum(p.stat().st_size for p in (tmp_path / "many").glob(f"{st.manifest['dir']}/seg-*/chunks/text.bin"))
+    text_bytes = sum((tmp_path / "many" / sg["name"] / "chunks" / "text.bin").stat().st_size
+                     for sg in st.segments if "chunks/text.bin" in sg["parts"].get("chunks", {}))
     assert many.optimize() and len(many.store.segments) == 1
     assert {(q, r): _hits(many, q, r) for q in QUERIES for r in ("bm25", "dense", "hybrid")} == before
-    merged = next((tmp_path / "many").glob(f"{many.store.manifest['dir']}/seg-*/chunks/text.bin")).stat().st_size
+    merged = (tmp_path / "many" / many.store.segments[0]["name"] / "chunks" / "text.bin").stat().st_size
     assert merged < text_bytes
     many.close()
     again = Index.open(tmp_path / "many", embedder=emb)
@@ -131,6 +132,8 @@ def test_each_commit_writes_only_its_batch(tmp_path, monkeypatch):
     ix = _build(tmp_path / "s", docs[:10], 5, emb)
     st = ix.store
     root = tmp_path / "s"
+    stamps = {(sg["name"], rel): (root / sg["name"] / rel).stat().st_mtime_ns
+              for sg in st.segments for rel in sg["parts"]["chunks"]}
     for i in range(10, 40, 10):
         old_gen, old = st.manifest["dir"], [sg["name"] for sg in st.segments]
         n0 = st.n_slots
@@ -139,14 +142,17 @@ def test_each_commit_writes_only_its_batch(tmp_path, monkeypatch):
         new = st.segments[-1]
         assert [sg["name"] for sg in st.segments[:-1]] == old
         assert (new["base"], new["end"]) == (n0, st.n_slots)  # only the batch's rows
-        rows = np.load(root / st.manifest["dir"] / new["name"] / "chunks" / "start.npy")
+        rows = np.load(root / new["name"] / "chunks" / "start.npy")
         assert len(rows) == st.n_slots - n0
-        ids = np.load(root / st.manifest["dir"] / new["name"] / "vectors" / "raw.ids.npy")
+        ids = np.load(root / new["name"] / "vectors" / "raw.ids.npy")
         assert sorted(ids.tolist()) == list(range(n0, st.n_slots))
-        for name in old:  # older segments are hard links of the previous generation's files, not copies
+        for name in old:  # older segments were not touched: the same files, not rewritten
             for rel in st.segments[old.index(name)]["parts"]["chunks"]:
-                a, b = root / old_gen / name / rel, root / st.manifest["dir"] / name / rel
-                assert a.stat().st_ino == b.stat().st_ino
+                assert (root / name / rel).stat().st_mtime_ns == stamps[(name, rel)]
+        # the generation holds the lease and its manifest only: a commit costs its batch, not the store
+        assert sorted(p.name for p in (root / st.manifest["dir"]).iterdir()) == [".lease", "manifest.json"]
+        stamps.update({(new["name"], rel): (root / new["name"] / rel).stat().st_mtime_ns
+                       for rel in new["parts"]["chunks"]})
     ix.close()
 
 
@@ -252,7 +258,40 @@ def test_store_of_format_2_opens_and_is_written_as_one_segment(tmp_path):
     ix.close()
     m = json.loads((path / "manifest.json").read_text())
     assert m["version"] == 3 and len(m["segments"]) == 1
-    assert not (path / m["dir"] / "chunks").exists() and (path / m["dir"] / m["segments"][0]["name"] / "chunks").is_dir()
+    assert (path / m["segments"][0]["name"] / "chunks").is_dir()
     again = Index.open(path, embedder=emb)
     assert not again.store.dirty
     check(again)
+
+
+def test_no_segment_or_generation_is_left_behind(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOMOKA_MERGE_FACTOR", "3")
+    emb = HashEmbedder()
+    docs = [{"doc_id": f"d{i}", "text": f"Document {i} is about item{i} and topic{i % 5}."} for i in range(20)]
+    ix = _build(tmp_path / "s", docs, 1, emb)
+    ix.delete(["d4", "d11"])
+    ix.save()
+    root = tmp_path / "s"
+    live = {sg["name"] for sg in ix.store.segments}
+
+    def named_by(gen):
+        return {sg["name"] for sg in json.loads((root / gen / "manifest.json").read_text())["segments"]}
+
+    # merged-away segments were deleted, but those the previous generation names (kept for a reader that
+    # opened it before this commit)
+    assert {p.name for p in root.glob("gen-*")} == {ix.store.manifest["dir"], ix.store.manifest["previous"]}
+    assert {p.name for p in root.glob("seg-*")} == live | named_by(ix.store.manifest["previous"])
+    # a reader keeps its generation, and the segments it names, while the writer merges them away
+    reader = Index.open(root, embedder=emb)
+    want = _hits(reader, "item7 topic2", "hybrid")
+    assert ix.optimize()
+    ix.add([{"doc_id": "late", "text": "A late document about item7."}])
+    ix.save()
+    assert _hits(reader, "item7 topic2", "hybrid") == want
+    assert {p.name for p in root.glob("seg-*")} >= live
+    reader.close()
+    ix.add([{"doc_id": "later", "text": "Another one."}])
+    ix.save()
+    assert {p.name for p in root.glob("seg-*")} == ({sg["name"] for sg in ix.store.segments}
+                                                    | named_by(ix.store.manifest["previous"]))
+    ix.close()

@@ -152,7 +152,7 @@ def test_float16_vectors(tmp_path, docs, embedder):
     ix = _build(tmp_path, docs, embedder, vector_dtype="float16")
     ix.close()
     again = Index.open(tmp_path / "s", embedder=embedder)
-    assert np.load(next((tmp_path / "s").glob("gen-*/seg-*/vectors/raw.npy"))).dtype == np.float16
+    assert np.load(next((tmp_path / "s").glob("seg-*/vectors/raw.npy"))).dtype == np.float16
     # The hashed test embedder ties "lava magma" between two documents (colliding words), so the query
     # is one whose best chunks are clearly the volcano's (cosine 0.84 / 0.79 against 0.38 for the next).
     hits = again.search("volcano erupts lava and ash, magma rises from the mantle", k=3, retriever="dense")
@@ -228,7 +228,7 @@ def test_not_a_store(tmp_path):
 
 def test_corrupted_generation(tmp_path, docs, embedder):
     _build(tmp_path, docs, embedder).close()
-    next((tmp_path / "s").glob("gen-*/seg-*/bm25/raw.bin")).write_bytes(b"junk")  # tried: a damaged BM25 file
+    next((tmp_path / "s").glob("seg-*/bm25/raw.bin")).write_bytes(b"junk")  # tried: a damaged BM25 file
     with pytest.raises(StoreError, match="BM25"):
         Index.open(tmp_path / "s")
 

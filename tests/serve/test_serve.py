@@ -127,7 +127,7 @@ def test_a_damaged_new_commit_keeps_the_old_one_serving(store, capsys):
         w.add([{"doc_id": "airship", "text": "A zeppelin is a rigid airship."}])
         w.save()
         w.close()
-        gen = sorted(store.glob("gen-000002/seg-*/documents.jsonl"))[-1]  # the new commit's segment
+        gen = sorted(store.glob("seg-*/documents.jsonl"))[-1]  # the new commit's segment
         gen.write_bytes(gen.read_bytes()[:-10])  # tried: a commit whose documents file got damaged
         with pytest.raises(Exception, match="corrupted"):
             srv.check()

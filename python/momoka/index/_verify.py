@@ -56,7 +56,7 @@ def _label(key: str) -> str:
 
 
 def _files(segments: list[dict]):
-    """``(path in the generation, record, label, path in the segment)`` of every file of the segments."""
+    """``(path in the store, record, label, path in the segment)`` of every file of the segments."""
     for sg in segments:
         for key, files in (sg.get("parts") or {}).items():
             for rel, rec in (files or {}).items():
@@ -64,16 +64,17 @@ def _files(segments: list[dict]):
 
 
 def manifest_files(manifest: dict):
-    """The files a manifest lists (either format): ``(path in the generation, record, label, path in the part)``."""
+    """The files a manifest lists: ``(path in the store, record, label, path in the part)``."""
     if int(manifest.get("version") or 0) >= 3:
         return _files(manifest.get("segments") or [])
-    return _files_v2(manifest.get("artifacts") or [])
+    gen = manifest.get("dir")
+    return ((f"{gen}/{rel}", rec, label, inner) for rel, rec, label, inner in _files_v2(manifest.get("artifacts") or []))
 
 
-def damaged(root: Path, gen: str, rel: str, label: str, why: str) -> StoreCorruptedError:
-    """The error for one damaged file (``why``: what differs)."""
-    p = Path(root) / gen / rel
-    return StoreCorruptedError(f"store {root} is corrupted: {gen}/{rel} ({label}) {why}; rebuild the store "
+def damaged(root: Path, rel: str, label: str, why: str) -> StoreCorruptedError:
+    """The error for one damaged file ``rel`` (a path in the store; ``why``: what differs)."""
+    p = Path(root) / rel
+    return StoreCorruptedError(f"store {root} is corrupted: {rel} ({label}) {why}; rebuild the store "
                                "(momoka index ... --overwrite) or restore it from a backup", p)
 
 
@@ -88,15 +89,15 @@ def missing(root: Path, path: str | os.PathLike) -> StoreCorruptedError:
                                "or rebuild the store (momoka index ... --overwrite)", p)
 
 
-def _check_files(root: Path, gen: str, files) -> None:
-    gdir = Path(root) / gen
+def _check_files(root: Path, files) -> None:
+    root = Path(root)
     eager = []
     for rel, rec, label, inner in files:
-        size = (gdir / rel).stat().st_size
+        size = (root / rel).stat().st_size
         if size != rec.get("bytes") and inner.startswith("hnsw/"):
             continue  # its first use finds the damage and rebuilds the graph from the vectors, with a warning
         if size != rec.get("bytes"):
-            raise damaged(root, gen, rel, label, f"has {size} bytes, the manifest says {rec.get('bytes')}")
+            raise damaged(root, rel, label, f"has {size} bytes, the manifest says {rec.get('bytes')}")
         if not inner.startswith(LAZY_PREFIXES):
             eager.append((size, rel, rec, label))
     left = _budget()
@@ -104,25 +105,25 @@ def _check_files(root: Path, gen: str, files) -> None:
         if size > left:
             break
         left -= size
-        if rec.get("sha256") and sha256_file(gdir / rel) != rec["sha256"]:
-            raise damaged(root, gen, rel, label, "does not match its sha256")
+        if rec.get("sha256") and sha256_file(root / rel) != rec["sha256"]:
+            raise damaged(root, rel, label, "does not match its sha256")
 
 
-def check_on_open(root: Path, gen: str, segments: list[dict]) -> None:
+def check_on_open(root: Path, segments: list[dict]) -> None:
     """Sizes of every file and sha256 of the eagerly read ones within the budget (see the module docstring).
 
     FileNotFoundError passes (a writer may have replaced the generation: the caller retries).
     """
-    _check_files(root, gen, _files(segments))
+    _check_files(root, _files(segments))
 
 
 def check_on_open_v2(root: Path, gen: str, entries: list[dict]) -> None:
-    """:func:`check_on_open` for a store of format version 2."""
-    _check_files(root, gen, _files_v2(entries))
+    """:func:`check_on_open` for a store of format version 2 (its files in generation folder ``gen``)."""
+    _check_files(root, ((f"{gen}/{rel}", rec, label, inner) for rel, rec, label, inner in _files_v2(entries)))
 
 
 def verify_store(path: str | os.PathLike) -> dict:
-    """Check every file of the store's current generation against the manifest.
+    """Check every file the store's manifest lists (its current generation's segments) against it.
 
     Returns ``{"generation", "files", "bytes", "damaged": [(file, reason), ...]}``;
     a store whose manifest itself is damaged raises StoreCorruptedError.
@@ -133,17 +134,16 @@ def verify_store(path: str | os.PathLike) -> dict:
     out = {"generation": gen, "files": 0, "bytes": 0, "damaged": []}
     if gen is None:
         return out
-    gdir = root / gen
     for rel, rec, label, _ in manifest_files(manifest):
         out["files"] += 1
-        p = gdir / rel
+        p = root / rel
         if not p.is_file():
-            out["damaged"].append((f"{gen}/{rel}", f"{label}: missing"))
+            out["damaged"].append((rel, f"{label}: missing"))
             continue
         size = p.stat().st_size
         out["bytes"] += size
         if size != rec.get("bytes"):
-            out["damaged"].append((f"{gen}/{rel}", f"{label}: {size} bytes, the manifest says {rec.get('bytes')}"))
+            out["damaged"].append((rel, f"{label}: {size} bytes, the manifest says {rec.get('bytes')}"))
         elif rec.get("sha256") and sha256_file(p) != rec["sha256"]:
-            out["damaged"].append((f"{gen}/{rel}", f"{label}: sha256 differs"))
+            out["damaged"].append((rel, f"{label}: sha256 differs"))
     return out

@@ -9,9 +9,9 @@ it deleted. The manifest lists the live segments, oldest first, each as::
      "parts": {"chunks": {REL: {"bytes", "sha256"}}, "vectors/raw": {...}, "documents": {...}, ...}}
 
 (``base..end``: the chunk ids whose rows it holds). Readers apply the segments in
-order; a later segment's row wins. A generation folder holds every live segment
-(unchanged segments are hard-linked from the previous generation, so a commit writes
-only its own bytes).
+order; a later segment's row wins. Segments are folders of the store (``seg-000012/``)
+written once and never changed; a commit writes its segment and a small generation
+folder (a lease file and its manifest), so it writes only its own bytes.
 
 The merge policy is logarithmic, as Lucene's ``LogMergePolicy``: new segments have
 level 0; when the newest :data:`MERGE_FACTOR` segments share a level, they are

@@ -6,29 +6,30 @@ Layout (format version 3)::
       manifest.json          format, version, generation, dir, chunker, hnsw, pipeline, counts,
                              artifacts (kind, name, source, settings), segments (oldest first:
                              name, level, base..end chunk ids, parts: files with bytes + sha256)
-      gen-000007/            one generation: a folder per live segment
-        seg-000012/          the changes of one commit (see :mod:`momoka.index.segments`)
-          documents.jsonl    document entries added or changed: doc_id, title, source, length, chunk ids, metadata
-          documents.deleted.json   ids of documents deleted
-          chunks/            new chunk rows, columnar (see :mod:`momoka.index.chunk_table`), metadata, tombstones
-          vectors/NAME.*     a dense view's new vectors (ids + rows) and tombstones
-          hnsw/NAME.bin      their HNSW graph (hnswlib, inner product, labels = chunk ids), for large parts
-          bm25/NAME.*        a native BM25 index of the view's new slots, and tombstones
-          relations/NAME.*   relation rows set (CSR), and tombstones
-          nodes/NAME.jsonl   node rows added (entities that relations can point at)
+      seg-000012/            the changes of one commit or merge (see :mod:`momoka.index.segments`)
+        documents.jsonl      document entries added or changed: doc_id, title, source, length, chunk ids, metadata
+        documents.deleted.json   ids of documents deleted
+        chunks/              new chunk rows, columnar (see :mod:`momoka.index.chunk_table`), metadata, tombstones
+        vectors/NAME.*       a dense view's new vectors (ids + rows) and tombstones
+        hnsw/NAME.bin        their HNSW graph (hnswlib, inner product, labels = chunk ids), for large parts
+        bm25/NAME.*          a native BM25 index of the view's new slots, and tombstones
+        relations/NAME.*     relation rows set (CSR), and tombstones
+        nodes/NAME.jsonl     node rows added (entities that relations can point at)
+      gen-000007/            a generation: .lease (readers' shared locks) and manifest.json (its manifest)
       .lock                  writer lock (flock; holds the writer's pid)
 
-Writes are atomic and append-only: :meth:`Store.save` writes a new generation
-into a temporary folder (one new segment holding the changes since the last
-save; the other segments hard-linked, no bytes written), fsyncs it, renames it
-to ``gen-N``, then replaces ``manifest.json`` (temporary file + rename). The
-manifest is written last and names its generation, so a crash or kill at any
-point leaves the store at its last saved state; leftovers are cleaned by the
-next writer. After a commit, the merge policy may merge the newest segments into
-one (:mod:`momoka.index.segments`), as a commit of its own. Generations older
-than the previous one are deleted by the save, except those a reader leases
-(:mod:`momoka.index._lease`): an open reader keeps answering from the
-generation it loaded until :meth:`Store.refresh` or :meth:`Store.close`.
+Writes are atomic and append-only: :meth:`Store.save` writes one new segment
+holding the changes since the last save (temporary name, fsync, rename; no
+other segment is touched), then a generation folder naming the segments, then
+replaces ``manifest.json`` (temporary file + rename). The manifest is written
+last and names its generation, so a crash or kill at any point leaves the store
+at its last saved state; leftovers are cleaned by the next writer. After a
+commit, the merge policy may merge the newest segments into one
+(:mod:`momoka.index.segments`), as a commit of its own. Generations older than
+the previous one are deleted by the save, except those a reader leases
+(:mod:`momoka.index._lease`), and a segment once no generation left names it:
+an open reader keeps answering from the generation it loaded until
+:meth:`Store.refresh` or :meth:`Store.close`.
 
 Chunk ids are global, dense and never reused: row ``i`` of the chunk table,
 and the id of every vector, BM25 document and relation row, belongs to chunk
@@ -47,7 +48,7 @@ One writer at a time: opening for writing takes an exclusive ``flock`` on
 kernel drops the lock when its process dies, so the lock of a killed writer
 is never stale. Readers take no writer lock, only a shared lease on their generation.
 
-Length: about 700 lines, of which the layout above and the lifecycle (create, open,
+Length: about 800 lines, of which the layout above and the lifecycle (create, open,
 lock, generations, save) are one unit; each artifact kind has its own module.
 """
 
@@ -103,8 +104,12 @@ _ATTEMPTS = 8
 
 
 def _leftover(name: str) -> bool:
-    """Files a writer leaves in a store directory before its first manifest: the lock and generations."""
-    return name == LOCK or ".tmp-" in name or bool(re.fullmatch(r"gen-\d{6}", name))
+    """Files a writer leaves in a store directory before its first manifest: the lock, generations, segments."""
+    return name == LOCK or ".tmp-" in name or bool(re.fullmatch(r"(gen|seg)-\d{6}", name))
+
+
+def _manifest_bytes(manifest: dict) -> bytes:
+    return (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 class Store(ArtifactRegistry):
@@ -290,8 +295,8 @@ class Store(ArtifactRegistry):
             return
         segments = [dict(sg, parts={k: dict(v) for k, v in (sg.get("parts") or {}).items()})
                     for sg in manifest.get("segments") or []]
-        check_on_open(root, gen, segments)  # FileNotFoundError: handled by _attach()
-        documents = self._read_documents(gdir, segments)
+        check_on_open(root, segments)  # FileNotFoundError: handled by _attach()
+        documents = self._read_documents(root, segments)
         hnsw = manifest.get("hnsw")
         chunks, artifacts = ChunkTable(self), {k: {} for k in KINDS}
         makers = {"vectors": lambda e: VectorView(self, e["name"], embedder=e["embedder"],
@@ -311,10 +316,10 @@ class Store(ArtifactRegistry):
                     raise StoreError(f"store {root} has an artifact of unknown kind {kind!r} ({name!r}); upgrade momoka")
         except (KeyError, TypeError) as exc:
             raise StoreCorruptedError(f"store {root} is corrupted: a bad artifact entry in the manifest ({exc})") from None
-        chunks.load_parts(self._parts_of(chunks.key, gdir, segments))
+        chunks.load_parts(self._parts_of(chunks.key, root, segments))
         for arts in artifacts.values():
             for art in arts.values():
-                art.load_parts(self._parts_of(art.key, gdir, segments))
+                art.load_parts(self._parts_of(art.key, root, segments))
         counts = manifest.get("counts") or {}
         if chunks.n_slots != counts.get("slots", chunks.n_slots) or len(documents) != counts.get(
                 "documents", len(documents)):
@@ -324,14 +329,14 @@ class Store(ArtifactRegistry):
         self._track()
 
     @staticmethod
-    def _parts_of(key: str, gdir: Path, segments: list[dict]) -> list[Part]:
-        """The parts artifact ``key`` has in ``segments`` (in generation folder ``gdir``), oldest first."""
-        return [Part(sg["name"], gdir / sg["name"], sg["parts"][key]) for sg in segments if key in sg["parts"]]
+    def _parts_of(key: str, root: Path, segments: list[dict]) -> list[Part]:
+        """The parts artifact ``key`` has in ``segments`` (folders of the store ``root``), oldest first."""
+        return [Part(sg["name"], root / sg["name"], sg["parts"][key]) for sg in segments if key in sg["parts"]]
 
-    def _read_documents(self, gdir: Path, segments: list[dict]) -> dict[str, DocEntry]:
+    def _read_documents(self, root: Path, segments: list[dict]) -> dict[str, DocEntry]:
         """The document entries: every segment's, oldest first (a later entry or tombstone wins)."""
         documents: dict[str, DocEntry] = {}
-        for part in self._parts_of(DOCS, gdir, segments):
+        for part in self._parts_of(DOCS, root, segments):
             p = part.folder / DOCS_DELETED
             try:
                 if part.has(DOCS_DELETED):
@@ -532,11 +537,11 @@ class Store(ArtifactRegistry):
         return [self.chunks] + [a for kind in KINDS for a in self._artifacts[kind].values()]
 
     def save(self, path: str | os.PathLike | None = None) -> Path:
-        """Persist the store atomically (a new generation, then the manifest).
+        """Persist the changes since the last save atomically: one new segment, a generation, then the manifest.
 
         ``path`` saves an in-memory store to a new directory (which becomes its
-        path). Unchanged artifacts are hard-linked from the previous
-        generation; HNSW graphs with deletions are compacted.
+        path). Older segments are not touched; the merge policy may then merge
+        the newest ones (:mod:`momoka.index.segments`).
         """
         if path is not None and (self.path is None or Path(path) != self.path):
             if self.path is not None:
@@ -561,38 +566,30 @@ class Store(ArtifactRegistry):
                 shutil.rmtree(t, ignore_errors=True) if t.is_dir() else t.unlink(missing_ok=True)
             raise StoreError(f"cannot save store {root}: {os_reason(exc)}; nothing was changed") from None
 
-    def _new_generation(self, root: Path, tmps: list[Path], keep: list[dict]) -> tuple[int, str, Path]:
-        """A temporary generation folder holding the segments ``keep`` (hard-linked): ``(gen, name, tmp)``."""
-        self._clean_leftovers()
-        gen = int(self.manifest.get("generation") or 0) + 1
-        name = f"gen-{gen:06d}"
-        tmp = root / f"{name}.tmp-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmps.append(tmp)
-        tmp.mkdir()
-        write_lease_file(tmp)
-        old = root / str(self.manifest.get("dir"))
-        for sg in keep:
-            for files in sg["parts"].values():
-                self._link(old / sg["name"], tmp / sg["name"], files)
-        return gen, name, tmp
-
-    def _next_segment(self) -> str:
-        n = int(self.manifest.get("next_segment") or 1)
+    def _next_segment(self, root: Path) -> str:
+        """The name of the next segment: numbers are never reused, even by a store built over an old one."""
+        taken = [int(p.name[4:10]) for p in root.iterdir() if re.fullmatch(r"seg-\d{6}", p.name)]
+        n = max([int(self.manifest.get("next_segment") or 1)] + [t + 1 for t in taken])
         self.manifest["next_segment"] = n + 1
         return segment_name(n)
 
+    def _new_segment(self, root: Path, tmps: list[Path]) -> tuple[str, Path]:
+        """A temporary folder for a new segment: ``(name, folder)``."""
+        self._clean_leftovers()
+        name = self._next_segment(root)
+        tmp = root / f"{name}.tmp-{os.getpid()}"
+        tmps.append(tmp)
+        tmp.mkdir()
+        return name, tmp
+
     def _save(self, root: Path, tmps: list[Path]) -> Path:
+        self._clean_leftovers()
         keys = {a.key for a in self._all()} | {DOCS}
-        keep = [dict(sg, parts={k: v for k, v in sg["parts"].items() if k in keys}) for sg in self.segments]
-        gen, name, tmp = self._new_generation(root, tmps, keep)
-        segments = list(keep)
+        segments = [dict(sg, parts={k: v for k, v in sg["parts"].items() if k in keys}) for sg in self.segments]
         written: list = []
+        new = None
         if self._has_delta():
-            sname = self._next_segment()
-            sdir = tmp / sname
-            sdir.mkdir()
+            sname, sdir = self._new_segment(root, tmps)
             parts: dict[str, dict] = {}
             files = self._write_documents(sdir, self._docs_dirty, self._docs_deleted)
             if files:
@@ -605,7 +602,8 @@ class Store(ArtifactRegistry):
                         parts[art.key] = {rel: file_record(sdir / rel) for rel in rels}
             segments.append({"name": sname, "level": 0, "base": self.chunks._saved, "end": self.n_slots,
                              "parts": parts})
-        self._commit(root, tmps, gen, name, tmp, segments)
+            new = (sname, sdir)
+        self._commit(root, tmps, new, segments)
         for art in written:
             art.committed()
         self._docs_dirty.clear()
@@ -619,24 +617,46 @@ class Store(ArtifactRegistry):
                           "merge is tried again at the next save", StoreWarning, stacklevel=3)
         return root
 
-    def _commit(self, root: Path, tmps: list[Path], gen: int, name: str, tmp: Path, segments: list[dict]) -> None:
-        """fsync the generation ``tmp``, put it in place as ``name`` and commit the manifest naming it."""
-        for d, _, _ in os.walk(tmp, topdown=False):
-            fsync_dir(Path(d))
-        final = root / name
-        if final.exists():  # a leftover of a crashed save that never reached the manifest
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-        tmps[0] = final  # removed again if the manifest cannot be written
+    def _commit(self, root: Path, tmps: list[Path], new: tuple[str, Path] | None, segments: list[dict]) -> None:
+        """Put the new segment in place (fsynced), write the generation naming ``segments`` and commit the
+        manifest naming it; then delete what no kept generation uses."""
+        if new is not None:
+            sname, sdir = new
+            for d, _, _ in os.walk(sdir, topdown=False):
+                fsync_dir(Path(d))
+            final = root / sname
+            if final.exists():  # a leftover of a crashed save that never reached the manifest
+                shutil.rmtree(final)
+            os.rename(sdir, final)
+            tmps[tmps.index(sdir)] = final  # removed again if the commit fails
+        gen = int(self.manifest.get("generation") or 0) + 1
+        name = f"gen-{gen:06d}"
+        gtmp = root / f"{name}.tmp-{os.getpid()}"
+        if gtmp.exists():
+            shutil.rmtree(gtmp)
+        tmps.append(gtmp)
+        gtmp.mkdir()
+        write_lease_file(gtmp)
+        manifest = self._manifest_for(gen, name, segments)
+        write_file(gtmp / MANIFEST, _manifest_bytes(manifest))  # the generation's own copy (for clean-up)
+        fsync_dir(gtmp)
+        gfinal = root / name
+        if gfinal.exists():
+            shutil.rmtree(gfinal)
+        os.rename(gtmp, gfinal)
+        tmps[tmps.index(gtmp)] = gfinal
         fsync_dir(root)
-        previous = self.manifest.get("dir")
-        lease = Lease.take(final)  # before anyone else can see the new generation
+        lease = Lease.take(gfinal)  # before anyone else can see the new generation
         try:
-            manifest = self._commit_manifest(root, gen, name, previous, segments, tmps)
+            mtmp = root / f"{MANIFEST}.tmp-{os.getpid()}"
+            tmps.append(mtmp)
+            write_file(mtmp, _manifest_bytes(manifest))
+            os.replace(mtmp, root / MANIFEST)  # the commit
         except BaseException:
             lease.release()
             raise
         tmps.clear()  # committed
+        previous = self.manifest.get("dir")
         if self._lease is not None:
             self._lease.release()
         self._lease = lease
@@ -646,10 +666,9 @@ class Store(ArtifactRegistry):
         self._clean_old(keep={name, previous})
 
     def _point_parts(self) -> None:
-        """Point every artifact at its parts in the current generation (after a save or merge)."""
-        gdir = self.path / self.manifest["dir"]
+        """Point every artifact at its parts in the current segments (after a save or merge)."""
         for art in self._all():
-            art.set_parts(self._parts_of(art.key, gdir, self.segments))
+            art.set_parts(self._parts_of(art.key, self.path, self.segments))
 
     def _write_documents(self, folder: Path, ids: Iterable[str], deleted: Iterable[str]) -> list[str]:
         """The document entries ``ids`` (those present) and tombstones ``deleted`` into a segment folder."""
@@ -698,22 +717,17 @@ class Store(ArtifactRegistry):
     def _merge_run(self, root: Path, first: int, stop: int) -> None:
         """Merge segments ``first..stop`` into one: the current state of everything they held."""
         run = self.segments[first:stop]
-        keep = self.segments[:first] + self.segments[stop:]
         tmps: list[Path] = []
         try:
-            gen, name, tmp = self._new_generation(root, tmps, keep)
-            old = root / str(self.manifest.get("dir"))
-            sname = self._next_segment()
-            sdir = tmp / sname
-            sdir.mkdir()
+            sname, sdir = self._new_segment(root, tmps)
             parts: dict[str, dict] = {}
             lo, hi = run[0].get("base", 0), run[-1].get("end", 0)
-            ids, gone = self._run_documents(old, run)
+            ids, gone = self._run_documents(root, run)
             files = self._write_documents(sdir, ids, gone)
             if files:
                 parts[DOCS] = {rel: file_record(sdir / rel) for rel in files}
             for art in self._all():
-                mine = self._parts_of(art.key, old, run)
+                mine = self._parts_of(art.key, root, run)
                 if mine:
                     rels = art.write_merged(sdir, mine, lo, hi)
                     if rels:
@@ -722,18 +736,18 @@ class Store(ArtifactRegistry):
                       "parts": parts}
             if first == 0 and stop == len(self.segments):
                 merged["clean"] = True  # everything in one segment, nothing deleted left in it
-            self._commit(root, tmps, gen, name, tmp, self.segments[:first] + [merged] + self.segments[stop:])
+            self._commit(root, tmps, (sname, sdir), self.segments[:first] + [merged] + self.segments[stop:])
         except BaseException:
             for t in tmps:
                 shutil.rmtree(t, ignore_errors=True) if t.is_dir() else t.unlink(missing_ok=True)
             raise
         self._point_parts()
 
-    def _run_documents(self, gdir: Path, run: list[dict]) -> tuple[set[str], set[str]]:
+    def _run_documents(self, root: Path, run: list[dict]) -> tuple[set[str], set[str]]:
         """The document ids a run of segments wrote entries or tombstones for."""
         ids: set[str] = set()
         gone: set[str] = set()
-        for part in self._parts_of(DOCS, gdir, run):
+        for part in self._parts_of(DOCS, root, run):
             if part.has(DOCS_FILE):
                 with open(part.path(DOCS_FILE, verify=True), encoding="utf-8") as f:
                     ids.update(json.loads(line)["doc_id"] for line in f)
@@ -741,9 +755,8 @@ class Store(ArtifactRegistry):
                 gone.update(json.loads(part.path(DOCS_DELETED, verify=True).read_text(encoding="utf-8")))
         return ids, {d for d in ids | gone if d not in self.documents}
 
-    def _commit_manifest(self, root: Path, gen: int, name: str, previous: str | None, segments: list,
-                         tmps: list[Path]) -> dict:
-        """Write the manifest naming generation ``name`` and put it in place: the commit."""
+    def _manifest_for(self, gen: int, name: str, segments: list) -> dict:
+        """The manifest naming generation ``name`` and its ``segments`` (with its checksum)."""
         manifest = {k: v for k, v in self.manifest.items() if k not in ("embedder", "bm25", "vector_dtype")}
         manifest.setdefault("pipeline", {})
         manifest["hnsw"] = dict(DEFAULT_HNSW, **(manifest.get("hnsw") or {}))
@@ -751,7 +764,7 @@ class Store(ArtifactRegistry):
             "version": FORMAT_VERSION,
             "generation": gen,
             "dir": name,
-            "previous": previous,
+            "previous": self.manifest.get("dir"),
             "updated": _now(),
             "momoka_version": _momoka_version(),
             "counts": {"documents": len(self.documents), "chunks": self.n_chunks, "slots": self.n_slots},
@@ -760,25 +773,7 @@ class Store(ArtifactRegistry):
         })
         manifest.pop("checksum", None)
         manifest["checksum"] = manifest_checksum(manifest)
-        mtmp = root / f"{MANIFEST}.tmp-{os.getpid()}"
-        tmps.append(mtmp)
-        write_file(mtmp, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-        os.replace(mtmp, root / MANIFEST)
         return manifest
-    @staticmethod
-    def _link(src: Path, dst: Path, files: dict[str, dict]) -> None:
-        """Hard-link (or copy) the files of a segment part from ``src`` into ``dst``."""
-        for rel in files:
-            d = dst / rel
-            d.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(src / rel, d)
-            except FileNotFoundError:
-                raise StoreCorruptedError(f"store file {src / rel} is missing (deleted?); restore it from a backup "
-                                          "or rebuild the store (momoka index ... --overwrite)", src / rel) from None
-            except OSError:
-                shutil.copy2(src / rel, d)
-                fsync_file(d)
 
     def remove_artifact(self, kind: str, name: str) -> None:
         """Drop a view, relation or node table (kind: vectors, bm25, relation, nodes), e.g. to rebuild it."""
@@ -798,6 +793,21 @@ class Store(ArtifactRegistry):
 
         ``keep`` holds the new generation and the previous one, for readers of older momoka versions,
         which take no lease."""
-        for p in self.path.iterdir():
+        root = self.path
+        for p in root.iterdir():
             if p.is_dir() and p.name.startswith("gen-") and ".tmp-" not in p.name and p.name not in keep:
                 delete_unleased(p)
+        # segments go once no generation left (the kept ones, those readers lease) names them
+        used = {sg["name"] for sg in self.segments}
+        for p in root.iterdir():
+            if p.is_dir() and re.fullmatch(r"gen-\d{6}", p.name) and p.name != self.manifest.get("dir"):
+                try:
+                    m = json.loads((p / MANIFEST).read_text(encoding="utf-8"))
+                except FileNotFoundError:
+                    continue  # a generation of format 1 or 2: its files are its own
+                except (OSError, ValueError):
+                    return  # unreadable: delete no segment this time
+                used.update(sg.get("name") for sg in m.get("segments") or [])
+        for p in root.iterdir():
+            if p.is_dir() and re.fullmatch(r"seg-\d{6}", p.name) and p.name not in used:
+                shutil.rmtree(p, ignore_errors=True)

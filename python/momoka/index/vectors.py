@@ -539,8 +539,33 @@ class VectorView(Artifact):
         self._deleted.clear()
 
     def set_parts(self, parts: list[Part]) -> None:
-        """After a save or merge: re-read the parts (graphs of unchanged segments are kept)."""
-        self.load_parts(parts)
+        """After a save or merge: point at the saved parts.
+
+        A save that only added a segment turns the unsaved part into it (nothing is read back); after a
+        merge the parts are read again (graphs of unchanged segments are kept).
+        """
+        f_ids = self._files()[0]
+        held = [p for p in parts if p.has(f_ids)]
+        saved = [vp for vp in self._parts if vp.part is not None]
+        tail = self._parts[-1] if self._parts and self._parts[-1].part is None else None
+        old = [vp.part.segment for vp in saved]
+        names = [p.segment for p in held]
+        grew = len(names) == len(old) + 1 and tail is not None and tail.n > 0
+        if names[: len(old)] != old or not (len(names) == len(old) or grew):
+            self.load_parts(parts)
+            return
+        Artifact.set_parts(self, parts)
+        for vp, p in zip(saved, held):
+            vp.part = p
+        if tail is not None:
+            pi = len(self._parts) - 1
+            if grew:  # the unsaved part was written as it is now (its live rows): it becomes the new part
+                live = self._live(pi)
+                ids, rows = tail.ids[: tail.n][live].copy(), tail.rows[: tail.n][live].copy()
+                self._parts[pi] = _VPart(ids, rows, held[-1])
+                self._where_r[ids] = np.arange(len(ids))
+            else:  # nothing of it was written (it is empty)
+                self._parts.pop()
 
     def unsave(self) -> None:
         if any(vp.part is not None for vp in self._parts):
