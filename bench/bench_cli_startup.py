@@ -9,7 +9,7 @@ The store is a small one (the bundled example document, ``structure`` chunker),
 built once in a temporary folder unless ``--store DIR`` names one. With
 ``--baseline TREE`` (a checkout of an earlier commit with its native module built
 in ``TREE/python/momoka``, e.g. ``git worktree add --detach ../base HEAD~3``) the
-same commands also run from that tree, side by side, on the same store.
+same commands also run from that tree, side by side, each on a store it built (the same document).
 
 Run:  PYTHONPATH=python python bench/bench_cli_startup.py [-n 15] [--baseline TREE] [--store DIR]
 """
@@ -33,6 +33,9 @@ TARGETS = {"--help": 0.3, "query bm25": 0.3, "query hybrid": 0.5}
 def _env(tree: Path) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree / "python")
+    # modules compiled once, as an installed package's are at install (the warm-up run writes the .pyc files):
+    # with PYTHONDONTWRITEBYTECODE every run would time Python compiling momoka's sources
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -53,10 +56,10 @@ def _run(tree: Path, args: list[str]) -> float:
     return wall
 
 
-def _build_store(path: Path) -> None:
+def _build_store(path: Path, tree: Path = REPO) -> None:
     code = ("from momoka import Index; from momoka.examples import QUICKSTART_DOCUMENT; "
             f"Index.build([QUICKSTART_DOCUMENT], store={str(path)!r}, chunker='structure').close()")
-    subprocess.run([sys.executable, "-c", code], env=_env(REPO), check=True)
+    subprocess.run([sys.executable, "-c", code], env=_env(tree), check=True)
 
 
 def main() -> int:
@@ -72,23 +75,26 @@ def main() -> int:
             raise SystemExit(f"{a.baseline}: no native module in python/momoka (build or copy it first)")
         trees = {"baseline": a.baseline.resolve(), **trees}
     with tempfile.TemporaryDirectory(prefix="momoka-bench-cli-") as tmp:
-        store = a.store or Path(tmp) / "example.store"
+        # each tree queries a store it built (the same document and chunker): a newer store format is
+        # refused by an older release
+        stores = {t: a.store or Path(tmp) / f"example-{i}.store" for i, t in enumerate(trees)}
         if a.store is None:
-            _build_store(store)
-        cmds = _commands(store)
-        for tree in trees.values():  # warm the file cache and the model files once
-            for args in cmds.values():
+            for t, tree in trees.items():
+                _build_store(stores[t], tree)
+        cmds = {t: _commands(stores[t]) for t in trees}
+        for t, tree in trees.items():  # warm the file cache and the model files once
+            for args in cmds[t].values():
                 _run(tree, args)
-        walls: dict[tuple[str, str], list[float]] = {(t, c): [] for t in trees for c in cmds}
+        walls: dict[tuple[str, str], list[float]] = {(t, c): [] for t in trees for c in cmds[t]}
         for _ in range(a.n):
             for t, tree in trees.items():
-                for c, args in cmds.items():
+                for c, args in cmds[t].items():
                     walls[(t, c)].append(_run(tree, args))
     load = os.getloadavg()
     print(f"momoka commands as processes, {a.n} runs each, interleaved; load average {load[0]:.2f} {load[1]:.2f}; "
           f"{os.cpu_count()} CPUs")
     print(f"{'command':<14}" + "".join(f"{t + ' median':>18}{'min':>8}" for t in trees) + f"{'target':>9}")
-    for c in cmds:
+    for c in TARGETS:
         row = f"{c:<14}"
         for t in trees:
             w = walls[(t, c)]

@@ -7,8 +7,8 @@ A writer process builds a BM25 store from real documents (``DIR/*/documents.json
 of the shared data, else the paragraphs of the package's example document),
 then adds ``--batch`` documents and commits every ``--commit-every`` seconds;
 every third commit also adds a scratch copy of a document, and the commit
-after deletes it again with a save of its own (the compaction: BM25
-tombstones, a new generation of every changed artifact). ``momoka serve``
+after deletes it again with a save of its own (a deletion: a segment of
+tombstones). ``momoka serve``
 runs as a process on 127.0.0.1 and ``--clients`` clients send ``POST
 /search`` (document titles and openings as queries) for ``--seconds``. At
 ``--kill-at`` of the run the writer gets SIGKILL; the store is opened to check

@@ -95,7 +95,10 @@ class BM25View(Artifact):
                 if part.has(f_bin):
                     piece = BM25.load(self._read(part, f_bin))
                     first = ix.n_slots
-                    ix.append(piece)
+                    if first == 0 and piece.params == ix.params:
+                        ix = piece  # the first piece is the index so far (appending it would only copy it)
+                    else:
+                        ix.append(piece)
                     spans[part.segment] = (first, ix.n_slots)
             except (ConfigError, InputError, ValueError) as exc:
                 raise StoreCorruptedError(f"store {part.folder}: BM25 view {self.name!r} is corrupted: {exc}") from None
