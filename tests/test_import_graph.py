@@ -31,6 +31,7 @@ strongly connected component of the graph is a single module. Only edges inside 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -41,7 +42,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1] / "python" / "momoka"
+# the momoka the tests import (installed, or the source tree with its built extension): its modules are
+# the ones read, and the subprocesses below import it from the same place
+PACKAGE_DIR = Path(importlib.util.find_spec("momoka").origin).resolve().parent
 # Compiled modules: importable, no .py source, import nothing of the package.
 COMPILED = ("_core",)
 

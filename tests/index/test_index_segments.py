@@ -135,7 +135,7 @@ def test_each_commit_writes_only_its_batch(tmp_path, monkeypatch):
     stamps = {(sg["name"], rel): (root / sg["name"] / rel).stat().st_mtime_ns
               for sg in st.segments for rel in sg["parts"]["chunks"]}
     for i in range(10, 40, 10):
-        old_gen, old = st.manifest["dir"], [sg["name"] for sg in st.segments]
+        old = [sg["name"] for sg in st.segments]
         n0 = st.n_slots
         ix.add(docs[i : i + 10], commit=False)
         ix.save()

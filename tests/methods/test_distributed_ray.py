@@ -8,7 +8,7 @@ the reference), and a driver killed with SIGKILL after some commits (a rerun ski
 documents: the texts the workers embed are exactly the chunks of the other documents).
 
 The cluster is started here (``ray.init(num_cpus=2)``) on three small SQuAD half-A documents
-(about 60 chunks), written as files so the CLI driver reads the same input.
+(about 60 chunks), written as files so the CLI driver reads the same input; 20 of their questions.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from momoka.index._verify import verify_store  # noqa: E402
 
 PYDIR = Path(momoka.__file__).resolve().parents[1]
 N_DOCS = 3
-QUERIES = 12
+QUERIES = 20
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def assert_same_store(ix, ref, views=("raw", "titled")):
 
 def test_ray_build_equals_single_process(cluster, corpus, reference, tmp_path):
     """Tried: the slice built with engine="ray" (2 workers, a commit every document) and the title
-    enricher; chunks, vectors of both views, titles and the results of 12 SQuAD questions for the
+    enricher; chunks, vectors of both views, titles and the results of 20 SQuAD questions for the
     dense, BM25 and hybrid retrievers must equal the single-process build's."""
     folder, questions = corpus
     ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
@@ -120,37 +120,40 @@ def test_ray_build_equals_single_process(cluster, corpus, reference, tmp_path):
     ix.close()
 
 
-def test_ray_build_with_jerr_equals_single_process(cluster, corpus, clean_llm_env, tmp_path):
-    """Tried: the slice built with the title enricher and the JERR relator (offline backend), once in this process and once on 2 Ray
-    workers (a commit every document). The workers number entities, edges and their relations from 0; the
-    driver renumbers them (the node tables declare which fields hold ids). Node rows, relation rows, the
-    documents' JERR records and the top-5 of the dense, BM25, hybrid, mm and jerr retrievers for the
-    questions must be equal."""
-    from momoka.methods.jerr.graph import EDGES, ENTITIES, MENTIONS
+def test_ray_build_with_every_component_equals_single_process(cluster, corpus, clean_llm_env, tmp_path):
+    """Tried: the slice built with every registered enricher (title, keywords, summary) and relator (paths with
+    the embedding referee, JERR offline), once in this process and once on 2 Ray workers (a commit every
+    document). The workers number chunks, entities and edges from 0; the driver renumbers them (JERR's node
+    tables declare which fields hold ids). Chunks, every view's vectors, node rows, relation rows, the
+    documents' records and the top-5 of every registered retriever for the questions must be equal."""
+    from momoka.methods import registry
+    from momoka.methods.jerr.graph import EDGES, ENTITIES
 
     folder, questions = corpus
-    jerr = [("jerr", {"backend": "offline"})]
-    local = momoka.Index.build([folder], store=tmp_path / "l", enrich=["title"], relate=jerr, commit_docs=1,
-                               progress=False)
-    ix = momoka.Index.build([folder], store=tmp_path / "r", enrich=["title"], relate=jerr, engine="ray", workers=2,
-                            commit_docs=1, progress=False)
+    kw = dict(enrich=["title", "keywords", "summary"],
+              relate=[("paths", {"referee": "embedding"}), ("jerr", {"backend": "offline"})], commit_docs=1,
+              progress=False)
+    local = momoka.Index.build([folder], store=tmp_path / "l", **kw)
+    ix = momoka.Index.build([folder], store=tmp_path / "r", engine="ray", workers=2, **kw)
     assert ix.report["failed"] == [] and len(ix.report["added"]) == N_DOCS
     ix.close()
     local.close()
     assert verify_store(tmp_path / "r")["damaged"] == []
     a, b = momoka.Index.open(tmp_path / "r"), momoka.Index.open(tmp_path / "l")
-    assert _spans(a) == _spans(b)
+    assert_same_store(a, b, views=tuple(b.store.vector_views))
+    assert sorted(a.store.vector_views) == sorted(b.store.vector_views) and len(b.store.vector_views) >= 4
     for t in (ENTITIES, EDGES):
         ta, tb = a.store.node_table(t), b.store.node_table(t)
         assert len(ta) == len(tb) > 0
         assert [ta.get(i) for i in range(len(ta))] == [tb.get(i) for i in range(len(tb))]
-    for r in (MENTIONS, EDGES):
+    assert sorted(a.store.relations) == sorted(b.store.relations)
+    for r in b.store.relations:
         ra, rb = a.store.relation(r), b.store.relation(r)
-        assert ra.rows() == rb.rows() and all(ra.get(c).tolist() == rb.get(c).tolist() for c in ra.rows())
+        assert ra.rows() == rb.rows() and all(ra.get(c).tolist() == rb.get(c).tolist() for c in ra.rows()), r
     for d in b.doc_ids:  # the same records (first_entity, first_edge renumbered), but for the time taken
         ra, rb = (dict(x.store.documents[d].metadata["jerr"]) for x in (a, b))
         assert ra.pop("seconds") >= 0 and rb.pop("seconds") >= 0 and ra == rb
-    for r in ("dense", "bm25", "hybrid", "mm", "jerr"):
+    for r in registry.available("retriever"):
         for g, w in zip(a.search_batch(questions, k=5, retriever=r), b.search_batch(questions, k=5, retriever=r)):
             assert [it.spans for it in g] == [it.spans for it in w], r
             np.testing.assert_allclose([it.score for it in g], [it.score for it in w], atol=1e-4)

@@ -12,8 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import StoreCorruptedError, StoreError
-from ._io import sha256_file
+from ._io import sha256_file, write_npy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import Store
@@ -21,6 +23,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class StoreWarning(UserWarning):
     """Something in a store was repaired or skipped on the fly (e.g. a damaged HNSW graph rebuilt)."""
+
+
+def write_tombstones(folder: Path, rel: str, ids) -> list[str]:
+    """Write the ids ``ids`` (sorted, int64) as file ``rel`` of a segment folder; ``[rel]``, or ``[]`` when none."""
+    ids = sorted(int(i) for i in ids)
+    if not ids:
+        return []
+    write_npy(Path(folder) / rel, np.array(ids, dtype=np.int64))
+    return [rel]
 
 
 class Part:

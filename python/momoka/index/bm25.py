@@ -184,7 +184,7 @@ class BM25:
         mine, theirs = self.params, other.params
         diff = [k for k in mine if mine[k] != theirs[k]]
         if diff:
-            raise ConfigError(f"cannot append a BM25 index with different settings: "
+            raise ConfigError("cannot append a BM25 index with different settings: "
                               + ", ".join(f"{k} {mine[k]!r} != {theirs[k]!r}" for k in diff))
         try:
             return self._ix.append(other._ix)

@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, InputError, StoreCorruptedError
-from .artifact import Artifact, Part
-from ._io import write_npy
+from .artifact import Artifact, Part, write_tombstones
 from .bm25 import BM25
 
 #: Default BM25 settings: Okapi (rank_bm25's idf), Porter stemming, English stopwords.
@@ -233,10 +232,7 @@ class BM25View(Artifact):
             p.parent.mkdir(parents=True, exist_ok=True)
             piece.save(p)
             files.append(f_bin)
-        if deleted:
-            write_npy(Path(folder) / f_del, np.array(sorted(deleted), dtype=np.int64))
-            files.append(f_del)
-        return files
+        return files + write_tombstones(folder, f_del, deleted)
 
     def write_delta(self, folder: Path) -> list[str]:
         ix = self.index

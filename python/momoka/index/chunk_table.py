@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import InputError, StoreCorruptedError
 from ..text.model import Chunk
 from ._io import check_json, jsonl, write_file, write_npy
-from .artifact import Artifact, Part
+from .artifact import Artifact, Part, write_tombstones
 
 #: Column name -> dtype.
 COLUMNS: dict[str, Any] = {
@@ -408,19 +408,13 @@ class ChunkTable(Artifact):
         write_file(base / META_FILE, jsonl(rows))
         return [META_FILE]
 
-    def _write_deleted(self, base: Path, ids: Iterable[int]) -> list[str]:
-        d = np.array(sorted(set(ids)), dtype=np.int64)
-        if not len(d):
-            return []
-        write_npy(base / DELETED_FILE, d)
-        return [DELETED_FILE]
 
     def write_delta(self, folder: Path) -> list[str]:
         base = Path(folder)
         n = self.n_slots
         files = self._write_rows(base, self._saved, n, False) if self._saved < n else []
         files += self._write_meta(base, self._meta_dirty)
-        return files + self._write_deleted(base, self._deleted)
+        return files + write_tombstones(base, DELETED_FILE, self._deleted)
 
     def write_merged(self, folder: Path, parts: list[Part], lo: int, hi: int) -> list[str]:
         base = Path(folder)
@@ -436,7 +430,7 @@ class ChunkTable(Artifact):
                 d = np.load(part.path(DELETED_FILE, verify=True, what=self._what()), allow_pickle=False)
                 older_dead.update(int(c) for c in d if c < lo)
         files += self._write_meta(base, older_meta | {c for c in meta if lo <= c < hi})
-        return files + self._write_deleted(base, older_dead)
+        return files + write_tombstones(base, DELETED_FILE, older_dead)
 
     def committed(self) -> None:
         self._saved = self.n_slots

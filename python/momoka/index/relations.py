@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, StoreCorruptedError
-from ._io import fsync_file, write_npy
-from .artifact import Artifact, Part
+from ._io import fsync_file
+from .artifact import Artifact, Part, write_tombstones
 
 
 class Relation(Artifact):
@@ -209,10 +209,7 @@ class Relation(Artifact):
                 np.savez(f, **arrays)
             fsync_file(p)
             files.append(f_rows)
-        if deleted:
-            write_npy(Path(folder) / f_del, np.array(sorted(deleted), dtype=np.int64))
-            files.append(f_del)
-        return files
+        return files + write_tombstones(folder, f_del, deleted)
 
     def write_delta(self, folder: Path) -> list[str]:
         return self._write(folder, self._dirty_rows, self._deleted)

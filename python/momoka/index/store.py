@@ -66,7 +66,7 @@ from pathlib import Path
 
 from ..errors import InputError, StoreCorruptedError, StoreError
 from ..text.model import Chunk
-from ._io import file_record, fsync_dir, fsync_file, jsonl, write_file
+from ._io import file_record, fsync_dir, jsonl, write_file
 from .artifact import Part
 from .documents import TrackedMeta
 from .segments import DOCS, DOCS_DELETED, DOCS_FILE, merge_factor, next_merge, segment_name

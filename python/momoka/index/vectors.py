@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
 from ._io import check_native_write, fsync_file, write_npy
-from .artifact import Artifact, Part, StoreWarning
+from .artifact import Artifact, Part, StoreWarning, write_tombstones
 
 #: HNSW construction and search parameters.
 DEFAULT_HNSW = {"M": 32, "ef_construction": 200, "ef_search": 128}
@@ -504,10 +504,7 @@ class VectorView(Artifact):
                 check_native_write(p)  # a full disk is an OSError (ENOSPC)
                 fsync_file(p)
                 files.append(f_graph)
-        if deleted:
-            write_npy(Path(folder) / f_del, np.array(sorted(deleted), dtype=np.int64))
-            files.append(f_del)
-        return files
+        return files + write_tombstones(folder, f_del, deleted)
 
     def write_delta(self, folder: Path) -> list[str]:
         ids, rows, graph = np.zeros(0, np.int64), None, None

@@ -43,8 +43,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
-
 from ..errors import ConfigError, MomokaError
 from ..progress import Progress
 from .base import ADD_BATCH
