@@ -331,32 +331,38 @@ class Enricher(Protocol):
     """Adds vector/BM25 views or metadata for the given documents of an index.
 
     ``enrich`` is called after the documents' chunks are in the store (and the
-    raw views are filled); it must only touch rows of those documents, so that
-    adding documents later runs it on the new ones alone. ``describe()`` gives
-    the settings recorded in the manifest.
+    raw views are filled), with a :class:`~momoka.methods.context.Batch` (the
+    store, the documents, embedding; never the index itself); it must only touch
+    rows of those documents, so that adding documents later runs it on the new
+    ones alone. ``describe()`` gives the settings recorded in the manifest.
     """
 
     name: str
 
-    def enrich(self, index: Any, doc_ids: Sequence[str]) -> None: ...
+    def enrich(self, batch: Any, doc_ids: Sequence[str]) -> None: ...
 
     def describe(self) -> dict: ...
 
 
 @runtime_checkable
 class Relator(Protocol):
-    """Adds the rows of a relation (a sparse graph over chunk ids) for the given documents."""
+    """Adds the rows of a relation (a sparse graph over chunk ids) for the given documents, given a
+    :class:`~momoka.methods.context.Batch`."""
 
     name: str
 
-    def relate(self, index: Any, doc_ids: Sequence[str]) -> None: ...
+    def relate(self, batch: Any, doc_ids: Sequence[str]) -> None: ...
 
     def describe(self) -> dict: ...
 
 
 @runtime_checkable
 class Retriever(Protocol):
-    """Query in, one :class:`Result` out. ``requires`` names the enrichers and relators it needs."""
+    """Query in, one :class:`Result` out. ``requires`` names the enrichers and relators it needs.
+
+    Its factory receives a :class:`~momoka.methods.context.Corpus` (store reads, query
+    embedding, results, documents, other retrievers), never the index itself.
+    """
 
     name: str
 

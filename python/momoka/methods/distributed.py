@@ -32,7 +32,7 @@ Who does what:
   ``MOMOKA_LLM_CACHE`` at a shared filesystem.
 
 Enrichers and relators run per batch of documents, as their protocol says
-(``enrich(index, doc_ids)`` for those documents only); a component that needs the other
+(``enrich(batch, doc_ids)`` for those documents only); a component that needs the other
 documents of the store while it runs cannot be distributed this way. Node tables whose rows hold
 store ids (JERR's entity graph) declare where (``id_fields``, ``doc_fields``), and the driver
 renumbers them (:class:`~momoka.index.delta.Delta`); rows holding ints in undeclared fields are refused.

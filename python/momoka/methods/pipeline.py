@@ -37,6 +37,7 @@ from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, Stor
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item,
     Member, Result, check_budget)
+from .context import Batch, Corpus
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
 from ..progress import Progress
 from ..text.model import Chunk
@@ -172,6 +173,8 @@ class Index:
         #: reason)]}`` (``redone``: unchanged documents indexed again because some LLM outputs were fallbacks).
         self.report: dict = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": [],
                              "embedded": 0, "reused": 0}
+        #: Texts the last :meth:`embed` embedded truncated (over the embedder's input limit).
+        self.last_truncated = 0
         #: The share of unusable answers above which an LLM stage stops (None: ``$MOMOKA_LLM_MAX_FAILED``,
         #: else 0.25); see :mod:`momoka.methods.fallbacks`.
         self.llm_max_failed: float | None = None
@@ -436,6 +439,7 @@ class Index:
                     first[t] = i
                     todo.append(i)
         n_trunc = 0
+        self.last_truncated = 0
         with Progress(label, total=len(todo), unit="texts", enabled=self.progress) as pr:
             for s in range(0, len(todo), EMBED_BATCH):
                 part = todo[s : s + EMBED_BATCH]
@@ -452,6 +456,7 @@ class Index:
                     vecs[i] = v
                 pr.update(len(part))
         self.report["embedded"] = self.report.get("embedded", 0) + len(todo)
+        self.last_truncated = n_trunc
         if n_trunc:
             warnings.warn(f"{n_trunc} of {len(texts)} texts of view {view!r} are longer than the embedder's input "
                           "limit and were embedded truncated (BM25 indexes them whole); a smaller chunk size avoids this",
@@ -646,12 +651,13 @@ class Index:
             self.store.vector_view(RAW_VIEW).add(flat_ids, vecs)
         doc_ids = [d.doc_id for d in docs]
         self._documents = {d.doc_id: d for d in docs}
+        batch = Batch(self)  # what a component sees: never the index itself
         try:
             for comp in enrichers:
-                comp.enrich(self, doc_ids)
+                comp.enrich(batch, doc_ids)
                 self._record("enrich", comp)
             for comp in relators:
-                comp.relate(self, doc_ids)
+                comp.relate(batch, doc_ids)
                 self._record("relate", comp)
         finally:
             self._documents = {}
@@ -783,7 +789,7 @@ class Index:
                 step = max(1, self.commit_docs) if commit else max(len(todo), 1)
                 for i in range(0, len(todo), step):
                     batch = todo[i : i + step]
-                    comp.enrich(self, batch) if key == "enrich" else comp.relate(self, batch)
+                    comp.enrich(Batch(self), batch) if key == "enrich" else comp.relate(Batch(self), batch)
                     entry["pending"] = todo[i + step :]
                     self._record(key, comp)
                     if commit:
@@ -901,7 +907,7 @@ class Index:
 
         key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
         if key not in self._retrievers:
-            self._retrievers[key] = registry.create("retriever", name, self, **options)
+            self._retrievers[key] = registry.create("retriever", name, Corpus(self), **options)
         return self._retrievers[key]
 
     def search(self, query: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,

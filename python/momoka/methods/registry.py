@@ -5,13 +5,14 @@ Every component is registered by kind and name::
     from momoka.methods.registry import register
 
     @register("retriever", "my-retriever", summary="what it does", requires={"enrich": ["title"]})
-    def make(index, **options):
-        return MyRetriever(index, **options)
+    def make(corpus, **options):
+        return MyRetriever(corpus, **options)
 
-    create("retriever", "my-retriever", index, k1=2)
+    create("retriever", "my-retriever", corpus, k1=2)
 
-Factories of retrievers take the index first; the others take keyword options
-only. The classic chunkers of :mod:`momoka.chunking` are chunkers here too
+Factories of retrievers take a :class:`~momoka.methods.context.Corpus` first (what a
+retriever may read of an index; :meth:`momoka.Index.retriever` gives it); the others
+take keyword options only. The classic chunkers of :mod:`momoka.chunking` are chunkers here too
 (``create("chunker", "recursive", size=200)`` calls
 :func:`momoka.chunking.get_chunker`); method packages register more (Momoka's
 ``llm``).
@@ -155,7 +156,7 @@ def entry(kind: str, name: str) -> Entry:
 
 
 def create(kind: str, name: str, *args: Any, **options: Any) -> Any:
-    """Build component ``name`` of ``kind`` (retrievers take the index as first argument)."""
+    """Build component ``name`` of ``kind`` (retrievers take a :class:`~momoka.methods.context.Corpus` first)."""
     _check_kind(kind)
     if kind == "chunker" and _lookup(kind, name) is None:
         from ..chunking import get_chunker

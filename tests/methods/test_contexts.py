@@ -1,0 +1,59 @@
+"""Components receive narrow contexts, never the Index: an enricher or relator a Batch, a retriever a Corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from momoka import Index
+from momoka.methods.context import Batch, Corpus
+
+from ..index.conftest import HashEmbedder
+
+DOCS = [{"doc_id": "a", "text": "Owls hunt at night.\n\nPenguins swim well."},
+        {"doc_id": "b", "text": "The sun is a star.\n\nNeutron stars are dense."}]
+
+
+class Probe:
+    """An enricher object that records what it is given and writes a view through it."""
+
+    name = "probe"
+
+    def __init__(self):
+        self.seen = []
+
+    def enrich(self, batch, doc_ids):
+        self.seen.append((batch, list(doc_ids)))
+        st = batch.store
+        if not st.has_vector_view("probe"):
+            emb = batch.embedder
+            st.add_vector_view("probe", embedder={"model_id": emb.model_id, "checksum": emb.checksum, "dim": emb.dim})
+        ids = [c for d in doc_ids for c in st.documents[d].chunk_ids]
+        texts = [f"{batch.title(st.chunks.doc_id(c)) or ''} {st.chunks.text(c)}" for c in ids]
+        st.vector_view("probe").add(ids, batch.embed(texts, view="raw", label="probe"))
+        assert batch.truncated == 0
+        assert batch.document(doc_ids[0]).doc_id == doc_ids[0]
+
+    def describe(self):
+        return {}
+
+
+def test_an_enricher_gets_a_batch_and_a_retriever_a_corpus():
+    emb = HashEmbedder()
+    probe = Probe()
+    ix = Index.build(DOCS, embedder=emb, chunker="paragraph", enrich=[probe], progress=False)
+    (batch, ids), = probe.seen
+    assert isinstance(batch, Batch) and not isinstance(batch, Index) and ids == ["a", "b"]
+    for name in ("save", "add", "delete", "search", "retriever", "extend"):  # nothing of the index's own
+        assert not hasattr(batch, name), name
+    v = ix.store.vector_view("probe")
+    assert v.n_rows == ix.store.n_chunks
+    # the vectors written through the batch are the embedder's own (an independent reference)
+    c = int(ix.store.chunks.ids()[0])
+    want = emb.embed([f"{ix.title('a') or ''} {ix.store.chunks.text(c)}"])[0]
+    np.testing.assert_allclose(v.get([c])[0], want, rtol=1e-6)
+    for name in ("dense", "bm25", "hybrid"):
+        r = ix.retriever(name)
+        assert isinstance(r.index, Corpus), name
+        for attr in ("save", "add", "delete", "extend"):
+            assert not hasattr(r.index, attr), attr
+    assert ix.search("penguins swim", k=1, retriever="hybrid")[0].doc_id == "a"
