@@ -1,11 +1,11 @@
-"""Reading stores of format version 1 into the version-2 structures.
+"""Reading stores of format version 1 into the in-memory structures.
 
 Version 1 kept, per generation: ``documents.jsonl``, ``chunks.jsonl`` (one JSON
 record per live chunk, with its id), ``vectors.npy`` (rows in chunk id order of
 the live chunks), ``hnsw.bin``, ``bm25.bin``; the manifest held ``embedder``,
 ``bm25`` and ``vector_dtype``. They become the chunk table, vector view ``raw``
 (source ``{"text": "chunk"}``) and BM25 view ``raw``; the next save writes
-version 2.
+them as one segment (format version 3).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ RAW = "raw"
 
 
 def load_v1(store, gdir: Path, manifest: dict) -> None:
-    """Read a format-version-1 generation into ``store``'s version-2 structures (saved as v2 next time)."""
+    """Read a format-version-1 generation into ``store`` (written as one segment by the next save)."""
 
     root = store.path
     try:
@@ -79,4 +79,4 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
             store, RAW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
             hnsw=manifest.get("hnsw"), graph=graph))
     store.documents = documents
-    # The artifacts read here have no files of format 2 yet, so they are dirty: the next save writes version 2.
+    # The artifacts read here have no segment yet: the store marks them unsaved, and the next save writes them.

@@ -210,7 +210,7 @@ class Store(ArtifactRegistry):
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, writable: bool = False) -> Store:
-        """Open the store at ``path`` (format version 2, or 1 which the next save upgrades).
+        """Open the store at ``path`` (format version 3, or 2 or 1, which the next save writes as one segment).
 
         ``writable=True`` takes the writer lock now (else on the first change).
         """
