@@ -162,8 +162,9 @@ def test_merge_policy_keeps_few_segments(tmp_path, monkeypatch):
     docs = [{"doc_id": f"d{i}", "text": f"Document {i} is about item{i} and topic{i % 5}."} for i in range(30)]
     ix = _build(tmp_path / "s", docs, 1, emb)
     levels = [sg["level"] for sg in ix.store.segments]
-    # 30 commits with a factor of 3: 30 = 1*27 + 1*3 -> one level-3 and one level-1 segment
-    assert levels == [3, 1], levels
+    # 30 commits with a factor of 3 (commits' segments merged by 3, larger ones by max(2, 3 // 2) = 2):
+    # a level-n segment (n >= 1) holds 3 * 2**(n-1) commits, and 30 = 24 + 6 -> levels 4 and 2
+    assert levels == [4, 2], levels
     assert levels == sorted(levels, reverse=True)
     fresh = Index.build(docs, embedder=emb, chunker="recursive", size=60, progress=False)
     for q in ("item7 topic2", "document about topic4"):

@@ -14,12 +14,13 @@ written once and never changed; a commit writes its segment and a small generati
 folder (a lease file and its manifest), so it writes only its own bytes.
 
 The merge policy is logarithmic, as Lucene's ``LogMergePolicy``: new segments have
-level 0; when the newest :data:`MERGE_FACTOR` segments share a level, they are
-merged into one segment of the next level (the current state of what they held:
-dead chunks' texts, vectors and postings leave the store), so a store of N commits
-has about ``MERGE_FACTOR * log(N) / log(MERGE_FACTOR)`` segments and each row is
-rewritten about ``log(N) / log(MERGE_FACTOR)`` times. :meth:`Store.merge` with
-``everything=True`` merges all segments into one.
+level 0; when the newest :data:`MERGE_FACTOR` of them share level 0, or the newest
+half as many (:func:`level_factor`) share a higher level, they are merged into one
+segment of the next level (the current state of what they held: dead chunks'
+texts, vectors and postings leave the store). A store of N commits then has about
+``9 + 4 * log5(N / 10)`` segments, few of them large enough to be searched through
+an HNSW graph of their own, and each row is rewritten about ``1 + log5(N / 10)``
+times. :meth:`Store.merge` with ``everything=True`` merges all segments into one.
 """
 
 from __future__ import annotations
@@ -48,12 +49,20 @@ def segment_name(number: int) -> str:
     return f"seg-{number:06d}"
 
 
+def level_factor(factor: int, level: int) -> int:
+    """Segments of ``level`` merged together: ``factor`` for the commits' own segments, half of it (at least
+    2) above, so few segments are large enough to be searched through their own HNSW graph."""
+    return factor if level == 0 else max(2, factor // 2)
+
+
 def next_merge(segments: list[dict], factor: int) -> tuple[int, int] | None:
-    """``(first, stop)``: the run of segments to merge next (the newest ``factor`` of one level), or None."""
-    if len(segments) < factor:
+    """``(first, stop)``: the run of segments to merge next (the newest of one level, as many as
+    :func:`level_factor` says for it), or None."""
+    if not segments:
         return None
-    tail = segments[-factor:]
-    level = tail[0].get("level", 0)
-    if all(s.get("level", 0) == level for s in tail):
-        return len(segments) - factor, len(segments)
+    level = segments[-1].get("level", 0)
+    n = level_factor(factor, level)
+    tail = segments[-n:]
+    if len(tail) == n and all(s.get("level", 0) == level for s in tail):
+        return len(segments) - n, len(segments)
     return None
