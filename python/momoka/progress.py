@@ -29,6 +29,8 @@ import sys
 import time
 from typing import Callable, TextIO
 
+from ._env import env_number
+
 __all__ = ["Progress", "ENV_PROGRESS", "ENV_PROGRESS_INTERVAL", "progress_enabled"]
 
 #: Environment variable that forces progress reporting off (``0``) or on (``1``).
@@ -50,18 +52,7 @@ def progress_enabled(enabled: bool | None = None) -> bool:
 
 def _interval_from_env() -> float | None:
     """``MOMOKA_PROGRESS_INTERVAL`` in seconds, or None when unset; a bad value is a ConfigError."""
-    raw = os.environ.get(ENV_PROGRESS_INTERVAL, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not math.isfinite(value) or value < 0:
-        from .errors import ConfigError
-
-        raise ConfigError(f"{ENV_PROGRESS_INTERVAL} must be a number of seconds >= 0, got {raw!r}")
-    return value
+    return env_number(ENV_PROGRESS_INTERVAL, None, unit="seconds")
 
 
 def _duration(seconds: float) -> str:

@@ -296,3 +296,15 @@ def test_no_segment_or_generation_is_left_behind(tmp_path, monkeypatch):
     assert {p.name for p in root.glob("seg-*")} == ({sg["name"] for sg in ix.store.segments}
                                                     | named_by(ix.store.manifest["previous"]))
     ix.close()
+
+
+def test_merge_factor_from_the_environment(tmp_path, monkeypatch):
+    from momoka.errors import ConfigError
+
+    monkeypatch.setenv("MOMOKA_MERGE_FACTOR", "4")
+    assert Store.create(tmp_path / "a").merge_factor == 4
+    # tried: values that are not an integer of at least 2: an error naming the variable, never a default
+    for bad in ("1", "0", "-3", "2.5", "ten"):
+        monkeypatch.setenv("MOMOKA_MERGE_FACTOR", bad)
+        with pytest.raises(ConfigError, match=f"MOMOKA_MERGE_FACTOR must be an integer >= 2, not '{bad}'"):
+            Store.create(tmp_path / f"b{bad}")

@@ -38,6 +38,7 @@ class NodeTable(Artifact):
         self._rows: list[dict] | None = []
         self._saved = 0
         self._spans: dict[str, tuple[int, int]] = {}  # segment -> the node ids its part holds
+        self._new_span: tuple[int, int] | None = None  # those of the part written last
 
     def _file(self) -> str:
         return f"nodes/{self.name}.jsonl"
@@ -121,7 +122,7 @@ class NodeTable(Artifact):
         super().set_parts(parts)
         if self._rows is None:
             return
-        new = getattr(self, "_new_span", None)
+        new = self._new_span
         self._spans = {p.segment: (self._spans.get(p.segment) or new) for p in parts if p.has(self._file())}
         self._new_span = None
 

@@ -25,7 +25,7 @@ times. :meth:`Store.merge` with ``everything=True`` merges all segments into one
 
 from __future__ import annotations
 
-import os
+from .._env import env_number
 
 #: Segments of one level merged together (``MOMOKA_MERGE_FACTOR`` changes it).
 MERGE_FACTOR = 10
@@ -36,12 +36,9 @@ DOCS_DELETED = "documents.deleted.json"
 
 
 def merge_factor() -> int:
-    """The merge factor: ``$MOMOKA_MERGE_FACTOR`` when set (at least 2), else :data:`MERGE_FACTOR`."""
-    env = os.environ.get("MOMOKA_MERGE_FACTOR", "").strip()
-    try:
-        return max(2, int(env)) if env else MERGE_FACTOR
-    except ValueError:
-        return MERGE_FACTOR
+    """The merge factor: ``$MOMOKA_MERGE_FACTOR`` when set (an integer of at least 2; anything else is a
+    ConfigError), else :data:`MERGE_FACTOR`."""
+    return int(env_number("MOMOKA_MERGE_FACTOR", MERGE_FACTOR, minimum=2, integer=True))
 
 
 def segment_name(number: int) -> str:

@@ -30,6 +30,7 @@ from ..errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
+from .._env import env_number
 from ..progress import Progress
 from . import _loop
 from .accounting import Accounting
@@ -55,16 +56,7 @@ def max_failed_share() -> float:
 
 
 def _env_seconds(name: str, default: float | None) -> float | None:
-    v = os.environ.get(name, "").strip()
-    if not v:
-        return default
-    try:
-        x = float(v)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, not {v!r}") from None
-    if x <= 0:
-        raise ConfigError(f"{name} must be > 0 seconds, not {v!r}")
-    return x
+    return env_number(name, default, strict=True, unit="seconds")
 
 
 _LIMITER: Any = None
