@@ -1,4 +1,5 @@
-"""Checks of the query and passages every reranker gets (the ONNX ones and the HTTP endpoint alike)."""
+"""Checks of the texts a model gets: the query and passages of every reranker (the ONNX ones and the HTTP
+endpoint alike) and the texts of the embedder."""
 
 from __future__ import annotations
 
@@ -15,15 +16,21 @@ def check_query(query: str) -> None:
         raise EmptyInputError("query is empty")
 
 
+def check_texts(texts: Sequence[str], what: str = "passages", item: str = "passage") -> list[str]:
+    """The texts as a list of ``str``: a single string is refused (it would be read letter by letter), and so is
+    an item that is not a ``str``; ``what`` and ``item`` name them in the message."""
+    if isinstance(texts, (str, bytes)):
+        raise InputError(f"{what} must be a list of strings, not a single string; wrap a single text in a list")
+    texts = list(texts)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise InputError(f"{item} {i} is {type(t).__name__}, not str")
+    return texts
+
+
 def check_passages(passages: Sequence[str]) -> list[str]:
-    """The passages as a list of ``str`` (a single string is refused: it would be scored letter by letter)."""
-    if isinstance(passages, (str, bytes)):
-        raise InputError("passages must be a list of strings, not a single string")
-    passages = list(passages)
-    for i, p in enumerate(passages):
-        if not isinstance(p, str):
-            raise InputError(f"passage {i} is {type(p).__name__}, not str")
-    return passages
+    """The passages as a list of ``str`` (:func:`check_texts`)."""
+    return check_texts(passages)
 
 
 def check_query_passages(query: str, passages: Sequence[str]) -> list[str]:

@@ -55,6 +55,7 @@ import numpy as np
 
 from ..errors import InputError, InputTooLargeError, ModelError
 from ..progress import Progress
+from ._inputs import check_texts
 from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
 from .runtime import DeviceWarning, create_session, length_groups, resolve_device, resolve_threads, sha256_file
 
@@ -363,12 +364,7 @@ class Embedder:
         Raises InputError for a non-list argument (a bare string) or non-string
         items; InputTooLargeError with ``truncation="error"`` and an over-long input.
         """
-        if isinstance(texts, (str, bytes)):
-            raise InputError("embed() takes a list of strings; wrap a single text in a list")
-        texts = list(texts)
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise InputError(f"embed() item {i} is {type(t).__name__}, not str")
+        texts = check_texts(texts, "the texts of embed()", "embed() item")
         self.last_truncated = 0
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
