@@ -19,12 +19,12 @@ credit. Rows:
 * momoka's recursive chunker at 100/150/200 tokens with dense, BM25 and
   hybrid retrieval under each fusion rule and dense weight of the grid;
 * the default (hybrid convex w=0.6) with its context assembled
-  (``momoka.methods.assemble``: touching hits merged, a hit widened to its
-  paragraph when that spans at most the cap, items that do not fit skipped),
-  as ``momoka query`` returns it, at the default cap and at each cap of
-  ASSEMBLE_CAPS; with the warm milliseconds per query of ``Index.search`` at
-  the budget, with and without assembly (the first LATENCY_QUESTIONS questions,
-  one at a time).
+  (``momoka.methods.assemble``: touching hits merged with the whitespace
+  between them, a hit widened to its paragraph by the default rule, items
+  that do not fit skipped), as ``momoka query`` returns it, and under each
+  other widening rule of ASSEMBLE_RULES; with the warm milliseconds per query
+  of ``Index.search`` at the budget, with and without assembly (the first
+  LATENCY_QUESTIONS questions, one at a time).
 
 The evidence semantics of the two sets whose evidence is not answer
 occurrences are given here, as their READMEs state them (DragonBall's
@@ -62,7 +62,8 @@ sys.path.insert(0, str(REPO / "python"))
 from momoka import Index  # noqa: E402
 from momoka.eval import evaluate_retrieval, load_dataset  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
-from momoka.methods.pipeline import DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET  # noqa: E402
+from momoka.methods.base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS,  # noqa: E402
+                                 DEFAULT_BUDGET)
 
 SETS = ("squad_v1_dev_half_a", "hotpotqa_dev500_long", "dragonball_finance_en", "leval_nq", "leval_qasper")
 #: As the sets' READMEs describe their evidence (the others are answer occurrences: "any", inferred).
@@ -77,9 +78,10 @@ VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weigh
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
 #: ``paths_referee``: the same stores' paths searched again with the paths preset ``referee`` (in memory).
-#: The default's variant label, and the other assembly caps tried on it (0: merge and skip, never widen).
+#: The default's variant label, and the other widening rules tried on it: (label, cap, min_hits, extra).
 DEFAULT_VARIANT = "hybrid convex w0.6"
-ASSEMBLE_CAPS = (1000, 2500, 5000)
+ASSEMBLE_RULES = [("merge only", 0, 1, 0), ("cap 1000", 1000, 1, 0), ("cap 2500", 2500, 1, 0),
+                  ("cap 1000, 2 hits", 1000, 2, 0), ("extra 300", 0, 1, 300), ("cap 2500, 2 hits, extra 300", 2500, 2, 300)]
 LATENCY_QUESTIONS = 50
 TRAIL_VARIANTS = [("base", "dense", {}), ("mm", "mm", {}), ("hybrid", "hybrid", {}),
                   ("momoka preset=paper (Algorithm 1)", "trail", {"preset": "paper"}),
@@ -205,8 +207,10 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
     """The default's rankings ``res`` assembled at each cap (scored strictly within the budget), and the warm
     ms per query of ``Index.search`` with and without assembly."""
     out = {}
-    for cap in (DEFAULT_ASSEMBLE_CAP,) + ASSEMBLE_CAPS:
-        asm = ix.assembler(cap)
+    rules = [("", DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_EXTRA)] + \
+        [(f" {label}", c, h, x) for label, c, h, x in ASSEMBLE_RULES]
+    for label, cap, min_hits, extra in rules:
+        asm = ix.assembler(cap, min_hits=min_hits, extra=extra)
         t = time.perf_counter()
         fitted = [r.fit(BUDGET, keep_first=False, assemble=asm) for r in res]
         dt = (time.perf_counter() - t) / len(qs)
@@ -214,12 +218,7 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
         row["ms_per_question"] = plain["ms_per_question"] + 1000 * dt
         row["assembled"] = {k: float(np.mean([r.stats[f"assembled_{k}"] for r in fitted]))
                             for k in ("widened", "merged", "skipped")}
-        out[f"{DEFAULT_VARIANT} assembled" + ("" if cap == DEFAULT_ASSEMBLE_CAP else f" cap{cap}")] = row
-        if cap:
-            # what the widened context would score if the whitespace between chunks were returned too
-            # (not stored today): each item's touching members of one document as one span
-            row = score({q.qid: [_spanned(asm, it) for it in r] for q, r in zip(qs, fitted)}, qs, mode)
-            out[f"{DEFAULT_VARIANT} assembled cap{cap} gaps covered"] = row
+        out[f"{DEFAULT_VARIANT} assembled{label}"] = row
     lat = {}
     for on in (False, True):
         ix.search(qs[0].question, budget=BUDGET, assemble=on)  # warm
@@ -234,28 +233,15 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
     return out
 
 
-def _spanned(asm, item) -> list:
-    """The item's spans with members of one document that touch (only whitespace between) joined."""
-    spans: list = []
-    for m in item.members:
-        if spans and spans[-1][0] == m.doc_id and asm.touching(m.doc_id, spans[-1][2], m.start):
-            spans[-1] = (m.doc_id, spans[-1][1], max(spans[-1][2], m.end))
-        else:
-            spans.append(m.span)
-    return spans
-
-
 #: The lead table's rows: (label, row label here).
 README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
-               (f"**momoka default: recursive 100, hybrid convex w=0.6, assembled (cap {DEFAULT_ASSEMBLE_CAP:,}: merge and "
-                "skip)**",
-                "r100 hybrid convex w0.6 assembled"),
+               (f"**momoka default: recursive 100, hybrid convex w=0.6, assembled (widened to the paragraph when it adds "
+                f"at most {DEFAULT_ASSEMBLE_EXTRA} characters, or spans at most {DEFAULT_ASSEMBLE_CAP:,} and holds "
+                f"{DEFAULT_ASSEMBLE_MIN_HITS} hits)**", "r100 hybrid convex w0.6 assembled"),
                ("recursive 100, hybrid convex w=0.6, prefix (no assembly)", "r100 hybrid convex w0.6"),
-               *[(f"recursive 100, hybrid convex w=0.6, assembled cap {c:,}", f"r100 hybrid convex w0.6 assembled cap{c}")
-                 for c in ASSEMBLE_CAPS],
-               *[(f"same, cap {c:,}, if the whitespace between chunks were returned (not possible today)",
-                  f"r100 hybrid convex w0.6 assembled cap{c} gaps covered") for c in ASSEMBLE_CAPS],
+               *[(f"recursive 100, hybrid convex w=0.6, assembled: {label}", f"r100 hybrid convex w0.6 assembled {label}")
+                 for label, *_ in ASSEMBLE_RULES],
                ("recursive 100, dense", "r100 dense"), ("recursive 100, BM25", "r100 bm25"),
                ("recursive 100, hybrid RRF", "r100 hybrid rrf"),
                ("recursive 100, hybrid convex w=0.5", "r100 hybrid convex w0.5"),
@@ -308,7 +294,7 @@ def markdown(report: dict, trail_variants=None) -> str:
     labels = [v[0] for v in trail_variants] if trail_variants else \
         ["peer", "peer ensemble"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS] + \
         [f"r{s} {DEFAULT_VARIANT} assembled{suffix}" for s in report["sizes"]
-         for suffix in [""] + [f" cap{c}" for c in ASSEMBLE_CAPS]]
+         for suffix in [""] + [f" {label}" for label, *_ in ASSEMBLE_RULES]]
     for label in labels:
         cells = []
         for name in sets:

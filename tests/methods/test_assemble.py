@@ -3,7 +3,9 @@
 The reference works on sets of character positions and the real document
 texts (not on the assembler's interval arithmetic or the chunk table's
 arrays): a hit's paragraph is found by scanning every chunk, "touching" means
-only whitespace of the document lies between two spans.
+only whitespace of the document lies between two spans, and the whitespace
+between two returned spans is returned (and counted) when a chunk ends where
+it begins and the document's next chunk starts where it ends.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from hypothesis import strategies as st
 
 from momoka import Index
 from momoka.errors import ConfigError
-from momoka.methods.base import DEFAULT_ASSEMBLE_CAP, Item, Member, Result
+from momoka.methods.base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, Item, Member,
+                                 Result)
 from momoka.text import Document
 
 SETS = ("hotpotqa_dev500_long", "squad_v1_dev_half_a")
@@ -41,13 +44,35 @@ def corpus(shared_data):
     ix.close()
 
 
-def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True):
+def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True,
+              min_hits: int = 2, extra: int = 0):
     """The assembly, slowly: ``(covered chars per doc, hit groups as sets of ranks, widened ranks, skipped)``."""
-    def paragraph(cid):
+    def family(cid):
         c = chunks[cid]
-        fam = [i for i, o in chunks.items() if o.doc_id == c.doc_id and o.paragraph == c.paragraph]
-        return fam if len(fam) > 1 and max(chunks[i].end for i in fam) - min(chunks[i].start for i in fam) <= cap \
-            else None
+        return [i for i, o in chunks.items() if o.doc_id == c.doc_id and o.paragraph == c.paragraph]
+
+    ranked = [m.chunk_id for it in result.items for m in it.members if m.chunk_id in chunks]
+
+    def paragraph(cid):
+        fam = family(cid)
+        if len(fam) < 2:
+            return None
+        span = max(chunks[i].end for i in fam) - min(chunks[i].start for i in fam)
+        adds = span - (chunks[cid].end - chunks[cid].start)
+        held = sum(1 for r in ranked if r in fam)
+        return fam if adds <= extra or (span <= cap and held >= min_hits) else None
+
+    def joined(d, pos):
+        """``pos`` with the whitespace between two of them added where a chunk ends and the next one starts."""
+        out, ps = set(pos), sorted(pos)
+        for a, b in zip(ps, ps[1:]):
+            s, e = a + 1, b
+            if e > s and texts[d][s:e].isspace() and any(
+                    c.doc_id == d and c.end == s and min((o.start for o in chunks.values()
+                                                          if o.doc_id == d and o.start > c.start), default=-1) == e
+                    for c in chunks.values()):
+                out.update(range(s, e))
+        return out
 
     taken: dict[str, set] = {}
     accepted, widened, skipped = [], set(), 0
@@ -55,19 +80,21 @@ def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, 
         base = [(m.doc_id, m.start, m.end) for m in item.members]
         wide, grew = [], False
         for m in item.members:
-            fam = paragraph(m.chunk_id) if cap and m.chunk_id >= 0 else None
+            fam = paragraph(m.chunk_id) if (cap or extra) and m.chunk_id >= 0 else None
             if fam:
                 wide += [(chunks[i].doc_id, chunks[i].start, chunks[i].end) for i in fam]
                 grew = True
             else:
                 wide.append((m.doc_id, m.start, m.end))
         for spans, is_wide in ([(wide, True)] if grew else []) + [(base, False)]:
-            chars = {(d, p) for d, s, e in spans for p in range(s, e)}
-            new = {x for x in chars if x[1] not in taken.get(x[0], set())}
+            grown = {d: set(v) for d, v in taken.items()}
+            for d, s, e in spans:
+                grown.setdefault(d, set()).update(range(s, e))
+            grown = {d: joined(d, v) for d, v in grown.items()}
+            new = sum(len(v) for v in grown.values()) - sum(len(v) for v in taken.values())
             used = sum(len(v) for v in taken.values())
-            if used + len(new) <= budget or (keep_first and n == 0 and not is_wide):
-                for d, p in new:
-                    taken.setdefault(d, set()).add(p)
+            if used + new <= budget or (keep_first and n == 0 and not is_wide):
+                taken = grown
                 accepted.append((item.rank, spans))
                 if is_wide:
                     widened.add(item.rank)
@@ -88,10 +115,16 @@ def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, 
     return taken, groups, widened, skipped
 
 
-def check(out: Result, result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True):
-    taken, groups, widened, skipped = reference(result, budget, cap, texts, chunks, keep_first)
+def check(out: Result, result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True,
+          min_hits: int = 2, extra: int = 0):
+    taken, groups, widened, skipped = reference(result, budget, cap, texts, chunks, keep_first, min_hits, extra)
     got: dict[str, set] = {}
     for it in out:
+        for a, b in zip(it.members, it.members[1:]):
+            assert a.doc_id != b.doc_id or a.end != b.start               # contiguous pieces are one member
+        assert sorted(it.provenance["assembly"]["chunks"]) == sorted(     # the stored chunks it returns
+            {c for c, o in chunks.items() for m in it.members
+             if o.doc_id == m.doc_id and m.start <= o.start and o.end <= m.end})
         for m in it.members:
             assert texts[m.doc_id][m.start:m.end] == m.text                 # every member exact
             span = {p for p in range(m.start, m.end)}
@@ -113,13 +146,16 @@ QUERIES = ["where is the lighthouse and who keeps it?", "which battle occurred f
            "what year was the university founded?", "harbor light storm keeper", "the river and the city"]
 
 
-@pytest.mark.parametrize("budget,cap", [(5000, 2500), (1500, 2500), (5000, 1000), (800, 600), (5000, 0), (300, 2500)])
-def test_assembled_search_matches_the_reference(corpus, budget, cap):
+@pytest.mark.parametrize("budget,cap,min_hits,extra", [
+    (5000, 2500, 1, 0), (1500, 2500, 1, 0), (5000, 1000, 2, 0), (800, 600, 1, 0), (5000, 0, 1, 0), (300, 2500, 1, 0),
+    (5000, 0, 1, 300), (5000, 1000, 2, 300), (2000, 2500, 3, 150), (5000, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS,
+                                                                     DEFAULT_ASSEMBLE_EXTRA)])
+def test_assembled_search_matches_the_reference(corpus, budget, cap, min_hits, extra):
     ix, texts, chunks = corpus
-    asm = ix.assembler(cap)
+    asm = ix.assembler(cap, min_hits=min_hits, extra=extra)
     for q in QUERIES:
         ranked = ix.search(q, k=ix.depth_for(budget), retriever="bm25")
-        check(ranked.fit(budget, assemble=asm), ranked, budget, cap, texts, chunks)
+        check(ranked.fit(budget, assemble=asm), ranked, budget, cap, texts, chunks, min_hits=min_hits, extra=extra)
 
 
 def test_assembly_widens_and_merges_on_real_documents(corpus):
@@ -155,7 +191,8 @@ def test_parent_is_the_paragraph_by_a_scan(corpus):
 
 def test_assembler_follows_the_chunk_table(corpus, tmp_path):
     ix, _, _ = corpus
-    assert ix.assembler() is ix.assembler() and ix.assembler(1000) is not ix.assembler()
+    assert ix.assembler() is ix.assembler() and ix.assembler(2500) is not ix.assembler()
+    assert ix.assembler(extra=0) is not ix.assembler() and ix.assembler(min_hits=1) is not ix.assembler()
     small = Index.build([Document.from_text("One two.\n\nThree four.", doc_id="a")], embedder=None, progress=False)
     before = small.assembler()
     small.add([Document.from_text("Five six.", doc_id="b")])
@@ -185,7 +222,7 @@ def test_overlapping_members_are_cut_to_exact_tails_by_hand():
 
     asm = Assembler(_NoChunks(), lambda c: None, cap=0)
     out = res.fit(22, assemble=asm)
-    assert [(m.start, m.end, m.text) for m in out[0].members] == [(0, 16, "alpha beta gamma"), (16, 22, " delta")]
+    assert [(m.start, m.end, m.text) for m in out[0].members] == [(0, 22, "alpha beta gamma delta")]
     assert out[0].provenance["assembly"]["hits"] == [1, 2, 3] and len(out) == 1
     assert out.stats["assembled_skipped"] == 0
     out = res.fit(20, assemble=asm)                                       # b's 6 new characters do not fit
@@ -194,8 +231,9 @@ def test_overlapping_members_are_cut_to_exact_tails_by_hand():
     assert len(res.fit(10, keep_first=False, assemble=asm)) == 1          # c (5 chars) fits after a is skipped
     with pytest.raises(ConfigError):
         res.fit(0, assemble=asm)
-    with pytest.raises(ConfigError):
-        Assembler(_NoChunks(), lambda c: None, cap=-1)
+    for bad in ({"cap": -1}, {"min_hits": 0}, {"extra": -5}, {"extra": True}):
+        with pytest.raises(ConfigError):
+            Assembler(_NoChunks(), lambda c: None, **bad)
     check(res.fit(22, assemble=asm), res, 22, 0, texts, {})
 
 
@@ -212,9 +250,11 @@ def test_random_rankings_match_the_reference(corpus, data):
     budget = data.draw(st.integers(1, 6000))
     cap = data.draw(st.sampled_from([0, 300, 1000, 2500, 10 ** 6]))
     keep_first = data.draw(st.booleans())
+    min_hits = data.draw(st.integers(1, 3))
+    extra = data.draw(st.sampled_from([0, 100, 300, 10 ** 6]))
     res = ix.result("q", [(c, 1.0 - i / 100) for i, c in enumerate(picks)], "t")
-    out = res.fit(budget, keep_first=keep_first, assemble=ix.assembler(cap))
-    check(out, res, budget, cap, texts, chunks, keep_first)
+    out = res.fit(budget, keep_first=keep_first, assemble=ix.assembler(cap, min_hits=min_hits, extra=extra))
+    check(out, res, budget, cap, texts, chunks, keep_first, min_hits, extra)
     # every hit that is not returned was too long for what is left at the end
     got = {(m.doc_id, p) for it in out for m in it.members for p in range(m.start, m.end)}
     left = budget - sum(it.n_chars for it in out)

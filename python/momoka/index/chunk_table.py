@@ -6,6 +6,10 @@ Each segment that added chunks holds their rows under ``chunks/``::
     text.bin text_offsets.npy   chunk texts: UTF-8 blob, rows + 1 byte offsets (from 0)
     docs.json                   the document ids ``doc.npy`` indexes (this segment's own list)
     sections.json               the distinct section paths ``section.npy`` indexes (its own list)
+    tail.npy tails.json         each chunk's tail (the whitespace between its end and the next
+                                chunk's start in its document): an index into the segment's
+                                distinct tails, -1 where unknown (segments written before tails
+                                were kept have neither file: every tail unknown)
 
 and any segment may hold ``chunks/meta.jsonl`` (metadata of chunks set or changed in
 that commit; a later segment's line wins) and ``chunks/deleted.npy`` (the ids of
@@ -43,6 +47,9 @@ COLUMNS: dict[str, Any] = {
     "section": np.int32,
     "live": np.bool_,
 }
+#: The tail column: an index into :attr:`ChunkTable._tails`, -1 where the tail is unknown (optional per segment).
+TAIL_FILE = "chunks/tail.npy"
+TAILS_FILE = "chunks/tails.json"
 #: The file of a segment that holds new rows (one of the columns).
 ROWS_FILE = "chunks/live.npy"
 META_FILE = "chunks/meta.jsonl"
@@ -80,6 +87,9 @@ class ChunkTable(Artifact):
         self._doc_index: dict[str, int] = {}
         self._sections: list[tuple[str, ...]] = [()]
         self._section_index: dict[tuple[str, ...], int] = {(): 0}
+        self._tail_col = np.zeros(0, dtype=np.int32)  # by slot: index into _tails, -1 unknown
+        self._tails: list[str] = []
+        self._tail_index: dict[str, int] = {}
         self._meta: dict[int, dict] | None = {}
         self._meta_parts: list[Part] = []  # meta files not read yet
         self._n_live = 0
@@ -94,6 +104,7 @@ class ChunkTable(Artifact):
         """Read the rows and tombstones of every segment (oldest first); metadata is read on first use."""
         self.set_parts(parts)
         cols: dict[str, list[np.ndarray]] = {k: [] for k in COLUMNS}
+        tails: list[np.ndarray] = []
         n = 0
         deleted: list[np.ndarray] = []
         for part in parts:
@@ -116,6 +127,7 @@ class ChunkTable(Artifact):
                     got["section"] = smap[got["section"]] if rows else got["section"]
                     for k in COLUMNS:
                         cols[k].append(np.asarray(got[k], dtype=COLUMNS[k]))
+                    tails.append(self._load_tails(part, rows))
                     blob = np.memmap(base / "chunks/text.bin", dtype=np.uint8, mode="r") if size else b""
                     self._texts.append(_Texts(n, offsets, blob))
                     n += rows
@@ -129,6 +141,7 @@ class ChunkTable(Artifact):
             except (OSError, ValueError, TypeError, IndexError) as exc:
                 raise StoreCorruptedError(f"store {part.folder} has a corrupted chunk table: {exc}") from None
         self._cols = {k: (np.concatenate(v) if v else np.zeros(0, dtype=COLUMNS[k])) for k, v in cols.items()}
+        self._tail_col = np.concatenate(tails) if tails else np.zeros(0, dtype=np.int32)
         for d in deleted:
             self._cols["live"][d] = False
         self._bases = np.array([t.base for t in self._texts], dtype=np.int64)
@@ -136,6 +149,18 @@ class ChunkTable(Artifact):
         self._meta = None if self._meta_parts else {}
         self._n_live = int(np.count_nonzero(self._cols["live"]))
         self._saved = self.n_slots
+
+    def _load_tails(self, part: Part, rows: int) -> np.ndarray:
+        """The tail column of a segment's ``rows`` new rows, as indices into :attr:`_tails` (-1 when unknown)."""
+        if not part.has(TAIL_FILE):
+            return np.full(rows, -1, dtype=np.int32)
+        col = np.load(part.folder / TAIL_FILE, allow_pickle=False).astype(np.int32)
+        known = json.loads((part.folder / TAILS_FILE).read_text(encoding="utf-8"))
+        if (len(col) != rows or not isinstance(known, list) or not all(isinstance(t, str) for t in known)
+                or (rows and (col.min() < -1 or col.max() >= len(known)))):
+            raise ValueError("a tail column that does not match its rows")
+        tmap = np.array([self._tail_slot(t) for t in known] + [-1], dtype=np.int32)
+        return tmap[col]  # -1 indexes the appended -1
 
     @classmethod
     def from_arrays(cls, store, cols: dict[str, np.ndarray], docs: list[str], sections: list, offsets, blob,
@@ -147,6 +172,7 @@ class ChunkTable(Artifact):
         t._sections = [tuple(s) for s in sections] or [()]
         t._section_index = {s: i for i, s in enumerate(t._sections)}
         t._cols = {k: np.array(cols[k], dtype=COLUMNS[k]) for k in COLUMNS}
+        t._tail_col = np.full(t.n_slots, -1, dtype=np.int32)
         t._texts = [_Texts(0, np.array(offsets, dtype=np.int64), bytearray(bytes(blob)))]
         t._bases = np.zeros(1, dtype=np.int64)
         t._meta = {int(k): dict(v) for k, v in meta.items()}
@@ -269,7 +295,21 @@ class ChunkTable(Artifact):
         cols = self._cols
         return Chunk(self._text(c), int(cols["start"][c]), int(cols["end"][c]), self._docs[int(cols["doc"][c])],
                      int(cols["index"][c]), int(cols["paragraph"][c]), int(cols["sentence"][c]),
-                     self._sections[int(cols["section"][c])], self.metadata(c))
+                     self._sections[int(cols["section"][c])], self.metadata(c), self.tail(c))
+
+    def tail(self, cid: int) -> str | None:
+        """The tail of chunk ``cid``: the text between its end and the next chunk's start in its document
+        (:attr:`momoka.text.model.Chunk.tail`), None when unknown (the last chunk of a document, stores built
+        before tails were kept)."""
+        t = int(self._tail_col[self._check(cid)])
+        return None if t < 0 else self._tails[t]
+
+    def tail_column(self) -> tuple[np.ndarray, list[str]]:
+        """By slot, the index of each chunk's tail into the returned list of distinct tails (-1: unknown);
+        read-only."""
+        v = self._tail_col.view()
+        v.flags.writeable = False
+        return v, list(self._tails)
 
     def column(self, name: str) -> np.ndarray:
         """A column by slot (read-only): start, end, index, paragraph, sentence, section, doc or live."""
@@ -300,9 +340,17 @@ class ChunkTable(Artifact):
             self._sections.append(sec)
         return si
 
+    def _tail_slot(self, tail: str) -> int:
+        ti = self._tail_index.get(tail)
+        if ti is None:
+            ti = self._tail_index[tail] = len(self._tails)
+            self._tails.append(tail)
+        return ti
+
     def _grow(self, n: int) -> None:
         for k, t in COLUMNS.items():
             self._cols[k] = np.concatenate([self._cols[k], np.zeros(n, dtype=t)])
+        self._tail_col = np.concatenate([self._tail_col, np.full(n, -1, dtype=np.int32)])
 
     def _set_row(self, cid: int, doc_id: str, c: Chunk) -> None:
         di = self._doc_slot(doc_id)
@@ -311,6 +359,7 @@ class ChunkTable(Artifact):
         cols["doc"][cid], cols["start"][cid], cols["end"][cid] = di, c.start, c.end
         cols["index"][cid], cols["paragraph"][cid], cols["sentence"][cid] = c.index, c.paragraph, c.sentence
         cols["section"][cid], cols["live"][cid] = si, True
+        self._tail_col[cid] = -1 if c.tail is None else self._tail_slot(c.tail)
         self._n_live += 1
         if c.metadata:
             self._load_meta()[cid] = dict(c.metadata)
@@ -397,8 +446,14 @@ class ChunkTable(Artifact):
                                                          ensure_ascii=False).encode("utf-8"))
         write_file(base / "chunks/sections.json", json.dumps([list(self._sections[int(i)]) for i in secs],
                                                              ensure_ascii=False).encode("utf-8"))
+        tail = np.asarray(self._tail_col[lo:hi])
+        known, tinv = np.unique(tail[tail >= 0], return_inverse=True)
+        local = np.full(len(tail), -1, dtype=np.int32)
+        local[tail >= 0] = tinv
+        write_npy(base / TAIL_FILE, local)
+        write_file(base / TAILS_FILE, json.dumps([self._tails[int(i)] for i in known]).encode("utf-8"))
         return [f"chunks/{k}.npy" for k in [*COLUMNS, "text_offsets"]] + [
-            f"chunks/{f}" for f in ("text.bin", "docs.json", "sections.json")]
+            f"chunks/{f}" for f in ("text.bin", "docs.json", "sections.json")] + [TAIL_FILE, TAILS_FILE]
 
     def _write_meta(self, base: Path, ids: Iterable[int]) -> list[str]:
         meta = self._load_meta()

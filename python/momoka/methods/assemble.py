@@ -8,21 +8,32 @@ as fragments, or not at all when one long item ends the prefix.
 
 * a hit is **widened** to its parent unit, the enclosing paragraph (every live
   chunk of the same document with the same ``paragraph`` index in the chunk
-  table), when the paragraph spans at most ``cap`` characters and its new
-  characters fit what is left of the budget; otherwise the hit is taken alone;
+  table), when its new characters fit what is left of the budget and either
+  the paragraph adds at most ``extra`` characters to the hit (a small window
+  around it, as LlamaIndex's sentence-window retriever) or it spans at most
+  ``cap`` characters and holds at least ``min_hits`` hits of the ranking (as
+  LlamaIndex's auto-merging retriever); otherwise the hit is taken alone;
 * a hit (widened or not) that does not fit what is left is **skipped**, and
   the fill goes on with the next one;
 * hits of one document that overlap or touch (only whitespace between them)
   are **merged** into one item, and no character is returned twice: a chunk
   already covered is dropped, one that overlaps covered text is cut to its
-  new part (still an exact span: ``document.text[start:end] == member.text``).
+  new part (still an exact span: ``document.text[start:end] == member.text``);
+* neighbouring spans are **joined** with the whitespace between them when the
+  store knows it (each chunk's :attr:`~momoka.text.model.Chunk.tail`, kept
+  since store format 3's tail column), so a run of chunks comes back as one
+  member, the exact text of the document from the first start to the last
+  end (``chunk_id`` -1 when it joins more than one chunk; the item's
+  ``provenance["assembly"]["chunks"]`` lists the stored chunks it holds).
+  The joined whitespace counts against the budget. Where tails are unknown
+  (stores built before they were kept) touching chunks stay separate members
+  of one item, the whitespace between them not returned.
 
-Characters are counted as the members' lengths (the whitespace between two
-chunks is not stored and not returned). That is why the default cap
-(:data:`DEFAULT_ASSEMBLE_CAP`) is 0, merge and skip only: a widened paragraph
-comes back as its chunks, with the whitespace between them uncovered, so
-evidence that is a whole paragraph is still not covered completely, and the
-widening spends budget that other hits would have used (docs/results.md). An assembled item lists its members
+Characters are counted as the members' lengths, joined whitespace included.
+With tails known, a widened paragraph comes back as the whole paragraph. The
+defaults (:data:`DEFAULT_ASSEMBLE_CAP`, :data:`DEFAULT_ASSEMBLE_MIN_HITS`,
+:data:`DEFAULT_ASSEMBLE_EXTRA`) were chosen on the shared sets by the best worst
+case (docs/results.md). An assembled item lists its members
 in document order; ``provenance["assembly"]`` names the ranks of the hits it
 holds (``hits``) and those widened (``widened``); the result's ``stats``
 count them (``assembled_widened``, ``assembled_merged``, ``assembled_skipped``).
@@ -39,9 +50,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from .base import DEFAULT_ASSEMBLE_CAP, Item, Member, Result, check_budget
+from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, Item, Member, Result,
+                   check_budget)
 
-__all__ = ["DEFAULT_ASSEMBLE_CAP", "Assembler"]
+__all__ = ["DEFAULT_ASSEMBLE_CAP", "DEFAULT_ASSEMBLE_EXTRA", "DEFAULT_ASSEMBLE_MIN_HITS", "Assembler"]
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -55,15 +67,21 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in out]
 
 
-def _measure_new(taken: list[tuple[int, int]], spans: list[tuple[int, int]]) -> int:
-    """Characters of the union of ``spans`` outside the disjoint intervals ``taken``."""
-    new = 0
-    for s, e in _merge(spans):
-        new += e - s
-        for a, b in taken:
-            if a < e and s < b:
-                new -= min(b, e) - max(a, s)
-    return new
+def _total(spans: list[tuple[int, int]]) -> int:
+    return sum(e - s for s, e in spans)
+
+
+def _fuse(pieces: list[Member]) -> tuple[Member, ...]:
+    """Members with each run of contiguous pieces of one document (one's end the next's start) made one member:
+    the run's exact text, ``chunk_id`` -1 when it joins several pieces."""
+    out: list[Member] = []
+    for m in pieces:
+        last = out[-1] if out else None
+        if last is not None and last.doc_id == m.doc_id and last.end == m.start:
+            out[-1] = Member(-1, m.doc_id, last.start, m.end, last.text + m.text, last.section)
+        else:
+            out.append(m)
+    return tuple(out)
 
 
 class _Sets:
@@ -93,14 +111,21 @@ class Assembler:
         chunks: the store's chunk table (its ``doc``, ``paragraph``, ``start``,
             ``end`` and ``live`` columns and ``doc_list`` are read once, here).
         member: ``chunk id -> Member`` with the chunk's exact text (:meth:`momoka.Index.member`).
-        cap: widen a hit only to a paragraph spanning at most this many
-            characters (0: never widen; merging and skipping still apply).
+        cap: widen a hit to a paragraph spanning at most this many characters
+            when the paragraph holds at least ``min_hits`` hits (0: never).
+        min_hits: hits of the ranking (any rank) a paragraph must hold to be
+            widened to by ``cap`` (1: every hit's paragraph up to ``cap``).
+        extra: widen a hit to its paragraph whenever that adds at most this
+            many characters to it (0: never). With ``cap`` and ``extra`` 0 no
+            hit is widened; merging and skipping still apply.
     """
 
-    def __init__(self, chunks: Any, member: Callable[[int], Member], cap: int = DEFAULT_ASSEMBLE_CAP):
-        if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0:
-            raise ConfigError(f"an assembly cap must be a number of characters >= 0, got {cap!r}")
-        self.cap = int(cap)
+    def __init__(self, chunks: Any, member: Callable[[int], Member], cap: int = DEFAULT_ASSEMBLE_CAP, *,
+                 min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS, extra: int = DEFAULT_ASSEMBLE_EXTRA):
+        for name, v, low in (("cap", cap, 0), ("min_hits", min_hits, 1), ("extra", extra, 0)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ConfigError(f"an assembly {name} must be an int >= {low}, got {v!r}")
+        self.cap, self.min_hits, self.extra = int(cap), int(min_hits), int(extra)
         self._member = member
         live = np.asarray(chunks.column("live"), dtype=bool)
         ids = np.flatnonzero(live).astype(np.int64)
@@ -130,6 +155,15 @@ class Assembler:
         n_docs = len(chunks.doc_list)
         self._d_lo = np.searchsorted(d_sorted, np.arange(n_docs), side="left")
         self._d_hi = np.searchsorted(d_sorted, np.arange(n_docs), side="right")
+        # Tails: the live chunks whose tail is known, by (document, end), for the joins.
+        tail_fn = getattr(chunks, "tail_column", None)
+        tail, self._tails = tail_fn() if tail_fn is not None else (np.full(len(live), -1, dtype=np.int32), [])
+        tail = np.asarray(tail, dtype=np.int64)[ids]
+        known = tail >= 0
+        self._t_mult = int(end.max()) + 1 if len(end) else 1
+        t_key = doc[known] * self._t_mult + end[known]
+        t_order = np.argsort(t_key, kind="stable")
+        self._t_key, self._t_val = t_key[t_order], tail[known][t_order]
 
     # -- look-ups -------------------------------------------------------------
 
@@ -160,16 +194,56 @@ class Assembler:
         k = lo + int(np.searchsorted(self._d_start[lo:hi], start, side="left"))
         return k == lo or int(self._d_reach[k - 1]) <= end
 
-    def _widened(self, item: Item) -> tuple[Member, ...] | None:
-        """The item's members with each stored chunk replaced by its paragraph when that spans at most
-        :attr:`cap` characters; None when nothing widens."""
-        if not self.cap:
+    def bridge(self, doc_id: str, end: int, start: int) -> str | None:
+        """The text of ``doc_id`` from ``end`` to ``start`` when the store knows it: ``""`` when ``start <= end``,
+        else the tail of a live chunk of the document ending at ``end`` that reaches ``start`` exactly (None when
+        there is none)."""
+        if start <= end:
+            return ""
+        d = self._doc_code.get(doc_id)
+        if d is None or end >= self._t_mult:
+            return None
+        key = d * self._t_mult + int(end)
+        lo = int(np.searchsorted(self._t_key, key, side="left"))
+        hi = int(np.searchsorted(self._t_key, key, side="right"))
+        for t in self._t_val[lo:hi].tolist():
+            if len(self._tails[t]) == start - end:
+                return self._tails[t]
+        return None
+
+    def _join(self, doc_id: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The union of ``spans``, neighbours joined where :meth:`bridge` knows the text between them."""
+        out: list[tuple[int, int]] = []
+        for s, e in _merge(spans):
+            if out and self.bridge(doc_id, out[-1][1], s) is not None:
+                out[-1] = (out[-1][0], e)
+            else:
+                out.append((s, e))
+        return out
+
+    def _hits_per_paragraph(self, result: Result) -> dict[int, int]:
+        """Paragraph group -> the number of the ranking's members (stored chunks) inside it."""
+        out: dict[int, int] = {}
+        n = len(self._group)
+        for it in result.items:
+            for m in it.members:
+                if 0 <= m.chunk_id < n and self._group[m.chunk_id] >= 0:
+                    g = int(self._group[m.chunk_id])
+                    out[g] = out.get(g, 0) + 1
+        return out
+
+    def _widened(self, item: Item, hits: dict[int, int]) -> tuple[Member, ...] | None:
+        """The item's members with each stored chunk replaced by its paragraph when the rule of the module doc
+        says so (``hits``: :meth:`_hits_per_paragraph` of the ranking); None when nothing widens."""
+        if not self.cap and not self.extra:
             return None
         out: list[Member] = []
         grew = False
         for m in item.members:
             fam = self.parent(m.chunk_id) if m.chunk_id >= 0 else ()
-            if len(fam) > 1 and self.parent_span(m.chunk_id) <= self.cap:
+            span = self.parent_span(m.chunk_id) if len(fam) > 1 else 0
+            if len(fam) > 1 and (span - (m.end - m.start) <= self.extra or (
+                    span <= self.cap and hits.get(int(self._group[m.chunk_id]), 0) >= self.min_hits)):
                 out.extend(m if c == m.chunk_id else self._member(c) for c in fam)
                 grew = True
             else:
@@ -189,18 +263,19 @@ class Assembler:
         accepted: list[tuple[int, tuple[Member, ...]]] = []  # (hit number, members)
         widened: set[int] = set()
         used = skipped = 0
+        hits = self._hits_per_paragraph(result) if self.cap or self.extra else {}
         for i, item in enumerate(result.items):
-            wide = self._widened(item)
+            wide = self._widened(item, hits)
             choices = ((wide, True), (item.members, False)) if wide is not None else ((item.members, False),)
             for members, is_wide in choices:
                 by_doc: dict[str, list[tuple[int, int]]] = {}
                 for m in members:
                     by_doc.setdefault(m.doc_id, []).append((m.start, m.end))
-                new = sum(_measure_new(taken.get(d, []), sp) for d, sp in by_doc.items())
+                grown = {d: self._join(d, taken.get(d, []) + sp) for d, sp in by_doc.items()}
+                new = sum(_total(g) - _total(taken.get(d, [])) for d, g in grown.items())
                 if used + new <= budget or (keep_first and i == 0 and not is_wide):
                     used += new
-                    for d, sp in by_doc.items():
-                        taken[d] = _merge(taken.get(d, []) + sp)
+                    taken.update(grown)
                     accepted.append((i, members))
                     if is_wide:
                         widened.add(i)
@@ -208,7 +283,8 @@ class Assembler:
             else:
                 skipped += 1
         items = self._items(result, accepted, widened)
-        stats = {**result.stats, "budget": budget, "assembled_cap": self.cap, "assembled_widened": len(widened),
+        stats = {**result.stats, "budget": budget, "assembled_cap": self.cap, "assembled_min_hits": self.min_hits,
+                 "assembled_extra": self.extra, "assembled_widened": len(widened),
                  "assembled_merged": sum(1 for it in items if len(it.provenance["assembly"]["hits"]) > 1),
                  "assembled_skipped": skipped}
         return Result(result.query, tuple(items), result.retriever, stats)
@@ -227,7 +303,8 @@ class Assembler:
             run_hit, run_end = -1, -1
             for start, neg_end, i, m in rows:
                 end = -neg_end
-                if run_hit >= 0 and (start < run_end or self.touching(doc_id, run_end, start)):
+                gap = self.bridge(doc_id, run_end, start) if run_hit >= 0 and start > run_end else None
+                if run_hit >= 0 and (start <= run_end or gap is not None or self.touching(doc_id, run_end, start)):
                     sets.union(run_hit, i)
                 else:
                     run_hit = i
@@ -235,6 +312,8 @@ class Assembler:
                     continue  # already returned whole
                 if start < run_end:  # overlaps what is returned: keep the new tail (an exact span still)
                     m = Member(m.chunk_id, doc_id, run_end, end, m.text[run_end - start:], m.section)
+                if gap:  # the whitespace before it, returned with it
+                    kept.append((i, Member(-1, doc_id, run_end, start, gap, m.section)))
                 kept.append((i, m))
                 run_end = max(run_end, end)
         groups: dict[int, list[Member]] = {}
@@ -250,9 +329,10 @@ class Assembler:
             for i in hits[root]:
                 for m in result.items[i].members:
                     doc_rank.setdefault(m.doc_id, len(doc_rank))
-            members = tuple(sorted(groups[root], key=lambda m: (doc_rank.get(m.doc_id, len(doc_rank)), m.start)))
+            pieces = sorted(groups[root], key=lambda m: (doc_rank.get(m.doc_id, len(doc_rank)), m.start))
             prov = {**first.provenance, "assembly": {"hits": [result.items[i].rank for i in hits[root]],
                                                      "widened": [result.items[i].rank for i in hits[root]
-                                                                 if i in widened]}}
-            items.append(Item(members, first.score, rank, prov, first.title))
+                                                                 if i in widened],
+                                                     "chunks": [m.chunk_id for m in pieces if m.chunk_id >= 0]}}
+            items.append(Item(_fuse(pieces), first.score, rank, prov, first.title))
         return items

@@ -33,13 +33,18 @@ DEFAULT_CHUNKER = "recursive"
 DEFAULT_CHUNK_SIZE = 100
 #: The default retriever of :meth:`momoka.Index.search`, ``query``, ``ask`` and ``eval``.
 DEFAULT_RETRIEVER = "hybrid"
-#: Context assembly (:mod:`momoka.methods.assemble`) widens a hit to its paragraph when that spans at most
-#: this many characters; 0 (merge and skip only) has the best worst case over the five shared sets, since a
-#: widened paragraph's whitespace between chunks is not stored and stays uncovered (docs/results.md).
-DEFAULT_ASSEMBLE_CAP = 0
+#: Context assembly (:mod:`momoka.methods.assemble`) widens a hit to its paragraph when the paragraph spans at
+#: most this many characters and holds at least :data:`DEFAULT_ASSEMBLE_MIN_HITS` hits of the ranking, or when it
+#: adds at most :data:`DEFAULT_ASSEMBLE_EXTRA` characters to the hit: the rule with the best worst case over the
+#: five shared sets (docs/results.md).
+DEFAULT_ASSEMBLE_CAP = 1000
+DEFAULT_ASSEMBLE_MIN_HITS = 2
+DEFAULT_ASSEMBLE_EXTRA = 300
 
 __all__ = [
     "DEFAULT_ASSEMBLE_CAP",
+    "DEFAULT_ASSEMBLE_EXTRA",
+    "DEFAULT_ASSEMBLE_MIN_HITS",
     "DEFAULT_BUDGET",
     "DEFAULT_CHUNKER",
     "DEFAULT_CHUNK_SIZE",

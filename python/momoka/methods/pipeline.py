@@ -35,12 +35,12 @@ import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
 from .base import (  # noqa: F401 (re-exported)
-    ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item,
-    Member, Result, check_budget)
+    ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
+    DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
 from .context import Batch, Corpus
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
 from ..progress import Progress
-from ..text.model import Chunk
+from ..text.model import Chunk, with_tails
 from .sources import (
     MAX_QUERY_CHARS,
     check_query,
@@ -632,7 +632,7 @@ class Index:
         """Chunk, embed, enrich and relate one batch of documents; returns the ids added."""
         chunks = self._chunk(docs, on_error, skipped)
         keep = [i for i, cs in enumerate(chunks) if cs]
-        docs, chunks = [docs[i] for i in keep], [chunks[i] for i in keep]
+        docs, chunks = [docs[i] for i in keep], [with_tails(docs[i].text, chunks[i]) for i in keep]
         if not docs:
             return []
         meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text),
@@ -919,10 +919,12 @@ class Index:
         ``budget``: fill a context of this many characters instead, from the
         top ``k`` items (when given; otherwise as many as :meth:`depth_for`
         reads). With ``assemble`` (default) the context is assembled
-        (:mod:`momoka.methods.assemble`, cap :data:`DEFAULT_ASSEMBLE_CAP`):
-        touching hits merged, an item that does not fit skipped, no character
-        twice (``result.fit(budget, assemble=index.assembler(cap))`` also
-        widens hits to paragraphs of at most ``cap`` characters); ``assemble=False`` keeps the longest prefix of the ranking that
+        (:mod:`momoka.methods.assemble`, its default widening rule):
+        touching hits merged with the whitespace between them, a hit widened
+        to its paragraph where the rule says, an item that does not fit
+        skipped, no character twice (``result.fit(budget,
+        assemble=index.assembler(cap, min_hits=..., extra=...))`` for other
+        settings); ``assemble=False`` keeps the longest prefix of the ranking that
         fits. ``doc_ids`` restricts the search to these documents; ``options``
         go to the retriever (e.g. ``view="titled"`` for ``dense``). A BM25-only
         index answers ``hybrid`` with BM25 alone.
@@ -955,9 +957,10 @@ class Index:
         chunks = self.store.chunks
         return (id(chunks), chunks.n_slots, self.store.n_chunks)
 
-    def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP):
-        """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks, widening up to ``cap``
-        characters (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
+    def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP, *, min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS,
+                  extra: int = DEFAULT_ASSEMBLE_EXTRA):
+        """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks with these widening settings
+        (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
         from .assemble import Assembler
 
         store = self.store
@@ -965,9 +968,10 @@ class Index:
         if self._assemblers[0] != key:
             self._assemblers = (key, {})
         made = self._assemblers[1]
-        if cap not in made:
-            made[cap] = Assembler(store.chunks, self.member, cap)
-        return made[cap]
+        rule = (cap, min_hits, extra)
+        if rule not in made:
+            made[rule] = Assembler(store.chunks, self.member, cap, min_hits=min_hits, extra=extra)
+        return made[rule]
 
     def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
             k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,
