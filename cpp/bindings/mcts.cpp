@@ -77,33 +77,18 @@ void register_mcts(py::module_& m) {
       .def("run_native",
            [](Engine& e, int kind, py::object data, py::object indptr, py::object indices, int threads) {
              // borrow the arrays (converted only when their dtype or layout differs); they stay
-             // referenced by this frame while the GIL is released
-             const int64_t n = e.config().n_items;
+             // referenced by this frame while the GIL is released. The engine checks them.
              auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(data);
              if (!d) throw Error("I: expected a numeric array");
-             NativeReward r;
-             r.kind = static_cast<NativeReward::Kind>(kind);
-             r.n = e.config().n_items;
-             r.data = d.data();
              py::array_t<int64_t, py::array::c_style | py::array::forcecast> ip;
              py::array_t<int32_t, py::array::c_style | py::array::forcecast> ix;
-             const int64_t need = kind == 0 ? n * n : kind == 1 ? n : -1;
-             if (need >= 0 && d.size() != need) throw Error("I: wrong number of entries");
-             if (kind == 2) {
+             if (kind == NativeReward::Sparse) {
                ip = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(indptr);
                ix = py::array_t<int32_t, py::array::c_style | py::array::forcecast>::ensure(indices);
-               if (!ip || !ix || ip.size() != n + 1 || ix.size() != d.size()) throw Error("I: bad CSR arrays");
-               const int64_t* p = ip.data();
-               const int32_t* q = ix.data();
-               for (int64_t i = 0; i < n; ++i) {
-                 if (p[i] < 0 || p[i + 1] < p[i] || p[i + 1] > ix.size()) throw Error("I: bad CSR indptr");
-                 for (int64_t j = p[i]; j < p[i + 1]; ++j)
-                   if (q[j] < 0 || q[j] >= n || (j > p[i] && q[j] <= q[j - 1]))
-                     throw Error("I: CSR columns must be in range, sorted and unique per row");
-               }
-               r.indptr = p;
-               r.indices = q;
              }
+             const NativeReward r = NativeReward::checked(
+                 kind, e.config().n_items, d.data(), d.size(), ip ? ip.data() : nullptr, ip ? ip.size() : -1,
+                 ix ? ix.data() : nullptr, ix ? ix.size() : -1);
              py::gil_scoped_release nogil;
              e.run_native(r, threads);
            },

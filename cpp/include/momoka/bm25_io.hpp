@@ -5,7 +5,8 @@
 // u64 terms, terms x (varint byte length, bytes, varint postings, varint
 // list bytes, list bytes as in bm25_postings.hpp). Deleted documents' postings are
 // dropped before writing. Version 1 (raw u32 doc, u32 tf pairs, written by
-// earlier releases) is still read.
+// earlier releases) is still read. A saved BM25 file is these bytes followed
+// by the tokeniser trailer (bm25_file.hpp).
 #pragma once
 
 #include <cstring>

@@ -103,6 +103,37 @@ struct NativeReward {
   const double* data = nullptr;      // dense n*n row-major, vector n, or CSR values
   const int64_t* indptr = nullptr;   // CSR, n + 1 entries
   const int32_t* indices = nullptr;  // CSR (sorted per row, unique)
+  // A reward over borrowed arrays, checked before any search reads them: `n_data` values (n * n
+  // for Dense, n for Vector, the stored entries for Sparse); Sparse also needs n + 1 row offsets
+  // `indptr` into `indices` (one column per value), each row's columns in [0, n), strictly
+  // increasing. A size of -1 marks an array the caller could not provide. Throws Error saying
+  // what is wrong ("I: ..."); nothing is copied.
+  static NativeReward checked(int kind, int32_t n, const double* data, int64_t n_data, const int64_t* indptr,
+                              int64_t n_indptr, const int32_t* indices, int64_t n_indices) {
+    if (kind < Dense || kind > Sparse) throw Error("I: unknown reward kind " + std::to_string(kind));
+    if (n < 1) throw Error("n_items must be at least 1");
+    NativeReward r;
+    r.kind = static_cast<Kind>(kind);
+    r.n = n;
+    r.data = data;
+    if (kind == Dense || kind == Vector) {
+      const int64_t need = kind == Dense ? static_cast<int64_t>(n) * n : n;
+      if (data == nullptr || n_data != need) throw Error("I: wrong number of entries");
+      return r;
+    }
+    if (n_data < 0 || n_indptr != static_cast<int64_t>(n) + 1 || n_indices != n_data)
+      throw Error("I: bad CSR arrays");
+    for (int32_t i = 0; i < n; ++i) {
+      if (indptr[i] < 0 || indptr[i + 1] < indptr[i] || indptr[i + 1] > n_indices) throw Error("I: bad CSR indptr");
+      for (int64_t j = indptr[i]; j < indptr[i + 1]; ++j)
+        if (indices[j] < 0 || indices[j] >= n || (j > indptr[i] && indices[j] <= indices[j - 1]))
+          throw Error("I: CSR columns must be in range, sorted and unique per row");
+    }
+    r.indptr = indptr;
+    r.indices = indices;
+    return r;
+  }
+
   // The rewards of one root's search: for Dense, the root's row copied into `buf` in one
   // sequential sweep (the rollouts read it at random, and those reads from the shared matrix
   // missed the cache: about a third of the run on 500 x 500), served as a Vector. Only when the
@@ -308,6 +339,8 @@ class Engine {
     if (cfg_.key != RewardKey::Pair) throw Error("native rewards support pair mode only");
     if (cfg_.expansion == Expansion::Scored) throw Error("scored expansion needs ask/tell (scores come from outside)");
     if (asked_) throw Error("engine already runs in ask/tell mode");
+    if (I.n != cfg_.n_items) throw Error("I: reward over " + std::to_string(I.n) + " items for an engine of " +
+                                         std::to_string(cfg_.n_items));
     start_clock();
     parallel_for(searches_.size(), threads, [&](size_t i, Scratch& sc) {
       Search& s = searches_[i];
