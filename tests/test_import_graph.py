@@ -1,10 +1,13 @@
-"""No import cycles in ``momoka``: the import graph is read from the sources with ``ast`` (nothing is imported).
+"""No import cycles in ``momoka``, counting imports inside functions: the import graph is read from the sources
+with ``ast`` (nothing is imported).
 
-Which imports count: those that run when the module is imported. That is every ``import`` / ``from ... import``
-among the module's top-level statements, including those nested in top-level ``if`` / ``try`` / ``with`` /
-``for`` / ``while`` blocks and in class bodies (a class body runs at import). Not counted: imports under
-``if TYPE_CHECKING:`` (never run), and imports inside function bodies, the documented way to defer an import
-to call time (how a module reaches one that imports it, or a heavy dependency, only when it is used).
+Which imports count: every ``import`` / ``from ... import`` of a module, at any depth: its top-level statements,
+the blocks nested in them (``if`` / ``try`` / ``with`` / ``for`` / ``while``), class bodies, and function bodies.
+An import inside a function defers the import to call time (for start-up time, or an optional dependency), but
+it does not make a loop between two modules harmless: each still needs the other, and which one finishes loading
+first depends on who calls what. Not counted: imports under ``if TYPE_CHECKING:`` (never run).
+The graph of imports that run when a module is imported (no function bodies) is read as well
+(``deferred=False``): ``test_the_graph_agrees_with_python`` checks it against what Python loads.
 
 Where an import points:
 
@@ -16,13 +19,16 @@ Where an import points:
   so ``momoka/__init__.py`` importing ``momoka.methods.pipeline``, which does ``from .. import errors``, is no
   cycle (the edge goes to the module ``momoka.errors``, not to ``momoka``).
 * Re-exports count: a package ``__init__`` that imports its own submodules imports them, so a submodule that
-  takes a re-exported name back from its package (``from . import Name``) closes a cycle.
+  takes a re-exported name back from its package (``from . import Name``) closes a cycle; the way out is to
+  import the defining module directly.
 * A name that a package loads on first use through a module-level ``__getattr__`` (PEP 562), as
   ``momoka.Index`` and the rerankers of ``momoka.models``, is an edge to the module it comes from as well:
-  ``from momoka import Index`` at the top of a module runs ``momoka.methods.pipeline``.
+  ``from momoka import Index`` at the top of a module runs ``momoka.methods.pipeline``. Counting deferred
+  imports, the package itself has an edge to every module its ``__getattr__`` loads.
 
-Not seen: imports done by functions that module-level code calls (a decorator, say);
-``test_the_graph_agrees_with_python`` checks against Python itself that the graph invents no edge.
+Not seen: imports by a name computed at run time (the method registry loading its built-in packages by name,
+the CLI its sub-command modules: plug-ins that register themselves), and imports done by functions that
+module-level code calls (a decorator, say).
 
 The rule enforced: no module imports (directly or through others) a module that imports it back, i.e. every
 strongly connected component of the graph is a single module. Only edges inside the package are kept.
@@ -55,6 +61,7 @@ class Edge:
     path: Path
     line: int
     source: str  # the import statement, as written
+    deferred: bool = False  # the import is inside a function: it runs when the function is called
 
 
 def _modules(pkg_dir: Path, pkg: str, compiled=()) -> dict[str, Path | None]:
@@ -93,6 +100,21 @@ def _run_at_import(body: list[ast.stmt], top: bool = True):
         elif isinstance(node, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)):
             yield from _run_at_import(node.body, top)
             yield from _run_at_import(getattr(node, "orelse", []), top)
+
+
+def _every_statement(body: list[ast.stmt], deferred: bool = False):
+    """``(statement, deferred)`` for every statement at any depth (function bodies included, with ``deferred``
+    true inside them), except the blocks under ``if TYPE_CHECKING:``."""
+    for node in body:
+        yield node, deferred
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _every_statement(node.orelse, deferred)
+            continue
+        inner = deferred or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for item in getattr(node, field, None) or []:
+                # statements, or except handlers / match cases (which hold statements)
+                yield from _every_statement([item] if isinstance(item, ast.stmt) else item.body, inner)
 
 
 def _bound_names(tree: ast.Module) -> set[str]:
@@ -149,8 +171,9 @@ def _lazy_names(pkg: str, tree: ast.Module, mods) -> dict[str, str] | None:
     return out
 
 
-def import_graph(pkg_dir: Path, pkg: str, compiled=()) -> dict[str, list[Edge]]:
-    """Module -> the edges of the imports that run when it is imported (targets inside ``pkg`` only)."""
+def import_graph(pkg_dir: Path, pkg: str, compiled=(), deferred: bool = False) -> dict[str, list[Edge]]:
+    """Module -> the edges of its imports (targets inside ``pkg`` only): those that run when it is imported, and
+    with ``deferred`` also those inside its functions (a package's ``__getattr__`` included)."""
     mods = _modules(pkg_dir, pkg, compiled)
     lines = {m: p.read_text(encoding="utf-8").splitlines() for m, p in mods.items() if p is not None}
     trees = {m: ast.parse("\n".join(text), filename=str(mods[m])) for m, text in lines.items()}
@@ -159,7 +182,11 @@ def import_graph(pkg_dir: Path, pkg: str, compiled=()) -> dict[str, list[Edge]]:
     graph: dict[str, list[Edge]] = {m: [] for m in mods}
     for mod, tree in trees.items():
         path = mods[mod]
-        for node, _ in _run_at_import(tree.body):
+        if deferred:
+            statements = _every_statement(tree.body)
+        else:
+            statements = ((node, False) for node, _ in _run_at_import(tree.body))
+        for node, late in statements:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -185,7 +212,13 @@ def import_graph(pkg_dir: Path, pkg: str, compiled=()) -> dict[str, list[Edge]]:
                 for m in [*(p for p in _parents(t) if not mod.startswith(p + ".")), t]:
                     if m in mods and m != mod and m not in seen:
                         seen.add(m)
-                        graph[mod].append(Edge(m, path, node.lineno, src))
+                        graph[mod].append(Edge(m, path, node.lineno, src, late))
+        if deferred and lazy[mod]:
+            # what the package's __getattr__ loads by a name looked up in a dict (importlib.import_module)
+            fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "__getattr__")
+            have = {e.target for e in graph[mod]}
+            for target in sorted(set(lazy[mod].values()) - have - {mod}):
+                graph[mod].append(Edge(target, path, fn.lineno, lines[mod][fn.lineno - 1].strip(), True))
     return graph
 
 
@@ -245,15 +278,18 @@ def cycles_report(graph: dict[str, list[Edge]], root: Path) -> str:
                 if e.target in members and e.target not in done:
                     done.add(e.target)
                     where = e.path.relative_to(root).as_posix()
-                    lines.append(f"  {mod} -> {e.target}    {where}:{e.line}: {e.source}")
+                    late = "  (in a function)" if e.deferred else ""
+                    lines.append(f"  {mod} -> {e.target}    {where}:{e.line}: {e.source}{late}")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
 
 def test_momoka_has_no_import_cycles():
-    graph = import_graph(PACKAGE_DIR, "momoka", COMPILED)
+    """Not even through imports inside functions."""
+    graph = import_graph(PACKAGE_DIR, "momoka", COMPILED, deferred=True)
     assert len(graph) > 100 and "momoka.methods.pipeline" in graph  # the package was found
     assert any(e.target == "momoka._core" for edges in graph.values() for e in edges)
+    assert sum(e.deferred for edges in graph.values() for e in edges) > 50  # function bodies were read
     report = cycles_report(graph, PACKAGE_DIR.parent)
     assert not report, "\n" + report
 
@@ -346,6 +382,43 @@ def test_deferred_and_type_checking_imports_are_no_edges(tmp_path):
     graph = import_graph(pkg, "pkg")
     assert _edges(graph, "pkg.a") == {"pkg.d", "pkg.e"}
     assert cycles_report(graph, tmp_path) == ""
+
+
+def test_imports_in_functions_count_when_deferred_is_asked(tmp_path):
+    """With ``deferred=True`` an import in a function (at any depth, in a method, under a ``try``) is an edge
+    marked deferred, a package's ``__getattr__`` has edges to what it loads, and ``TYPE_CHECKING`` stays out."""
+    pkg = _write(tmp_path, {
+        "pkg/__init__.py": """
+            import importlib
+            _LAZY = {"Heavy": "heavy"}
+            def __getattr__(name):
+                return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        """,
+        "pkg/heavy.py": "from . import a\nHeavy = 1\n",
+        "pkg/a.py": """
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                from .c import C
+            class K:
+                def m(self):
+                    try:
+                        from .b import B
+                    except ImportError:
+                        pass
+        """,
+        "pkg/b.py": "def f():\n    if True:\n        from .a import K\n",
+        "pkg/c.py": "from .a import K\n",
+    })
+    assert cycles_report(import_graph(pkg, "pkg"), tmp_path) == ""
+    graph = import_graph(pkg, "pkg", deferred=True)
+    assert _edges(graph, "pkg.a") == {"pkg.b"}
+    assert [e.deferred for e in graph["pkg.a"]] == [True]
+    assert _edges(graph, "pkg") == {"pkg.heavy"}
+    assert [e.deferred for e in graph["pkg.heavy"]] == [False]
+    report = cycles_report(graph, tmp_path)
+    assert "pkg.a -> pkg.b    pkg/a.py:8: from .b import B  (in a function)" in report
+    assert "pkg.b -> pkg.a    pkg/b.py:3: from .a import K  (in a function)" in report
+    assert "pkg.c" not in report and "pkg.heavy" not in report
 
 
 def test_from_package_import_name_or_module(tmp_path):

@@ -18,7 +18,7 @@ import pytest
 # Never needed to answer a BM25 query or print help: HTTP client, distributed engine, framework adapters,
 # plotting, the LLM stack and the causal LM (its onnxruntime session), the methods that use them.
 HEAVY = ("aiohttp", "ray", "langchain", "langchain_core", "llama_index", "matplotlib", "onnxruntime",
-         "momoka.llm", "momoka.models.causal_lm", "momoka.methods.jerr", "momoka.methods.ets",
+         "momoka.llm", "momoka.models.causal_lm", "momoka.models.causal_session", "momoka.methods.jerr", "momoka.methods.ets",
          "momoka.methods.momoka", "momoka.methods.moc", "momoka.methods.mcindex", "momoka.eval")
 
 SRC = str(Path(momoka.__file__).resolve().parents[1])  # the momoka under test: the checkout or site-packages

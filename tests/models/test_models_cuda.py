@@ -86,7 +86,7 @@ def test_activation_quantised_model_on_cuda_warns(models_root, monkeypatch):
     # A CPU session stands in for the CUDA one here; which graphs warn is what is tested.
     import warnings
 
-    from momoka.models import embedder as embedder_module
+    from momoka.models import onnx_embedder as embedder_module
 
     monkeypatch.setattr(embedder_module, "create_session",
                         lambda path, **kw: runtime.create_session(path, device="cpu", threads=1))

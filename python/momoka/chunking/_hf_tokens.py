@@ -1,6 +1,6 @@
 """Token counts from a ``tokenizers.Tokenizer``, under the re-encoding contract.
 
-:class:`HFSource` turns a tokenizer into :class:`~momoka.chunking._tokens.Atoms`
+:class:`HFSource` turns a tokenizer into :class:`~momoka.chunking._atoms.Atoms`
 for a document and, after packing, makes every chunk of a size-limited
 chunker encode to at most ``size`` tokens when encoded again (see its
 docstring and docs/chunking.md).
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ._tokens import Atoms, TokenSource
+from ._atoms import Atoms, TokenSource
 
 
 #: Pre-tokenizers that never join text across whitespace and drop it: a word's count is context-free.

@@ -20,7 +20,6 @@ supported, all turned into atoms by :func:`resolve_tokenizer`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -28,6 +27,8 @@ import numpy as np
 
 from .. import _core
 from ..errors import ConfigError
+from ._atoms import Atoms, TokenSource
+from ._hf_tokens import HFSource
 
 
 def word_spans(text: str) -> np.ndarray:
@@ -61,62 +62,6 @@ class WhitespaceTokenizer:
 
     def __repr__(self) -> str:
         return "WhitespaceTokenizer()"
-
-
-@dataclass
-class Atoms:
-    """Where tokens start in a text, and how many start there.
-
-    ``starts`` is sorted, int64. ``weights`` is None when every atom is one
-    token. ``cum[k]`` is the number of tokens starting before atom ``k``
-    (length ``len(starts) + 1``). ``lead`` (None: none) holds, per atom, the
-    tokens to add when that atom is the first of a span: a text's first word
-    may encode to another count than the same word after whitespace.
-    """
-
-    starts: np.ndarray
-    weights: np.ndarray | None
-    lead: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        if self.weights is None:
-            self.cum = np.arange(self.starts.size + 1, dtype=np.int64)
-        else:
-            self.cum = np.zeros(self.starts.size + 1, dtype=np.int64)
-            np.cumsum(self.weights, out=self.cum[1:])
-        if self.lead is not None and not self.lead.any():
-            self.lead = None
-
-    def tokens_before(self, positions: np.ndarray) -> np.ndarray:
-        """Number of tokens that start before each position."""
-        return self.cum[np.searchsorted(self.starts, positions, side="left")]
-
-    def lead_at(self, positions: np.ndarray) -> np.ndarray:
-        """The lead of the first atom at or after each position (0 past the last atom, or without leads)."""
-        positions = np.asarray(positions, dtype=np.int64)
-        if self.lead is None:
-            return np.zeros(positions.shape, dtype=np.int64)
-        lead = np.append(self.lead, 0)
-        return lead[np.searchsorted(self.starts, positions, side="left")]
-
-    def measure(self, s: np.ndarray, e: np.ndarray) -> np.ndarray:
-        """Tokens of each span [s, e) as the packer counts them (its first atom with its lead)."""
-        t = self.tokens_before(e) - self.tokens_before(s)
-        return np.where(t > 0, t + self.lead_at(s), 0)
-
-
-class TokenSource:
-    """Adapter turning a tokenizer into :class:`Atoms` for a text."""
-
-    name = "tokens"
-
-    def atoms(self, text: str) -> Atoms:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def count(self, text: str) -> int:
-        """Tokens in ``text`` as this source counts them."""
-        a = self.atoms(text)
-        return int(a.cum[-1])
 
 
 class _WhitespaceSource(TokenSource):
@@ -195,8 +140,6 @@ def resolve_tokenizer(tokenizer: Any) -> TokenSource:
     if isinstance(tokenizer, TokenSource):
         return tokenizer
     if _is_hf_tokenizer(tokenizer):
-        from ._hf_tokens import HFSource
-
         return HFSource(tokenizer)
     if callable(tokenizer):
         return _CallableSource(tokenizer)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .._answer_metrics import normalize_answer
 from ..errors import DatasetError
 
 #: The evidence modes a set can have.
@@ -290,8 +291,6 @@ def _metadata_mode(path: Path) -> tuple[str | None, str]:
 
 def _inferred_mode(questions: list[Question], texts: dict[str, str]) -> tuple[str | None, str]:
     """``"any"`` when every evidence span is an occurrence of one of its question's answers, else None."""
-    from .metrics import normalize_answer
-
     with_evidence = [q for q in questions if q.gold]
     if not with_evidence:
         return None, "no question has evidence"

@@ -35,7 +35,7 @@ from ..progress import Progress
 from . import _loop
 from .accounting import Accounting
 from .cache import ResponseCache, default_cache_path, make_key
-from .retry import RetryableError, RetryPolicy
+from .._retry import RetryableError, RetryPolicy
 from .types import Completion, MessagesLike, Parsed, normalize_messages
 
 #: Environment variables: seconds per request, and the overall deadline of a client (an LLM stage).

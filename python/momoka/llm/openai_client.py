@@ -25,7 +25,7 @@ from ..errors import (
 from . import _loop
 from .accounting import Accounting
 from .base import BaseClient
-from .retry import RetryableError, RetryPolicy, json_answer
+from .._retry import RetryableError, RetryPolicy, json_answer
 from .types import Completion
 
 if TYPE_CHECKING:

@@ -69,10 +69,11 @@ def require_ray():
 # ---------------------------------------------------------------------------------- the scratch store
 
 
-def scratch_index(template: dict, *, chunker: Any = None, embedder: Any = None, components: dict | None = None):
-    """An in-memory :class:`Index` shaped like the store ``template`` describes (:func:`store_template`)."""
+def scratch_index(index_cls: type, template: dict, *, chunker: Any = None, embedder: Any = None,
+                  components: dict | None = None):
+    """An in-memory ``index_cls`` (the :class:`Index` whose ``add`` runs on Ray) shaped like the store ``template``
+    describes (:func:`store_template`)."""
     from ..index.store import Store
-    from .pipeline import Index
 
     st = Store.create(None, chunker=template["chunker"], hnsw=template["hnsw"])
     st.manifest["pipeline"] = _copy(template["pipeline"])
@@ -85,7 +86,7 @@ def scratch_index(template: dict, *, chunker: Any = None, embedder: Any = None, 
                         source=e["source"])
     for name, e in template["nodes"].items():
         st.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
-    return Index(st, chunker=chunker, embedder=embedder, components=components, progress=False)
+    return index_cls(st, chunker=chunker, embedder=embedder, components=components, progress=False)
 
 
 def _copy(x: Any) -> Any:
@@ -137,15 +138,16 @@ def apply_batch(index, out: dict) -> list[str]:
 class Worker:
     """One Ray worker: the models loaded once, then :meth:`run` per batch of documents."""
 
-    def __init__(self, template: dict, chunker: Any = None, embedder: Any = None, components: dict | None = None,
-                 limiter: Any = None):
+    def __init__(self, index_cls: type, template: dict, chunker: Any = None, embedder: Any = None,
+                 components: dict | None = None, limiter: Any = None):
+        self.index_cls = index_cls
         self.template = template
         self.components = dict(components or {})
         if limiter is not None:
             from ..llm.base import set_request_limiter
 
             set_request_limiter(_LimiterClient(limiter))
-        ix = scratch_index(template, chunker=chunker, embedder=embedder, components=self.components)
+        ix = scratch_index(index_cls, template, chunker=chunker, embedder=embedder, components=self.components)
         self.chunker = ix.chunker  # rebuilt from the manifest unless given
         self.embedder = ix.embedder  # loaded once (None for a BM25-only store)
 
@@ -158,7 +160,8 @@ class Worker:
     def run(self, docs: list, hashes: dict, on_error: str) -> dict:
         """Chunk, embed, enrich and relate ``docs`` (:meth:`Index._add_batch`); the scratch store's contents."""
         t0 = time.perf_counter()
-        ix = scratch_index(self.template, chunker=self.chunker, embedder=self.embedder, components=self.components)
+        ix = scratch_index(self.index_cls, self.template, chunker=self.chunker, embedder=self.embedder,
+                           components=self.components)
         pipeline = ix.pipeline
         enrichers = [ix.component("enrich", c["name"]) for c in pipeline["enrich"]]
         relators = [ix.component("relate", c["name"]) for c in pipeline["relate"]]
@@ -279,7 +282,7 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     limiter = ray.remote(num_cpus=0)(Limiter).remote(llm_concurrency)
     actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(Worker)
     template = store_template(index.store)
-    actors = [actor_cls.remote(template, chunker, emb, comps, limiter) for _ in range(n_workers)]
+    actors = [actor_cls.remote(type(index), template, chunker, emb, comps, limiter) for _ in range(n_workers)]
     if batch is None:
         # The batches of the single-process path: the default embedder's int8 activations are quantised
         # per forward pass, so a chunk's vector depends on the texts embedded with it; the same batches

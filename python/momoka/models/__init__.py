@@ -13,10 +13,9 @@ The causal LM (``momoka.models.causal_lm.CausalLM``) and the GGUF converter
 
 Modules import in one direction: ``runtime`` and the ``gguf*`` converter at the
 bottom, then ``registry`` (the catalogue and the cache manifest), the model
-classes (``embedder``, ``causal_lm``), ``installer`` (builds, verifies and
-locates installed models, auto-installing on first use), and ``reranker``.
-The one upward edge, ``Embedder.from_registry`` reaching the installer, is
-imported where it is used.
+classes (``onnx_embedder``, ``causal_lm``), ``installer`` (builds, verifies and
+locates installed models, auto-installing on first use), then ``embedder``
+(the :class:`Embedder` with the registry's models by id) and ``reranker``.
 """
 
 from __future__ import annotations

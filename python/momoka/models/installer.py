@@ -50,7 +50,7 @@ from typing import Iterable
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
-from .embedder import Embedder
+from .onnx_embedder import OnnxEmbedder
 from .registry import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,
@@ -332,8 +332,8 @@ def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, qui
 
 
 def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
-    a = Embedder(fp32_dir / "model.fp32.onnx", tokenizer=fp32_dir / "tokenizer.json", device="cpu").embed(_CHECK_SENTENCES)
-    b = Embedder(q_dir, device="cpu").embed(_CHECK_SENTENCES)
+    a = OnnxEmbedder(fp32_dir / "model.fp32.onnx", tokenizer=fp32_dir / "tokenizer.json", device="cpu").embed(_CHECK_SENTENCES)
+    b = OnnxEmbedder(q_dir, device="cpu").embed(_CHECK_SENTENCES)
     return float((a * b).sum(axis=1).mean())
 
 

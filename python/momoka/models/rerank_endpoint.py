@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._retry import RetryableError, RetryPolicy, json_answer
 from ..errors import ConfigError, LLMConnectionError, LLMResponseError, LLMTimeoutError
 from ._inputs import check_query_passages
 
@@ -58,8 +59,6 @@ class EndpointReranker:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, *, api_key: str | None = None,
                  timeout: float = 60.0, batch_size: int = 64, retry: Any = None):
-        from ..llm.retry import RetryPolicy
-
         base_url = base_url or os.environ.get(ENV_BASE_URL)
         if not base_url:
             raise ConfigError(f"the endpoint reranker needs base_url= (or ${ENV_BASE_URL}), e.g. http://127.0.0.1:8000/v1")
@@ -89,8 +88,6 @@ class EndpointReranker:
 
     def _post(self, body: dict) -> dict:
         """POST with retries; the parsed JSON object."""
-        from ..llm.retry import RetryableError
-
         for attempt in range(self.retry.max_retries + 1):
             try:
                 return self._post_once(body)
@@ -101,8 +98,6 @@ class EndpointReranker:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _post_once(self, body: dict) -> dict:
-        from ..llm.retry import RetryableError, json_answer
-
         headers = {"Content-Type": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"

@@ -29,8 +29,9 @@ import numpy as np
 
 from ..errors import ConfigError, EmptyInputError, InputError, ModelError
 from ._inputs import check_passages, check_query, check_query_passages
-from .embedder import Embedder, _session_io_check, load_tokenizer
+from .embedder import Embedder
 from .installer import default_causal_lm
+from .onnx_embedder import _session_io_check, load_tokenizer
 from .runtime import create_session, sha256_file
 
 __all__ = [

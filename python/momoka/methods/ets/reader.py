@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputError
-from ...eval.metrics import exact_match, token_f1
+from ..._answer_metrics import exact_match, token_f1
 from ...llm import prompts
 
 __all__ = ["CORRECTNESS_MODES", "PROMPT", "Reader", "is_correct"]
