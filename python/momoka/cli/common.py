@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from .. import settings
 from ..errors import ConfigError
 
 
@@ -164,7 +165,7 @@ def apply_llm_arguments(args: argparse.Namespace) -> None:
                                   + ("a share in (0, 1]" if attr == "llm_max_failed" else "> 0 seconds"))
             os.environ[env] = str(v)
 
-    if getattr(args, "llm_model", None) and not (getattr(args, "llm_url", None) or os.environ.get(ENV_BASE_URL)):
+    if getattr(args, "llm_model", None) and not (getattr(args, "llm_url", None) or settings.get_text(ENV_BASE_URL)):
         raise ConfigError("--llm-model needs --llm-url (or MOMOKA_LLM_BASE_URL)")
     if getattr(args, "llm_url", None):
         os.environ[ENV_BASE_URL] = args.llm_url

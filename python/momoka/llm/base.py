@@ -30,7 +30,7 @@ from ..errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
-from .._env import env_number
+from .. import settings
 from ..progress import Progress
 from . import _loop
 from .accounting import Accounting
@@ -47,16 +47,7 @@ ENV_MAX_FAILED = "MOMOKA_LLM_MAX_FAILED"
 
 def max_failed_share() -> float:
     """The share of failed calls above which an LLM stage stops with an error (``$MOMOKA_LLM_MAX_FAILED``)."""
-    v = os.environ.get(ENV_MAX_FAILED, "").strip()
-    try:
-        x = float(v) if v else 0.25
-    except ValueError:
-        raise ConfigError(f"{ENV_MAX_FAILED} must be a share between 0 and 1, not {v!r}") from None
-    return min(max(x, 0.0), 1.0)
-
-
-def _env_seconds(name: str, default: float | None) -> float | None:
-    return env_number(name, default, strict=True, unit="seconds")
+    return settings.get_float(ENV_MAX_FAILED)
 
 
 _LIMITER: Any = None
@@ -124,8 +115,8 @@ class BaseClient:
         seed: int | None = None,
         deadline_s: float | None = None,
     ):
-        timeout = _env_seconds(ENV_TIMEOUT, 120.0) if timeout is None else timeout
-        deadline_s = _env_seconds(ENV_DEADLINE, None) if deadline_s is None else deadline_s
+        timeout = settings.get_float(ENV_TIMEOUT) if timeout is None else timeout
+        deadline_s = settings.get_float(ENV_DEADLINE) if deadline_s is None else deadline_s
         if deadline_s is not None and not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
             raise ConfigError(f"deadline_s must be > 0 seconds or None, got {deadline_s!r}")
         #: Overall deadline of this client, counted from its first request (None: none).

@@ -7,6 +7,7 @@ import concurrent.futures
 import os
 from typing import Any, Mapping
 
+from .. import settings
 from ..errors import ConfigError, LLMError, ModelError
 from .accounting import Accounting
 from .base import BaseClient
@@ -24,8 +25,8 @@ def _load_default_lm(model_dir: str | os.PathLike | None):
         from ..models.causal_lm import CausalLM
     except ImportError as exc:
         raise ModelError("the local causal LM (momoka.models.causal_lm) is not available in this build") from exc
-    if model_dir is None and os.environ.get(ENV_LOCAL_MODEL):
-        model_dir = os.environ[ENV_LOCAL_MODEL]
+    if model_dir is None:
+        model_dir = settings.get_path(ENV_LOCAL_MODEL)
     if model_dir is not None:
         return CausalLM(model_dir)
     from .. import models as _models

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import settings
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item,
@@ -166,9 +167,9 @@ class Index:
         #: Queries longer than this many characters are refused (raise it for long queries).
         self.max_query_chars = MAX_QUERY_CHARS
         #: ``add(..., commit=True)`` saves a generation after this many documents ...
-        self.commit_docs = int(os.environ.get("MOMOKA_COMMIT_DOCS") or 256)
+        self.commit_docs: int = settings.get_int("MOMOKA_COMMIT_DOCS")
         #: ... or after this many seconds, whichever comes first.
-        self.commit_seconds = float(os.environ.get("MOMOKA_COMMIT_SECONDS") or 60)
+        self.commit_seconds: float = settings.get_float("MOMOKA_COMMIT_SECONDS")
         #: What the last :meth:`add` did: ``{"added", "unchanged", "replaced", "redone", "skipped": [(source,
         #: reason)]}`` (``redone``: unchanged documents indexed again because some LLM outputs were fallbacks).
         self.report: dict = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": [],

@@ -15,6 +15,7 @@ import codecs
 import os
 from pathlib import Path
 
+from .. import settings
 from .._files import path_kind
 from ..errors import BinaryInputError, ConfigError, EmptyInputError, EncodingError, InputError, InputTooLargeError
 
@@ -30,7 +31,7 @@ __all__ = [
 
 #: Default limit on the size of one input file: 100 MiB. Override per call
 #: (``max_bytes=``) or with the ``MOMOKA_MAX_INPUT_BYTES`` environment variable.
-DEFAULT_MAX_INPUT_BYTES = 100 * 1024 * 1024
+DEFAULT_MAX_INPUT_BYTES: int = settings.default("MOMOKA_MAX_INPUT_BYTES")
 
 #: File extension to parser format.
 FORMATS = {
@@ -62,16 +63,7 @@ def max_input_bytes(max_bytes: int | None = None) -> int:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
             raise ConfigError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
         return max_bytes
-    env = os.environ.get("MOMOKA_MAX_INPUT_BYTES")
-    if env:
-        try:
-            v = int(env)
-        except ValueError:
-            raise ConfigError(f"MOMOKA_MAX_INPUT_BYTES must be an integer, got {env!r}") from None
-        if v < 0:
-            raise ConfigError(f"MOMOKA_MAX_INPUT_BYTES must be non-negative, got {v}")
-        return v
-    return DEFAULT_MAX_INPUT_BYTES
+    return settings.get_int("MOMOKA_MAX_INPUT_BYTES")
 
 
 def resolve_format(path: str | os.PathLike[str], format: str | None = None) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import settings
 from ...errors import ConfigError
 from ..fallbacks import FallbackTally, set_record
 from ..registry import register
@@ -62,11 +63,9 @@ class TitleEnricher:
     @property
     def effective_mode(self) -> str:
         """The mode with ``"auto"`` resolved."""
-        import os
-
         if self.mode != "auto":
             return self.mode
-        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "document"
+        return "llm" if self._llm is not None or settings.get_text("MOMOKA_LLM_BASE_URL") else "document"
 
     def enrich(self, index: Any, doc_ids: Sequence[str]) -> None:
         """Write T_D into each document's metadata and embed its chunks with T_D into the titled view."""

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import settings
 from ...errors import ConfigError, InputError, LLMError, LLMResponseError
 
 #: Names accepted by :func:`make_referee`.
@@ -293,10 +294,8 @@ def make_referee(name: str | Any = None, *, mode: str = "pair", llm: Any = None,
     ``None`` picks the offline default, the perplexity referee, unless
     ``MOMOKA_LLM_BASE_URL`` is set (then the LLM referee on that endpoint).
     """
-    import os
-
     if name is None:
-        name = "llm" if os.environ.get("MOMOKA_LLM_BASE_URL") else "ppl"
+        name = "llm" if settings.get_text("MOMOKA_LLM_BASE_URL") else "ppl"
     if not isinstance(name, str):
         if not callable(name):
             raise ConfigError(f"a referee must be a name ({', '.join(REFEREES)}) or a callable, not {name!r}")

@@ -19,11 +19,11 @@ was given is listed in ``Answer.context``.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from typing import Any
 
+from ... import settings
 from ...errors import ConfigError, InputError, InputTooLargeError
 from ...index.bm25 import ENGLISH_STOPWORDS
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
@@ -51,7 +51,7 @@ def default_reader() -> str:
     only when asked for, as reader ``local``)."""
     from ...llm.openai_client import ENV_BASE_URL
 
-    return "llm" if os.environ.get(ENV_BASE_URL) else "evidence"
+    return "llm" if settings.get_text(ENV_BASE_URL) else "evidence"
 
 
 def budget_context(result: Result, max_chars: int | None) -> list[Citation]:
