@@ -31,6 +31,7 @@ from ..errors import (
     LLMTimeoutError,
 )
 from .. import settings
+from .._validate import check_int
 from ..progress import Progress
 from . import _loop
 from .accounting import Accounting
@@ -122,8 +123,7 @@ class BaseClient:
         #: Overall deadline of this client, counted from its first request (None: none).
         self.deadline_s = deadline_s
         self._deadline_at: float | None = None
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-            raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
+        concurrency = check_int(concurrency, "concurrency", minimum=1)
         if not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
         if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
@@ -219,8 +219,7 @@ class BaseClient:
         """
         if not callable(parser):
             raise ConfigError("parser must be callable (text -> value)")
-        if not isinstance(max_reasks, int) or max_reasks < 0:
-            raise ConfigError(f"max_reasks must be an int >= 0, got {max_reasks!r}")
+        max_reasks = check_int(max_reasks, "max_reasks", minimum=0)
         method = params.get("method", "default")
         base_reminder = reminder if reminder is not None else getattr(parser, "reminder", "Please answer in the required format.")
         convos = [normalize_messages(m) for m in batch]

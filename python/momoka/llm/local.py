@@ -8,6 +8,7 @@ import os
 from typing import Any, Mapping
 
 from .. import settings
+from .._validate import check_int
 from ..errors import ConfigError, LLMError, ModelError
 from .accounting import Accounting
 from .base import BaseClient
@@ -111,8 +112,8 @@ class LocalClient(BaseClient):
             params = dict(params)
             params["max_tokens"] = params.pop("max_new_tokens")
         mt = params.get("max_tokens")
-        if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
-            raise ConfigError(f"max_tokens must be an int >= 1, got {mt!r}")
+        if mt is not None:
+            check_int(mt, "max_tokens", minimum=1)
         t = params.get("temperature")
         if t is not None and (not isinstance(t, (int, float)) or t < 0):
             raise ConfigError(f"temperature must be >= 0, got {t!r}")

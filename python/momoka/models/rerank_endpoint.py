@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings
+from .._validate import check_int
 from ..errors import ConfigError, LLMConnectionError, LLMResponseError, LLMTimeoutError
 from ._inputs import check_query_passages
 
@@ -67,8 +68,7 @@ class EndpointReranker:
             raise ConfigError(f"base_url must start with http:// or https://, not {base_url!r}")
         if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
             raise ConfigError(f"timeout must be seconds > 0, got {timeout!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
         self.url = base_url.rstrip("/") + "/rerank"
         self.model = model or settings.get_text(ENV_MODEL) or ""
         self._key = api_key or settings.get_text(ENV_API_KEY)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import settings
 from .._files import path_kind
+from .._validate import check_int
 from ..errors import BinaryInputError, ConfigError, EmptyInputError, EncodingError, InputError, InputTooLargeError
 
 __all__ = [
@@ -60,9 +61,7 @@ _SAMPLE = 64 * 1024
 def max_input_bytes(max_bytes: int | None = None) -> int:
     """The effective size limit: ``max_bytes``, else ``$MOMOKA_MAX_INPUT_BYTES``, else the default."""
     if max_bytes is not None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-            raise ConfigError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
-        return max_bytes
+        return check_int(max_bytes, "max_bytes", minimum=0)
     return settings.get_int("MOMOKA_MAX_INPUT_BYTES")
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validate import check_int
 from ...errors import ConfigError, LLMError
 from ...progress import Progress
 from .._backend import LLMBacked
@@ -69,8 +70,7 @@ class ViewEnricher(LLMBacked):
                  max_chars: int = 6000, max_tokens: int = 256):
         if backend not in BACKENDS:
             raise ConfigError(f"{self.name}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        if not isinstance(batch, int) or batch < 1:
-            raise ConfigError(f"{self.name}: batch must be a positive integer, got {batch!r}")
+        batch = check_int(batch, f"{self.name}: batch", minimum=1)
         self.backend, self._llm, self.batch = backend, llm, batch
         self.max_chars, self.max_tokens = int(max_chars), int(max_tokens)
         self._cache_opt = cache

@@ -24,7 +24,8 @@ import warnings
 from typing import Any
 
 from ... import settings
-from ...errors import ConfigError, InputError, InputTooLargeError
+from ..._validate import check_int
+from ...errors import InputError, InputTooLargeError
 from ...index.bm25 import ENGLISH_STOPWORDS
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ..registry import register
@@ -123,8 +124,7 @@ class LLMReader:
 
     def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128):
         check_budget(max_context_chars, name="max_context_chars", optional=True)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        max_tokens = check_int(max_tokens, "max_tokens", minimum=1)
         self._llm = llm
         self.max_context_chars = max_context_chars
         self.max_tokens = max_tokens

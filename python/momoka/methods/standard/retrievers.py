@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..._validate import check_int
 from ...errors import ConfigError, StoreError
 from ..base import Result
 from ..registry import register
@@ -92,9 +93,7 @@ class StoreRetriever:
 
 def check_k(k: Any) -> int:
     """``k`` as a positive int, or :class:`ConfigError`."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be a positive integer, got {k!r}")
-    return k
+    return check_int(k, "k", minimum=1)
 
 
 class DenseRetriever(StoreRetriever):
