@@ -53,14 +53,12 @@ from .sources import (
     resolve_chunker,
     to_document,
 )
-from ..index.store import Store, check_embedder, read_manifest
+from ..index.store import RAW_VIEW, Store, check_embedder, read_manifest
 
 #: The size stores record-less of their chunker were built with (the default before it was 100).
 LEGACY_CHUNK_SIZE = 200
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
-#: Name of the views built from the chunk texts themselves.
-RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
 EMBED_BATCH = 256
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
