@@ -24,12 +24,11 @@ short runs).
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from typing import Callable, TextIO
 
-from ._env import env_number
+from . import settings
 
 __all__ = ["Progress", "ENV_PROGRESS", "ENV_PROGRESS_INTERVAL", "progress_enabled"]
 
@@ -42,17 +41,15 @@ ENV_PROGRESS_INTERVAL = "MOMOKA_PROGRESS_INTERVAL"
 def progress_enabled(enabled: bool | None = None) -> bool:
     """Whether progress is shown: ``MOMOKA_PROGRESS`` when set to 0/1, else ``enabled``
     (``None`` counts as on)."""
-    env = os.environ.get(ENV_PROGRESS, "").strip().lower()
-    if env in ("0", "false", "no", "off"):
-        return False
-    if env in ("1", "true", "yes", "on"):
-        return True
+    forced = settings.get_flag(ENV_PROGRESS)
+    if forced is not None:
+        return forced
     return True if enabled is None else bool(enabled)
 
 
 def _interval_from_env() -> float | None:
     """``MOMOKA_PROGRESS_INTERVAL`` in seconds, or None when unset; a bad value is a ConfigError."""
-    return env_number(ENV_PROGRESS_INTERVAL, None, unit="seconds")
+    return settings.get_float(ENV_PROGRESS_INTERVAL)
 
 
 def _duration(seconds: float) -> str:

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ._validate import check_int
 from .errors import ConfigError, InputError, MomokaError, StoreCorruptedError, StoreError
 from .index._manifest import MANIFEST, read_manifest
 from .llm.server import HTTPServer, Request, Response
@@ -68,9 +69,7 @@ def _positive(body: dict, key: str) -> int | None:
     v = body.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise InputError(f"{key!r} must be a positive integer, not {v!r}")
-    return v
+    return check_int(v, repr(key), minimum=1, error=InputError)
 
 
 class QueryServer:
@@ -92,10 +91,8 @@ class QueryServer:
         defaults = {"k": k, "budget": budget}
         for key in defaults:
             _positive(defaults, key)
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ConfigError(f"workers must be a positive integer, not {workers!r}")
-        if isinstance(queue, bool) or not isinstance(queue, int) or queue < 0:
-            raise ConfigError(f"queue must be an integer >= 0, not {queue!r}")
+        workers = check_int(workers, "workers", minimum=1)
+        queue = check_int(queue, "queue", minimum=0)
         if not poll > 0:
             raise ConfigError(f"poll must be > 0 seconds, not {poll!r}")
         self.path = Path(store)

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._validate import check_int
 from ..errors import ConfigError, InputError
 from ._engine import PARAGRAPH, SENTENCE, Splitter
 from ._tokens import TokenSource, resolve_tokenizer
@@ -41,16 +42,8 @@ _UNITS = ("tokens", "chars")
 _REFINE_ROUNDS = 8
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def _check_overlap(overlap: Any, size: int, what: str = "size") -> int:
-    overlap = _check_int("overlap", overlap, 0)
+    overlap = check_int(overlap, "overlap", minimum=0)
     if overlap >= size:
         raise ConfigError(f"overlap ({overlap}) must be smaller than {what} ({size})")
     return overlap
@@ -163,7 +156,7 @@ class FixedChunker(Chunker):
         tokenizer: Any = None,
         align: str | None = None,
     ):
-        self.size = _check_int("size", size, 1)
+        self.size = check_int(size, "size", minimum=1)
         self.overlap = _check_overlap(overlap, self.size)
         self.unit = _check_unit(unit, tokenizer)
         if align not in (None, "sentence"):
@@ -199,7 +192,7 @@ class SentenceChunker(Chunker):
     name = "sentence"
 
     def __init__(self, n: int = 3, overlap: int = 0):
-        self.n = _check_int("n", n, 1)
+        self.n = check_int(n, "n", minimum=1)
         self.overlap = _check_overlap(overlap, self.n, "n")
 
     def params(self) -> dict:
@@ -227,7 +220,7 @@ class ParagraphChunker(Chunker):
     keep_headings_with_text = True
 
     def __init__(self, size: int | None = None, unit: str = "tokens", tokenizer: Any = None):
-        self.size = None if size is None else _check_int("size", size, 1)
+        self.size = None if size is None else check_int(size, "size", minimum=1)
         self.unit = _check_unit(unit, tokenizer)
         self.tokenizer = tokenizer
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
@@ -288,7 +281,7 @@ class RecursiveChunker(Chunker):
         tokenizer: Any = None,
         hard_wrap: str = "off",
     ):
-        self.size = _check_int("size", size, 1)
+        self.size = check_int(size, "size", minimum=1)
         self.separators = _check_separators(separators)
         self.unit = _check_unit(unit, tokenizer)
         self.tokenizer = tokenizer
@@ -367,7 +360,7 @@ class StructureChunker(Chunker):
         tokenizer: Any = None,
         merge_headings: bool = True,
     ):
-        self.max_size = _check_int("max_size", max_size, 1)
+        self.max_size = check_int(max_size, "max_size", minimum=1)
         self.unit = _check_unit(unit, tokenizer)
         self.tokenizer = tokenizer
         self.merge_headings = bool(merge_headings)

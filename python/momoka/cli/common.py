@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any, Callable
 
+from .. import settings
+from .._validate import check_float
 from ..errors import ConfigError
 
 
@@ -159,12 +161,12 @@ def apply_llm_arguments(args: argparse.Namespace) -> None:
     for attr, env in (("llm_timeout", ENV_TIMEOUT), ("llm_deadline", ENV_DEADLINE), ("llm_max_failed", ENV_MAX_FAILED)):
         v = getattr(args, attr, None)
         if v is not None:
-            if v <= 0 or (attr == "llm_max_failed" and v > 1):
-                raise ConfigError(f"--{attr.replace('_', '-')} must be "
-                                  + ("a share in (0, 1]" if attr == "llm_max_failed" else "> 0 seconds"))
+            share = attr == "llm_max_failed"
+            check_float(v, f"--{attr.replace('_', '-')}", minimum=0, above=True, maximum=1 if share else None,
+                        unit="" if share else "seconds")
             os.environ[env] = str(v)
 
-    if getattr(args, "llm_model", None) and not (getattr(args, "llm_url", None) or os.environ.get(ENV_BASE_URL)):
+    if getattr(args, "llm_model", None) and not (getattr(args, "llm_url", None) or settings.get_text(ENV_BASE_URL)):
         raise ConfigError("--llm-model needs --llm-url (or MOMOKA_LLM_BASE_URL)")
     if getattr(args, "llm_url", None):
         os.environ[ENV_BASE_URL] = args.llm_url

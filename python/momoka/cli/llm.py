@@ -7,6 +7,7 @@ import json
 import sys
 import time
 
+from .. import settings
 from ..errors import ConfigError
 
 
@@ -52,13 +53,11 @@ def add_client_args(p: argparse.ArgumentParser) -> None:
 def client_from_args(a, **kwargs):
     """Build the client ``add_client_args`` describes: an OpenAIClient when ``--llm-url`` or
     ``$MOMOKA_LLM_BASE_URL`` is given and ``--local`` is not, else a LocalClient."""
-    import os
-
     from ..llm import LocalClient, OpenAIClient
 
     cache = getattr(a, "llm_cache", None)
     cache = False if cache == "off" else (cache or True)
-    if not a.local and (a.base_url or os.environ.get("MOMOKA_LLM_BASE_URL")):
+    if not a.local and (a.base_url or settings.get_text("MOMOKA_LLM_BASE_URL")):
         return OpenAIClient(a.model, base_url=a.base_url, api_key=a.api_key, timeout=a.timeout,
                             concurrency=getattr(a, "concurrency", 16), cache=cache, **kwargs)
     return LocalClient(model_dir=a.model_dir, cache=cache, **kwargs)

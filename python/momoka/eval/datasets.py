@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .. import settings
 from .._answer_metrics import normalize_answer
 from ..errors import DatasetError
 
@@ -121,9 +122,9 @@ def data_roots() -> list[Path]:
     """Folders searched for a set given by name: ``$MOMOKA_DATA``, then
     ``./shared/data`` and ``../shared/data`` relative to the working directory."""
     roots = []
-    env = os.environ.get("MOMOKA_DATA")
-    if env:
-        roots.append(Path(env))
+    env = settings.get_path("MOMOKA_DATA")
+    if env is not None:
+        roots.append(env)
     cwd = Path.cwd()
     roots += [cwd / "shared" / "data", cwd.parent / "shared" / "data"]
     return roots
@@ -132,8 +133,8 @@ def data_roots() -> list[Path]:
 def find_shared_data(repo_root: str | os.PathLike) -> Path | None:
     """The shared data folder for a checkout at ``repo_root``: ``$MOMOKA_SHARED_DATA``
     when it names a folder, else ``<repo_root>/../shared/data``; None when neither exists."""
-    env = os.environ.get("MOMOKA_SHARED_DATA")
-    candidates = [Path(env)] if env else []
+    env = settings.get_path("MOMOKA_SHARED_DATA")
+    candidates = [env] if env is not None else []
     candidates.append(Path(repo_root).parent / "shared" / "data")
     for c in candidates:
         if c.is_dir():

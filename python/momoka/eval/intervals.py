@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validate import check_int
 from ..errors import ConfigError, InputError
 
 __all__ = ["Interval", "bootstrap_mean", "paired_bootstrap"]
@@ -59,8 +60,7 @@ def _check(values: Sequence[float], what: str) -> np.ndarray:
 
 
 def _percentiles(x: np.ndarray, n_resamples: int, confidence: float, seed: int) -> Interval:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
-        raise ConfigError(f"n_resamples must be an int of at least 100, got {n_resamples!r}")
+    n_resamples = check_int(n_resamples, "n_resamples", minimum=100)
     if not 0.5 <= confidence < 1:
         raise ConfigError(f"confidence must lie in [0.5, 1), got {confidence!r}")
     n = x.size

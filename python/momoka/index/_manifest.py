@@ -10,6 +10,9 @@ from pathlib import Path
 
 from ..errors import StoreCorruptedError, StoreError, StoreLockedError, StoreMismatchError, StoreVersionError
 
+#: The vector and BM25 views :class:`~momoka.Index` builds over the chunk texts themselves.
+RAW_VIEW = "raw"
+
 try:  # fcntl is POSIX-only
     import fcntl
 except ImportError:  # pragma: no cover
@@ -155,10 +158,10 @@ def check_manifest(root: Path, manifest: dict) -> None:
                                   "restore the store from a backup or rebuild it", p)
 
 
-def embedder_of(manifest: dict, view: str = "raw") -> dict | None:
+def embedder_of(manifest: dict, view: str = RAW_VIEW) -> dict | None:
     """The embedder info of vector view ``view`` recorded in a manifest (either format version)."""
     if int(manifest.get("version") or 0) < 2:
-        return manifest.get("embedder") if view == "raw" else None
+        return manifest.get("embedder") if view == RAW_VIEW else None
     for e in manifest.get("artifacts") or []:
         if e.get("kind") == "vectors" and e.get("name") == view:
             return e.get("embedder")

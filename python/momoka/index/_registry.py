@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from ..errors import ConfigError, StoreError
 from ._io import check_name
+from ._manifest import RAW_VIEW
 from .artifact import Artifact
 from .bm25_view import BM25View
 from .node_table import NodeTable
 from .relations import Relation
 from .vectors import VectorView
 
-#: The views :class:`~momoka.Index` builds over the chunk text.
-RAW = "raw"
 #: Artifact kinds a store holds besides its documents and chunk table, with their labels.
 KINDS = {"vectors": "vector view", "bm25": "BM25 view", "relation": "relation", "nodes": "node table"}
 
@@ -60,7 +59,7 @@ class ArtifactRegistry:
         view = VectorView(self, name, embedder=embedder, dtype=dtype, source=source, hnsw=self.manifest.get("hnsw"))
         return self._new("vectors", name, view)
 
-    def vector_view(self, name: str = RAW) -> VectorView:
+    def vector_view(self, name: str = RAW_VIEW) -> VectorView:
         """Vector view ``name`` (StoreError naming the views there are)."""
         return self._get("vectors", name)
 
@@ -78,7 +77,7 @@ class ArtifactRegistry:
         check_name(name, KINDS["bm25"])
         return self._new("bm25", name, BM25View.create(self, name, params=params, source=source))
 
-    def bm25_view(self, name: str = RAW) -> BM25View:
+    def bm25_view(self, name: str = RAW_VIEW) -> BM25View:
         """BM25 view ``name`` (StoreError naming the views there are)."""
         return self._get("bm25", name)
 
@@ -134,5 +133,5 @@ class ArtifactRegistry:
     @property
     def embedder_info(self) -> dict | None:
         """``{"model_id", "checksum", "dim"}`` of the ``raw`` vector view, or None when there is none."""
-        v = self._artifacts["vectors"].get(RAW)
+        v = self._artifacts["vectors"].get(RAW_VIEW)
         return dict(v.embedder) if v is not None else None

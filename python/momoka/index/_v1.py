@@ -19,10 +19,10 @@ from ..errors import StoreCorruptedError
 from .bm25 import BM25
 from .bm25_view import DEFAULT_BM25, BM25View
 from .chunk_table import ChunkTable
+from ._manifest import RAW_VIEW
 from .documents import DocEntry
 from .vectors import VectorView
 
-RAW = "raw"
 
 
 def load_v1(store, gdir: Path, manifest: dict) -> None:
@@ -47,7 +47,7 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreCorruptedError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
     params = dict(DEFAULT_BM25, **(manifest.get("bm25") or {}))
-    store.put_artifact("bm25", RAW, BM25View.from_index(store, RAW, bm25, params=params, source={"text": "chunk"}))
+    store.put_artifact("bm25", RAW_VIEW, BM25View.from_index(store, RAW_VIEW, bm25, params=params, source={"text": "chunk"}))
     emb = manifest.get("embedder")
     if emb:
         dim = int(emb["dim"])
@@ -75,8 +75,8 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
                 if not (gdir / "hnsw.bin").is_file():
                     raise FileNotFoundError(gdir / "hnsw.bin") from None
                 raise StoreCorruptedError(f"store {root} is corrupted (HNSW index): {exc}") from None
-        store.put_artifact("vectors", RAW, VectorView.from_rows(
-            store, RAW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
+        store.put_artifact("vectors", RAW_VIEW, VectorView.from_rows(
+            store, RAW_VIEW, embedder=emb, rows=rows, has=has, source={"text": "chunk"},
             hnsw=manifest.get("hnsw"), graph=graph))
     store.documents = documents
     # The artifacts read here have no segment yet: the store marks them unsaved, and the next save writes them.

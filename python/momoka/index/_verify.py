@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import settings
 from .._files import sha256_file
 from ..errors import StoreCorruptedError
 from ._manifest import read_manifest
 
 #: Bytes of eagerly read files whose sha256 is checked on every open (64 MiB unless ``MOMOKA_VERIFY_MB``).
-VERIFY_ON_OPEN_BYTES = 64 << 20
+VERIFY_ON_OPEN_BYTES = int(settings.default("MOMOKA_VERIFY_MB") * (1 << 20))
 #: Files read on first use (verified then, not at open).
 LAZY_PREFIXES = ("hnsw/", "bm25/", "relations/", "nodes/", "chunks/meta.jsonl")
 #: Labels of the artifact kinds, for messages.
@@ -36,11 +37,7 @@ LABELS = {"documents": "documents", "chunks": "chunk table", "vectors": "vector 
 
 
 def _budget() -> int:
-    env = os.environ.get("MOMOKA_VERIFY_MB", "").strip()
-    try:
-        return int(float(env) * (1 << 20)) if env else VERIFY_ON_OPEN_BYTES
-    except ValueError:
-        return VERIFY_ON_OPEN_BYTES
+    return int(settings.get_float("MOMOKA_VERIFY_MB") * (1 << 20))
 
 
 def _files_v2(entries: list[dict]):

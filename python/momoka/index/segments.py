@@ -25,10 +25,10 @@ times. :meth:`Store.merge` with ``everything=True`` merges all segments into one
 
 from __future__ import annotations
 
-from .._env import env_number
+from .. import settings
 
 #: Segments of one level merged together (``MOMOKA_MERGE_FACTOR`` changes it).
-MERGE_FACTOR = 10
+MERGE_FACTOR: int = settings.default("MOMOKA_MERGE_FACTOR")
 #: The part key of the document entries.
 DOCS = "documents"
 DOCS_FILE = "documents.jsonl"
@@ -38,7 +38,7 @@ DOCS_DELETED = "documents.deleted.json"
 def merge_factor() -> int:
     """The merge factor: ``$MOMOKA_MERGE_FACTOR`` when set (an integer of at least 2; anything else is a
     ConfigError), else :data:`MERGE_FACTOR`."""
-    return int(env_number("MOMOKA_MERGE_FACTOR", MERGE_FACTOR, minimum=2, integer=True))
+    return settings.get_int("MOMOKA_MERGE_FACTOR")
 
 
 def segment_name(number: int) -> str:

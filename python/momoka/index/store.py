@@ -71,9 +71,9 @@ from .artifact import Part
 from .documents import TrackedMeta
 from .segments import DOCS, DOCS_DELETED, DOCS_FILE, merge_factor, next_merge, segment_name
 from ._lease import Lease, delete_unleased, write_lease_file
-from ._manifest import (FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, check_embedder, embedder_of,
+from ._manifest import (FORMAT_NAME, RAW_VIEW, FORMAT_VERSION, LOCK, MANIFEST, _Lock, check_embedder, embedder_of,
                         manifest_checksum, os_reason, read_manifest)
-from ._registry import KINDS, RAW, ArtifactRegistry
+from ._registry import KINDS, ArtifactRegistry
 from ._v1 import load_v1
 from ._v2 import load_v2
 from ._verify import check_on_open, missing
@@ -85,7 +85,7 @@ from .node_table import NodeTable
 from .relations import Relation
 from .vectors import DEFAULT_HNSW, VectorView
 
-__all__ = ["DEFAULT_BM25", "DEFAULT_HNSW", "FORMAT_NAME", "FORMAT_VERSION", "RAW", "DocEntry", "Store",
+__all__ = ["DEFAULT_BM25", "DEFAULT_HNSW", "FORMAT_NAME", "FORMAT_VERSION", "RAW_VIEW", "DocEntry", "Store",
            "check_embedder", "embedder_of", "read_manifest"]
 
 

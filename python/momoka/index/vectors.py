@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validate import check_int
 from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
 from ._io import check_native_write, fsync_file, write_npy
 from .artifact import Artifact, Part, StoreWarning, write_tombstones
@@ -65,9 +66,8 @@ def check_embedder_info(embedder: object) -> dict:
     if not isinstance(embedder, dict) or not {"model_id", "checksum", "dim"} <= set(embedder):
         raise ConfigError("embedder info needs model_id, checksum and dim")
     dim = embedder["dim"]
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-        raise ConfigError(f"embedder dim must be a positive integer, not {dim!r}")
-    return {"model_id": str(embedder["model_id"]), "checksum": str(embedder["checksum"]), "dim": int(dim)}
+    dim = check_int(dim, "embedder dim", minimum=1)
+    return {"model_id": str(embedder["model_id"]), "checksum": str(embedder["checksum"]), "dim": dim}
 
 
 #: A part's graph is searched with ``ef`` = ``PART_EF_SHARE`` x ``ef_search`` x its share of the view's vectors,
@@ -346,8 +346,7 @@ class VectorView(Artifact):
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
             raise InputError(f"query vector has dimension {q.shape[0]}, the view {self.name!r} {self.dim}")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ConfigError(f"k must be a positive integer, got {k!r}")
+        k = check_int(k, "k", minimum=1)
         if allowed is not None or self.n_rows <= 2 * k:
             if allowed is not None:
                 cand = np.unique(np.asarray(list(allowed), dtype=np.int64))

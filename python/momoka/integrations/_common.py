@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from .._validate import check_int
 from ..errors import ConfigError
 
 
@@ -22,8 +23,7 @@ def open_index(index: Any) -> Any:
 
 def prepare(index: Any, retriever: str, k: int, options: dict) -> None:
     """Check ``k`` and build the retriever once now, so a bad name or option fails at construction."""
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ConfigError(f"k must be a positive integer, not {k!r}")
+    check_int(k, "k", minimum=1)
     build = getattr(index, "retriever", None)
     if callable(build):
         build(retriever, **options)

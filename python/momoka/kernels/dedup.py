@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import _core
+from .._validate import check_int
 from ..errors import BloomFormatError, ConfigError, KernelInputError
 from ._common import check_str, check_threads, native_call, str_list
 
@@ -47,8 +48,7 @@ def simhash(
     ``weights`` maps feature strings to weights (default 1.0 each), e.g. IDF.
     ``threads``: ``None`` spreads the texts over every core.
     """
-    if isinstance(ngram, bool) or not isinstance(ngram, (int, np.integer)) or ngram < 1:
-        raise ConfigError(f"ngram must be an int >= 1, got {ngram!r}")
+    ngram = check_int(ngram, "ngram", minimum=1)
     if tokenizer not in ("word", "char", "word+char"):
         raise ConfigError(f"tokenizer must be 'word', 'char' or 'word+char', got {tokenizer!r}")
     wmap = None
@@ -107,10 +107,7 @@ def near_duplicates(
     its connected component in the near-duplicate graph.
     int64 arrays are read as the same 64 bits (two's complement).
     """
-    if isinstance(max_hamming, bool) or not isinstance(max_hamming, (int, np.integer)):
-        raise ConfigError(f"max_hamming must be an int in [0, 63], got {max_hamming!r}")
-    if not 0 <= max_hamming <= 63:
-        raise ConfigError(f"max_hamming must be in [0, 63], got {max_hamming}")
+    max_hamming = check_int(max_hamming, "max_hamming", minimum=0, maximum=63)
     arr = _hash_array(hashes)
     if output == "pairs":
         return _core.near_duplicate_pairs(arr, int(max_hamming))
@@ -136,8 +133,7 @@ class BloomFilter:
     """
 
     def __init__(self, capacity: int, false_positive_rate: float = 0.01):
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
-            raise ConfigError(f"capacity must be an int >= 1, got {capacity!r}")
+        capacity = check_int(capacity, "capacity", minimum=1)
         p = false_positive_rate
         if isinstance(p, bool) or not isinstance(p, (int, float)) or math.isnan(p) or not 0 < p < 1:
             raise ConfigError(f"false_positive_rate must be in (0, 1), got {p!r}")

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _core
+from .._validate import check_int
 from ._common import check_bound, check_str, check_threads, native_call, slice_bounds, str_list
 
 __all__ = [
@@ -90,10 +91,7 @@ class Locator:
 
     def __init__(self, text: str, q: int = 4):
         check_str("text", text)
-        if isinstance(q, bool) or not isinstance(q, int) or q < 1:
-            from ..errors import ConfigError
-
-            raise ConfigError(f"q must be an int >= 1, got {q!r}")
+        q = check_int(q, "q", minimum=1)
         self.text = text
         self._native = _core.Locator(text, q)
 

@@ -16,9 +16,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .. import settings
 from . import parsers, prompts
 from .accounting import Accounting, MethodStats
 from .base import BaseClient
@@ -33,7 +33,7 @@ from .types import Completion, LLMClient, Parsed, normalize_messages
 def client_from_env(**kwargs: Any) -> BaseClient:
     """An :class:`OpenAIClient` configured from ``MOMOKA_LLM_*`` when ``MOMOKA_LLM_BASE_URL`` is set,
     otherwise a :class:`LocalClient` on the default local model. ``kwargs`` go to the constructor."""
-    if os.environ.get(ENV_BASE_URL):
+    if settings.get_text(ENV_BASE_URL):
         return OpenAIClient(**kwargs)
     return LocalClient(**kwargs)
 

@@ -30,7 +30,8 @@ from ..errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
-from .._env import env_number
+from .. import settings
+from .._validate import check_int
 from ..progress import Progress
 from . import _loop
 from .accounting import Accounting
@@ -47,16 +48,7 @@ ENV_MAX_FAILED = "MOMOKA_LLM_MAX_FAILED"
 
 def max_failed_share() -> float:
     """The share of failed calls above which an LLM stage stops with an error (``$MOMOKA_LLM_MAX_FAILED``)."""
-    v = os.environ.get(ENV_MAX_FAILED, "").strip()
-    try:
-        x = float(v) if v else 0.25
-    except ValueError:
-        raise ConfigError(f"{ENV_MAX_FAILED} must be a share between 0 and 1, not {v!r}") from None
-    return min(max(x, 0.0), 1.0)
-
-
-def _env_seconds(name: str, default: float | None) -> float | None:
-    return env_number(name, default, strict=True, unit="seconds")
+    return settings.get_float(ENV_MAX_FAILED)
 
 
 _LIMITER: Any = None
@@ -124,15 +116,14 @@ class BaseClient:
         seed: int | None = None,
         deadline_s: float | None = None,
     ):
-        timeout = _env_seconds(ENV_TIMEOUT, 120.0) if timeout is None else timeout
-        deadline_s = _env_seconds(ENV_DEADLINE, None) if deadline_s is None else deadline_s
+        timeout = settings.get_float(ENV_TIMEOUT) if timeout is None else timeout
+        deadline_s = settings.get_float(ENV_DEADLINE) if deadline_s is None else deadline_s
         if deadline_s is not None and not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
             raise ConfigError(f"deadline_s must be > 0 seconds or None, got {deadline_s!r}")
         #: Overall deadline of this client, counted from its first request (None: none).
         self.deadline_s = deadline_s
         self._deadline_at: float | None = None
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-            raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
+        concurrency = check_int(concurrency, "concurrency", minimum=1)
         if not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
         if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
@@ -228,8 +219,7 @@ class BaseClient:
         """
         if not callable(parser):
             raise ConfigError("parser must be callable (text -> value)")
-        if not isinstance(max_reasks, int) or max_reasks < 0:
-            raise ConfigError(f"max_reasks must be an int >= 0, got {max_reasks!r}")
+        max_reasks = check_int(max_reasks, "max_reasks", minimum=0)
         method = params.get("method", "default")
         base_reminder = reminder if reminder is not None else getattr(parser, "reminder", "Please answer in the required format.")
         convos = [normalize_messages(m) for m in batch]

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .. import settings
 from ..errors import ConfigError, LLMError
 
 _SCHEMA = """
@@ -37,9 +38,9 @@ CREATE TABLE IF NOT EXISTS responses (
 def default_cache_path() -> Path:
     """``$MOMOKA_LLM_CACHE``, else ``momoka_home()/llm.sqlite`` (``$MOMOKA_HOME``, else
     ``$XDG_CACHE_HOME/momoka``, else ``~/.cache/momoka``: where the models are too)."""
-    env = os.environ.get("MOMOKA_LLM_CACHE")
-    if env:
-        return Path(env).expanduser()
+    env = settings.get_path("MOMOKA_LLM_CACHE")
+    if env is not None:
+        return env
     from ..models.registry import momoka_home
 
     return momoka_home() / "llm.sqlite"

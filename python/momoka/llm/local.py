@@ -7,6 +7,8 @@ import concurrent.futures
 import os
 from typing import Any, Mapping
 
+from .. import settings
+from .._validate import check_int
 from ..errors import ConfigError, LLMError, ModelError
 from .accounting import Accounting
 from .base import BaseClient
@@ -24,8 +26,8 @@ def _load_default_lm(model_dir: str | os.PathLike | None):
         from ..models.causal_lm import CausalLM
     except ImportError as exc:
         raise ModelError("the local causal LM (momoka.models.causal_lm) is not available in this build") from exc
-    if model_dir is None and os.environ.get(ENV_LOCAL_MODEL):
-        model_dir = os.environ[ENV_LOCAL_MODEL]
+    if model_dir is None:
+        model_dir = settings.get_path(ENV_LOCAL_MODEL)
     if model_dir is not None:
         return CausalLM(model_dir)
     from .. import models as _models
@@ -110,8 +112,8 @@ class LocalClient(BaseClient):
             params = dict(params)
             params["max_tokens"] = params.pop("max_new_tokens")
         mt = params.get("max_tokens")
-        if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
-            raise ConfigError(f"max_tokens must be an int >= 1, got {mt!r}")
+        if mt is not None:
+            check_int(mt, "max_tokens", minimum=1)
         t = params.get("temperature")
         if t is not None and (not isinstance(t, (int, float)) or t < 0):
             raise ConfigError(f"temperature must be >= 0, got {t!r}")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import json
-import os
 import weakref
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .. import settings
 from ..errors import (
     ConfigError,
     LLMCapabilityError,
@@ -94,9 +94,9 @@ class OpenAIClient(BaseClient):
         seed: int | None = None,
         deadline_s: float | None = None,
     ):
-        base_url = base_url or os.environ.get(ENV_BASE_URL)
-        model = model or os.environ.get(ENV_MODEL)
-        api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY)
+        base_url = base_url or settings.get_text(ENV_BASE_URL)
+        model = model or settings.get_text(ENV_MODEL)
+        api_key = api_key if api_key is not None else settings.get_text(ENV_API_KEY)
         if not base_url:
             raise ConfigError(f"no LLM server: give --llm-url (base_url= in Python) or set {ENV_BASE_URL} "
                               "(e.g. http://127.0.0.1:8000/v1)")

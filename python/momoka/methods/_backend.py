@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from .. import settings
 
 
 class LLMBacked:
@@ -20,7 +20,7 @@ class LLMBacked:
         """The back-end with ``"auto"`` resolved."""
         if self.backend != "auto":
             return self.backend
-        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "offline"
+        return "llm" if self._llm is not None or settings.get_text("MOMOKA_LLM_BASE_URL") else "offline"
 
     @property
     def llm(self):

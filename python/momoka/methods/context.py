@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-#: The views built from the chunk texts themselves.
-RAW = "raw"
+from ..index.store import RAW_VIEW
+
 
 
 class _Context:
@@ -61,7 +61,7 @@ class Corpus(_Context):
         """Validated queries (see :meth:`momoka.Index.check_queries`)."""
         return self._index.check_queries(queries)
 
-    def embed_queries(self, queries: Sequence[str], *, view: str = RAW) -> np.ndarray:
+    def embed_queries(self, queries: Sequence[str], *, view: str = RAW_VIEW) -> np.ndarray:
         """Query vectors for view ``view`` (its embedder, its query prefix)."""
         return self._index.embed_queries(queries, view=view)
 
@@ -84,7 +84,7 @@ class Batch(_Context):
 
     __slots__ = ()
 
-    def embed(self, texts: Sequence[str], *, view: str = RAW, label: str = "embedding") -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
         """Embed ``texts`` with the embedder of ``view`` (see :meth:`momoka.Index.embed`); the number of texts
         embedded truncated is :attr:`truncated` afterwards."""
         return self._index.embed(texts, view=view, label=label)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from .. import settings
 from ..errors import ConfigError, MomokaError
 from ..progress import Progress
 from .base import ADD_BATCH
@@ -51,7 +52,7 @@ from .base import ADD_BATCH
 MAX_RESTARTS = 3
 #: Default number of LLM requests in flight over all workers (the OpenAI client's own default);
 #: ``$MOMOKA_LLM_GLOBAL_CONCURRENCY`` sets another.
-LLM_CONCURRENCY = 16
+LLM_CONCURRENCY: int = settings.default("MOMOKA_LLM_GLOBAL_CONCURRENCY")
 ENV_LLM_CONCURRENCY = "MOMOKA_LLM_GLOBAL_CONCURRENCY"
 
 INSTALL_HINT = 'Ray is not installed: pip install "momoka[ray]"'
@@ -126,8 +127,8 @@ def apply_batch(index, out: dict) -> list[str]:
     relations and node tables the store lacks are created as the worker's scratch store had them.
     """
     added = index.store.apply(out["delta"])
-    for kind, name, settings in out["settings"]:
-        index.record_settings(kind, name, settings)
+    for kind, name, recorded in out["settings"]:
+        index.record_settings(kind, name, recorded)
     index.store.mark_dirty()
     return added
 
@@ -272,12 +273,7 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
         return
     n_workers = int(workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
     if llm_concurrency is None:
-        import os
-
-        env = os.environ.get(ENV_LLM_CONCURRENCY, "").strip()
-        if env and (not env.isdigit() or int(env) < 1):
-            raise ConfigError(f"{ENV_LLM_CONCURRENCY} must be a positive integer, not {env!r}")
-        llm_concurrency = int(env) if env else LLM_CONCURRENCY
+        llm_concurrency = settings.get_int(ENV_LLM_CONCURRENCY)
     chunker, emb, comps = _shippable(index)
     limiter = ray.remote(num_cpus=0)(Limiter).remote(llm_concurrency)
     actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(Worker)

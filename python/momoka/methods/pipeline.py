@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import settings
 from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
@@ -52,14 +53,12 @@ from .sources import (
     resolve_chunker,
     to_document,
 )
-from ..index.store import Store, check_embedder, read_manifest
+from ..index.store import RAW_VIEW, Store, check_embedder, read_manifest
 
 #: The size stores record-less of their chunker were built with (the default before it was 100).
 LEGACY_CHUNK_SIZE = 200
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
-#: Name of the views built from the chunk texts themselves.
-RAW_VIEW = "raw"
 #: Texts embedded per embedder call while indexing.
 EMBED_BATCH = 256
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
@@ -166,9 +165,9 @@ class Index:
         #: Queries longer than this many characters are refused (raise it for long queries).
         self.max_query_chars = MAX_QUERY_CHARS
         #: ``add(..., commit=True)`` saves a generation after this many documents ...
-        self.commit_docs = int(os.environ.get("MOMOKA_COMMIT_DOCS") or 256)
+        self.commit_docs: int = settings.get_int("MOMOKA_COMMIT_DOCS")
         #: ... or after this many seconds, whichever comes first.
-        self.commit_seconds = float(os.environ.get("MOMOKA_COMMIT_SECONDS") or 60)
+        self.commit_seconds: float = settings.get_float("MOMOKA_COMMIT_SECONDS")
         #: What the last :meth:`add` did: ``{"added", "unchanged", "replaced", "redone", "skipped": [(source,
         #: reason)]}`` (``redone``: unchanged documents indexed again because some LLM outputs were fallbacks).
         self.report: dict = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": [],

@@ -47,6 +47,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterable
 
+from .. import settings
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
@@ -529,7 +530,7 @@ def ensure_installed(models: Iterable[str] | None = None, path: str | os.PathLik
     if not missing:
         return root
     hint = "`momoka models install`" + (f" --dir {root}" if path is not None else "")
-    if os.environ.get("MOMOKA_NO_AUTO_INSTALL", "").strip() not in ("", "0"):
+    if settings.get_flag("MOMOKA_NO_AUTO_INSTALL"):
         raise ModelNotInstalledError(
             f"model(s) {', '.join(missing)} not installed in {root} (MOMOKA_NO_AUTO_INSTALL is set); run {hint}"
         )

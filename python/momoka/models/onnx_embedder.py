@@ -54,6 +54,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._validate import check_int
 from ..errors import InputError, InputTooLargeError, ModelError
 from ..progress import Progress
 from ._inputs import check_texts
@@ -175,10 +176,8 @@ class OnnxEmbedder:
                 raise ModelError(f"cannot parse model config {cfg_path}: {exc}") from exc
         if truncation not in _TRUNCATION:
             raise InputError(f"truncation must be one of {_TRUNCATION}, got {truncation!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if isinstance(batch_tokens, bool) or not isinstance(batch_tokens, int) or batch_tokens < 1:
-            raise InputError(f"batch_tokens must be a positive integer, got {batch_tokens!r}")
+        batch_size = check_int(batch_size, "batch_size", minimum=1, error=InputError)
+        batch_tokens = check_int(batch_tokens, "batch_tokens", minimum=1, error=InputError)
         if batching not in BATCHING:
             raise InputError(f"batching must be one of {BATCHING}, got {batching!r}")
         self.pooling = pooling or cfg.get("pooling", "mean")
@@ -186,9 +185,7 @@ class OnnxEmbedder:
             raise ModelError(f"pooling must be 'mean' or 'cls', got {self.pooling!r}")
         self.normalize = bool(cfg.get("normalize", True) if normalize is None else normalize)
         ml = max_length if max_length is not None else cfg.get("max_length", 256)
-        if isinstance(ml, bool) or not isinstance(ml, int) or ml < 2:
-            raise InputError(f"max_length must be an integer >= 2, got {ml!r}")
-        self.max_length = ml
+        self.max_length = check_int(ml, "max_length", minimum=2, error=InputError)
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.truncation = truncation
@@ -350,8 +347,7 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         bs = self.batch_size if batch_size is None else batch_size
-        if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
-            raise InputError(f"batch_size must be a positive integer, got {bs!r}")
+        bs = check_int(bs, "batch_size", minimum=1, error=InputError)
         mode = self.batching if batching is None else batching
         if mode not in BATCHING:
             raise InputError(f"batching must be one of {BATCHING}, got {mode!r}")

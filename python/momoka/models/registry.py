@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import settings
 from ..errors import ModelError
 from .gguf import FORMAT_VERSION as _GGUF_FORMAT_VERSION
 
@@ -132,9 +133,9 @@ DEFAULT_CAUSAL_LM = "smollm2-135m-instruct"
 
 def momoka_home() -> Path:
     """momoka's cache root: ``$MOMOKA_HOME``, else ``$XDG_CACHE_HOME/momoka``, else ``~/.cache/momoka``."""
-    env = os.environ.get("MOMOKA_HOME", "").strip()
-    if env:
-        return Path(env).expanduser()
+    env = settings.get_path("MOMOKA_HOME")
+    if env is not None:
+        return env
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "momoka"
@@ -147,8 +148,8 @@ ENV_CACHE_DIR = "MOMOKA_CACHE_DIR"
 def computed_cache_dir() -> Path:
     """Where model outputs computed once and reused are kept (the ``ppl`` chunker's log-probs, ...):
     ``$MOMOKA_CACHE_DIR``, else ``momoka_home()/cache``."""
-    env = os.environ.get(ENV_CACHE_DIR, "").strip()
-    return Path(env).expanduser() if env else momoka_home() / "cache"
+    env = settings.get_path(ENV_CACHE_DIR)
+    return env if env is not None else momoka_home() / "cache"
 
 
 def models_dir(path: str | os.PathLike | None = None) -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import urllib.error
 import urllib.request
@@ -33,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import settings
 from .._retry import RetryableError, RetryPolicy, json_answer
+from .._validate import check_int
 from ..errors import ConfigError, LLMConnectionError, LLMResponseError, LLMTimeoutError
 from ._inputs import check_query_passages
 
@@ -59,18 +60,17 @@ class EndpointReranker:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, *, api_key: str | None = None,
                  timeout: float = 60.0, batch_size: int = 64, retry: Any = None):
-        base_url = base_url or os.environ.get(ENV_BASE_URL)
+        base_url = base_url or settings.get_text(ENV_BASE_URL)
         if not base_url:
             raise ConfigError(f"the endpoint reranker needs base_url= (or ${ENV_BASE_URL}), e.g. http://127.0.0.1:8000/v1")
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url must start with http:// or https://, not {base_url!r}")
         if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
             raise ConfigError(f"timeout must be seconds > 0, got {timeout!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
         self.url = base_url.rstrip("/") + "/rerank"
-        self.model = model or os.environ.get(ENV_MODEL) or ""
-        self._key = api_key or os.environ.get(ENV_API_KEY)
+        self.model = model or settings.get_text(ENV_MODEL) or ""
+        self._key = api_key or settings.get_text(ENV_API_KEY)
         self.timeout, self.batch_size = float(timeout), batch_size
         self.retry = retry if retry is not None else RetryPolicy()
         self.requests = 0  # HTTP requests sent, retries included

@@ -25,7 +25,9 @@ from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from .. import settings
 from .._files import sha256_file
+from .._validate import check_int
 from ..errors import ConfigError, ModelError
 
 __all__ = [
@@ -65,8 +67,9 @@ def resolve_device(device: str | None = None) -> str:
 
     Returns ``"cpu"`` or ``"cuda:N"``. Raises ConfigError on anything else.
     """
+    source = "device"
     if device is None:
-        device = os.environ.get("MOMOKA_DEVICE", "").strip() or "cpu"
+        device, source = settings.get_text("MOMOKA_DEVICE"), "MOMOKA_DEVICE"
     if not isinstance(device, str):
         raise ConfigError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
     d = device.strip().lower()
@@ -78,7 +81,7 @@ def resolve_device(device: str | None = None) -> str:
         idx = d[5:]
         if idx.isdigit():
             return f"cuda:{int(idx)}"
-    raise ConfigError(f"unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+    raise ConfigError(f"unknown {source} {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
 
 
 def resolve_providers(device: str | None = None) -> list[Any]:
@@ -148,16 +151,8 @@ def open_session(path: str | os.PathLike, options: Any, device: str | None = Non
 def resolve_threads(threads: int | None = None) -> int | None:
     """Intra-op thread count: ``threads``, else ``$MOMOKA_THREADS``, else None (onnxruntime default)."""
     if threads is None:
-        env = os.environ.get("MOMOKA_THREADS", "").strip()
-        if not env:
-            return None
-        try:
-            threads = int(env)
-        except ValueError:
-            raise ConfigError(f"MOMOKA_THREADS must be a positive integer, got {env!r}") from None
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ConfigError(f"threads must be a positive integer, got {threads!r}")
-    return threads
+        return settings.get_int("MOMOKA_THREADS")
+    return check_int(threads, "threads", minimum=1)
 
 
 def create_session(path: str | os.PathLike, *, device: str | None = None, threads: int | None = None,

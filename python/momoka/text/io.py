@@ -15,7 +15,9 @@ import codecs
 import os
 from pathlib import Path
 
+from .. import settings
 from .._files import path_kind
+from .._validate import check_int
 from ..errors import BinaryInputError, ConfigError, EmptyInputError, EncodingError, InputError, InputTooLargeError
 
 __all__ = [
@@ -30,7 +32,7 @@ __all__ = [
 
 #: Default limit on the size of one input file: 100 MiB. Override per call
 #: (``max_bytes=``) or with the ``MOMOKA_MAX_INPUT_BYTES`` environment variable.
-DEFAULT_MAX_INPUT_BYTES = 100 * 1024 * 1024
+DEFAULT_MAX_INPUT_BYTES: int = settings.default("MOMOKA_MAX_INPUT_BYTES")
 
 #: File extension to parser format.
 FORMATS = {
@@ -59,19 +61,8 @@ _SAMPLE = 64 * 1024
 def max_input_bytes(max_bytes: int | None = None) -> int:
     """The effective size limit: ``max_bytes``, else ``$MOMOKA_MAX_INPUT_BYTES``, else the default."""
     if max_bytes is not None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-            raise ConfigError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
-        return max_bytes
-    env = os.environ.get("MOMOKA_MAX_INPUT_BYTES")
-    if env:
-        try:
-            v = int(env)
-        except ValueError:
-            raise ConfigError(f"MOMOKA_MAX_INPUT_BYTES must be an integer, got {env!r}") from None
-        if v < 0:
-            raise ConfigError(f"MOMOKA_MAX_INPUT_BYTES must be non-negative, got {v}")
-        return v
-    return DEFAULT_MAX_INPUT_BYTES
+        return check_int(max_bytes, "max_bytes", minimum=0)
+    return settings.get_int("MOMOKA_MAX_INPUT_BYTES")
 
 
 def resolve_format(path: str | os.PathLike[str], format: str | None = None) -> str:

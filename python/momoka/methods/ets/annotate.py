@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..._validate import check_float, check_int
 from ...errors import ConfigError, InputError
 from ...llm import prompts
 from .beam import extraction_background, extraction_target
@@ -60,11 +61,8 @@ class AnnotationConfig:
     def check(self) -> "AnnotationConfig":
         """Raise :class:`ConfigError` for an impossible setting; return self."""
         for name in ("n", "top_m", "iterations", "max_depth", "max_tokens"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {v!r}")
-        if not self.c >= 0:
-            raise ConfigError(f"c must be >= 0, got {self.c!r}")
+            check_int(getattr(self, name), name, minimum=1)
+        check_float(self.c, "c", minimum=0)
         if self.correctness not in CORRECTNESS_MODES:
             raise ConfigError(f"correctness must be one of {CORRECTNESS_MODES}, got {self.correctness!r}")
         if not 0 < self.f1_threshold <= 1:
@@ -256,8 +254,8 @@ def annotate_dataset(data: str | os.PathLike, out: str | os.PathLike, *, limit: 
     from ...progress import Progress
 
     config.check()
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit must be a positive integer, got {limit!r}")
+    if limit is not None:
+        limit = check_int(limit, "limit", minimum=1)
     ds = load_dataset(data, limit=limit)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..._validate import check_int
 from ...errors import ConfigError, InputError
 from ...kernels import unique_prefix_lengths
 
@@ -198,9 +199,8 @@ def beam_search(question: str, candidates: Sequence[str], policy: Policy,
     first). ``progress``: a :class:`momoka.progress.Progress` line per node
     expanded (``None``: its default rules). Raises :class:`ConfigError` on bad sizes.
     """
-    for name, v in (("expansion", expansion), ("beam", beam), ("max_depth", max_depth)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ConfigError(f"{name} must be a positive int, got {v!r}")
+    expansion, beam, max_depth = (check_int(v, name, minimum=1) for name, v in (
+        ("expansion", expansion), ("beam", beam), ("max_depth", max_depth)))
     if not candidates:
         raise InputError("beam search needs at least one candidate sentence")
     stats = SearchStats()

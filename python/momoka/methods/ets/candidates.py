@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, InputError
+from ..._validate import check_int
+from ...errors import InputError
 from ...text import span_sentences
 
 __all__ = ["DEFAULT_N", "Sentence", "candidate_sentences", "embed_query"]
@@ -99,8 +100,7 @@ def candidate_sentences(
         raise InputError("candidate_sentences needs a non-empty query")
     if (result is None) == (documents is None):
         raise InputError("candidate_sentences takes exactly one of result= or documents=")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"n (sentences kept) must be a positive integer, got {n!r}")
+    n = check_int(n, "n (sentences kept)", minimum=1)
     if embedder is None and index is not None:
         embedder = index.embedder
     if embedder is None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validate import check_int
 from ...errors import ConfigError, InputError
 from ..._answer_metrics import exact_match, token_f1
 from ...llm import prompts
@@ -71,9 +72,7 @@ class Reader:
                  client: Any = None, max_tokens: int = 32, batch_tokens: int = 2048, **client_options: Any):
         if sum(x is not None for x in (lm, endpoint, client)) > 1:
             raise ConfigError("Reader takes one of lm=, endpoint= or client=")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
-        self.max_tokens = max_tokens
+        self.max_tokens = check_int(max_tokens, "max_tokens", minimum=1)
         self.batch_tokens = batch_tokens
         self.client = client
         self.lm = None

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..._validate import check_int
 from ...errors import ConfigError
 from ..base import Item, Member, Result
 from ..registry import register
@@ -48,9 +49,8 @@ class ETSRefiner:
     def __init__(self, *, embedder: Any = None, n: int = 30, expansion: int = 3, beam: int = 3, max_depth: int = 5,
                  early_termination: bool = True, reader: Any = "local", value: Callable | None = None,
                  policy: Any = None, lm: Any = None, progress: bool | None = None):
-        for key, v in (("n", n), ("expansion", expansion), ("beam", beam), ("max_depth", max_depth)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"ets: {key} must be a positive integer, got {v!r}")
+        n, expansion, beam, max_depth = (check_int(v, f"ets: {key}", minimum=1) for key, v in (
+            ("n", n), ("expansion", expansion), ("beam", beam), ("max_depth", max_depth)))
         if not isinstance(early_termination, bool):
             raise ConfigError(f"ets: early_termination must be true or false, got {early_termination!r}")
         if value is not None and not callable(value):

@@ -18,6 +18,7 @@ import math
 import time
 from typing import Any, Iterable, Sequence
 
+from ..._validate import check_int
 from ...errors import ConfigError, InputError
 from ...progress import Progress
 from .._backend import LLMBacked
@@ -59,11 +60,9 @@ class JerrRelator(LLMBacked):
                  min_count: int = 3, max_mentions: int = 8, synopsis_sentences: int = 2):
         if backend not in BACKENDS:
             raise ConfigError(f"jerr: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        for nm, v in (("unit_tokens", unit_tokens), ("max_tokens", max_tokens), ("max_chars", max_chars)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"jerr: {nm} must be a positive integer, got {v!r}")
-        if isinstance(max_hamming, bool) or not isinstance(max_hamming, int) or not 0 <= max_hamming <= 63:
-            raise ConfigError(f"jerr: max_hamming must be an int in [0, 63], got {max_hamming!r}")
+        unit_tokens, max_tokens, max_chars = (check_int(v, f"jerr: {nm}", minimum=1) for nm, v in (
+            ("unit_tokens", unit_tokens), ("max_tokens", max_tokens), ("max_chars", max_chars)))
+        max_hamming = check_int(max_hamming, "jerr: max_hamming", minimum=0, maximum=63)
         self.backend, self._llm = backend, llm
         self.unit_tokens, self.max_hamming = unit_tokens, max_hamming
         self.max_tokens, self.max_chars = max_tokens, max_chars

@@ -23,13 +23,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import ConfigError, StoreError
+from ...index.store import RAW_VIEW
 from ..base import Item, Result
 from ..standard.fusion import RRF_K, rrf
 from ..standard.retrievers import StoreRetriever, check_k
 
 __all__ = ["DEFAULT_VIEWS", "MCIndexRetriever", "per_view_k", "round_robin_union"]
 
-DEFAULT_VIEWS = ("raw", "keywords", "summary")
+DEFAULT_VIEWS = (RAW_VIEW, "keywords", "summary")
 BACKENDS = ("dense", "bm25")
 FUSIONS = ("union", "rrf")
 

@@ -37,7 +37,8 @@ import numpy as np
 
 from ...chunking._engine import Splitter
 from ...chunking._tokens import resolve_tokenizer
-from ...chunking.chunkers import StructureChunker, _as_document, _check_int, _check_unit
+from ..._validate import check_int
+from ...chunking.chunkers import StructureChunker, _as_document, _check_unit
 from ...errors import ConfigError
 from ...text.model import Section
 
@@ -142,9 +143,9 @@ class SectionsChunker:
         except re.error as exc:
             raise ConfigError(f"drop is not a valid regular expression: {exc}") from None
         self.headings, self.drop, self.drop_toc = headings, drop or "", bool(drop_toc)
-        self.max_size = None if max_size is None else _check_int("max_size", max_size, 1)
+        self.max_size = None if max_size is None else check_int(max_size, "max_size", minimum=1)
         self.unit = _check_unit(unit, tokenizer)
-        self.heading_words = _check_int("heading_words", heading_words, 1)
+        self.heading_words = check_int(heading_words, "heading_words", minimum=1)
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
         self._structure = StructureChunker(max_size=1, unit="chars")  # only its segments() is used
         self.stats: dict[str, int] = {"documents": 0, "by_parser": 0, "by_markdown_or_html": 0, "by_lines": 0,

@@ -34,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from ..._validate import check_int
 from ...errors import ConfigError, LLMError
+from ...index.store import RAW_VIEW
 from ...progress import Progress
 from .._backend import LLMBacked
 from ..fallbacks import FallbackTally, set_record
@@ -69,8 +71,7 @@ class ViewEnricher(LLMBacked):
                  max_chars: int = 6000, max_tokens: int = 256):
         if backend not in BACKENDS:
             raise ConfigError(f"{self.name}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        if not isinstance(batch, int) or batch < 1:
-            raise ConfigError(f"{self.name}: batch must be a positive integer, got {batch!r}")
+        batch = check_int(batch, f"{self.name}: batch", minimum=1)
         self.backend, self._llm, self.batch = backend, llm, batch
         self.max_chars, self.max_tokens = int(max_chars), int(max_tokens)
         self._cache_opt = cache
@@ -109,7 +110,7 @@ class ViewEnricher(LLMBacked):
         return f"offline:{getattr(emb, 'model_id', type(emb).__name__)}"
 
     def _embedder(self, index: Any):
-        if index.store.has_vector_view("raw"):
+        if index.store.has_vector_view(RAW_VIEW):
             return index.embedder
         from ..sources import load_embedder
 
@@ -156,7 +157,7 @@ class ViewEnricher(LLMBacked):
         asked = [i for i, t in enumerate(texts) if self.needs_text(t)] if backend == "llm" else []
         for i in asked:
             self.fallbacks.ask(store.chunks.doc_id(ids[i]))
-        raw = store.vector_view("raw") if store.has_vector_view("raw") else None
+        raw = store.vector_view(RAW_VIEW) if store.has_vector_view(RAW_VIEW) else None
         with Progress(f"{self.name} view ({backend})", total=len(todo), unit="chunks",
                       enabled=index.progress) as pr:
             for a in range(0, len(todo), self.batch):
@@ -192,10 +193,10 @@ class ViewEnricher(LLMBacked):
         vt = self.view_texts(index, ids)
         src = self._source(index)
         if not store.has_bm25_view(self.view):
-            store.add_bm25_view(self.view, params=store.bm25_view("raw").params, source=src)
+            store.add_bm25_view(self.view, params=store.bm25_view(RAW_VIEW).params, source=src)
         store.bm25_view(self.view).add(ids, [t or " " for t in vt])
-        if store.has_vector_view("raw"):
-            raw = store.vector_view("raw")
+        if store.has_vector_view(RAW_VIEW):
+            raw = store.vector_view(RAW_VIEW)
             if not store.has_vector_view(self.view):
                 store.add_vector_view(self.view, embedder=raw.info["embedder"],
                                       dtype=raw.dtype, source=src)

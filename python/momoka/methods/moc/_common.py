@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validate import check_int
 from ...errors import ConfigError, InputError
 
 __all__ = ["MERGE_UNITS", "as_document", "dynamic_merge", "greedy_runs", "groups_to_spans", "length_fn",
@@ -75,8 +76,7 @@ def dynamic_merge(spans: Sequence[tuple[int, int]], target: int | None,
     spans = [(int(a), int(b)) for a, b in spans]
     if target is None or not spans:
         return spans
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 1:
-        raise ConfigError(f"merge target must be an int >= 1, got {target!r}")
+    target = check_int(target, "merge target", minimum=1)
     out = []
     cur = spans[0]
     for s in spans[1:]:

@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from ... import settings
 from ...errors import ConfigError
+from ...index.store import RAW_VIEW
 from ..fallbacks import FallbackTally, set_record
 from ..registry import register
 from ..standard.retrievers import DenseRetriever
@@ -62,11 +64,9 @@ class TitleEnricher:
     @property
     def effective_mode(self) -> str:
         """The mode with ``"auto"`` resolved."""
-        import os
-
         if self.mode != "auto":
             return self.mode
-        return "llm" if self._llm is not None or os.environ.get("MOMOKA_LLM_BASE_URL") else "document"
+        return "llm" if self._llm is not None or settings.get_text("MOMOKA_LLM_BASE_URL") else "document"
 
     def enrich(self, index: Any, doc_ids: Sequence[str]) -> None:
         """Write T_D into each document's metadata and embed its chunks with T_D into the titled view."""
@@ -89,11 +89,11 @@ class TitleEnricher:
             store.documents[d].metadata[TITLE_KEY] = t
             store.documents[d].metadata[TITLE_SOURCE_KEY] = src
             set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
-        if not store.has_vector_view("raw"):
+        if not store.has_vector_view(RAW_VIEW):
             return  # BM25-only index: titles are kept, nothing to embed
         if not store.has_vector_view(self.view):
-            store.add_vector_view(self.view, embedder=store.vector_view("raw").info["embedder"],
-                                  dtype=store.vector_view("raw").info.get("dtype", "float32"),
+            store.add_vector_view(self.view, embedder=store.vector_view(RAW_VIEW).info["embedder"],
+                                  dtype=store.vector_view(RAW_VIEW).info.get("dtype", "float32"),
                                   source={"text": "title + newline + chunk", "by": self.name})
         ids, texts = [], []
         for d, t in zip(doc_ids, titles):
@@ -152,7 +152,7 @@ class PathRelator:
     def relate(self, index: Any, doc_ids: Sequence[str]) -> None:
         """Search the paths of every chunk of ``doc_ids`` and store them."""
         store = index.store
-        if self.referee_name == "embedding" and store.has_vector_view("raw") and not self._bound:
+        if self.referee_name == "embedding" and store.has_vector_view(RAW_VIEW) and not self._bound:
             self.map.use_embedder(index.embedder)  # the named embedding referee judges with the index's embedder
             self._bound = True
         if not store.has_relation(self.relation):
@@ -166,7 +166,7 @@ class PathRelator:
         chunks = [[replace(c, text=with_title(t, c.text)) for c in cs] if t else cs for cs, t in zip(chunks, titles)]
         vectors = None
         if self._bound:
-            view = TITLED_VIEW if self.title and any(titles) and store.has_vector_view(TITLED_VIEW) else "raw"
+            view = TITLED_VIEW if self.title and any(titles) and store.has_vector_view(TITLED_VIEW) else RAW_VIEW
             vectors = [store.vector_view(view).get(cs) for cs in ids]
         paths, records = self.map.paths_for_documents(chunks, vectors=vectors)
         for d, cs, ps, rec in zip(doc_ids, ids, paths, records):

@@ -75,13 +75,13 @@ ask/tell loop) and its cost model (:mod:`momoka.methods.momoka.map_cost`).
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ... import settings
 from ...errors import ConfigError, InputError
 from .referees import EmbeddingReferee, LLMReferee, make_referee
 from .map_cost import MapCostModel
@@ -180,7 +180,7 @@ class MomokaMap(MapSettings, MapCostModel):
         """The referee callable (built on first use)."""
         if self._referee is None:
             spec = self._referee_spec
-            if spec == "llm" or (spec is None and os.environ.get("MOMOKA_LLM_BASE_URL")):
+            if spec == "llm" or (spec is None and settings.get_text("MOMOKA_LLM_BASE_URL")):
                 self._referee = LLMReferee(self.llm, mode=self.reward)
             else:
                 self._referee = make_referee(spec or "ppl", mode=self.reward, llm=self._llm, embedder=self._embedder,
@@ -213,7 +213,7 @@ class MomokaMap(MapSettings, MapCostModel):
             return getattr(self._referee, "name", type(self._referee).__name__)
         spec = self._referee_spec
         if spec is None:
-            return "llm" if os.environ.get("MOMOKA_LLM_BASE_URL") else "ppl"
+            return "llm" if settings.get_text("MOMOKA_LLM_BASE_URL") else "ppl"
         return spec
 
     def _embed(self, texts: list[str]) -> np.ndarray:

@@ -21,12 +21,13 @@ text of the path so far (chunks joined by a blank line).
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ... import settings
+from ..._validate import check_float, check_int
 from ...errors import ConfigError, InputError, LLMError, LLMResponseError
 
 #: Names accepted by :func:`make_referee`.
@@ -138,8 +139,7 @@ class PerplexityReferee:
     name = "ppl"
 
     def __init__(self, lm: Any = None, *, threshold: float = 0.1, soft: bool = False, max_chars: int = 1500):
-        if not isinstance(threshold, (int, float)) or math.isnan(threshold) or not -1 <= threshold < 1:
-            raise ConfigError(f"threshold must be a number in [-1, 1), got {threshold!r}")
+        threshold = check_float(threshold, "threshold", minimum=-1, maximum=1, below=True)
         if lm is None:
             from ...models import default_causal_lm
 
@@ -195,10 +195,8 @@ class EmbeddingReferee:
     name = "embedding"
 
     def __init__(self, embedder: Any = None, *, threshold: float = 0.5, soft: bool = False, max_edges: int = 64):
-        if not isinstance(threshold, (int, float)) or math.isnan(threshold) or not -1 <= threshold < 1:
-            raise ConfigError(f"threshold must be a number in [-1, 1), got {threshold!r}")
-        if not isinstance(max_edges, int) or max_edges < 1:
-            raise ConfigError(f"max_edges must be an int >= 1, got {max_edges!r}")
+        threshold = check_float(threshold, "threshold", minimum=-1, maximum=1, below=True)
+        max_edges = check_int(max_edges, "max_edges", minimum=1)
         self._embedder = embedder
         self.threshold = float(threshold)
         self.soft = soft
@@ -293,10 +291,8 @@ def make_referee(name: str | Any = None, *, mode: str = "pair", llm: Any = None,
     ``None`` picks the offline default, the perplexity referee, unless
     ``MOMOKA_LLM_BASE_URL`` is set (then the LLM referee on that endpoint).
     """
-    import os
-
     if name is None:
-        name = "llm" if os.environ.get("MOMOKA_LLM_BASE_URL") else "ppl"
+        name = "llm" if settings.get_text("MOMOKA_LLM_BASE_URL") else "ppl"
     if not isinstance(name, str):
         if not callable(name):
             raise ConfigError(f"a referee must be a name ({', '.join(REFEREES)}) or a callable, not {name!r}")

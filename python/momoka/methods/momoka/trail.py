@@ -66,6 +66,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._validate import check_int
 from ...errors import ConfigError, PathsMissingError
 from ..base import Item, Result
 from ..standard.retrievers import check_k
@@ -272,9 +273,7 @@ class TrailRetriever:
         else:
             raise ConfigError(f"first_stage must be a retriever name or a callable, not {first_stage!r}")
         self.first_stage = first_stage if isinstance(first_stage, str) else getattr(first_stage, "__name__", "callable")
-        if isinstance(expand, bool) or not isinstance(expand, int) or expand < 1:
-            raise ConfigError(f"expand must be a positive integer, got {expand!r}")
-        self.expand = expand
+        self.expand = check_int(expand, "expand", minimum=1)
         self.sep = sep
         self.titles = titles
         self._reranker = reranker

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ConfigError, InputError
+from ..._validate import check_float, check_int
+from ...errors import InputError
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ..registry import register
 from .reader import budget_context
@@ -77,10 +78,8 @@ class EvidenceReader:
     def __init__(self, embedder: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET,
                  sentences: int = DEFAULT_SENTENCES, term_weight: float = TERM_WEIGHT):
         check_budget(max_context_chars, name="max_context_chars", optional=True)
-        if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 1:
-            raise ConfigError(f"sentences must be a positive integer, got {sentences!r}")
-        if isinstance(term_weight, bool) or not isinstance(term_weight, (int, float)) or not term_weight >= 0:
-            raise ConfigError(f"term_weight must be a number >= 0, got {term_weight!r}")
+        sentences = check_int(sentences, "sentences", minimum=1)
+        term_weight = check_float(term_weight, "term_weight", minimum=0)
         self.embedder = embedder
         self.max_context_chars = max_context_chars
         self.sentences = sentences

@@ -19,12 +19,13 @@ was given is listed in ``Answer.context``.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from typing import Any
 
-from ...errors import ConfigError, InputError, InputTooLargeError
+from ... import settings
+from ..._validate import check_int
+from ...errors import InputError, InputTooLargeError
 from ...index.bm25 import ENGLISH_STOPWORDS
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ..registry import register
@@ -51,7 +52,7 @@ def default_reader() -> str:
     only when asked for, as reader ``local``)."""
     from ...llm.openai_client import ENV_BASE_URL
 
-    return "llm" if os.environ.get(ENV_BASE_URL) else "evidence"
+    return "llm" if settings.get_text(ENV_BASE_URL) else "evidence"
 
 
 def budget_context(result: Result, max_chars: int | None) -> list[Citation]:
@@ -123,8 +124,7 @@ class LLMReader:
 
     def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128):
         check_budget(max_context_chars, name="max_context_chars", optional=True)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        max_tokens = check_int(max_tokens, "max_tokens", minimum=1)
         self._llm = llm
         self.max_context_chars = max_context_chars
         self.max_tokens = max_tokens

@@ -11,12 +11,13 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..._validate import check_int
 from ...errors import ConfigError, StoreError
+from ...index.store import RAW_VIEW
 from ..base import Result
 from ..registry import register
 from .fusion import RRF_K, convex, rrf
 
-RAW = "raw"
 
 
 class StoreRetriever:
@@ -92,9 +93,7 @@ class StoreRetriever:
 
 def check_k(k: Any) -> int:
     """``k`` as a positive int, or :class:`ConfigError`."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be a positive integer, got {k!r}")
-    return k
+    return check_int(k, "k", minimum=1)
 
 
 class DenseRetriever(StoreRetriever):
@@ -107,11 +106,11 @@ class DenseRetriever(StoreRetriever):
 
     name = "dense"
 
-    def __init__(self, index: Any, *, view: str = RAW):
+    def __init__(self, index: Any, *, view: str = RAW_VIEW):
         super().__init__(index)
         store = index.store
         if not store.has_vector_view(view):
-            if view == RAW:
+            if view == RAW_VIEW:
                 raise StoreError("this index was built without an embedder: use the bm25 retriever")
             raise StoreError(f"the store has no vector view {view!r} (views: {', '.join(store.vector_views) or 'none'}); "
                              "build it with the enricher that makes it")
@@ -131,7 +130,7 @@ class BM25Retriever(StoreRetriever):
 
     name = "bm25"
 
-    def __init__(self, index: Any, *, view: str = RAW):
+    def __init__(self, index: Any, *, view: str = RAW_VIEW):
         super().__init__(index)
         if not index.store.has_bm25_view(view):
             raise StoreError(f"the store has no BM25 view {view!r} "
@@ -171,7 +170,7 @@ class HybridRetriever(StoreRetriever):
 
     name = "hybrid"
 
-    def __init__(self, index: Any, *, view: str = RAW, bm25_view: str = RAW, fusion: str = "convex",
+    def __init__(self, index: Any, *, view: str = RAW_VIEW, bm25_view: str = RAW_VIEW, fusion: str = "convex",
                  dense_weight: float = 0.6, depth: int | None = None, rrf_k: int = RRF_K):
         super().__init__(index)
         if fusion not in FUSIONS:
@@ -181,7 +180,7 @@ class HybridRetriever(StoreRetriever):
             raise ConfigError(f"hybrid: dense_weight must be in [0, 1], not {dense_weight}")
         self.bm25 = BM25Retriever(index, view=bm25_view)
         store = index.store
-        self.dense = DenseRetriever(index, view=view) if (store.has_vector_view(view) or view != RAW) else None
+        self.dense = DenseRetriever(index, view=view) if (store.has_vector_view(view) or view != RAW_VIEW) else None
         if depth is not None:
             check_k(depth)
         self.depth, self.rrf_k = depth, int(rrf_k)
