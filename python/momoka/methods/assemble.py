@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from .._validate import check_int
 from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, Item, Member, Result,
                    check_budget)
 
@@ -122,10 +122,9 @@ class Assembler:
 
     def __init__(self, chunks: Any, member: Callable[[int], Member], cap: int = DEFAULT_ASSEMBLE_CAP, *,
                  min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS, extra: int = DEFAULT_ASSEMBLE_EXTRA):
-        for name, v, low in (("cap", cap, 0), ("min_hits", min_hits, 1), ("extra", extra, 0)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ConfigError(f"an assembly {name} must be an int >= {low}, got {v!r}")
-        self.cap, self.min_hits, self.extra = int(cap), int(min_hits), int(extra)
+        self.cap = check_int(cap, "the assembly cap", minimum=0)
+        self.min_hits = check_int(min_hits, "the assembly min_hits", minimum=1)
+        self.extra = check_int(extra, "the assembly extra", minimum=0)
         self._member = member
         live = np.asarray(chunks.column("live"), dtype=bool)
         ids = np.flatnonzero(live).astype(np.int64)
