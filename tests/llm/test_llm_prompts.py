@@ -148,6 +148,28 @@ def test_override_reset_and_file(tmp_path):
 
 
 def test_apache_attribution_is_kept():
-    assert "Apache License 2.0" in prompts.__doc__
+    import momoka.methods.moc.prompts as moc_prompts
+
+    assert "Apache License 2.0" in moc_prompts.__doc__   # the module that quotes them says so
     for n in ("moc.meta_chunker_zh", "moc.router_zh", "metachunking.msp_en", "metachunking.msp_zh"):
         assert "Apache" in prompts.default(n).note
+
+
+def test_each_paper_keeps_its_prompts_in_its_own_package():
+    import importlib
+
+    by_module = {}
+    for n in prompts.names():
+        by_module.setdefault(n.split(".")[0], set()).add(n)
+    # the name's prefix says the paper; its module under momoka/methods/<package>/prompts.py defines it
+    package = {"momoka": "momoka", "moc": "moc", "metachunking": "moc", "ets": "ets", "jerr": "jerr",
+               "mcindex": "mcindex"}
+    assert set(by_module) <= set(package)
+    for prefix, names in by_module.items():
+        mod = importlib.import_module(f"momoka.methods.{package[prefix]}.prompts")
+        src = open(mod.__file__, encoding="utf-8").read()
+        assert all(f'"{n}"' in src for n in names), prefix
+    with pytest.raises(ConfigError):
+        prompts.define("momoka.referee", "x {a}", ("a",))      # defined once
+    with pytest.raises(ConfigError):
+        prompts.define("test.bad", "no slot", ("a",))          # a declared placeholder must occur
