@@ -93,6 +93,31 @@ def _open_cache(cache: Any) -> ResponseCache | None:
     raise ConfigError(f"cache must be True, False, a path or a ResponseCache, got {type(cache).__name__}")
 
 
+class _CacheWriter:
+    """New answers of one batch, written to the cache in groups (64 rows or every 0.25 s, off the event loop)
+    and the rest at the end."""
+
+    def __init__(self, cache: Any, loop: asyncio.AbstractEventLoop):
+        self.cache, self.loop = cache, loop
+        self.pending: list[tuple[str, str, str, dict]] = []
+        self.last = time.monotonic()
+
+    async def add(self, row: tuple[str, str, str, dict]) -> None:
+        if self.cache is None:
+            return
+        self.pending.append(row)
+        now = time.monotonic()
+        if len(self.pending) < 64 and now - self.last < 0.25:
+            return
+        rows, self.pending, self.last = self.pending, [], now
+        await self.loop.run_in_executor(None, self.cache.put_many, rows)
+
+    def close(self) -> None:
+        if self.cache is not None and self.pending:
+            rows, self.pending = self.pending, []
+            self.cache.put_many(rows)
+
+
 class BaseClient:
     """Shared implementation of the :class:`~momoka.llm.types.LLMClient` protocol."""
 
@@ -335,6 +360,57 @@ class BaseClient:
             self._sem_loop = loop
         return self._sem
 
+    def _deadline(self, budget_s: float | None) -> tuple[float | None, str | None]:
+        """The monotonic deadline of a batch (the tighter of its time budget and the client's
+        ``deadline_s``, counted from the first batch) and the words that name it in errors."""
+        budget = budget_s if budget_s is not None else self.budget_s
+        deadline = None if budget is None else time.monotonic() + float(budget)
+        if self.deadline_s is not None:
+            if self._deadline_at is None:
+                self._deadline_at = time.monotonic() + float(self.deadline_s)
+            if deadline is None or self._deadline_at < deadline:
+                deadline, budget = self._deadline_at, f"{self.deadline_s:g}s deadline (--llm-deadline)"
+        return deadline, (f"{budget}s" if isinstance(budget, (int, float)) else budget)
+
+    async def _send_retrying(self, kind: str, payload: dict, method: str, deadline: float | None,
+                             budget_text: str | None, sem: asyncio.Semaphore) -> Completion:
+        """One request with the retry policy, within the deadline: the answer, or a Completion holding the
+        error that ended it."""
+        acc = self.accounting
+        attempts = 0
+        start = time.perf_counter()
+        while True:
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return Completion(error=LLMTimeoutError(f"the time budget of {budget_text} ran out"), attempts=attempts)
+                timeout = min(self.timeout, remaining)
+            else:
+                timeout = self.timeout
+            attempts += 1
+            try:
+                async with sem, _global_slot():
+                    res = await self._send(kind, payload, timeout)
+                res.attempts = attempts
+                res.latency_s = time.perf_counter() - start
+                acc.record(method, self.model, requests=1, prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens)
+                return res
+            except RetryableError as exc:
+                acc.record(method, requests=1)
+                if attempts > self.retry.max_retries:
+                    return Completion(error=exc.cause, attempts=attempts)
+                wait = self.retry.delay(attempts - 1, exc.retry_after, self._rng)
+                if deadline is not None and time.monotonic() + wait > deadline:
+                    return Completion(
+                        error=LLMTimeoutError(f"the time budget of {budget_text} ran out while retrying after: {exc.cause}"),
+                        attempts=attempts,
+                    )
+                acc.record(method, retries=1)
+                await asyncio.sleep(wait)
+            except LLMError as exc:
+                acc.record(method, requests=1)
+                return Completion(error=exc, attempts=attempts)
+
     async def _run(
         self,
         kind: str,
@@ -345,17 +421,13 @@ class BaseClient:
         progress: bool | None = None,
         budget_s: float | None = None,
     ) -> list[Completion]:
+        """Answers to ``payloads`` in order: cached ones from the cache, identical payloads asked once, the rest
+        sent by :attr:`concurrency` workers (:meth:`_send_retrying`), new answers written to the cache in small
+        batches, with a progress line for long runs."""
         if not isinstance(method, str) or not method:
             raise ConfigError("method must be a non-empty str label")
         t0 = time.perf_counter()
-        budget = budget_s if budget_s is not None else self.budget_s
-        deadline = None if budget is None else time.monotonic() + float(budget)
-        if self.deadline_s is not None:
-            if self._deadline_at is None:
-                self._deadline_at = time.monotonic() + float(self.deadline_s)
-            if deadline is None or self._deadline_at < deadline:
-                deadline, budget = self._deadline_at, f"{self.deadline_s:g}s deadline (--llm-deadline)"
-        budget_text = f"{budget}s" if isinstance(budget, (int, float)) else budget
+        deadline, budget_text = self._deadline(budget_s)
         n = len(payloads)
         keys = [make_key(kind, self.model, p, self.endpoint or None) for p in payloads]
         first: dict[str, int] = {}
@@ -373,84 +445,26 @@ class BaseClient:
                 todo.append(i)
         acc = self.accounting
         acc.record(method, calls=n, cache_hits=len(hits), deduplicated=n - len(first))
-
-        bar = None
-        if todo:
-            bar = Progress(
-                f"llm {method}",
-                total=len(todo),
-                unit="req",
-                enabled=progress if progress is not None else self.progress,
-                delay=self.progress_delay,
-            )
-
-        pending: list[tuple[str, str, str, dict]] = []
-        state = {"last_flush": time.monotonic()}
-        loop = asyncio.get_running_loop()
+        bar = Progress(f"llm {method}", total=len(todo), unit="req",
+                       enabled=progress if progress is not None else self.progress,
+                       delay=self.progress_delay) if todo else None
+        writer = _CacheWriter(cache, asyncio.get_running_loop())
         sem = self._get_sem()
         it = iter(todo)
-
-        async def flush(force: bool = False) -> None:
-            if cache is None or not pending:
-                return
-            now = time.monotonic()
-            if not force and len(pending) < 64 and now - state["last_flush"] < 0.25:
-                return
-            rows = pending[:]
-            pending.clear()
-            state["last_flush"] = now
-            await loop.run_in_executor(None, cache.put_many, rows)
-
-        async def one(i: int) -> Completion:
-            payload = payloads[i]
-            attempts = 0
-            start = time.perf_counter()
-            while True:
-                if deadline is not None:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return Completion(error=LLMTimeoutError(f"the time budget of {budget_text} ran out"), attempts=attempts)
-                    timeout = min(self.timeout, remaining)
-                else:
-                    timeout = self.timeout
-                attempts += 1
-                try:
-                    async with sem, _global_slot():
-                        res = await self._send(kind, payload, timeout)
-                    res.attempts = attempts
-                    res.latency_s = time.perf_counter() - start
-                    acc.record(method, self.model, requests=1, prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens)
-                    return res
-                except RetryableError as exc:
-                    acc.record(method, requests=1)
-                    if attempts > self.retry.max_retries:
-                        return Completion(error=exc.cause, attempts=attempts)
-                    wait = self.retry.delay(attempts - 1, exc.retry_after, self._rng)
-                    if deadline is not None and time.monotonic() + wait > deadline:
-                        return Completion(
-                            error=LLMTimeoutError(f"the time budget of {budget_text} ran out while retrying after: {exc.cause}"),
-                            attempts=attempts,
-                        )
-                    acc.record(method, retries=1)
-                    await asyncio.sleep(wait)
-                except LLMError as exc:
-                    acc.record(method, requests=1)
-                    return Completion(error=exc, attempts=attempts)
+        state = {"failed": 0, "tokens": 0}
 
         async def worker() -> None:
             for i in it:
-                res = await one(i)
+                res = await self._send_retrying(kind, payloads[i], method, deadline, budget_text, sem)
                 results[i] = res
                 if res.ok:
-                    if cache is not None:
-                        pending.append((keys[i], kind, self.model, res.to_cache()))
-                        await flush()
+                    await writer.add((keys[i], kind, self.model, res.to_cache()))
                 else:
                     acc.record(method, failures=1)
-                    state["failed"] = state.get("failed", 0) + 1
-                state["tokens"] = state.get("tokens", 0) + (res.prompt_tokens or 0) + (res.completion_tokens or 0)
+                    state["failed"] += 1
+                state["tokens"] += (res.prompt_tokens or 0) + (res.completion_tokens or 0)
                 if bar is not None:
-                    bar.update(1, failed=state.get("failed", 0), tokens=state["tokens"])
+                    bar.update(1, failed=state["failed"], tokens=state["tokens"])
 
         async def heartbeat() -> None:  # a line every few seconds even while no answer arrives
             while True:
@@ -464,10 +478,7 @@ class BaseClient:
         finally:
             if beat is not None:
                 beat.cancel()
-            if cache is not None and pending:
-                rows = pending[:]
-                pending.clear()
-                cache.put_many(rows)
+            writer.close()
             if bar is not None:
                 bar.close()
             acc.record(method, wall_s=time.perf_counter() - t0)
