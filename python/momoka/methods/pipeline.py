@@ -518,7 +518,6 @@ class Index:
         if emb is not None and self.store.embedder_info is not None:
             check_embedder(self.store.embedder_info, embedder_info(emb), self.store.path or "")
         self._retrievers.clear()
-        self._documents.clear()
         self._mean_chunk = (None, 1.0)
         self._assemblers = (None, {})
         return True
