@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from momoka import Index
 from momoka.methods.context import Batch, Corpus
@@ -57,3 +58,43 @@ def test_an_enricher_gets_a_batch_and_a_retriever_a_corpus():
         for attr in ("save", "add", "delete", "extend"):
             assert not hasattr(r.index, attr), attr
     assert ix.search("penguins swim", k=1, retriever="hybrid")[0].doc_id == "a"
+
+
+class FailsOn:
+    """An enricher that writes a metadata key, and raises on the batch holding document ``bad``."""
+
+    name = "fails-on"
+
+    def __init__(self, bad):
+        self.bad, self.stores = bad, []
+
+    def enrich(self, batch, doc_ids):
+        self.stores.append((batch.store, sorted(batch.store.documents)))
+        for d in doc_ids:
+            batch.store.documents[d].metadata["seen"] = True
+        if self.bad in doc_ids:
+            raise RuntimeError("enricher failed")
+
+    def describe(self):
+        return {}
+
+
+def test_a_batch_is_written_apart_and_applied_whole(tmp_path):
+    comp = FailsOn("b")
+    ix = None
+    try:
+        with pytest.raises(RuntimeError, match="enricher failed"):
+            Index.build(DOCS, store=tmp_path / "s", embedder=HashEmbedder(), chunker="paragraph", enrich=[comp],
+                        commit_docs=1, progress=False)
+        # each batch ran on a store of its own holding that batch's documents only, never the index's store
+        assert [docs for _, docs in comp.stores] == [["a"], ["b"]]
+        assert comp.stores[0][0] is not comp.stores[1][0]
+        # the failed batch left nothing behind: the committed store holds document a alone, with its two
+        # paragraphs (the paragraph chunker's cut of DOCS[0]) and the enricher's mark
+        ix = Index.open(tmp_path / "s", embedder=HashEmbedder())
+        assert ix.doc_ids == ["a"] and ix.store.n_chunks == 2
+        assert ix.store.documents["a"].metadata["seen"] is True
+        assert ix.store.vector_view("raw").n_rows == 2
+    finally:
+        if ix is not None:
+            ix.close()

@@ -3,12 +3,13 @@
 - A **retriever** gets a :class:`Corpus`: read access to the store, query embedding, the
   construction of results, the documents, and the other retrievers (to compose them).
 - An **enricher** or **relator** gets a :class:`Batch` while it runs on a batch of documents:
-  the store to write its views, relations and metadata into, the batch's documents, and
-  embedding with the index's embedder (with the index's cache, counts and warnings).
+  the store to write its views, relations and metadata into (the batch's scratch store, whose
+  contents are the batch's :class:`~momoka.index.delta.Delta`), the batch's documents, and
+  embedding with the index's embedding service (its cache, counts and truncation warnings).
 
-Both are thin: each call is the index's own. What a component may use is what its context
-names; a component written against them runs the same on a Ray worker's scratch index, whose
-store is then shipped as a :class:`~momoka.index.delta.Delta`.
+A :class:`Corpus` is thin: each call is the index's own. A :class:`Batch` holds no index at all:
+a component written against it runs the same in this process and on a Ray worker (see
+:mod:`momoka.methods.indexer`).
 """
 
 from __future__ import annotations
@@ -79,17 +80,78 @@ class Corpus(_Context):
         return self._index.retriever(name, **options)
 
 
-class Batch(_Context):
-    """What an enricher or relator sees while it runs: the store to write into, the documents, embedding."""
+class Batch:
+    """What an enricher or relator sees while it runs: the store to write into, the documents, embedding.
 
-    __slots__ = ()
+    While :meth:`momoka.Index.add` runs, :attr:`store` is the batch's own scratch store (its
+    documents and chunks only, shaped like the index's store); what the components write there is
+    the batch's :class:`~momoka.index.delta.Delta`, which the index's store then applies. While
+    :meth:`momoka.Index.extend` runs, it is the index's store itself.
+    """
+
+    __slots__ = ("_store", "_embedding", "_documents", "_progress")
+
+    def __init__(self, store: Any, embedding: Any, *, documents: dict | None = None, progress: bool | None = None):
+        self._store = store
+        self._embedding = embedding
+        self._documents = dict(documents or {})
+        self._progress = progress
+
+    @property
+    def store(self):
+        """The :class:`~momoka.index.store.Store` the component writes its views, relations and metadata into."""
+        return self._store
+
+    @property
+    def embedder(self):
+        """The embedder of the raw view (None for a BM25-only index)."""
+        if not self._store.has_vector_view(RAW_VIEW):
+            return None
+        return self._embedding.resolve(self._store.vector_view(RAW_VIEW).info["embedder"], RAW_VIEW)
+
+    @property
+    def progress(self) -> bool | None:
+        """Whether long work shows progress (None: the default, see :class:`momoka.progress.Progress`)."""
+        return self._progress
+
+    def document(self, doc_id: str):
+        """The :class:`momoka.text.Document` of ``doc_id``: the parsed document of the batch, else rebuilt from
+        the stored chunks (:func:`stored_document`)."""
+        d = self._documents.get(doc_id)
+        return d if d is not None else stored_document(self._store, doc_id)
+
+    def title(self, doc_id: str) -> str | None:
+        """The document's title as stored (None when it has none)."""
+        d = self._store.documents.get(doc_id)
+        return (d.title or None) if d is not None else None
 
     def embed(self, texts: Sequence[str], *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
         """Embed ``texts`` with the embedder of ``view`` (see :meth:`momoka.Index.embed`); the number of texts
         embedded truncated is :attr:`truncated` afterwards."""
-        return self._index.embed(texts, view=view, label=label)
+        return self._embedding.embed(texts, self._store.vector_view(view).info["embedder"], view=view, label=label)
 
     @property
     def truncated(self) -> int:
         """Texts the last :meth:`embed` embedded truncated (over the embedder's input limit)."""
-        return int(getattr(self._index, "last_truncated", 0) or 0)
+        return int(self._embedding.last_truncated)
+
+
+def stored_document(store: Any, doc_id: str):
+    """The :class:`momoka.text.Document` of ``doc_id`` rebuilt from ``store``'s chunks.
+
+    Every chunk's text at its offsets, whitespace between chunks as spaces (the chunkers cover
+    every non-whitespace character, so only whitespace differs), parsed as plain text with the
+    stored title and page spans. Raises :class:`~momoka.errors.InputError` for an unknown id.
+    """
+    from ..errors import InputError
+    from ..text import Document
+
+    entry = store.documents.get(doc_id)
+    if entry is None:
+        raise InputError(f"unknown document id {doc_id!r}")
+    buf = [" "] * int(entry.length)
+    for cid in entry.chunk_ids:
+        c = store.chunks.get(cid)
+        buf[c.start : c.end] = c.text
+    return Document("".join(buf), title=entry.title, doc_id=doc_id, source=entry.source,
+                    pages=entry.metadata.get("pages"))

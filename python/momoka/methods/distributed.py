@@ -4,15 +4,15 @@ Who does what:
 
 - **Workers** (Ray actors, :class:`Worker`) each load the chunker, the embedder and the pipeline's
   enrichers and relators once, then take batches of documents. A batch runs through
-  :meth:`momoka.Index._add_batch` -- the very function the single-process path runs -- on an
-  in-memory scratch store shaped like the real one (same views, same pipeline), and the worker
-  ships back what that scratch store now holds (:func:`export_batch`): a
-  :class:`~momoka.index.delta.Delta` of the documents with their metadata, the chunks, every vector
-  view's rows, the texts given to every BM25 view, relation rows and node-table rows.
+  :meth:`Indexer.run <momoka.methods.indexer.Indexer.run>` -- the very function the
+  single-process path runs -- which indexes it into an in-memory scratch store shaped like the
+  real one and returns its :class:`~momoka.index.delta.Delta`: the documents with their metadata,
+  the chunks, every vector view's rows, the texts given to every BM25 view, relation rows and
+  node-table rows. The worker ships it back with the components' settings.
 - **The driver** (the process calling :meth:`Index.add`) reads and parses the files (so workers
   need no shared filesystem), skips documents already committed, hands out batches and is the
   single writer: it applies the outputs to the real store in submission order
-  (:func:`apply_batch`, which maps the scratch store's chunk and node ids onto new global ids, so
+  (:func:`~momoka.methods.indexer.apply_batch`, which maps the scratch store's chunk and node ids onto new global ids, so
   the store is the one a single-process run builds, ids included) and commits every ``commit_docs``
   documents or ``commit_seconds`` seconds: a commit writes one segment holding only the new
   batches, so the driver's commit costs the batch, not the store. A killed driver loses only what
@@ -40,6 +40,7 @@ renumbers them (:class:`~momoka.index.delta.Delta`); rows holding ints in undecl
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -47,6 +48,7 @@ from .. import settings
 from ..errors import ConfigError, MomokaError
 from ..progress import Progress
 from .base import ADD_BATCH
+from .indexer import Indexer, apply_batch, scratch_store, store_template
 
 #: Times Ray restarts a dead worker actor, and retries a batch whose worker died.
 MAX_RESTARTS = 3
@@ -67,72 +69,6 @@ def require_ray():
     return ray
 
 
-# ---------------------------------------------------------------------------------- the scratch store
-
-
-def scratch_index(index_cls: type, template: dict, *, chunker: Any = None, embedder: Any = None,
-                  components: dict | None = None):
-    """An in-memory ``index_cls`` (the :class:`Index` whose ``add`` runs on Ray) shaped like the store ``template``
-    describes (:func:`store_template`)."""
-    from ..index.store import Store
-
-    st = Store.create(None, chunker=template["chunker"], hnsw=template["hnsw"])
-    st.manifest["pipeline"] = _copy(template["pipeline"])
-    for name, e in template["vectors"].items():
-        st.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
-    for name, e in template["bm25"].items():
-        st.add_bm25_view(name, params=e["params"], source=e["source"])
-    for name, e in template["relations"].items():
-        st.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
-                        source=e["source"])
-    for name, e in template["nodes"].items():
-        st.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
-    return index_cls(st, chunker=chunker, embedder=embedder, components=components, progress=False)
-
-
-def _copy(x: Any) -> Any:
-    import copy
-
-    return copy.deepcopy(x)
-
-
-def store_template(store) -> dict:
-    """What a scratch store needs to look like ``store``: chunker, HNSW settings, pipeline and every view."""
-    m = store.manifest
-    vectors = {n: {"embedder": v.embedder, "dtype": v.dtype, "source": dict(v.source)}
-               for n, v in store._artifacts["vectors"].items()}
-    bm25 = {n: {"params": dict(v.params), "source": dict(v.source)} for n, v in store._artifacts["bm25"].items()}
-    relations = {n: {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
-                     "source": dict(r.source)} for n, r in store._artifacts["relation"].items()}
-    nodes = {n: {"source": dict(t.source), "id_fields": dict(t.id_fields), "doc_fields": _copy(t.doc_fields)}
-             for n, t in store._artifacts["nodes"].items()}
-    return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": _copy(m.get("pipeline") or {}),
-            "vectors": vectors, "bm25": bm25, "relations": relations, "nodes": nodes}
-
-
-def export_batch(index) -> dict:
-    """What a scratch index holds: its :class:`~momoka.index.delta.Delta` and the components' recorded settings."""
-    from ..index.delta import Delta
-
-    settings = [(kind, spec["name"], spec["settings"]) for kind in ("enrich", "relate")
-                for spec in index.pipeline.get(kind, []) if "settings" in spec]
-    return {"delta": Delta.of_store(index.store), "settings": settings}
-
-
-def apply_batch(index, out: dict) -> list[str]:
-    """Write one worker's output into ``index``'s store (the single writer); returns the doc ids added.
-
-    :meth:`Store.apply <momoka.index.store.Store.apply>` renumbers the batch's chunk and node ids to
-    follow the store's (the store is then the one a single-process run builds, ids included); views,
-    relations and node tables the store lacks are created as the worker's scratch store had them.
-    """
-    added = index.store.apply(out["delta"])
-    for kind, name, recorded in out["settings"]:
-        index.record_settings(kind, name, recorded)
-    index.store.mark_dirty()
-    return added
-
-
 # ---------------------------------------------------------------------------------- Ray actors
 
 
@@ -148,9 +84,12 @@ class Worker:
             from ..llm.base import set_request_limiter
 
             set_request_limiter(_LimiterClient(limiter))
-        ix = scratch_index(index_cls, template, chunker=chunker, embedder=embedder, components=self.components)
-        self.chunker = ix.chunker  # rebuilt from the manifest unless given
-        self.embedder = ix.embedder  # loaded once (None for a BM25-only store)
+        st = scratch_store(template)
+        st.manifest["pipeline"] = copy.deepcopy(template["pipeline"])
+        # an index over an empty scratch store: the chunker, the embedder and the components of the pipeline,
+        # rebuilt from the manifest unless given, loaded once
+        self.index = index_cls(st, chunker=chunker, embedder=embedder, components=self.components, progress=False)
+        self.indexer = Indexer.of(self.index)
 
     def pid(self) -> int:
         """The worker's process id."""
@@ -159,20 +98,14 @@ class Worker:
         return os.getpid()
 
     def run(self, docs: list, hashes: dict, on_error: str) -> dict:
-        """Chunk, embed, enrich and relate ``docs`` (:meth:`Index._add_batch`); the scratch store's contents."""
+        """Chunk, embed, enrich and relate ``docs`` (:meth:`Indexer.run <momoka.methods.indexer.Indexer.run>`):
+        the batch's Delta, the components' settings, what was skipped and the texts embedded."""
         t0 = time.perf_counter()
-        ix = scratch_index(self.index_cls, self.template, chunker=self.chunker, embedder=self.embedder,
-                           components=self.components)
-        pipeline = ix.pipeline
-        enrichers = [ix.component("enrich", c["name"]) for c in pipeline["enrich"]]
-        relators = [ix.component("relate", c["name"]) for c in pipeline["relate"]]
+        self.index.report = {"embedded": 0, "reused": 0}  # texts embedded, counted as the single-process path does
         skipped: list = []
-        ix._add_batch(list(docs), hashes, enrichers, relators, on_error, skipped)
-        self.components.update(ix._components)
-        out = export_batch(ix)
-        # texts embedded, counted by Index.embed as the single-process path counts them
-        out.update(skipped=skipped, embedded=int(ix.report.get("embedded", 0)), seconds=time.perf_counter() - t0)
-        return out
+        delta = self.indexer.run(list(docs), hashes, on_error, skipped)
+        return {"delta": delta, "settings": self.indexer.settings(), "skipped": skipped,
+                "embedded": int(self.index.report["embedded"]), "seconds": time.perf_counter() - t0}
 
 
 class Limiter:

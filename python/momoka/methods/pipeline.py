@@ -9,24 +9,20 @@
     index = momoka.Index.open("my.store")
     index.add(["new.txt"]); index.delete(["report"]); index.save()
 
-Building runs, per document: the chunker; the raw views (the embedder's
-vectors of the chunk texts as vector view ``"raw"``, and BM25 view ``"raw"``);
-then each enricher and each relator (see :mod:`momoka.methods.registry`).
-The pipeline (chunker, enrichers, relators and their options) is recorded in
-the store's manifest, so :meth:`Index.add` runs the same components on new
-documents only. Searching asks a registered retriever by name.
-
-Length: this module is the whole public :class:`Index` (build, open, add with its commits
-and skips, resumable extend, delete, save, embedding, results, search) with its docstrings, about 680 lines; its inputs
-(paths, documents, chunkers, embedders, queries) are in :mod:`momoka.methods.sources`.
+The :class:`Index` is the front door: build, open, add, extend, delete, save, search, ask
+and the construction of results. Indexing runs in :mod:`momoka.methods.engine` (batches,
+commits, fallback tallies, the Ray dispatch), each batch through the
+:class:`~momoka.methods.indexer.Indexer` (chunker, raw views, enrichers, relators) into a
+:class:`~momoka.index.delta.Delta` that the :class:`Store` applies. The pipeline (chunker,
+enrichers, relators and their options) is recorded in the store's manifest, so
+:meth:`Index.add` runs the same components on new documents only. Searching asks a
+registered retriever by name. Inputs (paths, documents, chunkers, embedders, queries) are
+in :mod:`momoka.methods.sources`.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import time
-import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,41 +30,21 @@ from typing import Any
 import numpy as np
 
 from .. import settings
-from ..errors import ConfigError, EmptyInputError, InputError, MomokaError, StoreError
+from ..errors import ConfigError, InputError, MomokaError, StoreError
+from ..index.store import RAW_VIEW, Store, check_embedder, read_manifest
+from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
     DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
-from .context import Batch, Corpus
-from .fallbacks import FALLBACKS_KEY, has_fallbacks, set_record, summarize
-from ..progress import Progress
-from ..text.model import Chunk, with_tails
-from .sources import (
-    MAX_QUERY_CHARS,
-    check_query,
-    content_hash,
-    embedder_info,
-    expand_paths,
-    jsonable,
-    load_embedder,
-    resolve_chunker,
-    to_document,
-)
-from ..index.store import RAW_VIEW, Store, check_embedder, read_manifest
+from .context import Corpus, stored_document
+from .engine import ENGINES, check_engine, check_share, component_spec  # noqa: F401 (ENGINES re-exported)
+from .indexer import EMBED_BATCH, Embedding  # noqa: F401 (EMBED_BATCH re-exported)
+from .sources import MAX_QUERY_CHARS, check_query, embedder_info, jsonable, load_embedder, resolve_chunker
 
 #: The size stores record-less of their chunker were built with (the default before it was 100).
 LEGACY_CHUNK_SIZE = 200
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
-#: Texts embedded per embedder call while indexing.
-EMBED_BATCH = 256
-#: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
-ENGINES = ("local", "ray")
-
-
-def _check_share(x: Any) -> None:
-    """``llm_max_failed`` must be None or a share in [0, 1]."""
-    if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1):
-        raise ConfigError(f"llm_max_failed must be a share between 0 and 1, not {x!r}")
 
 
 def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None) -> dict:
@@ -91,54 +67,6 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     return out
 
 
-class _Commits:
-    """When :meth:`Index.add` (with ``commit=True``) saves a generation: every
-    :attr:`Index.commit_docs` documents or :attr:`Index.commit_seconds` seconds, and at the end."""
-
-    def __init__(self, index: Index, enabled: bool):
-        self.index = index
-        self.enabled = bool(enabled) and index.store.path is not None
-        self._done, self._since, self._t = 0, 0, time.monotonic()
-
-    def added(self, total: int) -> None:
-        """``total`` documents are in the store so far: commit when enough time or documents have passed."""
-        self._since += total - self._done
-        self._done = total
-        ix = self.index
-        if self.enabled and self._since and (self._since >= ix.commit_docs
-                                            or time.monotonic() - self._t >= ix.commit_seconds):
-            ix.store.save()
-            self._since, self._t = 0, time.monotonic()
-
-    def finish(self) -> None:
-        """Commit what is left."""
-        if self.enabled and self.index.store.dirty:
-            self.index.store.save()
-
-
-def _component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
-    """``(name, params, object or None)`` from a name, a ``(name, params)`` pair or a component object.
-
-    A pair whose options are not all JSON values (e.g. an LLM client object) is
-    built here and treated as a component object: the manifest cannot record
-    it, so a reopened index asks for it again instead of rebuilding it wrong.
-    """
-    if isinstance(spec, str):
-        return spec, {}, None
-    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], dict):
-        name, prm = spec[0], dict(spec[1])
-        if jsonable(prm) != prm:
-            from . import registry
-
-            return name, {}, registry.create(kind, name, **prm)
-        return name, prm, None
-    method = "enrich" if kind == "enricher" else "relate"
-    if callable(getattr(spec, method, None)):
-        return str(getattr(spec, "name", type(spec).__name__)), {}, spec
-    raise ConfigError(f"an {kind} is a registered name, a (name, options) pair or an object with .{method}(index, "
-                      f"doc_ids); got {spec!r}")
-
-
 class Index:
     """A searchable index of documents: a :class:`Store` plus the pipeline that fills it.
 
@@ -158,10 +86,9 @@ class Index:
         self._retrievers: dict[tuple, Any] = {}
         self._mean_chunk: tuple = (None, 1.0)  # (chunk-table state, mean chunk length): see depth_for
         self._assemblers: tuple = (None, {})  # (chunk-table state, {cap: Assembler}): see assembler
-        self._documents: dict[str, Any] = {}
-        # the embedding cache: embedder checksum -> {text: vector}, filled while add() replaces documents
-        self._vector_cache: dict[str, dict[str, np.ndarray]] = {}
         self.progress = progress
+        #: The embedding service of this index's views (embedder per view, cache, counts, truncation).
+        self.embedding = Embedding(self._resolve_embedder, lambda: self.report, lambda: self.progress)
         #: Queries longer than this many characters are refused (raise it for long queries).
         self.max_query_chars = MAX_QUERY_CHARS
         #: ``add(..., commit=True)`` saves a generation after this many documents ...
@@ -172,8 +99,6 @@ class Index:
         #: reason)]}`` (``redone``: unchanged documents indexed again because some LLM outputs were fallbacks).
         self.report: dict = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": [],
                              "embedded": 0, "reused": 0}
-        #: Texts the last :meth:`embed` embedded truncated (over the embedder's input limit).
-        self.last_truncated = 0
         #: The share of unusable answers above which an LLM stage stops (None: ``$MOMOKA_LLM_MAX_FAILED``,
         #: else 0.25); see :mod:`momoka.methods.fallbacks`.
         self.llm_max_failed: float | None = None
@@ -239,19 +164,18 @@ class Index:
             extra_chunker_params: more parameters for the named chunker (see :func:`chunker_params`).
         """
         params = chunker_params(chunker, size, extra_chunker_params)
-        _check_share(llm_max_failed)
+        check_share(llm_max_failed)
         chunker_obj, chunker_info = resolve_chunker(chunker, params)
         emb = cls._make_embedder(embedder)
-        if engine not in ENGINES:
-            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        check_engine(engine)
         if engine == "ray":
             from .distributed import require_ray
 
             require_ray()  # before a store directory is made
         if vector_dtype not in ("float32", "float16"):
             raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
-        enrich_specs = [_component_spec("enricher", e) for e in enrich]
-        relate_specs = [_component_spec("relator", r) for r in relate]
+        enrich_specs = [component_spec("enricher", e) for e in enrich]
+        relate_specs = [component_spec("relator", r) for r in relate]
         from . import registry
 
         for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
@@ -341,7 +265,10 @@ class Index:
 
     def embedder_for(self, view: str = RAW_VIEW):
         """The embedder of vector view ``view`` (loaded and checked on first use)."""
-        info = self.store.vector_view(view).info["embedder"]
+        return self._resolve_embedder(self.store.vector_view(view).info["embedder"], view)
+
+    def _resolve_embedder(self, info: dict, view: str):
+        """The embedder recorded as ``info`` for view ``view``: the index's own (checked), else loaded by model id."""
         emb = self._embedder
         if emb is not None and embedder_info(emb)["model_id"] == info["model_id"]:
             check_embedder(info, embedder_info(emb), self.store.path or "")
@@ -422,71 +349,12 @@ class Index:
         Texts over the embedder's input limit are embedded truncated; their
         number is reported in one warning.
         """
-        emb = self.embedder_for(view)
-        texts = list(texts)
-        vecs: list[Any] = [None] * len(texts)
-        todo = list(range(len(texts)))
-        if getattr(emb, "batch_independent", False):
-            cache = self._vector_cache.get(embedder_info(emb)["checksum"], {})
-            first: dict[str, int] = {}
-            todo = []
-            for i, t in enumerate(texts):
-                if t in cache:
-                    vecs[i] = cache[t]
-                    self.report["reused"] = self.report.get("reused", 0) + 1
-                elif t not in first:
-                    first[t] = i
-                    todo.append(i)
-        n_trunc = 0
-        self.last_truncated = 0
-        with Progress(label, total=len(todo), unit="texts", enabled=self.progress) as pr:
-            for s in range(0, len(todo), EMBED_BATCH):
-                part = todo[s : s + EMBED_BATCH]
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    got = np.asarray(emb.embed([texts[i] for i in part]), dtype=np.float32)
-                for w in caught:
-                    if type(w.message).__name__ == "TruncationWarning":
-                        m = re.match(r"(\d+) of", str(w.message))
-                        n_trunc += int(m.group(1)) if m else 1
-                    else:
-                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                for i, v in zip(part, got):
-                    vecs[i] = v
-                pr.update(len(part))
-        self.report["embedded"] = self.report.get("embedded", 0) + len(todo)
-        self.last_truncated = n_trunc
-        if n_trunc:
-            warnings.warn(f"{n_trunc} of {len(texts)} texts of view {view!r} are longer than the embedder's input "
-                          "limit and were embedded truncated (BM25 indexes them whole); a smaller chunk size avoids this",
-                          UserWarning, stacklevel=2)
-        if not texts:
-            return np.zeros((0, int(embedder_info(emb)["dim"])), np.float32)
-        if len(todo) < len(texts):  # duplicates take the vector of their first occurrence
-            for i, t in enumerate(texts):
-                if vecs[i] is None:
-                    vecs[i] = vecs[first[t]]
-        return np.stack(vecs).astype(np.float32, copy=False)
+        return self.embedding.embed(texts, self.store.vector_view(view).info["embedder"], view=view, label=label)
 
-    def _keep_vectors(self, doc_ids: Sequence[str]) -> None:
-        """Put the raw vectors of ``doc_ids``'s chunks in the embedding cache (before :meth:`add` replaces them).
-
-        Only for an embedder whose vectors depend on their text alone: then a
-        chunk text the new version of a document still has gets the very
-        vector a fresh embedding would give.
-        """
-        if not self.store.has_vector_view(RAW_VIEW):
-            return
-        info = self.store.vector_view(RAW_VIEW).info["embedder"]
-        if not getattr(self.embedder_for(RAW_VIEW), "batch_independent", False):
-            return
-        view = self.store.vector_view(RAW_VIEW)
-        cache = self._vector_cache.setdefault(info["checksum"], {})
-        for d in doc_ids:
-            ids = np.asarray(self.store.documents[d].chunk_ids, dtype=np.int64)
-            ids = ids[view.has(ids)]
-            for c, v in zip(ids.tolist(), view.get(ids) if len(ids) else ()):
-                cache[self.store.chunks.get(c).text] = v
+    @property
+    def last_truncated(self) -> int:
+        """Texts the last :meth:`embed` embedded truncated (over the embedder's input limit)."""
+        return self.embedding.last_truncated
 
     def embed_queries(self, queries: Sequence[str], *, view: str = RAW_VIEW) -> np.ndarray:
         """Query vectors for vector view ``view`` (the embedder's query form when it has one)."""
@@ -536,157 +404,28 @@ class Index:
         """
         if progress is not None:
             self.progress = progress
-        if existing not in ("error", "skip", "replace"):
-            raise ConfigError(f"existing must be 'error', 'skip' or 'replace', not {existing!r}")
-        if on_error not in ("raise", "skip"):
-            raise ConfigError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
-        if engine not in ENGINES:
-            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        check_engine(engine)
         self.store.ensure_writable()
-        if isinstance(sources, Index) or not isinstance(sources, (str, os.PathLike, Iterable)):
-            raise InputError(f"cannot index a {type(sources).__name__}: give paths, Documents or dicts with text "
-                             "(to add documents to an index, call its add())")
-        skipped: list[tuple[str, str]] = []
-        unsupported: list = []
-        items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported,
-                             strict=on_error == "raise")
-        skipped.extend((str(p), why) for p, why in unsupported)
-        if not items:
-            raise EmptyInputError("no documents to add")
-        self.report = report = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": skipped,
-                                "embedded": 0, "reused": 0}
-        docs, hashes = [], {}
-        seen: set[str] = set()
-        for it in items:
-            try:
-                d = to_document(it, encoding=encoding)
-            except InputError as exc:
-                if on_error == "raise":
-                    raise
-                skipped.append((str(it), str(exc)))
-                continue
-            if d.doc_id in seen:
-                if on_error == "raise":
-                    raise InputError(f"document {d.doc_id!r} is given twice")
-                skipped.append((str(it), f"document id {d.doc_id!r} is given twice"))
-                continue
-            seen.add(d.doc_id)
-            old = self.store.documents.get(d.doc_id)
-            if old is not None:
-                if existing == "error":
-                    raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it "
-                                     "(momoka index skips identical documents and re-indexes changed ones with --replace)")
-                h = content_hash(d)
-                if old.sha256 is None or old.sha256 == h:
-                    if not has_fallbacks(old.metadata):
-                        report["unchanged"].append(d.doc_id)
-                        continue
-                    report["redone"].append(d.doc_id)
-                elif existing == "skip":
-                    skipped.append((str(it), f"document {d.doc_id!r} changed since it was indexed (--replace "
-                                              "re-indexes it)"))
-                    continue
-                else:
-                    report["replaced"].append(d.doc_id)
-            docs.append(d)
-            hashes[d.doc_id] = content_hash(d)
-        self._vector_cache.clear()
-        again = report["replaced"] + report["redone"]
-        if again:
-            if engine == "local":
-                self._keep_vectors(again)
-            self.store.delete(again)
-        commits = _Commits(self, commit)
+        docs, hashes = engine_.collect(self, sources, existing=existing, on_error=on_error, encoding=encoding)
         if llm_max_failed is not None:
-            _check_share(llm_max_failed)
+            check_share(llm_max_failed)
             self.llm_max_failed = llm_max_failed
-        # the fallback tallies of this process's stages (Ray workers keep their own: records only)
-        stages = [] if engine == "ray" or not docs else self._llm_stages(
-            self.chunker, *(self.component(k, c["name"]) for k in ("enrich", "relate") for c in self.pipeline[k]))
-        if engine == "ray":
-            from .distributed import add_with_ray
-
-            add_with_ray(self, docs, hashes, on_error=on_error, commits=commits, workers=workers, address=address)
-        else:
-            pipeline = self.pipeline
-            enrichers = [self.component("enrich", c["name"]) for c in pipeline["enrich"]]
-            relators = [self.component("relate", c["name"]) for c in pipeline["relate"]]
-            step = max(1, min(ADD_BATCH, self.commit_docs)) if commits.enabled else max(len(docs), 1)
-            with Progress("indexing", total=len(docs), unit="docs", enabled=self.progress) as pr:
-                for i in range(0, len(docs), step):
-                    batch = docs[i : i + step]
-                    report["added"].extend(self._add_batch(batch, hashes, enrichers, relators, on_error, skipped))
-                    pr.update(len(batch))
-                    commits.added(len(report["added"]))
-        self._fallbacks_done(stages)
-        commits.finish()
-        self._vector_cache.clear()
-        if skipped and on_error == "raise":  # only unsupported files can be skipped here
-            warnings.warn(f"skipped {len(skipped)} file(s) of unsupported types, e.g. {skipped[0][0]}",
-                          UserWarning, stacklevel=2)
-        return list(report["added"])
-
-    def _add_batch(self, docs: list, hashes: dict, enrichers: list, relators: list, on_error: str,
-                   skipped: list) -> list[str]:
-        """Chunk, embed, enrich and relate one batch of documents; returns the ids added."""
-        chunks = self._chunk(docs, on_error, skipped)
-        keep = [i for i, cs in enumerate(chunks) if cs]
-        docs, chunks = [docs[i] for i in keep], [with_tails(docs[i].text, chunks[i]) for i in keep]
-        if not docs:
-            return []
-        meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text),
-                 "metadata": {"pages": d.pages.tolist()} if getattr(d, "pages", None) is not None else {},
-                 "sha256": hashes.get(d.doc_id)} for d in docs]
-        tally = getattr(self.chunker, "fallbacks", None)
-        if tally is not None:
-            for m in meta:
-                set_record(m["metadata"], tally.key, tally.take(m["doc_id"]))
-        texts = [c.text for cs in chunks for c in cs]
-        vecs = self.embed(texts, label="embedding chunks") if self.store.has_vector_view(RAW_VIEW) else None
-        ids_per_doc = self.store.add_documents(meta, chunks)
-        flat_ids = [i for ids in ids_per_doc for i in ids]
-        self.store.bm25_view(RAW_VIEW).add(flat_ids, texts)
-        if vecs is not None:
-            self.store.vector_view(RAW_VIEW).add(flat_ids, vecs)
-        doc_ids = [d.doc_id for d in docs]
-        self._documents = {d.doc_id: d for d in docs}
-        batch = Batch(self)  # what a component sees: never the index itself
         try:
-            for comp in enrichers:
-                comp.enrich(batch, doc_ids)
-                self._record("enrich", comp)
-            for comp in relators:
-                comp.relate(batch, doc_ids)
-                self._record("relate", comp)
+            engine_.add(self, docs, hashes, on_error=on_error, commit=commit, engine=engine, workers=workers,
+                        address=address)
         finally:
-            self._documents = {}
-        self._retrievers.clear()
-        self.store.mark_dirty()
-        return doc_ids
+            self._retrievers.clear()
+        return list(self.report["added"])
 
     def document(self, doc_id: str):
         """The :class:`momoka.text.Document` of ``doc_id``.
 
-        While :meth:`add` runs its enrichers and relators this is the parsed
-        document itself. Otherwise it is rebuilt from the stored chunks: every
+        It is rebuilt from the stored chunks: every
         chunk's text at its offsets, whitespace between chunks as spaces (the
         chunkers cover every non-whitespace character, so only whitespace
         differs), parsed as plain text with the stored title and page spans.
         """
-        d = self._documents.get(doc_id)
-        if d is not None:
-            return d
-        from ..text import Document
-
-        entry = self.store.documents.get(doc_id)
-        if entry is None:
-            raise InputError(f"unknown document id {doc_id!r}")
-        buf = [" "] * int(entry.length)
-        for cid in entry.chunk_ids:
-            c = self.store.chunks.get(cid)
-            buf[c.start : c.end] = c.text
-        return Document("".join(buf), title=entry.title, doc_id=doc_id, source=entry.source,
-                        pages=entry.metadata.get("pages"))
+        return stored_document(self.store, doc_id)
 
     def page_of(self, doc_id: str, offset: int) -> int | None:
         """The page number (1-based) of ``offset`` in document ``doc_id``; ``None`` when it has no pages
@@ -699,52 +438,11 @@ class Index:
         pages = entry.metadata.get("pages")
         return page_number([p[0] for p in pages], offset) if pages else None
 
-    def _chunk(self, docs: list, on_error: str = "raise", skipped: list | None = None) -> list[list[Chunk]]:
-        """Chunks per document; a document without chunks raises, or gets ``[]`` and a ``skipped`` entry."""
-        chunker = self.chunker
-        batch = getattr(chunker, "batch", None)
-        if callable(batch):
-            chunks = [list(cs) for cs in batch(docs)]
-        else:
-            chunks = [list(chunker(d)) for d in docs]
-        for d, cs in zip(docs, chunks):
-            if not cs:
-                if on_error == "raise":
-                    raise InputError(f"document {d.doc_id!r} produced no chunks")
-                if skipped is not None:
-                    skipped.append((d.source or d.doc_id, "produced no chunks"))
-        return chunks
-
-    def _record(self, kind: str, comp: Any) -> None:
-        describe = getattr(comp, "describe", None)
-        if not callable(describe):
-            return
-        self.record_settings(kind, getattr(comp, "name", type(comp).__name__), jsonable(describe()))
-
     def record_settings(self, kind: str, name: str, settings: dict) -> None:
         """Record what enricher/relator ``name`` reports (its ``describe()``) in the pipeline of the manifest."""
         for spec in self.pipeline[kind]:
             if spec["name"] == name:
                 spec["settings"] = settings
-
-    def _llm_stages(self, *components: Any) -> list:
-        """The fallback tallies of these components (those that have one), reset for a new run."""
-        stages = [t for t in (getattr(c, "fallbacks", None) for c in components) if t is not None]
-        for t in stages:
-            t.reset(self.llm_max_failed)
-        return stages
-
-    def _fallbacks_done(self, stages: list) -> None:
-        """After a run: one warning per LLM stage that had unusable answers; the manifest's per-stage sums."""
-        for t in stages:
-            msg = t.warning()
-            if msg:
-                warnings.warn(msg, UserWarning, stacklevel=3)
-        sums = summarize(self.store.documents.values())
-        if sums:
-            self.pipeline[FALLBACKS_KEY] = sums
-        else:
-            self.pipeline.pop(FALLBACKS_KEY, None)
 
     def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = (), commit: bool = False,
                llm_max_failed: float | None = None) -> None:
@@ -764,41 +462,12 @@ class Index:
         this share of unusable answers before its batch is stored, and warns below it).
         """
         if llm_max_failed is not None:
-            _check_share(llm_max_failed)
+            check_share(llm_max_failed)
             self.llm_max_failed = llm_max_failed
-        self.store.ensure_writable()
-        stages: list = []
-        doc_ids = self.doc_ids
-        commit = commit and self.store.path is not None
-        for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
-            for spec in specs:
-                name, prm, obj = _component_spec(kind, spec)
-                entry = next((c for c in self.pipeline[key] if c["name"] == name), None)
-                if entry is not None and not entry.get("pending"):
-                    raise ConfigError(f"the index already has {kind} {name!r}")
-                if entry is None:
-                    entry = {"name": name, "params": jsonable(prm), "object": obj is not None,
-                             "pending": list(doc_ids)}
-                    self.pipeline[key].append(entry)
-                if obj is not None:
-                    self._components[name] = obj
-                comp = self.component(key, name)
-                stages += self._llm_stages(comp)
-                todo = [d for d in entry["pending"] if d in self.store.documents]
-                step = max(1, self.commit_docs) if commit else max(len(todo), 1)
-                for i in range(0, len(todo), step):
-                    batch = todo[i : i + step]
-                    comp.enrich(Batch(self), batch) if key == "enrich" else comp.relate(Batch(self), batch)
-                    entry["pending"] = todo[i + step :]
-                    self._record(key, comp)
-                    if commit:
-                        self.store.mark_dirty()
-                        self.store.save()
-                entry.pop("pending", None)
-                self._record(key, comp)
-        self._fallbacks_done(stages)
-        self._retrievers.clear()
-        self.store.mark_dirty()
+        try:
+            engine_.extend(self, enrich, relate, commit)
+        finally:
+            self._retrievers.clear()
 
     def needs(self, kind: str, name: str) -> bool:
         """Whether :meth:`extend` has work for enricher/relator ``name``: not in the pipeline, or left unfinished."""
@@ -848,7 +517,6 @@ class Index:
         if emb is not None and self.store.embedder_info is not None:
             check_embedder(self.store.embedder_info, embedder_info(emb), self.store.path or "")
         self._retrievers.clear()
-        self._documents.clear()
         self._mean_chunk = (None, 1.0)
         self._assemblers = (None, {})
         return True

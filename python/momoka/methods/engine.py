@@ -1,0 +1,254 @@
+"""The indexing engine behind :meth:`momoka.Index.add` and :meth:`momoka.Index.extend`.
+
+:func:`collect` reads the sources into documents and decides, per document already in the
+index, whether it is unchanged, replaced or indexed again. :func:`add` cuts the documents into
+batches, runs each through the :class:`~momoka.methods.indexer.Indexer` (in this process, or on
+Ray workers: :mod:`momoka.methods.distributed`), applies each batch's
+:class:`~momoka.index.delta.Delta` to the store (:func:`~momoka.methods.indexer.apply_batch`) and
+commits as it goes (:class:`Commits`). :func:`extend` runs added enrichers and relators over the
+documents already stored. The fallback tallies of LLM-backed stages are reset before a run and
+reported after it (:mod:`momoka.methods.fallbacks`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..errors import ConfigError, EmptyInputError, InputError
+from ..progress import Progress
+from .base import ADD_BATCH
+from .context import Batch
+from .fallbacks import FALLBACKS_KEY, has_fallbacks, summarize
+from .indexer import Indexer, apply_batch, describe, store_template
+from .sources import content_hash, expand_paths, jsonable, to_document
+
+#: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
+ENGINES = ("local", "ray")
+
+
+def check_share(x: Any) -> None:
+    """``llm_max_failed`` must be None or a share in [0, 1]."""
+    if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1):
+        raise ConfigError(f"llm_max_failed must be a share between 0 and 1, not {x!r}")
+
+
+def check_engine(engine: str) -> None:
+    """``engine`` must be one of :data:`ENGINES`."""
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+
+
+class Commits:
+    """When :meth:`Index.add` (with ``commit=True``) saves a generation: every
+    :attr:`Index.commit_docs` documents or :attr:`Index.commit_seconds` seconds, and at the end."""
+
+    def __init__(self, index: Any, enabled: bool):
+        self.index = index
+        self.enabled = bool(enabled) and index.store.path is not None
+        self._done, self._since, self._t = 0, 0, time.monotonic()
+
+    def added(self, total: int) -> None:
+        """``total`` documents are in the store so far: commit when enough time or documents have passed."""
+        self._since += total - self._done
+        self._done = total
+        ix = self.index
+        if self.enabled and self._since and (self._since >= ix.commit_docs
+                                            or time.monotonic() - self._t >= ix.commit_seconds):
+            ix.store.save()
+            self._since, self._t = 0, time.monotonic()
+
+    def finish(self) -> None:
+        """Commit what is left."""
+        if self.enabled and self.index.store.dirty:
+            self.index.store.save()
+
+
+def component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
+    """``(name, params, object or None)`` from a name, a ``(name, params)`` pair or a component object.
+
+    A pair whose options are not all JSON values (e.g. an LLM client object) is
+    built here and treated as a component object: the manifest cannot record
+    it, so a reopened index asks for it again instead of rebuilding it wrong.
+    """
+    if isinstance(spec, str):
+        return spec, {}, None
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], dict):
+        name, prm = spec[0], dict(spec[1])
+        if jsonable(prm) != prm:
+            from . import registry
+
+            return name, {}, registry.create(kind, name, **prm)
+        return name, prm, None
+    method = "enrich" if kind == "enricher" else "relate"
+    if callable(getattr(spec, method, None)):
+        return str(getattr(spec, "name", type(spec).__name__)), {}, spec
+    raise ConfigError(f"an {kind} is a registered name, a (name, options) pair or an object with .{method}(index, "
+                      f"doc_ids); got {spec!r}")
+
+
+def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str) -> tuple[list, dict]:
+    """The documents of ``sources`` to index and their content hashes; fills a new ``index.report``.
+
+    Documents already in the index are sorted as :meth:`Index.add` says (``existing``); those
+    to index again are deleted from the store here, their raw vectors kept in the embedding cache.
+    """
+    if existing not in ("error", "skip", "replace"):
+        raise ConfigError(f"existing must be 'error', 'skip' or 'replace', not {existing!r}")
+    if on_error not in ("raise", "skip"):
+        raise ConfigError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    if isinstance(sources, type(index)) or not isinstance(sources, (str, os.PathLike, Iterable)):
+        raise InputError(f"cannot index a {type(sources).__name__}: give paths, Documents or dicts with text "
+                         "(to add documents to an index, call its add())")
+    skipped: list[tuple[str, str]] = []
+    unsupported: list = []
+    items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported,
+                         strict=on_error == "raise")
+    skipped.extend((str(p), why) for p, why in unsupported)
+    if not items:
+        raise EmptyInputError("no documents to add")
+    index.report = report = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": skipped,
+                             "embedded": 0, "reused": 0}
+    docs, hashes = [], {}
+    seen: set[str] = set()
+    for it in items:
+        try:
+            d = to_document(it, encoding=encoding)
+        except InputError as exc:
+            if on_error == "raise":
+                raise
+            skipped.append((str(it), str(exc)))
+            continue
+        if d.doc_id in seen:
+            if on_error == "raise":
+                raise InputError(f"document {d.doc_id!r} is given twice")
+            skipped.append((str(it), f"document id {d.doc_id!r} is given twice"))
+            continue
+        seen.add(d.doc_id)
+        old = index.store.documents.get(d.doc_id)
+        if old is not None:
+            if existing == "error":
+                raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it "
+                                 "(momoka index skips identical documents and re-indexes changed ones with --replace)")
+            h = content_hash(d)
+            if old.sha256 is None or old.sha256 == h:
+                if not has_fallbacks(old.metadata):
+                    report["unchanged"].append(d.doc_id)
+                    continue
+                report["redone"].append(d.doc_id)
+            elif existing == "skip":
+                skipped.append((str(it), f"document {d.doc_id!r} changed since it was indexed (--replace "
+                                          "re-indexes it)"))
+                continue
+            else:
+                report["replaced"].append(d.doc_id)
+        docs.append(d)
+        hashes[d.doc_id] = content_hash(d)
+    return docs, hashes
+
+
+def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, engine: str,
+        workers: int | None = None, address: str | None = None) -> None:
+    """Index ``docs`` into ``index`` batch by batch (see :meth:`Index.add`); fills ``index.report``."""
+    report, skipped = index.report, index.report["skipped"]
+    embedding = index.embedding
+    embedding.cache.clear()
+    again = report["replaced"] + report["redone"]
+    if again:
+        if engine == "local":
+            embedding.keep(index.store, again)
+        index.store.delete(again)
+    commits = Commits(index, commit)
+    # the fallback tallies of this process's stages (Ray workers keep their own: records only)
+    stages = [] if engine == "ray" or not docs else llm_stages(
+        index, index.chunker, *(index.component(k, c["name"]) for k in ("enrich", "relate") for c in index.pipeline[k]))
+    try:
+        if engine == "ray":
+            from .distributed import add_with_ray
+
+            add_with_ray(index, docs, hashes, on_error=on_error, commits=commits, workers=workers, address=address)
+        else:
+            indexer = Indexer.of(index)
+            step = max(1, min(ADD_BATCH, index.commit_docs)) if commits.enabled else max(len(docs), 1)
+            with Progress("indexing", total=len(docs), unit="docs", enabled=index.progress) as pr:
+                for i in range(0, len(docs), step):
+                    batch = docs[i : i + step]
+                    delta = indexer.run(batch, hashes, on_error, skipped)
+                    report["added"].extend(apply_batch(index, {"delta": delta, "settings": indexer.settings()}))
+                    indexer.template = store_template(index.store)  # with any artifact the batch created
+                    pr.update(len(batch))
+                    commits.added(len(report["added"]))
+        fallbacks_done(index, stages)
+        commits.finish()
+    finally:
+        embedding.cache.clear()
+    if skipped and on_error == "raise":  # only unsupported files can be skipped here
+        warnings.warn(f"skipped {len(skipped)} file(s) of unsupported types, e.g. {skipped[0][0]}",
+                      UserWarning, stacklevel=3)
+
+
+def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: bool) -> None:
+    """Run added enrichers/relators over every stored document (see :meth:`Index.extend`)."""
+    index.store.ensure_writable()
+    stages: list = []
+    doc_ids = index.doc_ids
+    commit = commit and index.store.path is not None
+    for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
+        for spec in specs:
+            name, prm, obj = component_spec(kind, spec)
+            entry = next((c for c in index.pipeline[key] if c["name"] == name), None)
+            if entry is not None and not entry.get("pending"):
+                raise ConfigError(f"the index already has {kind} {name!r}")
+            if entry is None:
+                entry = {"name": name, "params": jsonable(prm), "object": obj is not None, "pending": list(doc_ids)}
+                index.pipeline[key].append(entry)
+            if obj is not None:
+                index._components[name] = obj
+            comp = index.component(key, name)
+            stages += llm_stages(index, comp)
+            todo = [d for d in entry["pending"] if d in index.store.documents]
+            step = max(1, index.commit_docs) if commit else max(len(todo), 1)
+            batch = Batch(index.store, index.embedding, progress=index.progress)  # the stored documents
+            for i in range(0, len(todo), step):
+                part = todo[i : i + step]
+                comp.enrich(batch, part) if key == "enrich" else comp.relate(batch, part)
+                entry["pending"] = todo[i + step :]
+                record(index, key, comp)
+                if commit:
+                    index.store.mark_dirty()
+                    index.store.save()
+            entry.pop("pending", None)
+            record(index, key, comp)
+    fallbacks_done(index, stages)
+    index.store.mark_dirty()
+
+
+def record(index: Any, kind: str, comp: Any) -> None:
+    """Record what ``comp`` reports (its ``describe()``) in ``index``'s pipeline."""
+    s = describe(comp)
+    if s is not None:
+        index.record_settings(kind, getattr(comp, "name", type(comp).__name__), s)
+
+
+def llm_stages(index: Any, *components: Any) -> list:
+    """The fallback tallies of these components (those that have one), reset for a new run."""
+    stages = [t for t in (getattr(c, "fallbacks", None) for c in components) if t is not None]
+    for t in stages:
+        t.reset(index.llm_max_failed)
+    return stages
+
+
+def fallbacks_done(index: Any, stages: list) -> None:
+    """After a run: one warning per LLM stage that had unusable answers; the manifest's per-stage sums."""
+    for t in stages:
+        msg = t.warning()
+        if msg:
+            warnings.warn(msg, UserWarning, stacklevel=4)
+    sums = summarize(index.store.documents.values())
+    if sums:
+        index.pipeline[FALLBACKS_KEY] = sums
+    else:
+        index.pipeline.pop(FALLBACKS_KEY, None)
