@@ -23,6 +23,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ._io import fsync_dir
 from ._lease import Lease
@@ -35,16 +36,19 @@ before_write: Callable[[MergeJob], None] | None = None
 class MergeJob:
     """Merge segments ``first..stop`` of the generation ``manifest`` names into segment ``name``.
 
-    ``clean``: the run is every segment of the generation (the result then holds no deleted data).
+    ``snapshot(root, manifest)`` loads a read-only store of the segments a manifest names (its
+    ``_write_merge`` writes the merged segment). ``clean``: the run is every segment of the generation (the result then holds no deleted data).
     After :meth:`run`: :attr:`entry` (the merged segment's manifest entry) or :attr:`error`.
     """
 
-    def __init__(self, root: Path, manifest: dict, first: int, stop: int, name: str, clean: bool = False):
+    def __init__(self, root: Path, manifest: dict, first: int, stop: int, name: str,
+                 snapshot: Callable[[Path, dict], Any], clean: bool = False):
         self.root = Path(root)
         self.manifest = copy.deepcopy(manifest)  # the writer's own copy keeps changing
         self.first, self.stop = first, stop
         self.names = [sg["name"] for sg in self.manifest["segments"][first:stop]]
         self.name = name
+        self.snapshot = snapshot
         self.clean = clean
         self.folder = self.root / f"{name}.tmp-merge-{os.getpid()}"
         self.entry: dict | None = None
@@ -53,8 +57,6 @@ class MergeJob:
 
     def run(self) -> None:
         """Write the merged segment into :attr:`folder` (fsynced); on failure remove it and keep the error."""
-        from .store import Store
-
         lease = None
         try:
             lease = Lease.take(self.root / self.manifest["dir"])
@@ -62,8 +64,7 @@ class MergeJob:
             # meant, and the rows and tombstones of every later segment apply to it as they did to the run
             upto = dict(self.manifest, segments=self.manifest["segments"][: self.stop])
             upto.pop("counts", None)  # (those of the whole generation)
-            snapshot = Store(self.root, upto)
-            snapshot._load(upto)
+            snapshot = self.snapshot(self.root, upto)
             self.folder.mkdir()
             if before_write is not None:
                 before_write(self)

@@ -721,8 +721,15 @@ class Store(ArtifactRegistry):
 
     def _merge_job(self, root: Path, first: int, stop: int) -> MergeJob:
         """A merge of the current segments ``first..stop`` into a new segment (not started)."""
-        return MergeJob(root, self.manifest, first, stop, self._next_segment(root),
+        return MergeJob(root, self.manifest, first, stop, self._next_segment(root), type(self)._snapshot,
                         clean=first == 0 and stop == len(self.segments))
+
+    @classmethod
+    def _snapshot(cls, root: Path, manifest: dict) -> Store:
+        """A read-only store of the segments ``manifest`` names (no lock, no lease: the caller leases)."""
+        store = cls(root, manifest)
+        store._load(manifest)
+        return store
 
     def wait_merges(self, commit: bool = True) -> bool:
         """Wait for the background merge, if one runs, and commit its result (``commit``; else drop it).
