@@ -1,7 +1,8 @@
 """Child process of the crash tests: a writer that adds, deletes and saves in a loop.
 
-Usage: python _writer_child.py STORE START COUNT [hold]
-With ``hold`` it only opens the store for writing, prints "locked" and sleeps.
+Usage: python _writer_child.py STORE START COUNT [hold|slowmerge]
+With ``hold`` it only opens the store for writing, prints "locked" and sleeps. With ``slowmerge`` each
+background merge writes "merging" to stderr when it starts writing and takes 50 ms longer there.
 """
 
 import os
@@ -26,6 +27,15 @@ def main() -> None:
         print("locked", flush=True)
         time.sleep(60)
         return
+    if len(sys.argv) > 4 and sys.argv[4] == "slowmerge":
+        from momoka.index import _merger
+
+        def slow(job):
+            sys.stderr.write("merging\n")
+            sys.stderr.flush()
+            time.sleep(0.05)
+
+        _merger.before_write = slow
     print("ready", flush=True)
     for i in range(start, start + count):
         ix.add([doc(i)])

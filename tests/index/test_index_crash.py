@@ -64,27 +64,65 @@ def _check_consistent(path) -> set[str]:
     return set(st.documents)
 
 
+def _seed(store):
+    Index.build([{"doc_id": "seed", "text": "seed document text"}], store=store, embedder=HashEmbedder(),
+                chunker="paragraph", progress=False).close()
+
+
+def _kill_and_check(store, p, trial, step) -> int:
+    """Kill the child ``p``, check the store holds a saved state of it, return the step to go on from."""
+    p.send_signal(signal.SIGKILL)
+    out = p.communicate()[0].split()
+    done = [int(x) for x in out if x.isdigit()]
+    present = _check_consistent(store)
+    last = done[-1] if done else step - 1
+    # the saved state is the one after the last reported step, or one step later
+    # (killed after the manifest was replaced but before the child printed)
+    assert present in (expected_docs(last), expected_docs(last + 1)), (trial, last)
+    return max(int(d[1:]) for d in present if d != "seed") + 1 if len(present) > 1 else 0
+
+
 @pytest.mark.parametrize("merge_factor,trials", [(None, 5), (2, 8)])
 def test_kill_during_add_leaves_last_good_state(tmp_path, merge_factor, trials):
     # merge factor 2: almost every commit is followed by a merge, so kills land in merges too
     store = tmp_path / "s"
-    Index.build([{"doc_id": "seed", "text": "seed document text"}], store=store, embedder=HashEmbedder(),
-                chunker="paragraph", progress=False).close()
+    _seed(store)
     rng = random.Random(1234)
     step = 0
     for trial in range(trials):
         p = _spawn(store, step, 10_000, merge_factor=merge_factor)
         assert p.stdout.readline().strip() == "ready", p.stderr.read()
         time.sleep(rng.uniform(0.05, 0.8))  # kill somewhere in add / delete / save
+        step = _kill_and_check(store, p, trial, step)
+    _after_crashes(store)
+
+
+def test_kill_during_background_merges(tmp_path):
+    # every second commit starts a background merge (factor 2) that reports when it starts writing; the
+    # writer is killed while 1 to 3 merges have started, until 10 kills left a merge half-written
+    store = tmp_path / "s"
+    _seed(store)
+    rng = random.Random(4321)
+    step = in_merge = 0
+    for trial in range(40):
+        p = _spawn(store, step, 10_000, "slowmerge", merge_factor=2)
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        for _ in range(rng.randint(1, 3)):
+            while (line := p.stderr.readline()) and line.strip() != "merging":
+                pass
+            assert line, "the writer ended before a merge started"
+        time.sleep(rng.uniform(0.0, 0.1))
         p.send_signal(signal.SIGKILL)
-        out = p.communicate()[0].split()
-        done = [int(x) for x in out if x.isdigit()]
-        present = _check_consistent(store)
-        last = done[-1] if done else step - 1
-        # the saved state is the one after the last reported step, or one step later
-        # (killed after the manifest was replaced but before the child printed)
-        assert present in (expected_docs(last), expected_docs(last + 1)), (trial, last)
-        step = max(int(d[1:]) for d in present if d != "seed") + 1 if len(present) > 1 else 0
+        p.wait()
+        in_merge += any(".tmp-merge-" in q.name for q in store.iterdir())
+        step = _kill_and_check(store, p, trial, step)
+        if in_merge >= 10:
+            break
+    assert in_merge >= 10, in_merge
+    _after_crashes(store)
+
+
+def _after_crashes(store):
     # after the crashes a new writer takes over (the dead writers' lock is not stale) and cleans leftovers
     ix = Index.open(store, embedder=HashEmbedder(), writable=True)
     ix.add([{"doc_id": "after", "text": "written after the crashes"}])
@@ -115,8 +153,7 @@ def test_kill_during_add_leaves_last_good_state(tmp_path, merge_factor, trials):
 
 def test_two_processes_writing(tmp_path):
     store = tmp_path / "s"
-    Index.build([{"doc_id": "seed", "text": "seed document text"}], store=store, embedder=HashEmbedder(),
-                chunker="paragraph", progress=False).close()
+    _seed(store)
     p = _spawn(store, 0, 0, "hold")
     try:
         assert p.stdout.readline().strip() == "locked"

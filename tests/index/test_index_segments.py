@@ -158,6 +158,7 @@ def test_each_commit_writes_only_its_batch(tmp_path, monkeypatch):
 
 def test_merge_policy_keeps_few_segments(tmp_path, monkeypatch):
     monkeypatch.setenv("MOMOKA_MERGE_FACTOR", "3")
+    monkeypatch.setenv("MOMOKA_MERGE_BACKGROUND", "0")  # merged in each save: the levels are exact
     emb = HashEmbedder()
     docs = [{"doc_id": f"d{i}", "text": f"Document {i} is about item{i} and topic{i % 5}."} for i in range(30)]
     ix = _build(tmp_path / "s", docs, 1, emb)
@@ -267,6 +268,7 @@ def test_store_of_format_2_opens_and_is_written_as_one_segment(tmp_path):
 
 def test_no_segment_or_generation_is_left_behind(tmp_path, monkeypatch):
     monkeypatch.setenv("MOMOKA_MERGE_FACTOR", "3")
+    monkeypatch.setenv("MOMOKA_MERGE_BACKGROUND", "0")  # which generations exist depends on when merges land
     emb = HashEmbedder()
     docs = [{"doc_id": f"d{i}", "text": f"Document {i} is about item{i} and topic{i % 5}."} for i in range(20)]
     ix = _build(tmp_path / "s", docs, 1, emb)

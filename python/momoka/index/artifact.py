@@ -126,6 +126,10 @@ class Artifact:
         """The delta was saved: forget it."""
         raise NotImplementedError
 
+    def merged_into(self, names: list[str], segment: str) -> None:
+        """Segments ``names`` (consecutive) were replaced by ``segment``, which a merge wrote apart from
+        this object; called before :meth:`set_parts` points it at the new parts."""
+
     def unsave(self) -> None:  # pragma: no cover - abstract
         """Treat the whole state as unsaved (a store of an older format is written anew)."""
         raise NotImplementedError
@@ -153,3 +157,16 @@ class Artifact:
 
     def _no_parts_error(self) -> StoreError:
         return StoreError(f"{self.kind} {self.name!r} has no saved files")
+
+
+class SpannedParts:
+    """For artifacts that keep which of their ids each segment's part holds (``_spans``: segment ->
+    ``(first, stop)``): a merged segment holds the ids of the segments it replaced."""
+
+    _spans: dict[str, tuple[int, int]]
+
+    def merged_into(self, names: list[str], segment: str) -> None:
+        spans = [self._spans.pop(n, None) for n in names]
+        spans = [s for s in spans if s is not None]  # (none known before the parts are read)
+        if spans:
+            self._spans[segment] = (spans[0][0], spans[-1][1])

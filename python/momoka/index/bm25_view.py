@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, InputError, StoreCorruptedError
-from .artifact import Artifact, Part, write_tombstones
+from .artifact import Artifact, Part, SpannedParts, write_tombstones
 from .bm25 import BM25
 
 #: Default BM25 settings: Okapi (rank_bm25's idf), Porter stemming, English stopwords.
@@ -38,7 +38,7 @@ def make_bm25(params: dict) -> BM25:
         raise ConfigError(f"bad BM25 parameters {params!r}: {exc}") from None
 
 
-class BM25View(Artifact):
+class BM25View(SpannedParts, Artifact):
     """A BM25 index over some text of every chunk (``source`` says which, e.g. ``{"text": "chunk"}``)."""
 
     kind = "bm25"

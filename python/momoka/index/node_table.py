@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ..errors import InputError, StoreCorruptedError
 from ._io import check_json, jsonl, write_file
-from .artifact import Artifact, Part
+from .artifact import Artifact, Part, SpannedParts
 
 
-class NodeTable(Artifact):
+class NodeTable(SpannedParts, Artifact):
     """Nodes with ids 0, 1, 2, ... in the order they are added, each a JSON-serialisable dict.
 
     ``id_fields`` declares the fields of a row that hold store ids (an int, a list of ints or None):

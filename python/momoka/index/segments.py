@@ -21,6 +21,13 @@ texts, vectors and postings leave the store). A store of N commits then has abou
 ``9 + 4 * log5(N / 10)`` segments, few of them large enough to be searched through
 an HNSW graph of their own, and each row is rewritten about ``1 + log5(N / 10)``
 times. :meth:`Store.merge` with ``everything=True`` merges all segments into one.
+
+Merges run in a background thread of the writing process (:mod:`momoka.index._merger`), one at a
+time: a commit returns once its own segment is committed, and the merge's result is committed with
+the next save (or when the store is closed). Commits that land while a merge runs add segments after
+the run it merges, so the policy picks the oldest run of one level that is long enough, not only the
+newest segments. ``MOMOKA_MERGE_BACKGROUND=0`` (or :attr:`Store.merge_background` = False) runs them
+in the save instead, each as a commit of its own.
 """
 
 from __future__ import annotations
@@ -41,6 +48,17 @@ def merge_factor() -> int:
     return settings.get_int("MOMOKA_MERGE_FACTOR")
 
 
+def merge_background() -> bool:
+    """Whether merges run in the background: ``$MOMOKA_MERGE_BACKGROUND`` when set (0 or 1; anything else
+    is a ConfigError), else True."""
+    value = env_number("MOMOKA_MERGE_BACKGROUND", 1, minimum=0, integer=True)
+    if value not in (0, 1):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"MOMOKA_MERGE_BACKGROUND must be 0 or 1, not {value!r}")
+    return bool(value)
+
+
 def segment_name(number: int) -> str:
     """The folder name of segment ``number``."""
     return f"seg-{number:06d}"
@@ -53,13 +71,20 @@ def level_factor(factor: int, level: int) -> int:
 
 
 def next_merge(segments: list[dict], factor: int) -> tuple[int, int] | None:
-    """``(first, stop)``: the run of segments to merge next (the newest of one level, as many as
-    :func:`level_factor` says for it), or None."""
-    if not segments:
-        return None
-    level = segments[-1].get("level", 0)
-    n = level_factor(factor, level)
-    tail = segments[-n:]
-    if len(tail) == n and all(s.get("level", 0) == level for s in tail):
-        return len(segments) - n, len(segments)
+    """``(first, stop)``: the run of segments to merge next, or None: the oldest :func:`level_factor` (of
+    their level) segments of the oldest run of consecutive segments of one level that holds that many.
+
+    Merged after every commit, only the newest segments can form such a run; merged in the background,
+    commits landing meanwhile may lengthen a run beyond it, and its oldest segments go first.
+    """
+    i = 0
+    while i < len(segments):
+        level = segments[i].get("level", 0)
+        j = i
+        while j < len(segments) and segments[j].get("level", 0) == level:
+            j += 1
+        n = level_factor(factor, level)
+        if j - i >= n:
+            return i, i + n
+        i = j
     return None

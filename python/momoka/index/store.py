@@ -24,8 +24,11 @@ other segment is touched), then a generation folder naming the segments, then
 replaces ``manifest.json`` (temporary file + rename). The manifest is written
 last and names its generation, so a crash or kill at any point leaves the store
 at its last saved state; leftovers are cleaned by the next writer. After a
-commit, the merge policy may merge the newest segments into one
-(:mod:`momoka.index.segments`), as a commit of its own. Generations older than
+commit, the merge policy may merge a run of segments into one
+(:mod:`momoka.index.segments`): in a background thread that reads the committed
+segments and writes a new one without holding up commits; the next save (or
+:meth:`Store.close`) commits its result together with its own segment
+(:mod:`momoka.index._merger`). Generations older than
 the previous one are deleted by the save, except those a reader leases
 (:mod:`momoka.index._lease`), and a segment once no generation left names it:
 an open reader keeps answering from the generation it loaded until
@@ -69,7 +72,8 @@ from ..text.model import Chunk
 from ._io import file_record, fsync_dir, jsonl, write_file
 from .artifact import Part
 from .documents import TrackedMeta
-from .segments import DOCS, DOCS_DELETED, DOCS_FILE, merge_factor, next_merge, segment_name
+from .segments import DOCS, DOCS_DELETED, DOCS_FILE, merge_background, merge_factor, next_merge, segment_name
+from ._merger import Merger, MergeJob
 from ._lease import Lease, delete_unleased, write_lease_file
 from ._manifest import (FORMAT_NAME, RAW_VIEW, FORMAT_VERSION, LOCK, MANIFEST, _Lock, check_embedder, embedder_of,
                         manifest_checksum, os_reason, read_manifest)
@@ -132,6 +136,10 @@ class Store(ArtifactRegistry):
         self._docs_deleted: set[str] = set()  # ... and deleted
         #: Segments of one level merged together after a commit (``$MOMOKA_MERGE_FACTOR``, default 10).
         self.merge_factor = merge_factor()
+        #: Run the merge policy's merges in a background thread (``$MOMOKA_MERGE_BACKGROUND``, default True);
+        #: False: in the save that asks for them, each a commit of its own.
+        self.merge_background = merge_background()
+        self._merger = Merger()
         self._lock: _Lock | None = None
         self._lease: Lease | None = None  # on the generation this store loaded (see refresh)
         self._dirty = False
@@ -395,8 +403,16 @@ class Store(ArtifactRegistry):
     def close(self) -> None:
         """Release the writer lock and the lease on the loaded generation (unsaved changes stay in memory only).
 
-        After close, parts not yet read (BM25, HNSW, relations) may be deleted by the next writer's save.
+        A background merge still running is waited for, and its result committed unless there are unsaved
+        changes (then it is dropped: a later writer merges again). After close, parts not yet read (BM25,
+        HNSW, relations) may be deleted by the next writer's save.
         """
+        try:
+            self.wait_merges(commit=self._lock is not None and not self._has_delta())
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -586,6 +602,9 @@ class Store(ArtifactRegistry):
         self._clean_leftovers()
         keys = {a.key for a in self._all()} | {DOCS}
         segments = [dict(sg, parts={k: v for k, v in sg["parts"].items() if k in keys}) for sg in self.segments]
+        job = self._merger.finished()  # a background merge that finished: committed with this save
+        if job is not None:
+            segments = self._with_merge(job, segments, tmps)
         written: list = []
         new = None
         if self._has_delta():
@@ -609,9 +628,11 @@ class Store(ArtifactRegistry):
         self._docs_dirty.clear()
         self._docs_deleted.clear()
         self._dirty = False
-        self._point_parts()
+        self._merged(job)
         try:
-            self._merge_policy(root)
+            if job is not None and job.error is not None:
+                raise job.error
+            self._merge_policy(root, self.merge_background)
         except OSError as exc:  # the commit stands; the merge is tried again after the next one
             warnings.warn(f"store {root}: merging segments failed ({os_reason(exc)}); the commit is saved and the "
                           "merge is tried again at the next save", StoreWarning, stacklevel=3)
@@ -684,19 +705,63 @@ class Store(ArtifactRegistry):
             files.append(DOCS_DELETED)
         return files
 
-    def _merge_policy(self, root: Path) -> None:
-        """Merge the newest segments while the policy asks for it (each merge is a commit of its own)."""
-        while True:
+    def _merge_policy(self, root: Path, background: bool) -> None:
+        """Start the merge the policy asks for in the background (unless one runs: the next is chosen after
+        it is committed), or run its merges here, each a commit of its own, while it asks for one."""
+        while not self._merger.busy:
             run = next_merge(self.segments, self.merge_factor)
             if run is None:
                 return
-            self._merge_run(root, *run)
+            job = self._merge_job(root, *run)
+            if background:
+                self._merger.start(job)
+                return
+            job.run()
+            self._commit_merge(job)
+
+    def _merge_job(self, root: Path, first: int, stop: int) -> MergeJob:
+        """A merge of the current segments ``first..stop`` into a new segment (not started)."""
+        return MergeJob(root, self.manifest, first, stop, self._next_segment(root), type(self)._snapshot,
+                        clean=first == 0 and stop == len(self.segments))
+
+    @classmethod
+    def _snapshot(cls, root: Path, manifest: dict) -> Store:
+        """A read-only store of the segments ``manifest`` names (no lock, no lease: the caller leases)."""
+        store = cls(root, manifest)
+        store._load(manifest)
+        return store
+
+    def wait_merges(self, commit: bool = True) -> bool:
+        """Wait for the background merge, if one runs, and commit its result (``commit``; else drop it).
+
+        Returns True when a merge was committed. Unsaved changes are not saved: with any, the result waits
+        for the next save. A merge that failed on a file system error warns (:class:`StoreWarning`) and is
+        tried again after a later commit; any other failure is raised.
+        """
+        self._merger.wait()
+        if commit and self._has_delta():
+            return False  # the next save commits it
+        job = self._merger.finished()
+        if job is None:
+            return False
+        if job.error is None and commit and self._lock is not None:
+            try:
+                return self._commit_merge(job)
+            except OSError as exc:
+                job.error = exc
+        job.discard()
+        if isinstance(job.error, OSError):
+            warnings.warn(f"store {self.path}: merging segments failed ({os_reason(job.error)}); the commits are "
+                          "saved and the merge is tried again after the next one", StoreWarning, stacklevel=2)
+        elif job.error is not None:
+            raise job.error
+        return False
 
     def merge(self, everything: bool = True) -> bool:
         """Merge segments now: all of them into one (``everything``), else as the merge policy asks.
 
-        Returns True when something was merged. Unsaved changes are saved first. A
-        store that a full merge left in one segment has nothing to merge.
+        Returns True when something was merged. Unsaved changes are saved first and a background merge is
+        waited for. A store that a full merge left in one segment has nothing to merge.
         """
         self.ensure_writable()
         if self.path is None:
@@ -705,43 +770,85 @@ class Store(ArtifactRegistry):
             self.save()
         before = [sg["name"] for sg in self.segments]
         try:
+            self.wait_merges()
             if everything:
                 if len(self.segments) > 1 or (self.segments and not self.segments[0].get("clean")):
-                    self._merge_run(self.path, 0, len(self.segments))
+                    job = self._merge_job(self.path, 0, len(self.segments))
+                    job.run()
+                    self._commit_merge(job)
             else:
-                self._merge_policy(self.path)
+                self._merge_policy(self.path, background=False)
         except OSError as exc:
             raise StoreError(f"cannot merge store {self.path}: {os_reason(exc)}; nothing was changed") from None
         return [sg["name"] for sg in self.segments] != before
 
-    def _merge_run(self, root: Path, first: int, stop: int) -> None:
-        """Merge segments ``first..stop`` into one: the current state of everything they held."""
-        run = self.segments[first:stop]
+    def _with_merge(self, job: MergeJob, segments: list[dict], tmps: list[Path]) -> list[dict]:
+        """``segments`` with the run ``job`` merged replaced by its segment (moved into place; listed in ``tmps``
+        so that a failed commit removes it). Segments committed since the job started stay after it, with
+        their tombstones. A failed job, or one whose run is no longer there, is dropped: ``segments``."""
+        names = [sg["name"] for sg in segments]
+        k = len(job.names)
+        at = next((i for i in range(len(names) - k + 1) if names[i : i + k] == job.names), None)
+        if job.entry is None or at is None:
+            job.discard()
+            return segments
+        run = segments[at : at + k]
+        # parts of artifacts removed (or removed and made anew) since the job started are not taken over
+        entry = dict(job.entry, parts={key: v for key, v in job.entry["parts"].items()
+                                       if any(key in sg["parts"] for sg in run)})
+        if not (at == 0 and k == len(segments)):
+            entry.pop("clean", None)
+        final = self.path / job.name
+        if final.exists():  # a leftover of a crashed save that never reached the manifest
+            shutil.rmtree(final)
+        os.rename(job.folder, final)
+        tmps.append(final)
+        job.taken = True
+        return segments[:at] + [entry] + segments[at + k :]
+
+    def _commit_merge(self, job: MergeJob) -> bool:
+        """Commit the result of ``job`` alone (no unsaved changes); True when it was committed."""
+        if job.error is not None:
+            raise job.error
         tmps: list[Path] = []
         try:
-            sname, sdir = self._new_segment(root, tmps)
-            parts: dict[str, dict] = {}
-            lo, hi = run[0].get("base", 0), run[-1].get("end", 0)
-            ids, gone = self._run_documents(root, run)
-            files = self._write_documents(sdir, ids, gone)
-            if files:
-                parts[DOCS] = {rel: file_record(sdir / rel) for rel in files}
-            for art in self._all():
-                mine = self._parts_of(art.key, root, run)
-                if mine:
-                    rels = art.write_merged(sdir, mine, lo, hi)
-                    if rels:
-                        parts[art.key] = {rel: file_record(sdir / rel) for rel in rels}
-            merged = {"name": sname, "level": max(sg.get("level", 0) for sg in run) + 1, "base": lo, "end": hi,
-                      "parts": parts}
-            if first == 0 and stop == len(self.segments):
-                merged["clean"] = True  # everything in one segment, nothing deleted left in it
-            self._commit(root, tmps, (sname, sdir), self.segments[:first] + [merged] + self.segments[stop:])
+            segments = self._with_merge(job, self.segments, tmps)
+            if not job.taken:
+                return False
+            self._commit(self.path, tmps, None, segments)
         except BaseException:
             for t in tmps:
                 shutil.rmtree(t, ignore_errors=True) if t.is_dir() else t.unlink(missing_ok=True)
             raise
+        self._merged(job)
+        return True
+
+    def _merged(self, job: MergeJob | None) -> None:
+        """After a commit (that took the result of ``job`` over, if not None): point every artifact at its parts."""
+        if job is not None and job.taken:
+            for art in self._all():
+                art.merged_into(job.names, job.name)
         self._point_parts()
+
+    def _write_merge(self, folder: Path, name: str, first: int, stop: int) -> dict:
+        """Write segments ``first..stop`` of this store as loaded (a snapshot nobody changes) merged into
+        ``folder``, as segment ``name``: the current state of everything they held. Returns its entry."""
+        root = self.path
+        run = self.segments[first:stop]
+        parts: dict[str, dict] = {}
+        lo, hi = run[0].get("base", 0), run[-1].get("end", 0)
+        ids, gone = self._run_documents(root, run)
+        files = self._write_documents(folder, ids, gone)
+        if files:
+            parts[DOCS] = {rel: file_record(folder / rel) for rel in files}
+        for art in self._all():
+            mine = self._parts_of(art.key, root, run)
+            if mine:
+                rels = art.write_merged(folder, mine, lo, hi)
+                if rels:
+                    parts[art.key] = {rel: file_record(folder / rel) for rel in rels}
+        return {"name": name, "level": max(sg.get("level", 0) for sg in run) + 1, "base": lo, "end": hi,
+                "parts": parts}
 
     def _run_documents(self, root: Path, run: list[dict]) -> tuple[set[str], set[str]]:
         """The document ids a run of segments wrote entries or tombstones for."""
@@ -783,9 +890,11 @@ class Store(ArtifactRegistry):
             sg["parts"].pop(key, None)
 
     def _clean_leftovers(self) -> None:
-        """Remove temporary files of crashed saves (we hold the lock, so none is in progress)."""
+        """Remove temporary files of crashed saves and merges (we hold the lock: none is in progress but the
+        background merge of this store)."""
+        running = self._merger.job.folder if self._merger.job is not None else None
         for p in self.path.iterdir():
-            if ".tmp-" in p.name:
+            if ".tmp-" in p.name and p != running:
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
 
     def _clean_old(self, keep: set) -> None:
