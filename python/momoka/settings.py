@@ -106,6 +106,8 @@ SETTINGS: dict[str, Setting] = _table(
             "(whichever of the two comes first)", "momoka.methods.pipeline", minimum=0, unit="seconds"),
     Setting("MOMOKA_MERGE_FACTOR", "int", 10, "segments of one level merged into one after a commit",
             "momoka.index.segments", minimum=2),
+    Setting("MOMOKA_MERGE_BACKGROUND", "flag", True, "merges of segments run in a background thread of the "
+            "writer (off: in the save, each as a commit of its own)", "momoka.index.segments"),
     Setting("MOMOKA_VERIFY_MB", "float", 64.0, "MiB of eagerly read store files whose checksums are verified "
             "on every open (the rest on first use)", "momoka.index._verify", minimum=0, unit="MiB"),
     Setting("MOMOKA_MAX_INPUT_BYTES", "int", 100 * 1024 * 1024, "bytes: input files larger than this are refused "

@@ -199,7 +199,9 @@ def test_background_flag_from_the_environment(tmp_path, monkeypatch):
     assert Store.create(tmp_path / "a").merge_background is False
     monkeypatch.delenv("MOMOKA_MERGE_BACKGROUND")
     assert Store.create(tmp_path / "b").merge_background is True
-    for bad in ("2", "-1", "yes"):
+    monkeypatch.setenv("MOMOKA_MERGE_BACKGROUND", "off")
+    assert Store.create(tmp_path / "d").merge_background is False
+    for bad in ("2", "-1", "sometimes"):
         monkeypatch.setenv("MOMOKA_MERGE_BACKGROUND", bad)
         with pytest.raises(ConfigError, match="MOMOKA_MERGE_BACKGROUND must be"):
             Store.create(tmp_path / f"c{bad}")

@@ -49,14 +49,9 @@ def merge_factor() -> int:
 
 
 def merge_background() -> bool:
-    """Whether merges run in the background: ``$MOMOKA_MERGE_BACKGROUND`` when set (0 or 1; anything else
-    is a ConfigError), else True."""
-    value = env_number("MOMOKA_MERGE_BACKGROUND", 1, minimum=0, integer=True)
-    if value not in (0, 1):
-        from ..errors import ConfigError
-
-        raise ConfigError(f"MOMOKA_MERGE_BACKGROUND must be 0 or 1, not {value!r}")
-    return bool(value)
+    """Whether merges run in the background: ``$MOMOKA_MERGE_BACKGROUND`` when set (a flag: 0/1, no/yes,
+    off/on; anything else is a ConfigError), else True."""
+    return bool(settings.get_flag("MOMOKA_MERGE_BACKGROUND"))
 
 
 def segment_name(number: int) -> str:
