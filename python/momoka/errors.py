@@ -203,5 +203,10 @@ class IndexingError(MomokaError):
 # --- methods ---------------------------------------------------------------
 
 
-class PathsMissingError(StoreError):
+class MissingArtifactError(StoreError):
+    """A retriever needs a store artifact (a view, a relation, a node table) the index was built without; the
+    message names the ``--enrich``/``--relate`` option that makes it."""
+
+
+class PathsMissingError(MissingArtifactError):
     """The store holds no Momoka-Map paths, and the Trail retriever needs them."""

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from momoka.errors import ConfigError, InputError, PathsMissingError
+from momoka.errors import ConfigError, InputError, MissingArtifactError
 from momoka import Index
 from momoka.methods.momoka import EmbeddingReferee, PathRelator
 from momoka.text import Document, make_chunks
@@ -191,7 +191,7 @@ def test_titles_only_store_has_no_paths(tmp_path):
     assert st.documents["pair"].metadata["momoka_title"] == "Halves"
     assert not st.has_relation("paths") and "momoka_map" not in st.documents["pair"].metadata
     assert ix.pipeline["relate"] == []
-    with pytest.raises(PathsMissingError):
+    with pytest.raises(MissingArtifactError, match="--relate paths"):
         ix.search("volcano lava", retriever="trail")
     res = ix.search("volcano lava", k=2, retriever="mm")
     assert res[0].doc_id == "planted" and res[0].provenance["view"] == "titled"

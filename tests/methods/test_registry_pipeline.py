@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 import pytest
-from momoka.errors import ConfigError, PathsMissingError, StoreError
+from momoka.errors import ConfigError, MissingArtifactError, StoreError
 from momoka import Index
 from momoka.methods import registry
 from momoka.methods.base import Item, Member, Result
@@ -163,9 +163,9 @@ def test_custom_component_objects_must_be_passed_again(tmp_path):
 
 def test_retrievers_that_lack_their_artifacts_say_what_to_build(tmp_path):
     ix = Index.build(DOCS, chunker="paragraph", embedder=HashEmbedder(), progress=False)
-    with pytest.raises(PathsMissingError, match="--relate paths"):
+    with pytest.raises(MissingArtifactError, match="relation/paths .made by --relate paths"):
         ix.search("topic", retriever="trail")
-    with pytest.raises(StoreError, match="no vector view 'titled'"):
+    with pytest.raises(MissingArtifactError, match="vectors/titled .made by --enrich title"):
         ix.search("topic", retriever="mm")
     bm = Index.build(DOCS, chunker="paragraph", embedder=None, progress=False)
     with pytest.raises(StoreError, match="without an embedder"):
@@ -313,3 +313,44 @@ def test_search_with_a_budget_fills_it_from_the_full_ranking():
     assert len(ix.search(q, retriever="bm25")) == min(5, len(full))      # neither: 5
     with pytest.raises(ConfigError):
         ix.search(q, retriever="bm25", budget=-1)
+
+
+#: What each registered retriever lacks on an index built with an embedder and no enricher or relator: the
+#: options the error must name (None: it runs). A retriever registered without a row here fails the test.
+NEEDS_ON_A_PLAIN_INDEX = {"dense": None, "bm25": None, "hybrid": None, "mm": ["--enrich title"],
+                          "trail": ["--relate paths"], "mcindex": ["--enrich keywords", "--enrich summary"],
+                          "jerr": ["--relate jerr"]}
+
+
+def test_every_retriever_lacking_its_artifacts_names_what_makes_them(tmp_path):
+    assert set(registry.available("retriever", aliases=False)) == set(NEEDS_ON_A_PLAIN_INDEX)
+    ix = Index.build(DOCS, chunker="paragraph", embedder=HashEmbedder(), progress=False)
+    for name, flags in NEEDS_ON_A_PLAIN_INDEX.items():
+        if flags is None:
+            assert ix.search("topic", retriever=name, k=2)
+            continue
+        with pytest.raises(MissingArtifactError) as ei:
+            ix.retriever(name)
+        assert all(f in str(ei.value) for f in flags), (name, str(ei.value))
+    # options change what is needed: trail over paths given in memory needs no relation, mcindex over BM25 views
+    assert registry.missing("trail", ix.store, {"paths": {}}) is None
+    assert "bm25/keywords" in registry.missing("mcindex", ix.store, {"backend": "bm25"})
+
+
+def _artifacts(store) -> set[str]:
+    return {f"{kind}/{name}" for kind in registry.ARTIFACT_KINDS for name in store._artifacts[kind]}
+
+
+@pytest.mark.parametrize("kind,spec", [("enrich", "title"), ("enrich", "keywords"), ("enrich", "summary"),
+                                       ("relate", ("paths", {"referee": "embedding"})),
+                                       ("relate", ("jerr", {"backend": "offline"}))])
+def test_declared_products_are_what_each_component_writes(kind, spec, monkeypatch):
+    for var in ("MOMOKA_LLM_BASE_URL", "MOMOKA_LLM_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    name = spec if isinstance(spec, str) else spec[0]
+    entry = registry.entry("enricher" if kind == "enrich" else "relator", name)
+    plain = Index.build(DOCS, chunker="paragraph", embedder=HashEmbedder(), progress=False)
+    built = Index.build(DOCS, chunker="paragraph", embedder=HashEmbedder(), progress=False, **{kind: [spec]})
+    assert _artifacts(built.store) - _artifacts(plain.store) == set(entry.artifacts("produces"))
+    # and each of them is made by this component, as the error of a retriever that lacks it will say
+    assert all((entry.kind, name) in registry.producers(k) for k in entry.artifacts("produces"))

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings
-from ..errors import ConfigError, InputError, MomokaError, StoreError
+from ..errors import ConfigError, InputError, MissingArtifactError, MomokaError, StoreError
 from ..index.store import RAW_VIEW, Store, check_embedder, read_manifest
 from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
@@ -567,13 +567,18 @@ class Index:
         """The registered retriever ``name`` over this index (built once per name and options).
 
         Raises :class:`ConfigError` for an unknown name, and
-        :class:`~momoka.errors.StoreError` when the index lacks what it needs
-        (e.g. ``trail`` on a store built without Momoka-Map paths).
+        :class:`~momoka.errors.MissingArtifactError` (a ``StoreError``) when the
+        store lacks an artifact the retriever declares it needs, naming the
+        ``--enrich``/``--relate`` that makes it (e.g. ``trail`` on a store
+        built without Momoka-Map paths: ``--relate paths``).
         """
         from . import registry
 
         key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
         if key not in self._retrievers:
+            why = registry.missing(name, self.store, options)
+            if why is not None:
+                raise MissingArtifactError(why)
             self._retrievers[key] = registry.create("retriever", name, Corpus(self), **options)
         return self._retrievers[key]
 

@@ -43,12 +43,20 @@ __all__ = [
     "create",
     "entry",
     "register",
+    "missing",
+    "producers",
     "requirements",
     "summaries",
 ]
 
 #: Component kinds.
 KINDS = ("chunker", "enricher", "relator", "retriever", "refiner", "reader")
+#: Kinds of store artifacts a component produces or needs (``"vectors/NAME"`` ...).
+ARTIFACT_KINDS = ("vectors", "bm25", "relation", "nodes")
+#: What builds the raw views: the index itself (with an embedder for the vectors).
+RAW_ARTIFACTS = {"vectors/raw": "this index was built without an embedder: use the bm25 retriever, or build the "
+                                 "index with one",
+                 "bm25/raw": "every index builds it: the store is damaged or not an index"}
 #: Packages whose import registers the built-in components.
 BUILTIN_PACKAGES = ("momoka.methods.standard", "momoka.methods.momoka", "momoka.methods.moc", "momoka.methods.mcindex",
                     "momoka.methods.jerr", "momoka.methods.ets.refiner")
@@ -65,6 +73,16 @@ class Entry:
     requires: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+    produces: Any = ()
+    needs: Any = ()
+
+    def artifacts(self, what: str, options: dict | None = None) -> list[str]:
+        """The artifact keys (``"vectors/titled"``, ``"bm25/keywords"``, ``"relation/paths"``,
+        ``"nodes/jerr.entities"``) this component ``"produces"`` or ``"needs"`` with these options
+        (its defaults filled in)."""
+        decl = self.produces if what == "produces" else self.needs
+        opts = {**self.defaults, **(options or {})}
+        return list(decl(opts) if callable(decl) else decl)
 
 
 _REGISTRY: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
@@ -103,11 +121,18 @@ def _check_kind(kind: str) -> None:
 
 
 def register(kind: str, name: str, *, summary: str = "", requires: dict | None = None,
-             defaults: dict | None = None, aliases: tuple[str, ...] = ()) -> Callable:
+             defaults: dict | None = None, aliases: tuple[str, ...] = (), produces: Any = (),
+             needs: Any = ()) -> Callable:
     """Decorator registering ``factory`` as component ``name`` of ``kind``.
 
     ``requires`` (retrievers): ``{"enrich": [names], "relate": [names]}`` the
-    index must have been built with. ``defaults``: options passed to the
+    index is built with for the retriever's defaults (what ``momoka eval`` builds).
+    ``produces`` (enrichers, relators) and ``needs`` (retrievers): the store
+    artifacts it writes or reads, as keys ``"KIND/NAME"`` (KIND one of
+    :data:`ARTIFACT_KINDS`), a tuple or a function of the options; a retriever
+    whose needs the store lacks is refused by :meth:`momoka.Index.retriever`
+    with an error naming the ``--enrich``/``--relate`` that produces them
+    (:func:`missing`). ``defaults``: options passed to the
     factory unless the caller gives them (how an alias such as ``mm`` fixes the
     view of the dense retriever). ``aliases``: other names for it.
     Registering a name twice raises :class:`ConfigError`.
@@ -119,7 +144,8 @@ def register(kind: str, name: str, *, summary: str = "", requires: dict | None =
         for n in names:
             if n in _REGISTRY[kind] or n in _ALIASES[kind] or (kind == "chunker" and n in _classic_chunkers()):
                 raise ConfigError(f"{kind} {n!r} is already registered")
-        e = Entry(kind, name, factory, summary, dict(requires or {}), dict(defaults or {}), tuple(aliases))
+        e = Entry(kind, name, factory, summary, dict(requires or {}), dict(defaults or {}), tuple(aliases),
+                  produces if callable(produces) else tuple(produces), needs if callable(needs) else tuple(needs))
         _REGISTRY[kind][name] = e
         for a in aliases:
             _ALIASES[kind][a] = name
@@ -190,3 +216,42 @@ def summaries(kind: str) -> list[tuple[str, str]]:
         out += chunker_summaries()
     out += [(a, f"alias of {t}") for a, t in sorted(_ALIASES[kind].items())]
     return sorted(out)
+
+
+def has_artifact(store: Any, key: str) -> bool:
+    """Whether ``store`` holds the artifact ``key`` (``"vectors/NAME"``, ``"bm25/NAME"``, ``"relation/NAME"``,
+    ``"nodes/NAME"``)."""
+    kind, _, name = key.partition("/")
+    check = {"vectors": store.has_vector_view, "bm25": store.has_bm25_view, "relation": store.has_relation,
+             "nodes": store.has_node_table}.get(kind)
+    if check is None or not name:
+        raise ConfigError(f"an artifact key is KIND/NAME with KIND one of {', '.join(ARTIFACT_KINDS)}, got {key!r}")
+    return bool(check(name))
+
+
+def producers(key: str) -> list[tuple[str, str]]:
+    """``(kind, name)`` of every registered enricher and relator that produces artifact ``key`` with its
+    default options."""
+    _load_builtins()
+    return [(k, n) for k in ("enricher", "relator") for n, e in sorted(_REGISTRY[k].items())
+            if key in e.artifacts("produces")]
+
+
+def missing(name: str, store: Any, options: dict | None = None) -> str | None:
+    """Why retriever ``name`` with ``options`` cannot run on ``store`` (the artifacts it needs that the store
+    lacks, each with the ``--enrich``/``--relate`` option that produces it), or None when nothing is missing."""
+    e = entry("retriever", name)
+    lacking = [k for k in e.artifacts("needs", options) if not has_artifact(store, k)]
+    if not lacking:
+        return None
+    why = []
+    for k in lacking:
+        if k in RAW_ARTIFACTS:
+            why.append(f"{k} ({RAW_ARTIFACTS[k]})")
+            continue
+        made = producers(k)
+        flags = " or ".join(f"--{'enrich' if kind == 'enricher' else 'relate'} {n}" for kind, n in made)
+        why.append(f"{k} ({'made by ' + flags if flags else 'no registered enricher or relator makes it'})")
+    where = f" at {store.path}" if getattr(store, "path", None) else ""
+    return (f"retriever {e.name!r} needs what the store{where} lacks: {'; '.join(why)}; build the index with it "
+            f"(`momoka index DIR --store S ...` adds enrichers and relators to an existing store)")

@@ -28,7 +28,7 @@ from ..registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
 from .extract import content_words, estimate_llm, extract_llm, extract_offline, make_units
-from .graph import ENTITIES, MAX_HAMMING, SYNOPSIS_KEY, build_graph, read_graphs, write_graph
+from .graph import EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, read_graphs, write_graph
 from .search import NodeGraph, mcts_top_nodes, node_words, pagerank_top_nodes
 
 __all__ = ["JerrRelator", "JerrRetriever", "JerrReader", "BACKENDS"]
@@ -339,14 +339,15 @@ class JerrReader(LLMReader):
 
 
 @register("relator", "jerr", summary="JERR entity DAG per document: synopsis, Bloom+trie / SimHash dedup, DAG "
-          "(options backend=auto|offline|llm, unit_tokens, max_hamming)")
+          "(options backend=auto|offline|llm, unit_tokens, max_hamming)",
+          produces=(f"nodes/{ENTITIES}", f"nodes/{EDGES}", f"relation/{MENTIONS}", f"relation/{EDGES}"))
 def _relator(**options: Any) -> JerrRelator:
     return JerrRelator(**options)
 
 
 @register("retriever", "jerr", summary="JERR: MCTS (Algorithm 1) or PageRank over the entity DAG; items are nodes "
           "with their chunks (options method=mcts|pagerank, simulations, depth, chunks_per_node)",
-          requires={"relate": ["jerr"]})
+          requires={"relate": ["jerr"]}, needs=(f"nodes/{ENTITIES}", f"nodes/{EDGES}", f"relation/{MENTIONS}"))
 def _retriever(index: Any, **options: Any) -> JerrRetriever:
     return JerrRetriever(index, **options)
 

@@ -48,17 +48,27 @@ def _sections(**options: Any) -> SectionsChunker:
     return SectionsChunker(**options)
 
 
-@register("enricher", "keywords", summary="MC-indexing keyword view, vector + BM25 (option backend=auto|offline|llm)")
+@register("enricher", "keywords", summary="MC-indexing keyword view, vector + BM25 (option backend=auto|offline|llm)",
+          produces=("bm25/keywords", "vectors/keywords"))  # the vectors when the index has an embedder
 def _keywords(**options: Any) -> KeywordsEnricher:
     return KeywordsEnricher(**options)
 
 
-@register("enricher", "summary", summary="MC-indexing summary view, vector + BM25 (option backend=auto|offline|llm)")
+@register("enricher", "summary", summary="MC-indexing summary view, vector + BM25 (option backend=auto|offline|llm)",
+          produces=("bm25/summary", "vectors/summary"))  # the vectors when the index has an embedder
 def _summary(**options: Any) -> SummaryEnricher:
     return SummaryEnricher(**options)
 
 
+def _mcindex_needs(o: dict) -> tuple[str, ...]:
+    views = o.get("views", DEFAULT_VIEWS)
+    views = [v.strip() for v in views.split(",")] if isinstance(views, str) else list(views)
+    kind = "bm25" if o.get("backend") == "bm25" else "vectors"
+    return tuple(f"{kind}/{v}" for v in views)
+
+
 @register("retriever", "mcindex", summary="MC-indexing: top-k' per view (raw, keywords, summary), round-robin union "
-          "(options backend=dense|bm25, fusion=union|rrf, views)", requires={"enrich": ["keywords", "summary"]})
+          "(options backend=dense|bm25, fusion=union|rrf, views)", requires={"enrich": ["keywords", "summary"]},
+          needs=_mcindex_needs)
 def _mcindex(index: Any, **options: Any) -> MCIndexRetriever:
     return MCIndexRetriever(index, **options)

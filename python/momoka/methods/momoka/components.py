@@ -200,18 +200,20 @@ class PathRelator:
         return {**self.map.describe(), "referee_sees_title": self.title}
 
 
-@register("enricher", "title", summary="Momoka T_D per document and the 'titled' vector view (option mode=auto)")
+@register("enricher", "title", summary="Momoka T_D per document and the 'titled' vector view (option mode=auto)",
+          produces=lambda o: (f"vectors/{o.get('view', TITLED_VIEW)}",))
 def _title(**options: Any) -> TitleEnricher:
     return TitleEnricher(**options)
 
 
-@register("relator", "paths", summary="Momoka-Map MCTS semantic paths per chunk (options referee, iterations, ...)")
+@register("relator", "paths", summary="Momoka-Map MCTS semantic paths per chunk (options referee, iterations, ...)",
+          produces=lambda o: (f"relation/{o.get('relation', PATHS_RELATION)}",))
 def _paths(**options: Any) -> PathRelator:
     return PathRelator(**options)
 
 
 @register("retriever", "mm", summary="dense top-k over the title-prefixed view (Momoka 'MM' row)",
-          requires={"enrich": ["title"]}, defaults={"view": TITLED_VIEW})
+          requires={"enrich": ["title"]}, defaults={"view": TITLED_VIEW}, needs=lambda o: (f"vectors/{o['view']}",))
 def _mm(index: Any, **options: Any) -> DenseRetriever:
     r = DenseRetriever(index, **options)
     r.name = "mm"
@@ -219,7 +221,8 @@ def _mm(index: Any, **options: Any) -> DenseRetriever:
 
 
 @register("retriever", "trail", summary="Momoka-Trail: 2K first stage, expand along paths, rerank (Algorithm 1)",
-          requires={"enrich": ["title"], "relate": ["paths"]}, aliases=("momoka",))
+          requires={"enrich": ["title"], "relate": ["paths"]}, aliases=("momoka",),
+          needs=lambda o: () if o.get("paths") is not None else (f"relation/{o.get('relation', PATHS_RELATION)}",))
 def _trail(index: Any, **options: Any):
     from .trail import TrailRetriever
 

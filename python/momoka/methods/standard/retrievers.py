@@ -207,18 +207,21 @@ class HybridRetriever(StoreRetriever):
         return [convex([a, b], k, weights=w) for a, b in zip(dense, sparse)]
 
 
-@register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",))
+@register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",),
+          needs=lambda o: (f"vectors/{o.get('view', RAW_VIEW)}",))
 def _dense(index: Any, **options: Any) -> DenseRetriever:
     return DenseRetriever(index, **options)
 
 
-@register("retriever", "bm25", summary="native Okapi BM25 over a BM25 view")
+@register("retriever", "bm25", summary="native Okapi BM25 over a BM25 view",
+          needs=lambda o: (f"bm25/{o.get('view', RAW_VIEW)}",))
 def _bm25(index: Any, **options: Any) -> BM25Retriever:
     return BM25Retriever(index, **options)
 
 
 @register("retriever", "hybrid", summary="fusion of dense and BM25 (the default; options fusion=convex|rrf, "
-          "dense_weight)")
+          "dense_weight)", needs=lambda o: (f"bm25/{o.get('bm25_view', RAW_VIEW)}",) + (
+              (f"vectors/{o['view']}",) if o.get("view", RAW_VIEW) != RAW_VIEW else ()))
 def _hybrid(index: Any, **options: Any) -> HybridRetriever:
     return HybridRetriever(index, **options)
 
