@@ -368,3 +368,54 @@ def test_llm_backend_prompts_estimate_and_malformed_fallback(tmp_path):
     chunks = [ix.store.chunks.get(c) for c in ix.store.documents["story"].chunk_ids]
     est = rel.estimate([doc], [chunks])
     assert est["units"] == units and est["llm_calls"] == 6 * units
+
+
+def test_look_up_answers_are_parsed():
+    """The last bracketed list wins; without one every 'Page N' counts; repeats are dropped."""
+    from momoka.methods.jerr.components import parse_pages
+
+    assert parse_pages('I want to look up Page [7, 12] to check') == [7, 12]
+    assert parse_pages("Page [2] first, then Page [3, 3, 1]") == [3, 1]
+    assert parse_pages("Let me read page 4 and Pages 9") == [4, 9]
+    assert parse_pages("No page is needed.") == []
+
+
+def test_llm_key_chunk_step_keeps_the_pages_the_model_names(tmp_path):
+    """With an LLM the look-up prompt lists the nodes and the units' synopses as pages; only chunks of the
+    page the model names are returned. Offline (and on an answer naming no page) the step is skipped and
+    the stats say so."""
+    import re
+
+    ix = _build(tmp_path)
+    q = "Who kept the lighthouse lamp burning?"
+    offline = JerrRetriever(ix, backend="offline").retrieve(q, 3)
+    assert offline.stats["key_chunks"].startswith("keywords (no LLM") and len(offline) == 2
+    answers = iter(["I want to look up Page [2] to see who kept the lamp.", "I need no page."])
+    with ScriptedServer(lambda body, i: Reply(next(answers))) as srv:
+        llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
+        ret = JerrRetriever(ix, backend="auto", llm=llm)
+        res = ret.retrieve(q, 3)
+        prompt = srv.chat_bodies()[0]["messages"][-1]["content"]
+        unclear = ret.retrieve(q, 3)
+        assert srv.count == 2
+    assert prompt.startswith("The following text is what you remembered") and prompt.endswith("Question:\n" + q)
+    assert "- Captain Ames" in prompt and "- Mira Tolan" in prompt
+    pages = dict(re.findall(r"<Page (\d+)>\n(.*?)(?=\n\n<Page |\n\nQuestion:)", prompt, flags=re.S))
+    assert len(pages) >= 2
+    assert res.stats["key_chunks"] == {"by": "llm:scripted-llm", "pages": len(pages), "selected": [2]}
+    assert len(res) >= 1
+    for it in res:
+        for m in it.members:
+            assert ix.store.chunks.metadata(m.chunk_id)["jerr.synopsis"] == pages["2"]
+    assert [it.to_dict() for it in offline] != [it.to_dict() for it in res]
+    assert unclear.stats["key_chunks"]["fallback"].startswith("keywords")
+    assert [it.to_dict() for it in unclear] == [it.to_dict() for it in offline]
+
+
+def test_retriever_bad_options(tmp_path):
+    """Unknown variant / backend and negative budgets are ConfigErrors."""
+    ix = _build(tmp_path)
+    for kw in ({"variant": "magic"}, {"backend": "cloud"}, {"simulations": -1}, {"max_pages": 0},
+               {"direction": "up"}, {"method": "bfs"}):
+        with pytest.raises(ConfigError, match=next(iter(kw))):
+            JerrRetriever(ix, **kw)
