@@ -13,7 +13,7 @@ from momoka.llm import prompts
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 PAPER = {"momoka.": "000_", "moc.": "001_", "ets.": "002_", "jerr.": "003_", "mcindex.": "004_"}
-WRITTEN_FOR_MOMOKA = {"momoka.title", "moc.meta_chunker_sized", "moc.router"}
+WRITTEN_FOR_MOMOKA = {"momoka.title", "moc.meta_chunker_sized", "moc.router", "jerr.lookup"}
 # input slots momoka adds where a paper prints none (each is stated in the template's note)
 ADDED = {"jerr.entities": "\n\nParagraph: ", "jerr.elements": "\n\nParagraph: "}
 

@@ -3,12 +3,14 @@
 References: exact dedup by a plain-Python dict of normalised names; near dedup
 by SimHash computed here from ``feature_hash`` (word unigrams + char trigrams,
 summed bit votes) and an all-pairs Hamming check with a plain union-find; the
-DAG by a hand-written DFS cycle check; the search by a planted node.
+DAG by a hand-written DFS cycle check; Algorithm 1 by a hand-traced run and by a plain-Python
+transcription of the paper's pseudo-code (``_jerr_alg1_reference.py``) on planted graphs.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import xml.etree.ElementTree as ET
 
@@ -20,9 +22,11 @@ from momoka.errors import ConfigError, StoreError
 from momoka.kernels import simhash
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer
-from momoka.methods.jerr import JerrRelator, NodeGraph, build_dag, dedup, mcts_top_nodes, pagerank_top_nodes
-from momoka.methods.jerr.search import node_words
+from momoka.methods.jerr import (JerrRelator, JerrRetriever, NodeGraph, alg1_search, build_dag, dedup, keywords,
+                                 mcts_top_nodes, pagerank_top_nodes)
+from momoka.methods.jerr.search import VARIANTS, neighbour_lists, node_words
 
+from ._jerr_alg1_reference import ref_alg1
 from ._jerr_reference import ref_dedup, ref_simhash
 
 def test_word_char_simhash_equals_reference_bit_votes():
@@ -128,14 +132,106 @@ def _planted():
 
 
 def test_mcts_finds_planted_keyword_node():
-    """Among 40 nodes, the one holding every keyword of the query ranks first (MCTS and PageRank)."""
+    """Among 40 nodes, the one holding every keyword is Algorithm 1's start node, the virtual-root variant's
+    and PageRank's first result."""
     g = _planted()
     q = "Who is the golden lighthouse keeper of the harbour?"
     top, scores, st = mcts_top_nodes(g, q, k=5)
-    assert top[0] == 23 and scores == sorted(scores, reverse=True)
+    assert st["start_node"] == 23 and 23 not in top and scores == sorted(scores, reverse=True)
     assert set(st["keywords"]) >= {"golden", "lighthouse", "keeper"} and "the" not in st["keywords"]
+    vtop, vscores, _ = mcts_top_nodes(g, q, k=5, variant="virtual-root")
+    assert vtop[0] == 23 and vscores == sorted(vscores, reverse=True)
     assert pagerank_top_nodes(g, q, k=5)[0][0] == 23
-    assert mcts_top_nodes(g, "qwerty zxcv", k=5)[0] == []  # no keyword matches: nothing
+    for variant in VARIANTS:
+        assert mcts_top_nodes(g, "qwerty zxcv", k=5, variant=variant)[0] == []  # no keyword matches: nothing
+
+
+# --- Algorithm 1 node for node against tests/methods/_jerr_alg1_reference.py ---------------------------------
+
+KW = {"amber", "lantern", "keeper", "harbour"}
+KW_QUERY = "Where is the amber lantern of the keeper in the harbour?"
+
+
+def _words(*ws):
+    return set(" ".join(ws).split())
+
+
+def _hand_graph():
+    """0 matches 3 keywords (the start); its children 1 (one keyword, above a node with two), 2 (one keyword,
+    a sink) and 3 (none, above a node with three): the ranking is decided by the neighbours."""
+    words = [_words("amber lantern keeper"), _words("amber"), _words("lantern"), _words("rope"),
+             _words("lantern keeper"), _words("harbour amber lantern")]
+    return NodeGraph(words, [(0, 1), (0, 2), (0, 3), (1, 4), (3, 5)])
+
+
+def test_alg1_hand_computed_greedy_run():
+    """c = 0 (line 6's plain win/visit), 10 simulations, traced by hand: rollouts score 1->4 = 3, 2 = 1,
+    3->5 = 3, then 4 = 2 and 5 = 3; greedy win/visit then keeps returning to 3 (3.0 > 2.5 > 1.0). (Walking the
+    edges both ways, the default, changes nothing here: every backward step leads to 0, already on the path.)"""
+    g = _hand_graph()
+    assert keywords(KW_QUERY) == KW
+    top, scores, st = mcts_top_nodes(g, KW_QUERY, k=5, simulations=10, c=0.0)
+    assert st["start_node"] == 0
+    assert top == [3, 1, 2] and scores == [3.0, 2.5, 1.0]
+    tree = alg1_search(neighbour_lists(g), g.rewards(KW).tolist(), 0, simulations=10, c=0.0)
+    got = {tree.item[t]: (tree.visits[t], tree.wins[t]) for t in range(len(tree.item))}
+    assert got == {0: (10, 27.0), 1: (2, 5.0), 2: (1, 1.0), 3: (7, 21.0), 4: (1, 2.0), 5: (7, 21.0)}
+
+
+def _random_planted(seed, n=36):
+    """A random DAG of filler nodes: one node in the first third holds every keyword and points at 4 later
+    nodes; 9 more hold 1-2 keywords; their neighbours decide their rank."""
+    rnd = random.Random(seed)
+    filler = ["river", "stone", "cloud", "market", "letter", "garden", "engine", "window", "bridge", "candle"]
+    words = [{rnd.choice(filler), rnd.choice(filler)} for _ in range(n)]
+    s0 = rnd.randrange(n // 3)
+    words[s0] |= KW
+    for v in rnd.sample([v for v in range(n) if v != s0], 9):
+        words[v] |= set(rnd.sample(sorted(KW), rnd.randint(1, 2)))
+    edges = {(i, rnd.randrange(i + 1, n)) for i in range(n - 1) for _ in range(3) if rnd.random() < 0.6}
+    edges |= {(s0, v) for v in rnd.sample(range(s0 + 1, n), 4)}
+    return NodeGraph(words, sorted(edges))
+
+
+def _adjacency(g, direction):
+    adj = [[] for _ in range(g.n)]
+    for u, v in g.edges:
+        adj[u].append(v)
+        if direction == "both":
+            adj[v].append(u)
+    return adj
+
+
+@pytest.mark.parametrize("seed,direction,c,sims", [(1, "out", math.sqrt(2.0), 100), (2, "out", 0.0, 60),
+                                                   (3, "both", math.sqrt(2.0), 100), (4, "both", 0.7, 150),
+                                                   (5, "out", 2.0, 40)])
+def test_alg1_matches_reference_node_for_node(seed, direction, c, sims):
+    """Every tree node (graph node, parent, visits, wins) and the returned order and scores equal the
+    plain-Python transcription of Algorithm 1."""
+    g = _random_planted(seed)
+    root, every, ranked = ref_alg1(_adjacency(g, direction), g.words, KW, N=sims, kappa=c)
+    assert len(ranked) >= 3 and len(every) > 8  # a real search: several children, a deeper tree
+    top, scores, st = mcts_top_nodes(g, KW_QUERY, k=len(ranked), simulations=sims, c=c, direction=direction)
+    assert st["start_node"] == root.state
+    assert top == [r.state for r in ranked]
+    assert scores == [r.wins / r.visits for r in ranked]
+    tree = alg1_search(neighbour_lists(g, direction), g.rewards(KW).tolist(), root.state, simulations=sims, c=c)
+    mine = [(tree.item[t], tree.item[tree.parent[t]] if tree.parent[t] >= 0 else None, tree.visits[t],
+             tree.wins[t]) for t in range(len(tree.item))]
+    ref = [(x.state, x.parent.state if x.parent else None, x.visits, x.wins) for x in every]
+    assert mine == ref
+    # the neighbours decide: some child ranks above one with more keywords of its own, or above one with as many
+    own = [len(KW & g.words[r.state]) for r in ranked]
+    assert any(own[a] < own[b] or (own[a] == own[b] and scores[a] != scores[b])
+               for a in range(len(own)) for b in range(a + 1, len(own)))
+
+
+def test_mcts_bad_options():
+    """Unknown variant or direction and negative budgets are ConfigErrors naming the option."""
+    g = _hand_graph()
+    for kw in ({"variant": "magic"}, {"direction": "sideways"}, {"simulations": -1}, {"depth": 0}, {"c": -1.0}):
+        with pytest.raises(ConfigError, match=next(iter(kw))):
+            mcts_top_nodes(g, KW_QUERY, **kw)
 
 
 STORY = (
@@ -272,3 +368,54 @@ def test_llm_backend_prompts_estimate_and_malformed_fallback(tmp_path):
     chunks = [ix.store.chunks.get(c) for c in ix.store.documents["story"].chunk_ids]
     est = rel.estimate([doc], [chunks])
     assert est["units"] == units and est["llm_calls"] == 6 * units
+
+
+def test_look_up_answers_are_parsed():
+    """The last bracketed list wins; without one every 'Page N' counts; repeats are dropped."""
+    from momoka.methods.jerr.components import parse_pages
+
+    assert parse_pages('I want to look up Page [7, 12] to check') == [7, 12]
+    assert parse_pages("Page [2] first, then Page [3, 3, 1]") == [3, 1]
+    assert parse_pages("Let me read page 4 and Pages 9") == [4, 9]
+    assert parse_pages("No page is needed.") == []
+
+
+def test_llm_key_chunk_step_keeps_the_pages_the_model_names(tmp_path):
+    """With an LLM the look-up prompt lists the nodes and the units' synopses as pages; only chunks of the
+    page the model names are returned. Offline (and on an answer naming no page) the step is skipped and
+    the stats say so."""
+    import re
+
+    ix = _build(tmp_path)
+    q = "Who kept the lighthouse lamp burning?"
+    offline = JerrRetriever(ix, backend="offline").retrieve(q, 3)
+    assert offline.stats["key_chunks"].startswith("keywords (no LLM") and len(offline) == 2
+    answers = iter(["I want to look up Page [2] to see who kept the lamp.", "I need no page."])
+    with ScriptedServer(lambda body, i: Reply(next(answers))) as srv:
+        llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
+        ret = JerrRetriever(ix, backend="auto", llm=llm)
+        res = ret.retrieve(q, 3)
+        prompt = srv.chat_bodies()[0]["messages"][-1]["content"]
+        unclear = ret.retrieve(q, 3)
+        assert srv.count == 2
+    assert prompt.startswith("The following text is what you remembered") and prompt.endswith("Question:\n" + q)
+    assert "- Captain Ames" in prompt and "- Mira Tolan" in prompt
+    pages = dict(re.findall(r"<Page (\d+)>\n(.*?)(?=\n\n<Page |\n\nQuestion:)", prompt, flags=re.S))
+    assert len(pages) >= 2
+    assert res.stats["key_chunks"] == {"by": "llm:scripted-llm", "pages": len(pages), "selected": [2]}
+    assert len(res) >= 1
+    for it in res:
+        for m in it.members:
+            assert ix.store.chunks.metadata(m.chunk_id)["jerr.synopsis"] == pages["2"]
+    assert [it.to_dict() for it in offline] != [it.to_dict() for it in res]
+    assert unclear.stats["key_chunks"]["fallback"].startswith("keywords")
+    assert [it.to_dict() for it in unclear] == [it.to_dict() for it in offline]
+
+
+def test_retriever_bad_options(tmp_path):
+    """Unknown variant / backend and negative budgets are ConfigErrors."""
+    ix = _build(tmp_path)
+    for kw in ({"variant": "magic"}, {"backend": "cloud"}, {"simulations": -1}, {"max_pages": 0},
+               {"direction": "up"}, {"method": "bfs"}):
+        with pytest.raises(ConfigError, match=next(iter(kw))):
+            JerrRetriever(ix, **kw)

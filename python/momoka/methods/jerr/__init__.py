@@ -6,10 +6,12 @@
   trie) and near dedup (SimHash <= 3 bits, union-find, first seen represents),
   the DAG (cycle-closing edges dropped and counted), stored as node tables
   ``jerr.entities`` / ``jerr.edges`` and relations ``jerr.mentions`` / ``jerr.edges``;
-* retriever ``jerr`` -- Algorithm 1 on the native MCTS engine (virtual root,
-  keyword-match reward summed over depth <= 10, UCB c = sqrt 2, 100
-  simulations, top-k by win/visit) or ``method=pagerank``; items are nodes with
-  their chunk spans;
+* retriever ``jerr`` -- Algorithm 1 as written (one start node, win/visit UCB
+  c = sqrt 2, best-child simulation summing keyword matches over depth <= 10,
+  100 simulations, the root's children by win/visit), its native-engine
+  ``variant=virtual-root``, or ``method=pagerank``; then, with an LLM, the
+  look-up prompt picks the units to read again; items are nodes with their
+  chunk spans;
 * reader ``jerr`` -- nodes + synopsis + chunks to the LLM (App. A.5 / A.6).
 
 ::
@@ -25,9 +27,10 @@ from __future__ import annotations
 from .components import BACKENDS, JerrReader, JerrRelator, JerrRetriever
 from .extract import UnitExtraction, content_words, extract_offline, make_units
 from .graph import EntityGraph, build_dag, build_graph, dedup, normalise, read_graphs
-from .search import NodeGraph, keywords, mcts_top_nodes, pagerank_top_nodes
+from .search import Alg1Tree, NodeGraph, alg1_search, keywords, mcts_top_nodes, pagerank_top_nodes, start_node
 
 __all__ = [
+    "Alg1Tree",
     "BACKENDS",
     "EntityGraph",
     "JerrReader",
@@ -35,6 +38,7 @@ __all__ = [
     "JerrRetriever",
     "NodeGraph",
     "UnitExtraction",
+    "alg1_search",
     "build_dag",
     "build_graph",
     "content_words",
@@ -46,4 +50,5 @@ __all__ = [
     "normalise",
     "pagerank_top_nodes",
     "read_graphs",
+    "start_node",
 ]

@@ -3,10 +3,12 @@
 * relator ``jerr``: units of the paper's size (``unit_tokens``), extraction by
   the offline or the LLM back-end (:mod:`.extract`), dedup and DAG
   (:mod:`.graph`), written to the store as node tables and relations;
-* retriever ``jerr``: Algorithm 1 MCTS (``method="mcts"``) or PageRank
-  (``method="pagerank"``) over the graph (:mod:`.search`); each result item is
-  one entity node, its members the node's chunks that hold most query keywords
-  (``chunks_per_node``), its score win/visit (or PageRank);
+* retriever ``jerr``: Algorithm 1 MCTS (``method="mcts"``, ``variant="paper"``
+  or ``"virtual-root"``) or PageRank (``method="pagerank"``) over the graph
+  (:mod:`.search`), then, with an LLM, the look-up step that picks the units to
+  read again (section 3.3; skipped offline); each result item is one entity
+  node, its members the node's chunks (in the picked units) that hold most
+  query keywords (``chunks_per_node``), its score win/visit (or PageRank);
 * reader ``jerr``: the LLM reader given the top-k nodes (name, aliases, edges)
   and the synopses of their units before the numbered chunks (App. A.6 prompt),
   or the A.5 prompt for a multiple-choice question.
@@ -15,10 +17,11 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import Any, Iterable, Sequence
 
-from ..._validate import check_int
+from ..._validate import check_choice, check_float, check_int
 from ...errors import ConfigError, InputError
 from ...progress import Progress
 from .._backend import LLMBacked
@@ -28,8 +31,9 @@ from ..registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
 from .extract import content_words, estimate_llm, extract_llm, extract_offline, make_units
-from .graph import EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, read_graphs, write_graph
-from .search import NodeGraph, mcts_top_nodes, node_words, pagerank_top_nodes
+from .graph import (EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, read_graphs,
+                    write_graph)
+from .search import VARIANTS, NodeGraph, mcts_top_nodes, node_words, pagerank_top_nodes
 
 __all__ = ["JerrRelator", "JerrRetriever", "JerrReader", "BACKENDS"]
 
@@ -153,33 +157,47 @@ class JerrRelator(LLMBacked):
         return {"backend": self.effective_backend, "settings": self.settings(), "stats": dict(self.stats)}
 
 
-class JerrRetriever:
+class JerrRetriever(LLMBacked):
     """Entity nodes for a query by MCTS (Algorithm 1) or PageRank over the stored JERR graphs.
 
     Args:
         index: the :class:`momoka.Index` (built with ``relate=["jerr"]``).
         method: ``"mcts"`` (default) or ``"pagerank"`` (Table 4's ablation).
-        simulations, depth, c, seed: MCTS settings (100, 10, sqrt 2, 0).
-        direction: expand along out-edges of the DAG (``"out"``) or both ways.
+        variant: ``"paper"`` (Algorithm 1 as written, one start node) or ``"virtual-root"``
+            (the native-engine variant); see :mod:`momoka.methods.jerr.search`.
+        simulations, depth, c, seed: MCTS settings (100, 10, sqrt 2, 0; ``seed``: ``virtual-root`` only).
+        direction: expand along out-edges of the DAG (``"out"``) or both ways (``"both"``); None: the
+            variant's default (``both`` for ``paper``, ``out`` for ``virtual-root``; ``out`` for PageRank).
         chunks_per_node: chunks of each node returned (those holding most keywords; 0: all).
+        backend: the key-chunk step after the search: ``"llm"`` (the look-up prompt ``jerr.lookup``
+            picks the units to read again), ``"offline"`` (skipped: each node's chunks holding most
+            keywords) or ``"auto"`` (``llm`` when a client is given or ``MOMOKA_LLM_BASE_URL`` is set).
+        llm, max_pages, max_tokens: the client, the most units it may pick (6) and its answer limit (128).
     """
 
     name = "jerr"
     requires = {"relate": ["jerr"]}
 
-    def __init__(self, index: Any, *, method: str = "mcts", simulations: int = 100, depth: int = 10,
-                 c: float = math.sqrt(2.0), seed: int = 0, direction: str = "out", chunks_per_node: int = 2):
-        if method not in ("mcts", "pagerank"):
-            raise ConfigError(f"jerr: method must be 'mcts' or 'pagerank', not {method!r}")
-        if direction not in ("out", "both"):
-            raise ConfigError(f"jerr: direction must be 'out' or 'both', not {direction!r}")
+    def __init__(self, index: Any, *, method: str = "mcts", variant: str = "paper", simulations: int = 100,
+                 depth: int = 10, c: float = math.sqrt(2.0), seed: int = 0, direction: str | None = None,
+                 chunks_per_node: int = 2, backend: str = "auto", llm: Any = None, max_pages: int = 6,
+                 max_tokens: int = 128):
+        self.method = check_choice(method, "jerr: method", ("mcts", "pagerank"))
+        self.variant = check_choice(variant, "jerr: variant", VARIANTS)
+        self.direction = None if direction is None else check_choice(direction, "jerr: direction", ("out", "both"))
+        self.backend = check_choice(backend, "jerr: backend", BACKENDS)
+        self.simulations = check_int(simulations, "jerr: simulations", minimum=0)
+        self.depth = check_int(depth, "jerr: depth", minimum=1)
+        self.c = check_float(c, "jerr: c", minimum=0.0)
+        self.seed = check_int(seed, "jerr: seed")
+        self.chunks_per_node = check_int(chunks_per_node, "jerr: chunks_per_node", minimum=0)
+        self.max_pages = check_int(max_pages, "jerr: max_pages", minimum=1)
+        self.max_tokens = check_int(max_tokens, "jerr: max_tokens", minimum=1)
         if not index.store.has_node_table(ENTITIES):
             from ...errors import StoreError
 
             raise StoreError("the store has no JERR graph: build it with `momoka index ... --relate jerr`")
-        self.index, self.method = index, method
-        self.simulations, self.depth, self.c, self.seed = int(simulations), int(depth), float(c), int(seed)
-        self.direction, self.chunks_per_node = direction, int(chunks_per_node)
+        self.index, self._llm = index, llm
         self._graphs: dict[tuple, tuple[NodeGraph, list[dict]]] = {}
 
     def _graph(self, doc_ids: tuple | None) -> tuple[NodeGraph, list[dict]]:
@@ -197,8 +215,8 @@ class JerrRetriever:
             self._graphs[doc_ids] = (g, ents)
         return self._graphs[doc_ids]
 
-    def _chunks(self, row: dict, kw: set[str]) -> list[int]:
-        cids = [c for c in row["chunks"] if c in self.index.store.chunks]
+    def _chunks(self, row: dict, kw: set[str], allowed: set | None = None) -> list[int]:
+        cids = [c for c in row["chunks"] if c in self.index.store.chunks and (allowed is None or c in allowed)]
         if self.chunks_per_node <= 0 or len(cids) <= self.chunks_per_node:
             return cids
         text = self.index.store.chunks.text
@@ -232,15 +250,20 @@ class JerrRetriever:
         if g.n == 0:
             return Result(query, (), self.name, {"seconds": 0.0, "nodes": 0})
         if self.method == "mcts":
-            nodes, scores, st = mcts_top_nodes(g, query, k, simulations=self.simulations, depth=self.depth, c=self.c,
-                                               direction=self.direction, seed=self.seed)
+            nodes, scores, st = mcts_top_nodes(g, query, k, variant=self.variant, simulations=self.simulations,
+                                               depth=self.depth, c=self.c, direction=self.direction, seed=self.seed)
         else:
-            nodes, scores, st = pagerank_top_nodes(g, query, k, direction=self.direction)
+            nodes, scores, st = pagerank_top_nodes(g, query, k, direction=self.direction or "out")
         kw = set(st["keywords"])
+        allowed = None
+        if self.effective_backend != "llm":
+            st["key_chunks"] = "keywords (no LLM: the look-up step is skipped)"
+        elif nodes:
+            allowed, st["key_chunks"] = self._look_up(query, [rows[v] for v in nodes])
         items = []
-        for rank, (v, s) in enumerate(zip(nodes, scores), start=1):
+        for v, s in zip(nodes, scores):
             row = rows[v]
-            cids = self._chunks(row, kw)
+            cids = self._chunks(row, kw, allowed)
             if not cids:
                 continue
             prov = {"retriever": self.name, "kind": "node", "method": self.method, "node": row["id"],
@@ -255,6 +278,49 @@ class JerrRetriever:
             items.append(Item(members, float(s), len(items) + 1, prov, self.index.title(row["doc_id"])))
         st.update({"seconds": time.perf_counter() - t0, "nodes": g.n})
         return Result(query, tuple(items), self.name, st)
+
+    def pages(self, rows: Sequence[dict]) -> list[list]:
+        """The look-up step's pages: the units (chunks sharing a synopsis within a document) holding the
+        nodes' chunks, in document order; each page is its chunk ids in order."""
+        chunks = self.index.store.chunks
+        by_unit: dict[tuple, list] = {}
+        cids = {c for r in rows for c in r["chunks"] if c in chunks}
+        for c in sorted(cids, key=lambda c: chunks.span(c)):
+            by_unit.setdefault((chunks.span(c)[0], chunks.metadata(c).get(SYNOPSIS_KEY) or c), []).append(c)
+        return list(by_unit.values())
+
+    def _look_up(self, query: str, rows: Sequence[dict]) -> tuple[set | None, dict]:
+        """The LLM key-chunk step (section 3.3): the nodes and their units' synopses, numbered as pages, go to
+        the ``jerr.lookup`` prompt; the chunks of the pages it names are kept. An answer naming no page keeps
+        the keyword choice (recorded)."""
+        from ...llm import prompts
+
+        pages = self.pages(rows)
+        chunks = self.index.store.chunks
+        nodes = "\n".join(f"- {r['name']}" + (f" (also: {', '.join(r['aliases'])})" if r.get("aliases") else "")
+                          for r in rows)
+        text = "\n\n".join(f"<Page {i}>\n{chunks.metadata(p[0]).get(SYNOPSIS_KEY) or ' '.join(chunks.text(p[0]).split())}"
+                            for i, p in enumerate(pages, start=1))
+        msg = prompts.render("jerr.lookup", max_pages=self.max_pages, question=query,
+                             context=f"Relevant nodes:\n{nodes}\n\n{text}")
+        answer = self.llm.complete([{"role": "user", "content": msg}], max_tokens=self.max_tokens, temperature=0) or ""
+        picked = [i for i in parse_pages(answer) if 1 <= i <= len(pages)][: self.max_pages]
+        by = f"llm:{getattr(self.llm, 'model', '') or type(self.llm).__name__}"
+        if not picked:
+            return None, {"by": by, "pages": len(pages), "selected": [], "fallback": "keywords (no page named)"}
+        return {c for i in picked for c in pages[i - 1]}, {"by": by, "pages": len(pages), "selected": picked}
+
+
+def parse_pages(answer: str) -> list[int]:
+    """Page numbers of a look-up answer: the last bracketed list (``Page [7, 12]``), else every ``Page N``;
+    distinct, in the order named."""
+    lists = re.findall(r"\[([\d\s,]+)\]", answer)
+    nums = re.findall(r"\d+", lists[-1]) if lists else re.findall(r"\bpages?\s+(\d+)", answer, flags=re.I)
+    out: list[int] = []
+    for x in nums:
+        if int(x) not in out:
+            out.append(int(x))
+    return out
 
 
 class JerrReader(LLMReader):
@@ -320,8 +386,6 @@ class JerrReader(LLMReader):
 
     def answer_choice(self, question: str, options: Sequence[str], result: Result) -> tuple[int, str]:
         """A.5 multiple choice: the option index the model names (``-1`` when it names none) and its answer."""
-        import re
-
         if not options:
             raise InputError("a multiple-choice question needs options")
         self._pre = self.preamble(result)[: self.max_preamble_chars]
@@ -345,8 +409,9 @@ def _relator(**options: Any) -> JerrRelator:
     return JerrRelator(**options)
 
 
-@register("retriever", "jerr", summary="JERR: MCTS (Algorithm 1) or PageRank over the entity DAG; items are nodes "
-          "with their chunks (options method=mcts|pagerank, simulations, depth, chunks_per_node)",
+@register("retriever", "jerr", summary="JERR: MCTS (Algorithm 1) or PageRank over the entity DAG, then the LLM "
+          "look-up of key chunks when an LLM is configured; items are nodes with their chunks (options "
+          "method=mcts|pagerank, variant=paper|virtual-root, simulations, depth, chunks_per_node, backend)",
           requires={"relate": ["jerr"]}, needs=(f"nodes/{ENTITIES}", f"nodes/{EDGES}", f"relation/{MENTIONS}"))
 def _retriever(index: Any, **options: Any) -> JerrRetriever:
     return JerrRetriever(index, **options)

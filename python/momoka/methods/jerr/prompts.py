@@ -78,3 +78,21 @@ define(
     source="JERR, Appendix A.6, NarrativeQA / MuSiQue Answer Prompt",
     note="{RELEVANT NODES TEXT & SYNOPSIS} renamed {context}.",
 )
+
+define(
+    "jerr.lookup",
+    "The following text is what you remembered from reading an article and a question related to it. You may "
+    "read 1 to {max_pages} page(s) of the article again to refresh your memory to prepare yourself for the "
+    "question. Please respond with which page(s) you would like to read. For example, if you only need to read "
+    "Page 8, respond with \"I want to look up Page [8] to ...\"; if you would like to read Page 7 and 12, respond "
+    "with \"I want to look up Page [7, 12] to ...\". DO NOT select more pages if you don't need to. You don't "
+    "need to answer the question yet.\n"
+    "\n"
+    "Text:\n{context}\n"
+    "\n"
+    "Question:\n{question}",
+    ("max_pages", "context", "question"),
+    source="JERR, section 4 (Implementation Details): 'a look-up prompt approach inspired by ReadAgent'",
+    note="JERR prints no look-up prompt; momoka writes one after ReadAgent's (Lee et al., 2024) look-up prompt, "
+         "with the relevant nodes and the units' synopses as the remembered text and the units as pages.",
+)
