@@ -70,7 +70,7 @@ def docs(shared_data) -> list[str]:
 
 def _tokenizer(model: str):
     tokenizers = pytest.importorskip("tokenizers")
-    from momoka.models.registry import models_dir
+    from momoka.models.catalog import models_dir
 
     p = models_dir() / model / "tokenizer.json"
     if not p.exists():

@@ -121,7 +121,7 @@ def _status(field: str) -> int:
 
 
 def _child(engine: str, passages_file: str, out_dir: str) -> None:
-    from momoka.index import BM25
+    from momoka.store import BM25
 
     passages = json.loads(Path(passages_file).read_text())
     tok = BM25()
@@ -175,7 +175,7 @@ def test_bm25_momoka_vs_bm25s_numba(shared_data, benchmark, size):
         pytest.skip("1M passages: set MOMOKA_BENCH_BM25_1M=1 (several GB, many minutes)")
     bm25s = pytest.importorskip("bm25s")
     pytest.importorskip("numba")
-    from momoka.index import BM25
+    from momoka.store import BM25
 
     passages = passages_of(shared_data, SIZES[size])
     queries = questions_of(shared_data)[:: QUERY_STEP.get(size, 1)]

@@ -78,7 +78,7 @@ def test_ray_throughput(shared_data, tmp_path, benchmark):
 
 @pytest.mark.parametrize("n_chunks", [10_000, 50_000])
 def test_writer_commit_cost(tmp_path, n_chunks, benchmark):
-    from momoka.index.store import Store
+    from momoka.store.store import Store
     from momoka.text.model import Chunk
 
     rng = np.random.default_rng(0)

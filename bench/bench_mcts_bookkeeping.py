@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 _spec = importlib.util.spec_from_file_location(
     "mcts_reference_bench", Path(__file__).resolve().parents[1] / "tests" / "mcts" / "_reference.py")

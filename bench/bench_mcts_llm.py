@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 _spec = importlib.util.spec_from_file_location(
     "mcts_reference_bench_llm", Path(__file__).resolve().parents[1] / "tests" / "mcts" / "_reference.py")

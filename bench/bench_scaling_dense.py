@@ -103,7 +103,7 @@ def _child(impl: str, n: int, pattern: str | None) -> dict:
     import gc
 
     x, q, what = make_vectors(n, N_QUERIES, pattern)
-    from momoka.index import vectors as V
+    from momoka.store import vectors as V
 
     gc.collect()
     rss_input = _rss_mb("VmRSS")

@@ -14,7 +14,7 @@ What it measures, for each side in a child process of its own (``--child``), on 
      under ``artifacts`` and ``segments``) plus ``manifest.json``, and ``du -sb`` of the store folder
      (which also counts a previous generation kept for old readers);
    * write amplification: bytes written / final size (target for the segment store: <= 3);
-   * commit times: ``momoka.index.store.Store.save`` is wrapped to time each call, with the documents in
+   * commit times: ``momoka.store.store.Store.save`` is wrapped to time each call, with the documents in
      the store at that moment and the bytes it wrote; the median of commits #2-#6 (around 1,000
      documents at C=256), the median of the last five commits before the final one, their ratio
      (target <= 2) and the longest commit.
@@ -244,7 +244,7 @@ def child(args) -> dict:
 
     import momoka
     from momoka import Index
-    from momoka.index import store as store_mod
+    from momoka.store import store as store_mod
 
     data = shared_data(args.data)
     docs_text, origin = passages(data, args.n)
@@ -269,7 +269,7 @@ def child(args) -> dict:
                 log(f"  commit #{len(commits)} at {len(self.documents)} docs: {dt:.3f} s")
 
     if original_save is None:
-        log(f"{args.label}: momoka.index.store.Store has no save(): commit times are not measured")
+        log(f"{args.label}: momoka.store.store.Store has no save(): commit times are not measured")
     else:
         store_mod.Store.save = timed_save
     tmp = Path(tempfile.mkdtemp(prefix=f"momoka-segbench-{args.label}-", dir=args.tmp))

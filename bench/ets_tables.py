@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO / "python"))
 from momoka.eval import load_dataset  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
 from momoka.eval.metrics import exact_match, token_f1  # noqa: E402
-from momoka.index.bm25 import BM25  # noqa: E402
+from momoka.store.bm25 import BM25  # noqa: E402
 from momoka.methods.ets import Reader, candidate_sentences  # noqa: E402
 from momoka.methods.ets.refiner import ETSRefiner  # noqa: E402
 

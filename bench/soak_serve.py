@@ -214,7 +214,7 @@ def analyse(answers: list[dict], commits: dict[int, dict]) -> dict:
 
 def run(args: argparse.Namespace) -> dict:
     from momoka.eval.datasets import find_shared_data
-    from momoka.index import Store
+    from momoka.store import Store
 
     data = Path(args.data) if args.data else find_shared_data(Path(__file__).resolve().parents[1])
     work = Path(args.work or tempfile.mkdtemp(prefix="momoka-soak-serve-"))

@@ -1,4 +1,4 @@
-"""Soak: the store fuzzer of tests/index/_store_fuzz.py for a long time (default 10 minutes).
+"""Soak: the store fuzzer of tests/store/_store_fuzz.py for a long time (default 10 minutes).
 
     python bench/soak_store_fuzz.py [SECONDS] [SEED]
 

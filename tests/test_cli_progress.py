@@ -31,7 +31,7 @@ ETS_SMALL = ["-o", "ets.n=4", "-o", "ets.expansion=1", "-o", "ets.beam=1", "-o",
 @pytest.fixture(scope="module")
 def installed():
     from momoka.models import is_installed
-    from momoka.models.registry import DEFAULT_CAUSAL_LM, DEFAULT_EMBEDDER
+    from momoka.models.catalog import DEFAULT_CAUSAL_LM, DEFAULT_EMBEDDER
 
     missing = [m for m in (DEFAULT_EMBEDDER, DEFAULT_CAUSAL_LM) if not is_installed(m)]
     if missing:

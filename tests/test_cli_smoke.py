@@ -32,7 +32,7 @@ PATHS_FAST = ["-o", "paths.referee=embedding", "-o", "paths.iterations=30"]
 @pytest.fixture(scope="module")
 def installed():
     from momoka.models import is_installed
-    from momoka.models.registry import DEFAULT_EMBEDDER
+    from momoka.models.catalog import DEFAULT_EMBEDDER
 
     if not is_installed(DEFAULT_EMBEDDER):
         pytest.skip("the default embedder is not installed (momoka models install)")
@@ -221,7 +221,7 @@ def test_cli_errors_are_one_line(data_slice, tmp_path, capsys):
 @pytest.mark.slow
 def test_quickstart_and_ask_with_the_local_model(data_slice, tmp_path, capsys):
     from momoka.models import is_installed
-    from momoka.models.registry import DEFAULT_CAUSAL_LM
+    from momoka.models.catalog import DEFAULT_CAUSAL_LM
 
     if not is_installed(DEFAULT_CAUSAL_LM):
         pytest.skip("the local causal LM is not installed")

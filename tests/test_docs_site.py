@@ -43,7 +43,7 @@ def test_site_builds_strict_with_api_reference(tmp_path):
     # objects from the docstrings of each public module, and from the native core's stub (_core.pyi)
     for anchor in ("momoka.Index.build", "momoka.errors.MomokaError", "momoka.text.Document",
                    "momoka.chunking.get_chunker", "momoka.models.Embedder", "momoka.llm.OpenAIClient",
-                   "momoka.kernels.levenshtein", "momoka.search.MCTS", "momoka.eval.load_dataset",
+                   "momoka.kernels.levenshtein", "momoka.mcts.MCTS", "momoka.eval.load_dataset",
                    "momoka.integrations.langchain.MomokaRetriever", "momoka._core.BM25Index.add"):
         assert f'id="{anchor}"' in api, f"{anchor} is not in the API reference"
 

@@ -85,7 +85,7 @@ def test_bm25_search_batch_releases_the_gil():
 
 
 def test_mcts_run_native_releases_the_gil():
-    from momoka.search import MCTS
+    from momoka.mcts import MCTS
 
     n = 300
     rng = np.random.default_rng(1)

@@ -140,7 +140,7 @@ def test_llm_max_failed_outside_0_1_is_refused_not_clamped(monkeypatch):
 
 def test_verify_budget_in_mib_and_a_bad_value_refused(monkeypatch):
     """Regression: a bad MOMOKA_VERIFY_MB fell back to 64 MiB in silence."""
-    from momoka.index._verify import _budget
+    from momoka.store._verify import _budget
 
     assert _budget() == 64 * 1024 * 1024
     monkeypatch.setenv("MOMOKA_VERIFY_MB", "0.5")

@@ -70,7 +70,7 @@ def test_help_imports_no_method_package_nor_numpy():
         "        main(['--help'])\n"
         "    except SystemExit as e:\n"
         "        assert e.code == 0")
-    assert _loaded(mods, HEAVY + ("numpy", "momoka.methods.standard", "momoka.methods.pipeline", "momoka.index")) == []
+    assert _loaded(mods, HEAVY + ("numpy", "momoka.methods.standard", "momoka.methods.pipeline", "momoka.store")) == []
 
 
 def test_import_momoka_is_light_and_index_loads_on_use():

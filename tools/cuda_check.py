@@ -200,7 +200,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     import onnxruntime as ort
 
-    from momoka.models.registry import models_dir
+    from momoka.models.catalog import models_dir
 
     models = models_dir()
     texts = sentences(args.n)

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 __version__: str
 
 class BM25Index:
-    """Okapi BM25 inverted index with in-place add/delete (see momoka.index.BM25 for the documented Python API)."""
+    """Okapi BM25 inverted index with in-place add/delete (see momoka.store.BM25 for the documented Python API)."""
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, idf: str = 'okapi', lowercase: bool = True, stem: bool = False, stopwords: Sequence[str] = []) -> None: ...
     def add(self, texts: Sequence, n_threads: int = 0) -> NDArray[np.int64]: ...
     def add_tokens(self, docs: Sequence[Sequence[str]]) -> NDArray[np.int64]: ...
@@ -85,7 +85,7 @@ class Locator:
     def locate_many(self, patterns: Sequence, lo: int, hi: int, max_distance: int = -1, threads: int = 0) -> NDArray[np.int64]: ...
 
 class MctsConfig:
-    """Plain configuration of the native MCTS engine (see momoka.search.MCTS)."""
+    """Plain configuration of the native MCTS engine (see momoka.mcts.MCTS)."""
     def __init__(self) -> None: ...
     alpha: float
     backup: int
@@ -112,7 +112,7 @@ class MctsConfig:
     top_m: int
 
 class MctsEngine:
-    """Native MCTS engine: one search per root (see momoka.search.MCTS)."""
+    """Native MCTS engine: one search per root (see momoka.mcts.MCTS)."""
     def __init__(self, config: MctsConfig, roots: object, para: object = None, sent: object = None, prior: object = None, indptr: object = None, indices: object = None) -> None: ...
     def ask(self, max_requests: int, threads: int = 0) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int32], NDArray[np.int64], NDArray[np.int32], NDArray[np.uint8]]: ...
     def best_path(self, arg0: int) -> NDArray[np.int32]: ...
@@ -136,7 +136,7 @@ class MctsEngine:
     def tree(self, arg0: int) -> dict: ...
 
 class MctsError(ValueError):
-    """Raised by the MCTS engine for invalid use (see momoka.search)."""
+    """Raised by the MCTS engine for invalid use (see momoka.mcts)."""
 
 class Segmenter:
     """Rule-based sentence segmenter over Python str code points."""

@@ -9,9 +9,9 @@ error is JSON ``{"error": message}`` with a status: 400 bad input (and a
 retriever the store cannot serve), 404 unknown path, 405 wrong method, 503
 too many requests waiting, 500 anything else (never a traceback).
 
-Point in time: the server holds one :class:`~momoka.index.store.Store`
+Point in time: the server holds one :class:`~momoka.store.store.Store`
 generation open as a snapshot (an :class:`~momoka.Index`, leased, see
-:mod:`momoka.index._lease`). A background thread checks the manifest every
+:mod:`momoka.store._lease`). A background thread checks the manifest every
 ``poll`` seconds (a ``stat``; the manifest is read only when it changed); on
 a new commit it opens the new generation as a new snapshot, reads what the
 default retriever needs (one warm-up search), then swaps it in. A request

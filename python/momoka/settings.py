@@ -63,9 +63,9 @@ def _table(*rows: Setting) -> dict[str, Setting]:
 SETTINGS: dict[str, Setting] = _table(
     # where momoka keeps its files
     Setting("MOMOKA_HOME", "path", None, "momoka's cache root: installed models (`models/`), the LLM response cache, "
-            "computed model outputs (default `$XDG_CACHE_HOME/momoka`, else `~/.cache/momoka`)", "momoka.models.registry"),
+            "computed model outputs (default `$XDG_CACHE_HOME/momoka`, else `~/.cache/momoka`)", "momoka.models.catalog"),
     Setting("MOMOKA_CACHE_DIR", "path", None, "computed model outputs reused across runs, e.g. the `ppl` chunker's "
-            "log-probs (default `$MOMOKA_HOME/cache`)", "momoka.models.registry"),
+            "log-probs (default `$MOMOKA_HOME/cache`)", "momoka.models.catalog"),
     Setting("MOMOKA_NO_AUTO_INSTALL", "flag", False, "on: a missing default model is an error naming "
             "`momoka models install` instead of being installed on first use", "momoka.models.installer"),
     # local models
@@ -105,11 +105,11 @@ SETTINGS: dict[str, Setting] = _table(
     Setting("MOMOKA_COMMIT_SECONDS", "float", 60.0, "seconds after which such an add saves a generation "
             "(whichever of the two comes first)", "momoka.methods.pipeline", minimum=0, unit="seconds"),
     Setting("MOMOKA_MERGE_FACTOR", "int", 10, "segments of one level merged into one after a commit",
-            "momoka.index.segments", minimum=2),
+            "momoka.store.segments", minimum=2),
     Setting("MOMOKA_MERGE_BACKGROUND", "flag", True, "merges of segments run in a background thread of the "
-            "writer (off: in the save, each as a commit of its own)", "momoka.index.segments"),
+            "writer (off: in the save, each as a commit of its own)", "momoka.store.segments"),
     Setting("MOMOKA_VERIFY_MB", "float", 64.0, "MiB of eagerly read store files whose checksums are verified "
-            "on every open (the rest on first use)", "momoka.index._verify", minimum=0, unit="MiB"),
+            "on every open (the rest on first use)", "momoka.store._verify", minimum=0, unit="MiB"),
     Setting("MOMOKA_MAX_INPUT_BYTES", "int", 100 * 1024 * 1024, "bytes: input files larger than this are refused "
             "(`InputTooLargeError`)", "momoka.text.io", minimum=0),
     # progress and evaluation

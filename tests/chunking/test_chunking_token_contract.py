@@ -28,7 +28,7 @@ from .conftest import check_tiling
 
 def _load(model: str):
     tokenizers = pytest.importorskip("tokenizers")
-    from momoka.models.registry import models_dir
+    from momoka.models.catalog import models_dir
 
     p = models_dir() / model / "tokenizer.json"
     if not p.exists():

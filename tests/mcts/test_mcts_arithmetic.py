@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 
 def test_step_reward_eq4_by_hand():

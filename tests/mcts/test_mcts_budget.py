@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 
 def test_iterations_and_max_depth():

@@ -7,7 +7,7 @@ import asyncio
 
 import numpy as np
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 
 def _snapshot(e):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from momoka.errors import ConfigError, InputError, JudgeError, MomokaError, RewardError, SearchError
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 N = 8
 I = (np.random.default_rng(1).random((N, N)) < 0.3).astype(float)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 # the node-for-node comparison of test_mcts_reference (test modules are imported by path here)
 _spec = importlib.util.spec_from_file_location("mcts_reference_tests", Path(__file__).with_name("test_mcts_reference.py"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 
 def _planted_sets(n, seed, k=3):

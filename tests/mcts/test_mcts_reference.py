@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from momoka.search import MCTS, root_rng_state, splitmix64_stream
+from momoka.mcts import MCTS, root_rng_state, splitmix64_stream
 
 
 def _problem(n, seed):

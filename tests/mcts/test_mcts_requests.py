@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 
 
 @pytest.mark.parametrize("n", [2, 5, 12, 30])

@@ -8,7 +8,7 @@ import pytest
 from momoka import Index
 from momoka.methods.context import Batch, Corpus
 
-from ..index.conftest import HashEmbedder
+from ..store.conftest import HashEmbedder
 
 DOCS = [{"doc_id": "a", "text": "Owls hunt at night.\n\nPenguins swim well."},
         {"doc_id": "b", "text": "The sun is a star.\n\nNeutron stars are dense."}]

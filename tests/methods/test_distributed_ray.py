@@ -28,7 +28,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import momoka  # noqa: E402
-from momoka.index._verify import verify_store  # noqa: E402
+from momoka.store._verify import verify_store  # noqa: E402
 
 PYDIR = Path(momoka.__file__).resolve().parents[1]
 N_DOCS = 3

@@ -15,7 +15,7 @@ from momoka.methods.momoka import (
     topm_graph,
     window_graph,
 )
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 from momoka.text import Document, make_chunks
 
 

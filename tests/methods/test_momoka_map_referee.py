@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from momoka.errors import ConfigError
 from momoka.methods.momoka import MomokaMap
-from momoka.search import MCTS
+from momoka.mcts import MCTS
 from momoka.text import Document, make_chunks
 
 

@@ -23,7 +23,7 @@ PARTNER = "The Zorblax Corporation moved its headquarters to the harbour city of
 @pytest.fixture(scope="module")
 def tiny_set(tmp_path_factory):
     from momoka.models import is_installed
-    from momoka.models.registry import DEFAULT_EMBEDDER
+    from momoka.models.catalog import DEFAULT_EMBEDDER
 
     if not is_installed(DEFAULT_EMBEDDER):
         pytest.skip("the default embedder is not installed (momoka models install)")

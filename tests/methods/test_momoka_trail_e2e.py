@@ -10,7 +10,7 @@ from momoka.methods.momoka.trail import TrailRetriever
 @pytest.fixture(scope="module")
 def real_embedder():
     from momoka.models import Embedder, is_installed
-    from momoka.models.registry import DEFAULT_EMBEDDER
+    from momoka.models.catalog import DEFAULT_EMBEDDER
 
     if not is_installed(DEFAULT_EMBEDDER):
         pytest.skip("the default embedder is not installed (momoka models install)")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.models
 @pytest.fixture(scope="module")
 def embedder():
     from momoka.models import Embedder, is_installed
-    from momoka.models.registry import DEFAULT_EMBEDDER
+    from momoka.models.catalog import DEFAULT_EMBEDDER
 
     if not is_installed(DEFAULT_EMBEDDER):
         pytest.skip("the default embedder is not installed (momoka models install)")

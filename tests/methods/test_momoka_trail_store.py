@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from momoka.errors import ConfigError, InputError, PathsMissingError, StoreError
 from momoka import Index
-from momoka.index import Store
+from momoka.store import Store
 from momoka.methods.base import Result
 from momoka.methods.momoka import EmbeddingReferee, MomokaMap
 from momoka.methods.momoka.trail import TrailRetriever

@@ -12,7 +12,7 @@ MODULES = sorted(f"momoka.models.{m.name}" for m in pkgutil.iter_modules(momoka.
 
 
 def test_modules_found():
-    assert {"momoka.models.embedder", "momoka.models.registry", "momoka.models.installer"} <= set(MODULES)
+    assert {"momoka.models.embedder", "momoka.models.catalog", "momoka.models.installer"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -57,6 +57,6 @@ def test_module_level_imports_point_one_way():
 
     for m in MODULES:
         visit(m, ())
-    assert "momoka.models.installer" not in graph["momoka.models.registry"]
+    assert "momoka.models.installer" not in graph["momoka.models.catalog"]
     assert "momoka.models.onnx_embedder" in graph["momoka.models.installer"]
     assert "momoka.models.installer" not in graph["momoka.models.onnx_embedder"]

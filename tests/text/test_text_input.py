@@ -130,7 +130,7 @@ def test_too_large_file_refused_before_reading(tmp_path, monkeypatch):
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_endless_device_does_not_hang():
     # /dev/zero reports size 0 but never ends: a device is refused before it is opened (so is a FIFO,
-    # whose open would block: tests/index/test_special_paths.py)
+    # whose open would block: tests/store/test_special_paths.py)
     with pytest.raises(InputError, match=r"/dev/zero: is a character device, not a regular file"):
         Document.from_file("/dev/zero", max_bytes=1024)
 

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # permissions, read-only or full file systems outside the store's own checks
         if isinstance(exc, BrokenPipeError):
             return 0
-        from ..index._manifest import os_reason
+        from ..store._manifest import os_reason
 
         print(f"momoka: error: {os_reason(exc)}", file=sys.stderr)
         return 2

@@ -65,7 +65,7 @@ def to_graphml(g: dict) -> str:
 
 
 def _graph(args: argparse.Namespace) -> int:
-    from ..index import Store
+    from ..store import Store
 
     store = Store.open(args.store)
     try:

@@ -136,7 +136,7 @@ def _k_budget(args: argparse.Namespace) -> dict:
 def _index(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..methods.pipeline import Index
-    from ..index.store import MANIFEST
+    from ..store.store import MANIFEST
 
     apply_llm_arguments(args)
     opts = parse_options(args.option)
@@ -335,7 +335,7 @@ def _quickstart(args: argparse.Namespace) -> int:
 
     from ..examples import QUICKSTART_DOCUMENT, QUICKSTART_QUESTION
     from ..methods.pipeline import Index
-    from ..index.store import MANIFEST
+    from ..store.store import MANIFEST
 
     question = args.question or QUICKSTART_QUESTION
     tmp = None

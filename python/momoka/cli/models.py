@@ -51,7 +51,7 @@ def register(subparsers) -> None:
 
 def _install(args: argparse.Namespace) -> int:
     from ..models.installer import install
-    from ..models.registry import models_dir
+    from ..models.catalog import models_dir
 
     man = install(
         args.dir, models=args.models, force=args.force, weights=args.weights,
@@ -67,7 +67,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ..models.registry import MODELS, installed_models, models_dir
+    from ..models.catalog import MODELS, installed_models, models_dir
 
     root = models_dir(args.dir)
     present = installed_models(root)
@@ -85,7 +85,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ..models.registry import MODELS, SOURCES, models_dir, read_manifest
+    from ..models.catalog import MODELS, SOURCES, models_dir, read_manifest
 
     if args.model not in MODELS:
         raise ModelError(f"unknown model id {args.model!r}; known: {', '.join(MODELS)}")

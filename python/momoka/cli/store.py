@@ -47,8 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _verify(args: argparse.Namespace) -> int:
     from ..errors import StoreCorruptedError
-    from ..index import Store
-    from ..index._verify import verify_store
+    from ..store import Store
+    from ..store._verify import verify_store
 
     rep = verify_store(args.store)
     if not rep["damaged"]:
@@ -66,7 +66,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from ..index import Store
+    from ..store import Store
 
     with Store.open(args.store, writable=True) as st:
         before = len(st.segments)
@@ -84,7 +84,7 @@ def _caches() -> dict:
     """Every cache momoka writes under its home, by name: ``{"path", "bytes"}`` (plus ``"files"`` when one
     cache is several files), and ``other``: entries of the home that are not momoka's (listed, never removed)."""
     from ..llm.cache import default_cache_path
-    from ..models.registry import computed_cache_dir, momoka_home, models_dir
+    from ..models.catalog import computed_cache_dir, momoka_home, models_dir
 
     home = momoka_home()
     llm = default_cache_path()

@@ -1,38 +1,7 @@
-"""momoka.index: the persistent :class:`Store` of named artifacts and the native BM25 index.
+"""Deprecated: ``momoka.index`` is :mod:`momoka.store` (this alias goes in the next release)."""
 
-* :class:`BM25` -- Okapi BM25 in the native core (add/delete in place, pruned exact top-k).
-* :class:`Store` -- a versioned, atomically written directory of named artifacts: the
-  :class:`ChunkTable`, :class:`VectorView` (+ HNSW), :class:`BM25View`, :class:`Relation`
-  and :class:`NodeTable`, kept as append-only segments (a commit writes only its changes;
-  :mod:`momoka.index.segments`), with a single-writer lock.
-* :class:`Delta` -- the changes of one batch built apart, by its own ids; :meth:`Store.apply`
-  renumbers and adds them.
+from .._deprecated import alias
 
-The pipeline that fills a store with registered components and searches it,
-:class:`momoka.Index`, lives one layer up (:mod:`momoka.methods.pipeline`).
-"""
-
-from .bm25 import BM25, ENGLISH_STOPWORDS, tokenize
-from .bm25_view import BM25View
-from .chunk_table import ChunkTable
-from .delta import Delta
-from .node_table import NodeTable
-from .relations import Relation
-from .store import FORMAT_VERSION, DocEntry, Store, read_manifest
-from .vectors import VectorView
-
-__all__ = [
-    "BM25",
-    "BM25View",
-    "ChunkTable",
-    "Delta",
-    "DocEntry",
-    "ENGLISH_STOPWORDS",
-    "FORMAT_VERSION",
-    "NodeTable",
-    "Relation",
-    "Store",
-    "VectorView",
-    "read_manifest",
-    "tokenize",
-]
+alias("momoka.index", "momoka.store", {m: m for m in (
+    "artifact", "bm25", "bm25_view", "chunk_table", "delta", "documents", "node_table", "relations", "segments",
+    "store", "vectors", "_io", "_lease", "_manifest", "_merger", "_v1", "_v2", "_verify")} | {"_registry": "_kinds"})

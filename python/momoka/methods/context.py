@@ -4,7 +4,7 @@
   construction of results, the documents, and the other retrievers (to compose them).
 - An **enricher** or **relator** gets a :class:`Batch` while it runs on a batch of documents:
   the store to write its views, relations and metadata into (the batch's scratch store, whose
-  contents are the batch's :class:`~momoka.index.delta.Delta`), the batch's documents, and
+  contents are the batch's :class:`~momoka.store.delta.Delta`), the batch's documents, and
   embedding with the index's embedding service (its cache, counts and truncation warnings).
 
 A :class:`Corpus` is thin: each call is the index's own. A :class:`Batch` holds no index at all:
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..index.store import RAW_VIEW
+from ..store.store import RAW_VIEW
 
 
 
@@ -31,7 +31,7 @@ class _Context:
 
     @property
     def store(self):
-        """The :class:`~momoka.index.store.Store`."""
+        """The :class:`~momoka.store.store.Store`."""
         return self._index.store
 
     @property
@@ -85,7 +85,7 @@ class Batch:
 
     While :meth:`momoka.Index.add` runs, :attr:`store` is the batch's own scratch store (its
     documents and chunks only, shaped like the index's store); what the components write there is
-    the batch's :class:`~momoka.index.delta.Delta`, which the index's store then applies. While
+    the batch's :class:`~momoka.store.delta.Delta`, which the index's store then applies. While
     :meth:`momoka.Index.extend` runs, it is the index's store itself.
     """
 
@@ -99,7 +99,7 @@ class Batch:
 
     @property
     def store(self):
-        """The :class:`~momoka.index.store.Store` the component writes its views, relations and metadata into."""
+        """The :class:`~momoka.store.store.Store` the component writes its views, relations and metadata into."""
         return self._store
 
     @property

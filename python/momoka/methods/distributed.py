@@ -6,7 +6,7 @@ Who does what:
   enrichers and relators once, then take batches of documents. A batch runs through
   :meth:`Indexer.run <momoka.methods.indexer.Indexer.run>` -- the very function the
   single-process path runs -- which indexes it into an in-memory scratch store shaped like the
-  real one and returns its :class:`~momoka.index.delta.Delta`: the documents with their metadata,
+  real one and returns its :class:`~momoka.store.delta.Delta`: the documents with their metadata,
   the chunks, every vector view's rows, the texts given to every BM25 view, relation rows and
   node-table rows. The worker ships it back with the components' settings.
 - **The driver** (the process calling :meth:`Index.add`) reads and parses the files (so workers
@@ -35,7 +35,7 @@ Enrichers and relators run per batch of documents, as their protocol says
 (``enrich(batch, doc_ids)`` for those documents only); a component that needs the other
 documents of the store while it runs cannot be distributed this way. Node tables whose rows hold
 store ids (JERR's entity graph) declare where (``id_fields``, ``doc_fields``), and the driver
-renumbers them (:class:`~momoka.index.delta.Delta`); rows holding ints in undeclared fields are refused.
+renumbers them (:class:`~momoka.store.delta.Delta`); rows holding ints in undeclared fields are refused.
 """
 
 from __future__ import annotations

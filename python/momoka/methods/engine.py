@@ -4,7 +4,7 @@
 index, whether it is unchanged, replaced or indexed again. :func:`add` cuts the documents into
 batches, runs each through the :class:`~momoka.methods.indexer.Indexer` (in this process, or on
 Ray workers: :mod:`momoka.methods.distributed`), applies each batch's
-:class:`~momoka.index.delta.Delta` to the store (:func:`~momoka.methods.indexer.apply_batch`) and
+:class:`~momoka.store.delta.Delta` to the store (:func:`~momoka.methods.indexer.apply_batch`) and
 commits as it goes (:class:`Commits`). :func:`extend` runs added enrichers and relators over the
 documents already stored. The fallback tallies of LLM-backed stages are reset before a run and
 reported after it (:mod:`momoka.methods.fallbacks`).

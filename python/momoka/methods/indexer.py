@@ -1,11 +1,11 @@
-"""The :class:`Indexer`: one batch of documents in, its :class:`~momoka.index.delta.Delta` out.
+"""The :class:`Indexer`: one batch of documents in, its :class:`~momoka.store.delta.Delta` out.
 
 A batch runs, per document: the chunker; the raw views (the embedder's vectors of the chunk
 texts as vector view ``"raw"``, and BM25 view ``"raw"``); then each enricher and each relator,
 given a :class:`~momoka.methods.context.Batch`. All of it is written into a scratch in-memory
 store shaped like the index's (:func:`store_template`, :func:`scratch_store`), never into the
 index's store: the scratch store's contents are the batch's Delta, which
-:meth:`Store.apply <momoka.index.store.Store.apply>` then adds to the index's store
+:meth:`Store.apply <momoka.store.store.Store.apply>` then adds to the index's store
 (:func:`apply_batch`), renumbering its ids. The single-process path and the Ray workers
 (:mod:`momoka.methods.distributed`) run the very same :meth:`Indexer.run`; the store is only
 written by ``Store.apply``. A batch that fails (an LLM stage over its share of unusable answers,
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..index.delta import Delta
+from ..store.delta import Delta
 from ..progress import Progress
 from ..text.model import Chunk, with_tails
-from ..index.store import RAW_VIEW
+from ..store.store import RAW_VIEW
 from .context import Batch
 from .fallbacks import set_record
 from .sources import embedder_info, jsonable
@@ -149,8 +149,8 @@ def store_template(store: Any) -> dict:
 
 
 def scratch_store(template: dict):
-    """A new in-memory :class:`~momoka.index.store.Store` shaped as ``template`` says (:func:`store_template`)."""
-    from ..index.store import Store
+    """A new in-memory :class:`~momoka.store.store.Store` shaped as ``template`` says (:func:`store_template`)."""
+    from ..store.store import Store
 
     st = Store.create(None, chunker=template["chunker"], hnsw=template["hnsw"])
     for name, e in template["vectors"].items():
@@ -267,7 +267,7 @@ def describe(comp: Any) -> dict | None:
 def apply_batch(index: Any, out: dict) -> list[str]:
     """Write one batch's output (``{"delta", "settings"}``) into ``index``'s store; returns the doc ids added.
 
-    :meth:`Store.apply <momoka.index.store.Store.apply>` renumbers the batch's chunk and node ids to
+    :meth:`Store.apply <momoka.store.store.Store.apply>` renumbers the batch's chunk and node ids to
     follow the store's (the store is then the same whichever process indexed the batch, ids
     included); artifacts the store lacks are created as the batch's scratch store had them. The
     components' settings are recorded in the manifest's pipeline.

@@ -13,7 +13,7 @@ The :class:`Index` is the front door: build, open, add, extend, delete, save, se
 and the construction of results. Indexing runs in :mod:`momoka.methods.engine` (batches,
 commits, fallback tallies, the Ray dispatch), each batch through the
 :class:`~momoka.methods.indexer.Indexer` (chunker, raw views, enrichers, relators) into a
-:class:`~momoka.index.delta.Delta` that the :class:`Store` applies. The pipeline (chunker,
+:class:`~momoka.store.delta.Delta` that the :class:`Store` applies. The pipeline (chunker,
 enrichers, relators and their options) is recorded in the store's manifest, so
 :meth:`Index.add` runs the same components on new documents only. Searching asks a
 registered retriever by name. Inputs (paths, documents, chunkers, embedders, queries) are
@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, InputError, MissingArtifactError, MomokaError, StoreError
-from ..index.store import RAW_VIEW, Store, check_embedder, read_manifest
+from ..store.store import RAW_VIEW, Store, check_embedder, read_manifest
 from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
@@ -142,7 +142,7 @@ class Index:
                 object with ``.embed/.dim/.model_id/.checksum``, or None for BM25 only.
             enrich, relate: enrichers and relators to run after chunking: registered
                 names, ``(name, options)`` pairs or component objects.
-            bm25: BM25 parameters of the raw view (see :data:`momoka.index.store.DEFAULT_BM25`).
+            bm25: BM25 parameters of the raw view (see :data:`momoka.store.store.DEFAULT_BM25`).
             vector_dtype: ``"float32"`` or ``"float16"`` for the raw vectors.
             overwrite: replace an existing store at ``store``.
             on_error, encoding: as for :meth:`add`.
@@ -495,7 +495,7 @@ class Index:
         """Merge the store's segments into one (saving unsaved changes first); True when something was merged.
 
         Each commit adds a segment and the merge policy merges the newest ones as
-        they pile up (:mod:`momoka.index.segments`); this merges them all: the data
+        they pile up (:mod:`momoka.store.segments`); this merges them all: the data
         of deleted chunks leaves the store and each dense view has one HNSW graph.
         """
         merged = self.store.merge(everything=True)

@@ -24,7 +24,7 @@ import importlib
 from typing import Any
 
 from .embedder import Embedder, TruncationWarning
-from .registry import (
+from .catalog import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,
     MODELS,

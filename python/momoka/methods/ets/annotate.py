@@ -1,7 +1,7 @@
 """ETS MCTS annotation (papers/002 section 3.2): evidence trees, and their paths as policy/value training data.
 
 For one question with gold answer ``y`` and ``N`` candidate sentences (:func:`candidate_sentences`),
-the native engine (:class:`momoka.search.MCTS`) searches over the candidates from a
+the native engine (:class:`momoka.mcts.MCTS`) searches over the candidates from a
 virtual root (item ``N``, the empty evidence set):
 
 * **selection**: UCT, ``w = 1.4`` (ETS eq. 1);
@@ -95,7 +95,7 @@ def annotate_question(question: str, answers: Sequence[str], candidates: Sequenc
 
     The likelihood is of the first gold answer; correctness accepts any of them.
     """
-    from ...search import MCTS
+    from ...mcts import MCTS
 
     config.check()
     answers = tuple(a for a in answers if isinstance(a, str) and a.strip())

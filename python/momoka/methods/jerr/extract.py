@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...errors import LLMResponseError
-from ...index.bm25 import ENGLISH_STOPWORDS
+from ...store.bm25 import ENGLISH_STOPWORDS
 from ...llm.parsers import NumberedListParser
 from ...text import split_sentences
 

@@ -29,7 +29,7 @@ the node graph (:func:`alg1_search`):
   then lowest index), top ``k`` (line 35). The start node itself is not a result.
 
 ``variant="virtual-root"`` is the earlier search on the native engine
-(:class:`momoka.search.MCTS`): a virtual root whose children are *all* nodes
+(:class:`momoka.mcts.MCTS`): a virtual root whose children are *all* nodes
 matching a keyword, rollouts that sum the rewards of the whole tree path
 (root side first) and then of a *random* neighbour walk, UCB with the same
 ``c``, out-edges only by default; the result is again the root's children by win/visit.
@@ -47,7 +47,7 @@ from typing import Sequence
 import numpy as np
 
 from ..._validate import check_choice, check_float, check_int
-from ...search import MCTS
+from ...mcts import MCTS
 from .extract import content_words
 from .graph import csr
 

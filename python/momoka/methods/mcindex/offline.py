@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...index.bm25 import ENGLISH_STOPWORDS
+from ...store.bm25 import ENGLISH_STOPWORDS
 
 from ...text.segment import split_sentences
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import ConfigError, StoreError
-from ...index.store import RAW_VIEW
+from ...store.store import RAW_VIEW
 from ..base import Item, Result
 from ..standard.fusion import RRF_K, rrf
 from ..standard.retrievers import StoreRetriever, check_k

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..._validate import check_int
 from ...errors import ConfigError, LLMError
-from ...index.store import RAW_VIEW
+from ...store.store import RAW_VIEW
 from ...progress import Progress
 from .._backend import LLMBacked
 from ..fallbacks import FallbackTally, set_record

@@ -22,7 +22,7 @@ import numpy as np
 
 from ... import settings
 from ...errors import ConfigError
-from ...index.store import RAW_VIEW
+from ...store.store import RAW_VIEW
 from ..fallbacks import FallbackTally, set_record
 from ..registry import register
 from ..standard.retrievers import DenseRetriever

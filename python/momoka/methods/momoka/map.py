@@ -2,7 +2,7 @@
 
 For every chunk c_i of a document, one Monte Carlo tree search over the other
 chunks of the same document finds a path P_i of chunks that complete c_i. The
-searches run on the native engine (:class:`momoka.search.MCTS`) with the
+searches run on the native engine (:class:`momoka.mcts.MCTS`) with the
 paper's settings: 100 iterations, rollout 5, UCT (eq. 3) with the step
 reward of eq. 4 ``r = I(c_i, c) + alpha/(|p_i - p| + gamma) + beta/(|s_i - s| + delta)``
 (alpha=3, beta=2, gamma=delta=1), random expansion, rollout mean (eq. 5),
@@ -293,7 +293,7 @@ class MomokaMap(MapSettings, MapCostModel):
         document ``d`` (positions within the document), ``records[d]`` the
         search record (chunk count, iterations, remedy, requests).
         """
-        from ...search import MCTS
+        from ...mcts import MCTS
 
         t0 = time.monotonic()
         ref = self.referee

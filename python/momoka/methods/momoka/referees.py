@@ -189,7 +189,7 @@ class EmbeddingReferee:
 
     Called on text pairs it embeds the distinct texts (kept in memory by
     content hash). :meth:`matrix` gives the whole thresholded similarity
-    matrix of a document as CSR arrays for :meth:`momoka.search.MCTS.run_native`.
+    matrix of a document as CSR arrays for :meth:`momoka.mcts.MCTS.run_native`.
     """
 
     name = "embedding"

@@ -40,7 +40,7 @@ TERM_WEIGHT = 0.5
 
 
 def _terms(text: str) -> set[str]:
-    from ...index.bm25 import tokenize
+    from ...store.bm25 import tokenize
 
     return set(tokenize(text, stem=True, stopwords="english"))
 

@@ -26,7 +26,7 @@ from typing import Any
 from ... import settings
 from ..._validate import check_int
 from ...errors import InputError, InputTooLargeError
-from ...index.bm25 import ENGLISH_STOPWORDS
+from ...store.bm25 import ENGLISH_STOPWORDS
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ..registry import register
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..._validate import check_int
 from ...errors import ConfigError, StoreError
-from ...index.store import RAW_VIEW
+from ...store.store import RAW_VIEW
 from ..base import Result
 from ..registry import register
 from .fusion import RRF_K, convex, rrf

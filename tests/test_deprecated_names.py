@@ -1,0 +1,49 @@
+"""The old import paths of renamed packages still work for one release, with a DeprecationWarning, and give the
+new modules' objects (checked by identity, not by the alias's own output)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize("old,new,sub,target", [
+    ("momoka.index", "momoka.store", "store", "store"),
+    ("momoka.index", "momoka.store", "_registry", "_kinds"),
+    ("momoka.search", "momoka.mcts", "mcts", "engine"),
+])
+def test_old_package_names_warn_and_alias(old, new, sub, target):
+    for name in [m for m in sys.modules if m == old or m.startswith(old + ".")]:
+        del sys.modules[name]
+    with pytest.warns(DeprecationWarning, match=f"{old} is renamed {new}"):
+        pkg = importlib.import_module(old)
+    assert importlib.import_module(f"{old}.{sub}") is importlib.import_module(f"{new}.{target}")
+    new_pkg = importlib.import_module(new)
+    for name in new_pkg.__all__:
+        assert getattr(pkg, name) is getattr(new_pkg, name)
+
+
+def test_old_model_catalogue_name():
+    sys.modules.pop("momoka.models.registry", None)
+    with pytest.warns(DeprecationWarning, match="momoka.models.registry is renamed momoka.models.catalog"):
+        old = importlib.import_module("momoka.models.registry")
+    from momoka.models import catalog
+
+    assert old.MODELS is catalog.MODELS and old.DEFAULT_EMBEDDER == catalog.DEFAULT_EMBEDDER
+
+
+def test_the_package_itself_uses_no_old_name():
+    import pathlib
+
+    root = pathlib.Path(importlib.import_module("momoka").__file__).parent
+    aliases = {root / "index" / "__init__.py", root / "search" / "__init__.py", root / "models" / "registry.py",
+               root / "_deprecated.py"}
+    for p in root.rglob("*.py"):
+        if p in aliases:
+            continue
+        text = p.read_text(encoding="utf-8")
+        for old in ("momoka.index", "momoka.search", "from ..index", "from ...index", "from ..search",
+                    "from ...search", "models.registry", "models import registry"):
+            assert old not in text, (p, old)
