@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "methods"))
-from _jerr_reference import ref_dedup  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _oracles.jerr import ref_dedup  # noqa: E402
 from momoka.methods.jerr import dedup, extract_offline, make_units  # noqa: E402
 from momoka.chunking import get_chunker  # noqa: E402
 from momoka.text import Document  # noqa: E402

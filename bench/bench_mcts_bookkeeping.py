@@ -7,7 +7,7 @@ expansion, cumulative backup, mean return, one trajectory per wave.
 Peer: `PlainUCT` below, the same rules written as a competent Python
 programmer would (node fields in flat lists, sets for the excluded items,
 the root's reward row computed once with numpy, Python's C-implemented
-`random.Random` for draws) -- not the test oracle (tests/mcts/_reference.py),
+`random.Random` for draws) -- not the test oracle (tests/_oracles/mcts.py),
 which is deliberately simple and several times slower. The bench first checks
 that PlainUCT, driven by the engine's SplitMix64 draws, builds the oracle's
 tree node for node on a few roots (same rules, same rewards), then times it
@@ -22,7 +22,7 @@ workers): near half of the process CPU time means the work split.
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 import math
 import os
 import random
@@ -34,10 +34,8 @@ import pytest
 
 from momoka.mcts import MCTS
 
-_spec = importlib.util.spec_from_file_location(
-    "mcts_reference_bench", Path(__file__).resolve().parents[1] / "tests" / "mcts" / "_reference.py")
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _oracles import mcts as reference  # noqa: E402
 
 N, ITERS, L = 500, 100, 5
 ALPHA, BETA, GAMMA, DELTA = 3.0, 2.0, 1.0, 1.0

@@ -7,7 +7,7 @@ rollout 5, alpha=3, beta=2, gamma=delta=1, pair reward eq. 4). momoka runs all
 
 The paper's procedure runs one MCTS after another with one blocking judge
 call per rollout step; its wall time is its call count times the delay. Its
-calls are counted with the plain-Python reference (tests/mcts/_reference.py,
+calls are counted with the plain-Python reference (tests/_oracles/mcts.py,
 which evaluates every step, no memo) on a few roots and scaled to 60 roots,
 instead of waiting the hour it would take.
 
@@ -17,7 +17,7 @@ instead of waiting the hour it would take.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
+import sys
 import time
 from pathlib import Path
 
@@ -25,10 +25,8 @@ import numpy as np
 
 from momoka.mcts import MCTS
 
-_spec = importlib.util.spec_from_file_location(
-    "mcts_reference_bench_llm", Path(__file__).resolve().parents[1] / "tests" / "mcts" / "_reference.py")
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _oracles import mcts as reference  # noqa: E402
 
 N, DELAY, IN_FLIGHT = 60, 0.020, 32
 _rng = np.random.default_rng(3)

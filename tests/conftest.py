@@ -2,11 +2,14 @@
 
 ``shared_data`` locates the real benchmark sets in ``../shared/data`` (beside
 the repository, or wherever ``MOMOKA_SHARED_DATA`` points) and skips the test
-cleanly when they are absent.
+cleanly when they are absent. The plain-Python oracles the native code and the
+methods are checked against are the package ``tests/_oracles`` (importable as
+``_oracles``: this folder is put on ``sys.path`` here, and ``bench/`` does the same).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ import pytest
 from momoka.eval.datasets import find_shared_data
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="session", autouse=True)

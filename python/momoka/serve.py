@@ -39,7 +39,7 @@ from typing import Any
 
 from ._validate import check_int
 from .errors import ConfigError, InputError, MomokaError, StoreCorruptedError, StoreError
-from .index._manifest import MANIFEST, read_manifest
+from .store._manifest import MANIFEST, read_manifest
 from .llm.server import HTTPServer, Request, Response
 from .methods.pipeline import DEFAULT_RETRIEVER, Index
 

@@ -16,7 +16,7 @@ from momoka.cli import main
 from momoka.methods import registry
 from momoka.text import Document
 
-from ._reference import words as ref_words
+from _oracles.chunking import words as ref_words
 
 pytest.importorskip("jieba")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from momoka.chunking import FixedChunker
 from momoka.text import Document
 
-from ._reference import words as ref_words
+from _oracles.chunking import words as ref_words
 from .conftest import doc_text
 
 

@@ -1,4 +1,4 @@
-"""The native chunking kernels against the plain-Python references of ``_reference.py``.
+"""The native chunking kernels against the plain-Python references of ``tests/_oracles/chunking.py``.
 
 Kernel by kernel on random inputs, and end to end: every chunker run with the
 references swapped in for ``momoka._core`` must give the same chunks.
@@ -15,7 +15,7 @@ from momoka import _core
 from momoka.chunking import FixedChunker, ParagraphChunker, RecursiveChunker, StructureChunker, _engine, _tokens
 from momoka.text import Document
 
-from . import _reference as ref
+from _oracles import chunking as ref
 from .conftest import doc_text, markdown_text
 
 SEPARATORS = (" ", "\n\n", "e.", "東京", "e", ". ", "\n")

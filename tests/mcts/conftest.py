@@ -1,15 +1,10 @@
-"""Fixtures of the MCTS tests: the plain-Python reference (``_reference.py``)."""
+"""Fixtures of the MCTS tests: the plain-Python reference (``tests/_oracles/mcts.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_spec = importlib.util.spec_from_file_location("mcts_reference", Path(__file__).with_name("_reference.py"))
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
+from _oracles import mcts as reference
 
 
 @pytest.fixture(scope="session")

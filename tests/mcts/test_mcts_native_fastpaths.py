@@ -1,4 +1,4 @@
-"""The native run's shortcuts against the plain-Python reference (tests/mcts/_reference.py).
+"""The native run's shortcuts against the plain-Python reference (tests/_oracles/mcts.py).
 
 The engine keeps the children of the node it last expanded marked between
 trajectories, copies a root's dense reward row when the search reads about as
@@ -10,19 +10,11 @@ trees node for node against the reference, which has none of them.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from _oracles.mcts import compare as _compare
 from momoka.mcts import MCTS
-
-# the node-for-node comparison of test_mcts_reference (test modules are imported by path here)
-_spec = importlib.util.spec_from_file_location("mcts_reference_tests", Path(__file__).with_name("test_mcts_reference.py"))
-_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_tests)
-_compare = _tests._compare
 
 
 def _refs(ref, n, roots, I, **kw):

@@ -1,4 +1,4 @@
-"""The engine against the plain-Python reference (tests/mcts/_reference.py).
+"""The engine against the plain-Python reference (tests/_oracles/mcts.py).
 
 Same problem, same seed, same random stream: every tree must match node by
 node (item, parent, visits exactly; values to rounding), and so must the best
@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _oracles.mcts import compare as _compare
 from momoka.mcts import MCTS, root_rng_state, splitmix64_stream
 
 
@@ -34,18 +35,6 @@ def _path_I(context, cand):
     for x in context:
         h = (h * 31 + x + 7) % 1000003
     return float((h + 17 * cand) % 3 == 0)
-
-
-def _compare(engine, refs, cap):
-    for i, r in enumerate(refs):
-        t = engine.tree(i)
-        assert t["item"].tolist() == [nd.item for nd in r.nodes]
-        ids = {id(nd): k for k, nd in enumerate(r.nodes)}
-        assert t["parent"].tolist() == [-1 if nd.parent is None else ids[id(nd.parent)] for nd in r.nodes]
-        assert t["visits"].tolist() == [nd.visits for nd in r.nodes]
-        np.testing.assert_allclose(t["value"], [nd.value for nd in r.nodes], rtol=1e-12, atol=1e-12)
-        assert engine.paths()[i].tolist() == r.best_path(cap)
-        assert engine.top_children(3)[i].tolist() == r.top_children(3)
 
 
 def test_splitmix_stream_matches_reference(ref):

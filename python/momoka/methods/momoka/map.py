@@ -50,7 +50,7 @@ uses the ``window`` remedy (measured on 120 and 300 planted chunks: partner
 first in 88-89 % of roots, against 21-25 % without it). ``preset="paper"``
 (the default) keeps the paper's procedure; ``preset="referee"`` sets
 ``prior_weight=0.5, short_docs="rollout", long_docs="window"``; explicit
-options (None included) win over the preset. ``tests/methods/test_momoka_map_referee.py`` measures
+options (None included) win over the preset. ``tests/methods/momoka/test_momoka_map_referee.py`` measures
 both on planted partners.
 
 Cost bounds. In pair mode the referee is asked at most once per (root,

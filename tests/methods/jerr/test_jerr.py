@@ -4,7 +4,7 @@ References: exact dedup by a plain-Python dict of normalised names; near dedup
 by SimHash computed here from ``feature_hash`` (word unigrams + char trigrams,
 summed bit votes) and an all-pairs Hamming check with a plain union-find; the
 DAG by a hand-written DFS cycle check; Algorithm 1 by a hand-traced run and by a plain-Python
-transcription of the paper's pseudo-code (``_jerr_alg1_reference.py``) on planted graphs.
+transcription of the paper's pseudo-code (``tests/_oracles/jerr_alg1.py``) on planted graphs.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from momoka.methods.jerr import (JerrRelator, JerrRetriever, NodeGraph, alg1_sea
                                  mcts_top_nodes, pagerank_top_nodes)
 from momoka.methods.jerr.search import VARIANTS, neighbour_lists, node_words
 
-from ._jerr_alg1_reference import ref_alg1
-from ._jerr_reference import ref_dedup, ref_simhash
+from _oracles.jerr_alg1 import ref_alg1
+from _oracles.jerr import ref_dedup, ref_simhash
 
 def test_word_char_simhash_equals_reference_bit_votes():
     """The native word+char fingerprint equals bit votes over word unigrams + char trigrams computed here."""
@@ -146,7 +146,7 @@ def test_mcts_finds_planted_keyword_node():
         assert mcts_top_nodes(g, "qwerty zxcv", k=5, variant=variant)[0] == []  # no keyword matches: nothing
 
 
-# --- Algorithm 1 node for node against tests/methods/_jerr_alg1_reference.py ---------------------------------
+# --- Algorithm 1 node for node against tests/_oracles/jerr_alg1.py ---------------------------------
 
 KW = {"amber", "lantern", "keeper", "harbour"}
 KW_QUERY = "Where is the amber lantern of the keeper in the harbour?"

@@ -1,7 +1,7 @@
 """MoC / Meta-Chunking chunkers: PPL boundary rule, scores, tiling, compat mode, MSP, the meta-chunker and router.
 
 References are independent: plain-Python transcriptions of the METHODS rules
-(tests/methods/_moc_reference.py) and log-probs computed by the causal LM's
+(tests/_oracles/moc.py) and log-probs computed by the causal LM's
 plain full-pass scoring, never the chunkers' own batched / segmented paths.
 """
 
@@ -13,7 +13,7 @@ import random
 import numpy as np
 import pytest
 
-from ._moc_reference import ref_chunks, ref_minima, ref_msp_splits
+from _oracles.moc import ref_chunks, ref_minima, ref_msp_splits
 from momoka.errors import InputTooLargeError, ModelError
 from momoka.methods import registry
 from momoka.methods.moc import (MetaChunker, MSPChunker, PPLChunker, dynamic_merge, groups_to_spans, label_ids,

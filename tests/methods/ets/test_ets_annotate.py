@@ -7,21 +7,17 @@ the real local reader on a HotpotQA question with a tiny N.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from _oracles import mcts as reference
 from momoka.cli import main
 from momoka.errors import ConfigError, InputError
 from momoka.methods.ets import Sentence, is_correct
 from momoka.methods.ets.annotate import AnnotationConfig, annotate_dataset, annotate_question, export_paths
 
-_spec = importlib.util.spec_from_file_location(
-    "mcts_reference", Path(__file__).resolve().parents[1] / "mcts" / "_reference.py")
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
 
 TEXT = ("Anna was born in Rome. The weather was cold. Rome is in Italy. Bob likes tea. "
         "Anna moved to Oslo in 1990. Oslo is the capital of Norway. Cats sleep a lot.")

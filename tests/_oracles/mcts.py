@@ -264,3 +264,19 @@ class ReferenceMCTS:
         kids = [ch for ch in self.root.children if ch.visits > 0]
         kids.sort(key=lambda ch: (-self.mean(ch), -ch.visits, ch.item))
         return [ch.item for ch in kids[:k]]
+
+
+def compare(engine, refs, cap):
+    """Assert that ``engine``'s tree of each root equals the reference search ``refs[i]`` node for node
+    (item, parent, visits, value), with the same best path (``cap`` deep) and top children."""
+    import numpy as np
+
+    for i, r in enumerate(refs):
+        t = engine.tree(i)
+        assert t["item"].tolist() == [nd.item for nd in r.nodes]
+        ids = {id(nd): k for k, nd in enumerate(r.nodes)}
+        assert t["parent"].tolist() == [-1 if nd.parent is None else ids[id(nd.parent)] for nd in r.nodes]
+        assert t["visits"].tolist() == [nd.visits for nd in r.nodes]
+        np.testing.assert_allclose(t["value"], [nd.value for nd in r.nodes], rtol=1e-12, atol=1e-12)
+        assert engine.paths()[i].tolist() == r.best_path(cap)
+        assert engine.top_children(3)[i].tolist() == r.top_children(3)
