@@ -194,7 +194,7 @@ def model_flops_per_token(path: Path, tokens: int) -> float:
 
 
 def test_int8_ceiling(shared_data, tmp_path, benchmark):
-    from momoka.methods.registry import create
+    from momoka.registry import create
     from momoka.models import Embedder
     from momoka.text import Document
 

@@ -25,6 +25,15 @@ def test_old_package_names_warn_and_alias(old, new, sub, target):
         assert getattr(pkg, name) is getattr(new_pkg, name)
 
 
+def test_old_component_registry_name():
+    sys.modules.pop("momoka.methods.registry", None)
+    with pytest.warns(DeprecationWarning, match="momoka.methods.registry is renamed momoka.registry"):
+        old = importlib.import_module("momoka.methods.registry")
+    from momoka import registry
+
+    assert old.register is registry.register and old.create is registry.create
+
+
 def test_old_model_catalogue_name():
     sys.modules.pop("momoka.models.registry", None)
     with pytest.warns(DeprecationWarning, match="momoka.models.registry is renamed momoka.models.catalog"):
@@ -39,11 +48,12 @@ def test_the_package_itself_uses_no_old_name():
 
     root = pathlib.Path(importlib.import_module("momoka").__file__).parent
     aliases = {root / "index" / "__init__.py", root / "search" / "__init__.py", root / "models" / "registry.py",
-               root / "_deprecated.py"}
+               root / "methods" / "registry.py", root / "_deprecated.py"}
     for p in root.rglob("*.py"):
         if p in aliases:
             continue
         text = p.read_text(encoding="utf-8")
         for old in ("momoka.index", "momoka.search", "from .index", "from ..index", "from ...index",
-                    "from ..search", "from ...search", "models.registry", "models import registry"):
+                    "from ..search", "from ...search", "models.registry", "models import registry",
+                    "methods.registry", "methods import registry"):
             assert old not in text.replace("from .indexer", ""), (p, old)

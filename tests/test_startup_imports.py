@@ -83,7 +83,7 @@ def test_import_momoka_is_light_and_index_loads_on_use():
 def test_subcommand_help_still_lists_every_registered_name(capsys):
     """The names in ``--help`` come from the registry when help is shown (all packages are then imported)."""
     from momoka.cli import main
-    from momoka.methods import registry
+    from momoka import registry
 
     with pytest.raises(SystemExit) as e:
         main(["query", "--help"])

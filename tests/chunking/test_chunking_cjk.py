@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from momoka.cli import main
-from momoka.methods import registry
+from momoka import registry
 from momoka.text import Document
 
 from _oracles.chunking import words as ref_words

@@ -18,7 +18,7 @@ import os
 
 import pytest
 from momoka.cli import main
-from momoka.methods import registry
+from momoka import registry
 
 pytestmark = [pytest.mark.models, pytest.mark.data]
 

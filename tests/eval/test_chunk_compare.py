@@ -10,7 +10,7 @@ chunker, whose settled spans must be those of a fresh chunker of the chosen size
 from __future__ import annotations
 
 from momoka.eval.chunk_compare import calibrate
-from momoka.methods import registry
+from momoka import registry
 from momoka.text import Document
 
 TEXT = ("The harbor opened in 1850. Ships carried grain and timber. Trade grew quickly. "

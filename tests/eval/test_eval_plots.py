@@ -26,7 +26,7 @@ from momoka.eval.chunk_compare import subset  # noqa: E402
 from momoka.eval.chunking import evaluate_chunker  # noqa: E402
 from momoka.eval.plots import plot_chunk_lengths, plot_eval  # noqa: E402
 from momoka.eval.runner import run_eval  # noqa: E402
-from momoka.methods import registry  # noqa: E402
+from momoka import registry  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 KS = [1, 2, 3, 4, 5]

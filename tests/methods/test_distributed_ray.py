@@ -126,7 +126,7 @@ def test_ray_build_with_every_component_equals_single_process(cluster, corpus, c
     document). The workers number chunks, entities and edges from 0; the driver renumbers them (JERR's node
     tables declare which fields hold ids). Chunks, every view's vectors, node rows, relation rows, the
     documents' records and the top-5 of every registered retriever for the questions must be equal."""
-    from momoka.methods import registry
+    from momoka import registry
     from momoka.methods.jerr.graph import EDGES, ENTITIES
 
     folder, questions = corpus

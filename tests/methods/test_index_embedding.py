@@ -16,7 +16,7 @@ import pytest
 
 from momoka import Index
 from momoka.errors import InputError
-from momoka.methods.registry import create
+from momoka.registry import create
 from momoka.models import Embedder
 from momoka.text import Document
 

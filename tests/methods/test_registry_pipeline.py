@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from momoka.errors import ConfigError, MissingArtifactError, StoreError
 from momoka import Index
-from momoka.methods import registry
+from momoka import registry
 from momoka.methods.base import Item, Member, Result
 
 

@@ -18,7 +18,7 @@ from .chunkers import (
     SentenceChunker,
     StructureChunker,
 )
-from .registry import available_chunkers, chunker_summaries, get_chunker
+from .by_name import available_chunkers, chunker_summaries, get_chunker
 
 __all__ = [
     "Chunker",

@@ -35,7 +35,7 @@ def names_epilog(*kinds: str) -> Callable[[], str]:
     """The registered names of each kind, for a command's ``--help`` (a callable: see :class:`Parser`)."""
 
     def text() -> str:
-        from ..methods import registry
+        from .. import registry
 
         lines = []
         for kind in kinds:
@@ -91,7 +91,7 @@ def add_chunker_arguments(p: argparse.ArgumentParser, *, several: bool = False, 
 
     known = None
     if choices:
-        from ..methods import registry
+        from .. import registry
 
         known = registry.available("chunker")
     p.add_argument("--chunker", default=None, choices=known, metavar="NAME[,NAME]" if several else "NAME",

@@ -185,7 +185,7 @@ def _eval_chunk_quality(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..eval import load_dataset
     from ..eval.chunk_compare import compare_chunkers, format_comparison, subset
-    from ..methods import registry
+    from .. import registry
 
     names = split_names([chunker_of(args)])
     for n in names:

@@ -222,7 +222,7 @@ def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) 
     from the text, and the relators are priced on stand-in chunks of the default
     chunker (said in the output).
     """
-    from ..methods import registry
+    from .. import registry
     from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params
     from ..methods.sources import expand_paths, jsonable, resolve_chunker, to_document
 

@@ -93,7 +93,7 @@ def calibrate(name: str, docs: list, target: int, *, options: dict | None = None
     once without merging and the search merges its spans (what the chunker itself does with that
     target), so the LM / LLM work is done once; the returned chunker serves the settled spans.
     """
-    from ..methods import registry
+    from .. import registry
     from ..methods.moc import dynamic_merge
 
     options = dict(options or {})

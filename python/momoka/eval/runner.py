@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_BUDGET", "format_report", "plan", "run_eval"]
 
 def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> dict:
     """What an index must hold for ``retrievers``: ``{"enrich": [(name, opts)], "relate": [...], "dense": bool}``."""
-    from ..methods import registry
+    from .. import registry
 
     options = options or {}
     enrich: list[str] = []
@@ -82,7 +82,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
 
     Args:
         dataset: a :class:`momoka.eval.Dataset`, or its folder or name.
-        retrievers: registered retriever names (``momoka.methods.registry.available("retriever")``).
+        retrievers: registered retriever names (``momoka.registry.available("retriever")``).
         chunker, size, chunker_options: the chunker of the index (name, size and other
             parameters, or an object).
         ks: the cut-offs.
@@ -114,7 +114,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
     question and the retriever's own counts.
     """
     from ..methods.sources import jsonable
-    from ..methods import registry
+    from .. import registry
     from .datasets import load_dataset
 
     say = log or (lambda msg: None)
@@ -233,7 +233,7 @@ def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results:
              assemble: Any = None):
     """``(NAME+REFINER, refined results, seconds)``: the refiner on each result fitted to the first budget
     (assembled with ``assemble`` when given)."""
-    from ..methods import registry
+    from .. import registry
     from ..progress import Progress
 
     refiner = registry.create("refiner", refine, embedder=ix.embedder, **opts)

@@ -82,7 +82,7 @@ class PromptTemplate:
 _DEFAULTS: dict[str, PromptTemplate] = {}
 
 #: The modules that define the papers' prompts (each method package keeps its own), imported on the first
-#: lookup or listing, as :data:`momoka.methods.registry.BUILTIN_PACKAGES` are: by name, so that this module
+#: lookup or listing, as :data:`momoka.registry.BUILTIN_PACKAGES` are: by name, so that this module
 #: depends on no method package and ``get(name)`` works wherever it is called.
 PROMPT_MODULES = ("momoka.methods.momoka.prompts", "momoka.methods.moc.prompts", "momoka.methods.ets.prompts",
                   "momoka.methods.jerr.prompts", "momoka.methods.mcindex.prompts")

@@ -79,7 +79,7 @@ def component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], dict):
         name, prm = spec[0], dict(spec[1])
         if jsonable(prm) != prm:
-            from . import registry
+            from .. import registry
 
             return name, {}, registry.create(kind, name, **prm)
         return name, prm, None

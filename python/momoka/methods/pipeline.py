@@ -71,7 +71,7 @@ class Index:
     """A searchable index of documents: a :class:`Store` plus the pipeline that fills it.
 
     Build one with :meth:`build`, or load one with :meth:`open`. Search with
-    :meth:`search` and any registered retriever (``momoka.methods.registry.available("retriever")``).
+    :meth:`search` and any registered retriever (``momoka.registry.available("retriever")``).
     An index that writes holds its store's writer lock until :meth:`close`; use it as a
     context manager (``with Index.build(...) as index:``) to release the lock at the end of
     the block. Readers (:meth:`open` without changes) take no lock.
@@ -176,7 +176,7 @@ class Index:
             raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
         enrich_specs = [component_spec("enricher", e) for e in enrich]
         relate_specs = [component_spec("relator", r) for r in relate]
-        from . import registry
+        from .. import registry
 
         for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
             for name, _, obj in specs:
@@ -305,7 +305,7 @@ class Index:
 
     def component(self, kind: str, name: str) -> Any:
         """The enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` of the pipeline."""
-        from . import registry
+        from .. import registry
 
         if name in self._components:
             return self._components[name]
@@ -572,7 +572,7 @@ class Index:
         ``--enrich``/``--relate`` that makes it (e.g. ``trail`` on a store
         built without Momoka-Map paths: ``--relate paths``).
         """
-        from . import registry
+        from .. import registry
 
         key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
         if key not in self._retrievers:
@@ -661,7 +661,7 @@ class Index:
         refiner run on the result first (``ets``). ``options``: per component
         name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
         """
-        from . import registry
+        from .. import registry
         from .standard.reader import default_reader
 
         opts = {n: dict(o) for n, o in (options or {}).items()}

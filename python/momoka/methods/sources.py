@@ -39,7 +39,7 @@ def load_embedder(model_id: str | None = None):
 
 def resolve_chunker(chunker: Any, params: dict) -> tuple[Any, dict]:
     """``(chunker object, {"name", "params"[, "object"]})`` from a registered name or a chunker object."""
-    from . import registry
+    from .. import registry
 
     if isinstance(chunker, str):
         params = {k: v for k, v in params.items() if v is not None}

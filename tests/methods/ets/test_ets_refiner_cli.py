@@ -16,7 +16,7 @@ import pytest
 
 from momoka.cli import main
 from momoka.errors import ConfigError
-from momoka.methods import registry
+from momoka import registry
 from momoka.methods.base import Item, Member, Result
 from momoka.methods.ets.refiner import ETSRefiner
 

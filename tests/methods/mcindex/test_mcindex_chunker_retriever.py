@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from momoka.errors import ConfigError
-from momoka.methods import registry
+from momoka import registry
 from momoka.methods.mcindex import SectionsChunker, detect_sections, per_view_k, round_robin_union
 from momoka.methods.mcindex import offline
 from momoka.text import Document

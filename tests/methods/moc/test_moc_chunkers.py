@@ -15,7 +15,7 @@ import pytest
 
 from _oracles.moc import ref_chunks, ref_minima, ref_msp_splits
 from momoka.errors import InputTooLargeError, ModelError
-from momoka.methods import registry
+from momoka import registry
 from momoka.methods.moc import (MetaChunker, MSPChunker, PPLChunker, dynamic_merge, groups_to_spans, label_ids,
                                 msp_boundaries, ppl_boundaries, sentence_spans)
 from momoka.text import Document

@@ -127,7 +127,7 @@ def test_long_paragraph_is_sent_in_runs_of_whole_sentences(tmp_path):
 def test_batch_chunks_several_documents_like_one_by_one(tmp_path):
     # the registered "llm" chunker's batch() sends the paragraphs of several documents together and gives,
     # per document, the chunks the single-document call gives (expected lists as in the first test)
-    from momoka.methods import registry
+    from momoka import registry
 
     docs = [Document.from_text(TEXT, doc_id="d"), Document.from_text(P3, doc_id="e")]
     with ScriptedServer(script) as srv:

@@ -23,7 +23,7 @@ from typing import Any
 from ..._validate import check_int
 from ...errors import ConfigError
 from ..base import Item, Member, Result
-from ..registry import register
+from ...registry import register
 from .beam import LMPolicy, beam_search
 
 __all__ = ["ETSRefiner"]

@@ -27,7 +27,7 @@ from ...progress import Progress
 from .._backend import LLMBacked
 from ..base import DEFAULT_BUDGET, Item, Result
 from ..fallbacks import FallbackTally, set_record
-from ..registry import register
+from ...registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
 from .extract import content_words, estimate_llm, extract_llm, extract_offline, make_units

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..registry import register
+from ...registry import register
 from .retriever import DEFAULT_VIEWS, MCIndexRetriever, per_view_k, round_robin_union
 from .sections import DEFAULT_DROP, SectionsChunker, detect_sections
 from .views import KeywordsEnricher, SummaryEnricher, ViewEnricher

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..registry import register
+from ...registry import register
 from ._common import dynamic_merge, groups_to_spans, sentence_spans
 from .meta import CLASS_BOUNDS, CLASS_TARGETS, MetaChunker, MetaChunkStats, sentence_windows
 from .msp import MSPChunker, label_ids, msp_boundaries

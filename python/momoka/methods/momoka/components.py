@@ -24,7 +24,7 @@ from ... import settings
 from ...errors import ConfigError
 from ...store.store import RAW_VIEW
 from ..fallbacks import FallbackTally, set_record
-from ..registry import register
+from ...registry import register
 from ..standard.retrievers import DenseRetriever
 from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
 from .title import TITLE_MODES, make_titles, with_title

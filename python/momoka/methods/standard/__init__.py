@@ -1,6 +1,6 @@
 """Standard components every pipeline can use: dense, BM25 and hybrid retrievers, and the readers.
 
-Importing this package registers them (see :mod:`momoka.methods.registry`):
+Importing this package registers them (see :mod:`momoka.registry`):
 
 * retrievers ``dense`` (alias ``base``: the papers' naive top-k), ``bm25`` and ``hybrid``;
 * readers ``evidence`` (quoted sentences, no generation: ``ask``'s default with no endpoint),

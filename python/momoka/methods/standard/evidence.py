@@ -30,7 +30,7 @@ import numpy as np
 from ..._validate import check_float, check_int
 from ...errors import InputError
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
-from ..registry import register
+from ...registry import register
 from .reader import budget_context
 
 #: Sentences quoted by default.

@@ -28,7 +28,7 @@ from ..._validate import check_int
 from ...errors import InputError, InputTooLargeError
 from ...store.bm25 import ENGLISH_STOPWORDS
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
-from ..registry import register
+from ...registry import register
 
 #: The reader's instructions (system message).
 SYSTEM_PROMPT = (

@@ -15,7 +15,7 @@ from ..._validate import check_int
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
 from ..base import Result
-from ..registry import register
+from ...registry import register
 from .fusion import RRF_K, convex, rrf
 
 
