@@ -1,9 +1,6 @@
 """MoC (papers/001): the prompts of Tables 6 and 7 and of the Meta-Chunking / MoC reference code.
 
-Each template is quoted from its source with the source's placeholders renamed to ``{snake_case}``
-names and registered under its name with :func:`momoka.llm.prompts.define`; ``source`` cites where it
-comes from and ``note`` records any momoka addition. :mod:`momoka.llm.prompts` loads this module on the
-first lookup (its ``PROMPT_MODULES``), so ``prompts.get(name)`` works wherever it is called.
+Registered with :func:`momoka.llm.prompts.define`, which describes the conventions and loads this module.
 
 Attribution: the templates ``moc.meta_chunker_zh``, ``moc.router_zh``, ``metachunking.msp_en`` and
 ``metachunking.msp_zh`` reproduce prompts of the Meta-Chunking / MoC reference code

@@ -1,9 +1,6 @@
 """Momoka-RAG (papers/000): the prompts of Appendix D and the one momoka adds (the document title).
 
-Each template is quoted from its source with the source's placeholders renamed to ``{snake_case}``
-names and registered under its name with :func:`momoka.llm.prompts.define`; ``source`` cites where it
-comes from and ``note`` records any momoka addition. :mod:`momoka.llm.prompts` loads this module on the
-first lookup (its ``PROMPT_MODULES``), so ``prompts.get(name)`` works wherever it is called.
+Registered with :func:`momoka.llm.prompts.define`, which describes the conventions and loads this module.
 """
 
 from __future__ import annotations
