@@ -313,7 +313,7 @@ def margin_rows(report: dict, labels, ref: str, metric: str) -> list[str]:
                 cells.append(f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]")
             else:
                 cells.append("")
-        lines.append(f"| {label} minus {ref}, {metric} (points, 95 % paired interval) | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} minus {ref} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -334,7 +334,8 @@ def markdown(report: dict, trail_variants=None) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if trail_variants:
         lines += ["", f"margins in span recall at {BUDGET:,} characters, points, with the paired bootstrap 95 % interval "
-                  "over the same questions", "", "| margin | " + set_header(report, sets) + " |",
+                  "over the same questions", "", "| margin in span recall (points, 95 % paired interval) | "
+                  + set_header(report, sets) + " |",
                   "|---" * (len(sets) + 1) + "|"]
         lines += margin_rows(report, labels, "base", "span_recall")
         lines += margin_rows(report, [v for v in labels if v.startswith("momoka")], "hybrid", "span_recall")
