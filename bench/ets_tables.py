@@ -205,23 +205,37 @@ def run_sweep(q, doc, *, emb, lm, reader, args) -> dict:
     return out
 
 
+def _smoke(n: int) -> str:
+    """How a table on ``n`` questions is printed: three decimals from 30 questions, else two and a smoke-test note."""
+    return "" if n >= 30 else f" (a smoke test: one question is worth up to {1 / n:.2f}; two decimals, no interval)"
+
+
 def tables(report: dict) -> str:
-    """Markdown tables of a report."""
+    """Markdown tables of a report: n in each caption; fewer than 30 questions get two decimals and a smoke-test
+    note, 30 or more three decimals and the paired interval of ETS's recall margin over dense@k."""
+    from momoka.eval import paired_bootstrap
+
     lines = []
     methods = ["ets", "dense@k", "bm25@k", "dense@chars", "bm25@chars", "gold"]
     for name, recs in report.get("sets", {}).items():
         if not recs:
             continue
+        d = 3 if len(recs) >= 30 else 2
         lines += [f"\n{name}: {len(recs)} questions, N = {report['n']}, B1 = B2 = {report['beam']}, depth <= "
-                  f"{report['depth']}", "", "| evidence | sentences | chars | recall | precision | EM | F1 |",
+                  f"{report['depth']}{_smoke(len(recs))}", "", "| evidence | sentences | chars | recall | precision | EM | F1 |",
                   "|---|---|---|---|---|---|---|"]
         for m in methods:
             rows = [r["methods"][m] for r in recs if m in r["methods"]]
             if len(rows) < len(recs):
                 continue
             cells = [np.mean([x[c] for x in rows]) for c in ("n", "chars", "recall", "precision", "em", "f1")]
-            lines.append(f"| {m} | {cells[0]:.2f} | {cells[1]:.0f} | " + " | ".join(f"{c:.3f}" for c in cells[2:])
+            lines.append(f"| {m} | {cells[0]:.2f} | {cells[1]:.0f} | " + " | ".join(f"{c:.{d}f}" for c in cells[2:])
                          + " |")
+        if len(recs) >= 30 and all("ets" in r["methods"] and "dense@k" in r["methods"] for r in recs):
+            iv = paired_bootstrap([r["methods"]["ets"]["recall"] for r in recs],
+                                  [r["methods"]["dense@k"]["recall"] for r in recs])
+            lines.append(f"\nets minus dense@k, recall: {iv.mean:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] "
+                         f"(95 % paired bootstrap, n = {iv.n})")
     offs = [r for recs in report.get("sets", {}).values() for r in recs if "et_off_stats" in r]
     if offs:
         on_t = [r["ets_stats"]["tokens_generated"] for r in offs]
@@ -241,12 +255,13 @@ def tables(report: dict) -> str:
                      f"policy decode seconds: x{np.mean(off_s) / max(np.mean(on_s), 1e-9):.2f}")
     sw = report.get("sweep") or []
     if sw:
-        lines += [f"\nBeam sweep (HotpotQA, {len(sw)} questions, depth <= {report['sweep_depth']})", "",
+        d = 3 if len(sw) >= 30 else 2
+        lines += [f"\nBeam sweep (HotpotQA, {len(sw)} questions, depth <= {report['sweep_depth']}){_smoke(len(sw))}", "",
                   "| B1 = B2 | recall | precision | sentences | EM | F1 | value calls / q | tokens decoded / q |",
                   "|---|---|---|---|---|---|---|---|"]
         for b in report["sweep_sizes"]:
             rows = [r["runs"][str(b)] for r in sw]
-            lines.append(f"| {b} | " + " | ".join(f"{np.mean([x[c] for x in rows]):.3f}"
+            lines.append(f"| {b} | " + " | ".join(f"{np.mean([x[c] for x in rows]):.{d}f}"
                                                   for c in ("recall", "precision", "n", "em", "f1")) +
                          f" | {np.mean([x['stats']['value_calls'] for x in rows]):.1f} | "
                          f"{np.mean([x['stats']['tokens_generated'] for x in rows]):.1f} |")

@@ -10,6 +10,10 @@ Token costs are what the LLM client reports. With ``MOMOKA_LLM_BASE_URL`` (and
 ``MOMOKA_LLM_MODEL`` / ``MOMOKA_LLM_API_KEY``) set, the reader (and an ``llm``
 graph back-end) use that endpoint instead of the local model.
 
+Each retriever's row gives n and the 95 % bootstrap interval of its score; the
+margins of ``jerr`` over the others come with their paired bootstrap interval
+(a question with no result scores 0). Fewer than 30 questions is a smoke test.
+
 Run: PYTHONPATH=python python bench/jerr_qa.py --data quality_leval --questions 20
 """
 
@@ -20,6 +24,7 @@ import json
 import time
 
 from momoka import Index
+from momoka.eval import bootstrap_mean, paired_bootstrap
 from momoka.eval.datasets import load_dataset
 from momoka.eval.metrics import token_f1
 from momoka.llm import client_from_env
@@ -46,26 +51,26 @@ def main(argv=None) -> int:
     build_s = time.perf_counter() - t0
     graph = {k: v for k, v in rel.describe()["stats"].items()}
     reader = JerrReader(llm, max_context_chars=a.budget, max_tokens=48)
-    rows = {}
+    rows, per_q = {}, {}
     for name in a.retrievers.split(","):
         rname, opts = ("jerr", {"method": "pagerank"}) if name == "jerr-pagerank" else (name, {})
         score, ptok, ctok, ctx_chars, t1 = 0.0, 0, 0, 0, time.perf_counter()
-        empty = 0
+        empty, scores = 0, []
         for q in qs:
             res = ix.search(q.question, k=a.k, retriever=rname, doc_ids=q.doc_id, **opts)
             empty += len(res) == 0
             before = llm.accounting.total
             b_p, b_c = before.prompt_tokens, before.completion_tokens
+            if len(res) == 0:
+                scores.append(0.0)
+                continue
             if q.extra.get("options"):
-                if len(res) == 0:
-                    continue
                 idx, _ = reader.answer_choice(q.question, q.extra["options"], res)
-                score += float(idx == q.extra["label"])
+                scores.append(float(idx == q.extra["label"]))
             else:
-                if len(res) == 0:
-                    continue
                 ans = reader.answer(q.question, res)
-                score += token_f1(ans.text, q.answers)
+                scores.append(token_f1(ans.text, q.answers))
+            score += scores[-1]
             ctx_chars += sum(len(c.text) for c in reader.context(res)) + len(reader._pre)
             after = llm.accounting.total
             ptok += after.prompt_tokens - b_p
@@ -74,8 +79,20 @@ def main(argv=None) -> int:
         rows[name] = {"metric": "accuracy" if qs[0].extra.get("options") else "answer_f1", "score": round(score / n, 4),
                       "questions": n, "no_result": empty, "context_chars_per_q": round(ctx_chars / n),
                       "prompt_tokens_per_q": round(ptok / n, 1), "completion_tokens_per_q": round(ctok / n, 1),
-                      "seconds": round(time.perf_counter() - t1, 1)}
-        print(name, json.dumps(rows[name]), flush=True)
+                      "seconds": round(time.perf_counter() - t1, 1),
+                      "interval": bootstrap_mean(scores).to_dict(), "per_question": scores}
+        per_q[name] = scores
+        print(name, json.dumps({k: v for k, v in rows[name].items() if k != "per_question"}), flush=True)
+    n = len(qs)
+    print(f"\nn = {n} questions" + (f" (a smoke test: one question is worth up to {1 / n:.2f})" if n < 30 else ""))
+    for name, scores in per_q.items():
+        iv = bootstrap_mean(scores)
+        print(f"{name:16s} {iv.mean:.3f} [{iv.low:.3f}, {iv.high:.3f}] (95 % bootstrap, n = {n})")
+    if "jerr" in per_q:
+        for name, scores in per_q.items():
+            if name != "jerr":
+                iv = paired_bootstrap(per_q["jerr"], scores)
+                print(f"jerr minus {name:11s} {iv.mean:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] (95 % paired, n = {n})")
     rep = {"data": a.data, "documents": len(docs), "questions": len(qs), "model": getattr(llm, "model", None),
            "graph_backend": a.backend, "build_seconds": round(build_s, 1), "graph": graph, "results": rows}
     print(json.dumps(rep, indent=1))

@@ -13,7 +13,9 @@ query-likelihood reranker (UPR, the local causal LM, with its passage KV cache,
 all questions of a set in one ``score_batch``). Scores: MRR of the first
 relevant chunk and span recall, both at the 5,000-character budget (the top
 reordered chunks that fit), and ms per question of the reranking alone (wall
-and CPU). ``--out`` writes the JSON.
+and CPU). Prints each set's n and each reranker's MRR margin over the hybrid
+order with its paired bootstrap 95 % interval (a set of fewer than 30
+questions is flagged as a smoke test). ``--out`` writes the JSON.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import retrieval_tables as rt  # noqa: E402
 from momoka import Index  # noqa: E402
-from momoka.eval import load_dataset  # noqa: E402
+from momoka.eval import load_dataset, paired_bootstrap  # noqa: E402
 
 
 def rerank_rows(ds, qs, ix, depth: int, rerankers: dict) -> dict:
@@ -88,9 +90,17 @@ def main(argv=None) -> int:
         finally:
             ix.close()
         report["sets"][name] = {"mode": ds.evidence_mode, "questions": len(qs), "rows": rows}
+        print(f"{name}: n = {len(qs)} questions" + (f" (a smoke test: one question is worth up to {1 / len(qs):.2f})"
+                                                     if len(qs) < 30 else ""), flush=True)
+        base = rows["none (hybrid order)"]["per_question"]
         for label, row in rows.items():
             ms = f" {row['ms_per_question']:.0f} ms/q" if "ms_per_question" in row else ""
-            print(f"{name:24s} {label:24s} mrr {row['mrr']:.3f} span recall {row['span_recall']:.3f}{ms}", flush=True)
+            margin = ""
+            if label != "none (hybrid order)":
+                iv = paired_bootstrap(row["per_question"]["mrr"], base["mrr"])
+                margin = f" mrr margin over hybrid order {iv.mean:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] (95 % paired)"
+            print(f"{name:24s} {label:24s} mrr {row['mrr']:.3f} span recall {row['span_recall']:.3f}{ms}{margin}",
+                  flush=True)
         if args.out:
             Path(args.out).write_text(json.dumps(report, indent=2))
     return 0

@@ -43,7 +43,10 @@ published; ``budget``: mean member scoring, hybrid first stage, flattened to
 distinct chunks; ``guarded``: hybrid order, a path node inserted only when it
 outscores the next hybrid chunk) and variants (the TRAIL_VARIANTS grid), over
 the stored paths (paper settings) and over paths searched again with the paths
-preset ``referee`` (in memory; the store is not changed).
+preset ``referee`` (in memory; the store is not changed). Its tables give each
+set's number of questions in the head and each row's margin in span recall
+over base (and each Trail row's over hybrid) with its paired bootstrap 95 %
+interval, so a rerun prints the published table as it stands.
 """
 
 from __future__ import annotations
@@ -113,7 +116,7 @@ def score(results: dict, qs, mode: str) -> dict:
     return {"span_recall": m["span_recall" + b], "complete": m["complete" + b], "recall": m["recall" + b],
             "mrr": m["mrr" + b], "returned": m["returned" + b], "chars": m["chars" + b],
             "span_recall@5": m["span_recall@5"],
-            "per_question": {k: [rep.per_question[q.qid][k + b] for q in qs] for k in ("complete", "span_recall")}}
+            "per_question": {k: [rep.per_question[q.qid][k + b] for q in qs] for k in ("complete", "span_recall", "mrr")}}
 
 
 def rrf_lists(rankings, k: int = 60) -> list:
@@ -258,7 +261,7 @@ def readme_table(report: dict) -> str:
     from momoka.eval import paired_bootstrap
 
     sets = list(report["sets"])
-    head = "| pipeline | " + " | ".join(f"{n} ({report['sets'][n]['questions']} q)" for n in sets) + " |"
+    head = "| pipeline | " + set_header(report, sets) + " |"
     lines = [f"complete coverage at {BUDGET:,} characters (partial span recall in brackets)", "",
              head, "|---" * (len(sets) + 1) + "|"]
     for label, key in README_ROWS:
@@ -287,10 +290,38 @@ def readme_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def set_header(report: dict, sets) -> str:
+    """The table head: each set with its number of questions."""
+    return " | ".join(f"{n} ({report['sets'][n]['questions']} q)" for n in sets)
+
+
+def margin_rows(report: dict, labels, ref: str, metric: str) -> list[str]:
+    """Markdown rows: each row's margin over ``ref`` in points of ``metric``, with its paired bootstrap 95 % interval
+    over the same questions (empty where either row or its per-question figures are missing)."""
+    from momoka.eval import paired_bootstrap
+
+    lines = []
+    for label in labels:
+        if label == ref:
+            continue
+        cells = []
+        for n in report["sets"]:
+            rows = report["sets"][n]["rows"]
+            a, b = (rows.get(label) or {}).get("per_question", {}), (rows.get(ref) or {}).get("per_question", {})
+            if metric in a and metric in b:
+                iv = paired_bootstrap(a[metric], b[metric])
+                cells.append(f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]")
+            else:
+                cells.append("")
+        lines.append(f"| {label} minus {ref} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(report: dict, trail_variants=None) -> str:
     sets = list(report["sets"])
-    lines = [f"span recall at {BUDGET:,} characters (complete coverage in brackets); corpus scope", "",
-             "| pipeline | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
+    lines = [f"span recall at {BUDGET:,} characters (complete coverage in brackets); corpus scope; "
+             "n questions per set in the head", "",
+             "| pipeline | " + set_header(report, sets) + " |", "|---" * (len(sets) + 1) + "|"]
     labels = [v[0] for v in trail_variants] if trail_variants else \
         ["peer", "peer ensemble"] + [f"r{s} {v[0]}" for s in report["sizes"] for v in VARIANTS] + \
         [f"r{s} {DEFAULT_VARIANT} assembled{suffix}" for s in report["sizes"]
@@ -301,6 +332,13 @@ def markdown(report: dict, trail_variants=None) -> str:
             row = report["sets"][name]["rows"].get(label)
             cells.append("" if row is None else f"{row['span_recall']:.3f} ({row['complete']:.3f})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if trail_variants:
+        lines += ["", f"margins in span recall at {BUDGET:,} characters, points, with the paired bootstrap 95 % interval "
+                  "over the same questions", "", "| margin in span recall (points, 95 % paired interval) | "
+                  + set_header(report, sets) + " |",
+                  "|---" * (len(sets) + 1) + "|"]
+        lines += margin_rows(report, labels, "base", "span_recall")
+        lines += margin_rows(report, [v for v in labels if v.startswith("momoka")], "hybrid", "span_recall")
     return "\n".join(lines)
 
 
