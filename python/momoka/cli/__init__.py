@@ -12,6 +12,7 @@ import importlib
 import sys
 import warnings
 
+from .._version import __version__
 from ..errors import MomokaError
 from .common import Parser
 
@@ -32,8 +33,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from .._version import __version__
-
     return f"momoka {__version__}"
 
 

@@ -6,13 +6,12 @@ import argparse
 import json
 import sys
 
-from .common import add_chunker_arguments, add_llm_arguments, apply_llm_arguments, chunker_of
+from ..errors import ConfigError, InputError
+from .common import add_chunker_arguments, add_llm_arguments, apply_llm_arguments, chunker_of, names_epilog
 
 
 def register(subparsers) -> None:
     """Add the ``chunk`` sub-command."""
-    from .common import names_epilog
-
     p = subparsers.add_parser(
         "chunk",
         help="cut a document into chunks and print them with offsets",
@@ -43,7 +42,6 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``momoka chunk``; errors are momoka.errors exceptions (handled by the dispatcher)."""
-    from ..errors import InputError
     from ..methods.pipeline import chunker_params
     from ..methods.sources import resolve_chunker
     from ..text import Document
@@ -89,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
 def _load_tokenizer(path: str):
     """A ``tokenizers.Tokenizer`` from a tokenizer.json file, or a momoka error saying why not."""
     from pathlib import Path
-
-    from ..errors import ConfigError, InputError
 
     if not Path(path).is_file():
         raise InputError(f"no such tokenizer file: {path}")

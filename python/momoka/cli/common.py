@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import Any, Callable
 
 from .. import settings
@@ -127,8 +128,6 @@ def deprecated_alias(old: str) -> type[argparse.Action]:
     class _Store(argparse.Action):
         def __call__(self, parser, namespace, values, option_string=None):
             if option_string == old:
-                import warnings
-
                 warnings.warn(f"{old} is deprecated; use {self.option_strings[0]}", FutureWarning, stacklevel=2)
             setattr(namespace, self.dest, values)
 

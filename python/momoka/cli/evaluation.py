@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..errors import ConfigError
 from ..methods.base import DEFAULT_BUDGET
 from .common import add_chunker_arguments, add_llm_arguments, add_option_argument, add_retriever_argument, \
     apply_llm_arguments, chunker_of, names_epilog, parse_options, say, split_names, write_json
@@ -86,7 +87,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
     from ..eval.runner import format_report, run_eval
     from ..methods.pipeline import DEFAULT_RETRIEVER
 
@@ -133,7 +133,6 @@ def _require_plot() -> None:
 
 
 def _eval_chunking(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
     from ..eval import load_dataset
 
     apply_llm_arguments(args)
@@ -182,7 +181,6 @@ def _eval_chunking(args: argparse.Namespace) -> int:
 
 
 def _eval_chunk_quality(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
     from ..eval import load_dataset
     from ..eval.chunk_compare import compare_chunkers, format_comparison, subset
     from ..methods import registry

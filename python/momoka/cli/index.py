@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..methods.base import DEFAULT_BUDGET
 from .common import (
     add_chunker_arguments,
@@ -126,15 +127,12 @@ def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
 
 def _k_budget(args: argparse.Namespace) -> dict:
     """``k`` and ``budget`` for :meth:`Index.search` from ``-k`` and ``--budget``."""
-    from ..errors import ConfigError
-
     if args.budget < 0 or (args.k is not None and args.k < 1):
         raise ConfigError("-k takes a positive number and --budget a number of characters (0: none)")
     return {"k": args.k, "budget": args.budget or None, "assemble": args.assemble}
 
 
 def _index(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
     from ..methods.pipeline import Index
     from ..store.store import MANIFEST
 

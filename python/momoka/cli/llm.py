@@ -9,6 +9,7 @@ import time
 
 from .. import settings
 from ..errors import ConfigError
+from .common import deprecated_alias
 
 
 def register(subparsers) -> None:
@@ -69,8 +70,6 @@ def print_usage(client, file=None) -> None:
 
 
 def _client_args(p: argparse.ArgumentParser) -> None:
-    from .common import deprecated_alias
-
     p.add_argument("--llm-url", "--base-url", dest="base_url", default=None, action=deprecated_alias("--base-url"),
                    help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1 (default $MOMOKA_LLM_BASE_URL; "
                    "--base-url is a deprecated alias)")

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+from ..errors import StoreCorruptedError
 from .common import say
 
 #: The caches ``momoka cache`` shows and clears (see :func:`_caches`).
@@ -46,7 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..errors import StoreCorruptedError
     from ..store import Store
     from ..store._verify import verify_store
 
