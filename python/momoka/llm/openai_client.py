@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import errno
 import json
 import weakref
 from typing import TYPE_CHECKING, Any, Mapping
@@ -314,8 +315,6 @@ def _close_all() -> None:
 
 def refused(exc: BaseException | None) -> bool:
     """Whether ``exc`` is a refused connection (nothing listens at the address)."""
-    import errno
-
     return isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED
 
 

@@ -41,7 +41,9 @@ renumbers them (:class:`~momoka.store.delta.Delta`); rows holding ints in undecl
 from __future__ import annotations
 
 import copy
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from .. import settings
@@ -93,8 +95,6 @@ class Worker:
 
     def pid(self) -> int:
         """The worker's process id."""
-        import os
-
         return os.getpid()
 
     def run(self, docs: list, hashes: dict, on_error: str) -> dict:
@@ -154,9 +154,6 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     """Ray, connected to the cluster at ``address`` (None: the running one, else a new local one)."""
     ray = require_ray()
     if not ray.is_initialized():
-        import os
-        from pathlib import Path
-
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address:
             kw["address"] = address

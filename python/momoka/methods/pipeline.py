@@ -32,6 +32,7 @@ import numpy as np
 from .. import settings
 from ..errors import ConfigError, InputError, MissingArtifactError, MomokaError, StoreError
 from ..store.store import RAW_VIEW, Store, check_embedder, read_manifest
+from ..text.document import page_number
 from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
@@ -430,8 +431,6 @@ class Index:
     def page_of(self, doc_id: str, offset: int) -> int | None:
         """The page number (1-based) of ``offset`` in document ``doc_id``; ``None`` when it has no pages
         (only PDFs have them)."""
-        from ..text.document import page_number
-
         entry = self.store.documents.get(doc_id)
         if entry is None:
             raise InputError(f"unknown document id {doc_id!r}")

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import sha256_file
-from ..errors import ModelError, UnsupportedModelError
+from ..errors import ConfigError, ModelError, UnsupportedModelError
 from . import gguf_quant as gq
 
 WEIGHTS = ("fp32", "int8", "int4")
@@ -241,8 +241,6 @@ def convert_gguf(
     from .gguf_tokenizer import build_tokenizer
 
     if weights not in WEIGHTS:
-        from ..errors import ConfigError
-
         raise ConfigError(f"weights must be one of {', '.join(WEIGHTS)}, not {weights!r}")
     m = GGUFModel(gguf_path)
     dims = read_dims(m)

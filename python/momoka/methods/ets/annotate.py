@@ -37,6 +37,7 @@ from typing import Any
 from ..._validate import check_float, check_int
 from ...errors import ConfigError, InputError
 from ...llm import prompts
+from ...progress import Progress
 from .beam import extraction_background, extraction_target
 from .candidates import DEFAULT_N, Sentence, candidate_sentences
 from .reader import CORRECTNESS_MODES, Reader, is_correct
@@ -251,7 +252,6 @@ def annotate_dataset(data: str | os.PathLike, out: str | os.PathLike, *, limit: 
     a summary: questions annotated now and before, paths, correct/incorrect, seconds.
     """
     from ...eval.datasets import load_dataset
-    from ...progress import Progress
 
     config.check()
     if limit is not None:

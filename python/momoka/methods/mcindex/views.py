@@ -40,6 +40,7 @@ from ...store.store import RAW_VIEW
 from ...progress import Progress
 from .._backend import LLMBacked
 from ..fallbacks import FallbackTally, set_record
+from ..sources import load_embedder
 from . import offline
 
 __all__ = ["BACKENDS", "KeywordsEnricher", "SummaryEnricher", "ViewEnricher"]
@@ -112,7 +113,6 @@ class ViewEnricher(LLMBacked):
     def _embedder(self, index: Any):
         if index.store.has_vector_view(RAW_VIEW):
             return index.embedder
-        from ..sources import load_embedder
 
         if getattr(self, "_own_embedder", None) is None:
             self._own_embedder = load_embedder(None)

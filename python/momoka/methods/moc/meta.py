@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConfigError, LLMError, LLMResponseError
+from ...text import make_chunks
 from ..base import FallbackCounts
 from ..fallbacks import FallbackTally
 from ._common import as_document, dynamic_merge, greedy_runs, length_fn, sentence_spans
+from .msp import label_ids, next_token_logits
 
 __all__ = ["CLASS_BOUNDS", "CLASS_TARGETS", "MetaChunkStats", "MetaChunker", "sentence_windows"]
 
@@ -147,8 +149,6 @@ class MetaChunker:
         name = "moc.router_zh" if self.prompt == "moc.meta_chunker_zh" else "moc.router"
         lm = self._local_lm()
         if lm is not None:
-            from .msp import label_ids, next_token_logits
-
             digits = label_ids(lm, ("0", "1", "2", "3"))
             ids = [lm.encode(lm.apply_chat_template(prompts.messages(name, window=w))) for w in windows]
             return [int(lg[digits].argmax()) for lg in next_token_logits(lm, ids)]
@@ -268,8 +268,6 @@ class MetaChunker:
 
     def batch(self, documents: list) -> list[list]:
         """Chunk many documents (one LLM batch)."""
-        from ...text import make_chunks
-
         docs = [as_document(d) for d in documents]
         return [make_chunks(d, s) for d, s in zip(docs, self.chunk_spans_batch(docs))]
 

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, ModelError
+from ...progress import Progress
+from ...text import make_chunks
 from ._common import as_document, dynamic_merge, groups_to_spans, length_fn, sentence_spans
 
 __all__ = ["MSPChunker", "label_ids", "msp_boundaries"]
@@ -172,7 +174,6 @@ class MSPChunker:
         if len(sents) < 2:
             self.last_margins = []
             return groups_to_spans(sents, [])
-        from ...progress import Progress
 
         with Progress("msp margins", total=len(st) - 1, unit="boundaries",
                       enabled=self.progress) as bar:
@@ -202,7 +203,5 @@ class MSPChunker:
 
     def __call__(self, document: Any) -> list:
         """Chunk ``document``."""
-        from ...text import make_chunks
-
         doc = as_document(document)
         return make_chunks(doc, self.chunk_spans(doc))

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputTooLargeError
+from ...progress import Progress
+from ...text import make_chunks
 from ._common import as_document, dynamic_merge, groups_to_spans, length_fn, sentence_spans
 
 __all__ = ["PPLChunker", "ppl_boundaries", "reference_truncate"]
@@ -147,8 +149,6 @@ class PPLChunker:
 
     def token_logprobs(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """``(logprobs, offsets)`` of every token of ``text`` (momoka scoring), streamed by segment."""
-        from ...progress import Progress
-
         lm = self.lm
         enc = lm.tokenizer.encode(text, add_special_tokens=False)
         ids = list(enc.ids)
@@ -251,7 +251,5 @@ class PPLChunker:
 
     def __call__(self, document: Any) -> list:
         """Chunk ``document`` (a :class:`momoka.text.Document` or a str)."""
-        from ...text import make_chunks
-
         doc = as_document(document)
         return make_chunks(doc, self.chunk_spans(doc))

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, LLMError, LLMResponseError
+from ...text import make_chunks
 from ..base import FallbackCounts
 from ..fallbacks import FallbackTally
 
@@ -143,7 +144,6 @@ class LLMChunker:
         if unplaced and callable(forget):
             forget(unplaced, temperature=0, method="llm_chunking")
         self.fallbacks.check()
-        from ...text import make_chunks
 
         out = []
         for d, plan in zip(docs, plans):

@@ -83,6 +83,7 @@ import numpy as np
 
 from ... import settings
 from ...errors import ConfigError, InputError
+from ...progress import Progress
 from .referees import EmbeddingReferee, LLMReferee, make_referee
 from .map_cost import MapCostModel
 from .map_settings import (  # noqa: F401  (the record names and presets, public here)
@@ -358,8 +359,6 @@ class MomokaMap(MapSettings, MapCostModel):
 
     def _ask_tell(self, pending: list, records: list[dict], doc_ids: list) -> None:
         """One joint ask/tell loop over the engines of several documents (``doc_ids``: for :attr:`fallbacks`)."""
-        from ...progress import Progress
-
         ref = self.referee
         live = list(pending)
         if not live:
