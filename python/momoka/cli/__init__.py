@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # permissions, read-only or full file systems outside the store's own checks
         if isinstance(exc, BrokenPipeError):
             return 0
-        from ..store._manifest import os_reason
+        from ..store._manifest import os_reason  # start-up: momoka.store._manifest
 
         print(f"momoka: error: {os_reason(exc)}", file=sys.stderr)
         return 2

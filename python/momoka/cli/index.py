@@ -133,8 +133,8 @@ def _k_budget(args: argparse.Namespace) -> dict:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from ..methods.pipeline import Index
-    from ..store.store import MANIFEST
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
+    from ..store.store import MANIFEST  # start-up: momoka.store.store
 
     apply_llm_arguments(args)
     opts = parse_options(args.option)
@@ -153,7 +153,7 @@ def _index(args: argparse.Namespace) -> int:
     on_error = "skip" if args.on_error == "skip" else "raise"
     engine = {"engine": args.engine, "workers": args.workers, "address": args.address}
     if args.engine == "ray":
-        from ..methods.distributed import require_ray
+        from ..methods.distributed import require_ray  # start-up: momoka.methods.distributed
 
         require_ray()
     if (store / MANIFEST).exists() and not args.overwrite:
@@ -220,8 +220,9 @@ def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) 
     from the text, and the relators are priced on stand-in chunks of the default
     chunker (said in the output).
     """
-    from ..methods import registry
-    from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params
+    from ..methods import registry  # start-up: momoka.methods.registry
+    from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params  # start-up: momoka.methods.pipeline
+    # start-up: momoka.methods.sources
     from ..methods.sources import expand_paths, jsonable, resolve_chunker, to_document
 
     docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths)]
@@ -283,7 +284,7 @@ def print_result(result, as_json: bool, page_of=None) -> None:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from ..methods.pipeline import Index
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
 
     opts = parse_options(args.option)
     ix = Index.open(args.store)
@@ -296,7 +297,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from ..methods.pipeline import Index
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
 
     apply_llm_arguments(args)
     ix = Index.open(args.store)
@@ -329,11 +330,11 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _quickstart(args: argparse.Namespace) -> int:
-    import tempfile
+    import tempfile  # start-up: tempfile
 
-    from ..examples import QUICKSTART_DOCUMENT, QUICKSTART_QUESTION
-    from ..methods.pipeline import Index
-    from ..store.store import MANIFEST
+    from ..examples import QUICKSTART_DOCUMENT, QUICKSTART_QUESTION  # start-up: momoka.examples
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
+    from ..store.store import MANIFEST  # start-up: momoka.store.store
 
     question = args.question or QUICKSTART_QUESTION
     tmp = None

@@ -144,11 +144,11 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
     if bad:
         raise ConfigError(f"unknown chunk metric(s) {bad}; choose from {', '.join(METRICS)}")
     if lm is None and ({"bc", "cs"} & set(metrics)):
-        from ..models import default_causal_lm
+        from ..models import default_causal_lm  # start-up: momoka.models
 
         lm = default_causal_lm()
     if embedder is None and "ds" in metrics:
-        from ..models import Embedder
+        from ..models import Embedder  # start-up: momoka.models
 
         embedder = Embedder.default()
     if retrieval and ds.questions_with_evidence():
@@ -180,7 +180,7 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
         if fb is not None:
             row["fallbacks"] = fb
         if retrieval and ds.questions:
-            from .runner import run_eval
+            from .runner import run_eval  # start-up: momoka.eval.runner
 
             rep = run_eval(ds, ["dense"], chunker=ch, ks=ks)
             means = rep["retrievers"]["dense"]["item"]["means"]

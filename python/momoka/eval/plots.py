@@ -28,11 +28,11 @@ _DPI = 100
 
 
 def _figure(width: float, height: float):
-    from .._extras import require
+    from .._extras import require  # start-up: momoka._extras
 
     require("matplotlib", "plot", "plotting (--plot)")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # optional: plot (matplotlib)
+    from matplotlib.figure import Figure  # optional: plot (matplotlib)
 
     fig = Figure(figsize=(width, height), dpi=_DPI)
     FigureCanvasAgg(fig)

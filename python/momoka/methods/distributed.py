@@ -65,7 +65,7 @@ INSTALL_HINT = 'Ray is not installed: pip install "momoka[ray]"'
 def require_ray():
     """The ``ray`` module, or :class:`ConfigError` saying how to install it."""
     try:
-        import ray
+        import ray  # optional: ray
     except ImportError:
         raise ConfigError(INSTALL_HINT) from None
     return ray
@@ -83,7 +83,7 @@ class Worker:
         self.template = template
         self.components = dict(components or {})
         if limiter is not None:
-            from ..llm.base import set_request_limiter
+            from ..llm.base import set_request_limiter  # start-up: momoka.llm.base
 
             set_request_limiter(_LimiterClient(limiter))
         st = scratch_store(template)
@@ -112,7 +112,7 @@ class Limiter:
     """One process-wide pool of LLM request slots, shared by every worker (a Ray async actor)."""
 
     def __init__(self, slots: int):
-        import asyncio
+        import asyncio  # start-up: asyncio
 
         self.slots = int(slots)
         self.sem = asyncio.Semaphore(self.slots)
@@ -192,7 +192,7 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     applying outputs, ``apply_s``, and committing, ``commit_s``; the workers' seconds, ``worker_s``).
     """
     ray = connect(address)
-    from ray.exceptions import RayActorError, RayTaskError
+    from ray.exceptions import RayActorError, RayTaskError  # optional: ray
 
     report = index.report
     report.setdefault("failed", [])

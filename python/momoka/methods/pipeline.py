@@ -170,14 +170,14 @@ class Index:
         emb = cls._make_embedder(embedder)
         check_engine(engine)
         if engine == "ray":
-            from .distributed import require_ray
+            from .distributed import require_ray  # start-up: momoka.methods.distributed
 
             require_ray()  # before a store directory is made
         if vector_dtype not in ("float32", "float16"):
             raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
         enrich_specs = [component_spec("enricher", e) for e in enrich]
         relate_specs = [component_spec("relator", r) for r in relate]
-        from . import registry
+        from . import registry  # start-up: momoka.methods.registry
 
         for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
             for name, _, obj in specs:
@@ -306,7 +306,7 @@ class Index:
 
     def component(self, kind: str, name: str) -> Any:
         """The enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` of the pipeline."""
-        from . import registry
+        from . import registry  # start-up: momoka.methods.registry
 
         if name in self._components:
             return self._components[name]
@@ -571,7 +571,7 @@ class Index:
         ``--enrich``/``--relate`` that makes it (e.g. ``trail`` on a store
         built without Momoka-Map paths: ``--relate paths``).
         """
-        from . import registry
+        from . import registry  # start-up: momoka.methods.registry
 
         key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
         if key not in self._retrievers:
@@ -632,7 +632,7 @@ class Index:
                   extra: int = DEFAULT_ASSEMBLE_EXTRA):
         """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks with these widening settings
         (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
-        from .assemble import Assembler
+        from .assemble import Assembler  # start-up: momoka.methods.assemble
 
         store = self.store
         key = self._chunk_state()
@@ -660,8 +660,8 @@ class Index:
         refiner run on the result first (``ets``). ``options``: per component
         name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
         """
-        from . import registry
-        from .standard.reader import default_reader
+        from . import registry  # start-up: momoka.methods.registry
+        from .standard.reader import default_reader  # start-up: momoka.methods.standard.reader
 
         opts = {n: dict(o) for n, o in (options or {}).items()}
         reader = reader or default_reader()
@@ -675,7 +675,7 @@ class Index:
             ropts.setdefault("embedder", self.embedder)
         elif "llm" not in ropts and (reader == "local" or default_reader() != "llm"):
             # an LLM reader given no client and no endpoint: the local model
-            from ..models import DEFAULT_CAUSAL_LM, ensure_installed
+            from ..models import DEFAULT_CAUSAL_LM, ensure_installed  # start-up: momoka.models
 
             ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
         return registry.create("reader", reader, **ropts).answer(question, res)

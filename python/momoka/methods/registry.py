@@ -155,7 +155,7 @@ def register(kind: str, name: str, *, summary: str = "", requires: dict | None =
 
 
 def _classic_chunkers() -> list[str]:
-    from ..chunking import available_chunkers
+    from ..chunking import available_chunkers  # start-up: momoka.chunking
 
     return available_chunkers()
 
@@ -185,7 +185,7 @@ def create(kind: str, name: str, *args: Any, **options: Any) -> Any:
     """Build component ``name`` of ``kind`` (retrievers take a :class:`~momoka.methods.context.Corpus` first)."""
     _check_kind(kind)
     if kind == "chunker" and _lookup(kind, name) is None:
-        from ..chunking import get_chunker
+        from ..chunking import get_chunker  # start-up: momoka.chunking
 
         if name not in _classic_chunkers():
             raise ConfigError(f"unknown chunker {name!r}; available: {', '.join(available('chunker'))}")
@@ -211,7 +211,7 @@ def summaries(kind: str) -> list[tuple[str, str]]:
     _load_builtins()
     out = [(n, e.summary) for n, e in sorted(_REGISTRY[kind].items())]
     if kind == "chunker":
-        from ..chunking import chunker_summaries
+        from ..chunking import chunker_summaries  # start-up: momoka.chunking
 
         out += chunker_summaries()
     out += [(a, f"alias of {t}") for a, t in sorted(_ALIASES[kind].items())]

@@ -32,14 +32,14 @@ def embedder_info(embedder: Any) -> dict:
 
 def load_embedder(model_id: str | None = None):
     """The registry's embedder ``model_id`` (None: the default), installed on first use."""
-    from ..models import Embedder
+    from ..models import Embedder  # start-up: momoka.models
 
     return Embedder.default() if model_id is None else Embedder.from_registry(model_id)
 
 
 def resolve_chunker(chunker: Any, params: dict) -> tuple[Any, dict]:
     """``(chunker object, {"name", "params"[, "object"]})`` from a registered name or a chunker object."""
-    from . import registry
+    from . import registry  # start-up: momoka.methods.registry
 
     if isinstance(chunker, str):
         params = {k: v for k, v in params.items() if v is not None}
@@ -214,7 +214,7 @@ def to_document(item: Any, encoding: str = "utf-8"):
 
     Files are read with ``encoding``; a bare path gets the id :func:`file_doc_id` gives it.
     """
-    from ..text import Document
+    from ..text import Document  # start-up: momoka.text
 
     if isinstance(item, (str, os.PathLike)):
         item = SourceFile(Path(item), file_doc_id(Path(item)))

@@ -78,7 +78,7 @@ class TruncationWarning(UserWarning):
 
 def load_tokenizer(path: str | os.PathLike):
     """Load a ``tokenizers`` ``tokenizer.json``; ModelError when missing or unparsable."""
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # start-up: tokenizers
 
     p = Path(path)
     if not p.is_file():
@@ -319,7 +319,7 @@ class OnnxEmbedder:
         if self.workers <= 1 or len(items) <= 1:
             return map(fn, items)
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+            from concurrent.futures import ThreadPoolExecutor  # start-up: concurrent.futures
 
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="momoka-embed")
         return self._pool.map(fn, items)

@@ -51,7 +51,7 @@ class DeviceWarning(UserWarning):
 
 def _ort():
     try:
-        import onnxruntime
+        import onnxruntime  # start-up: onnxruntime
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise ModelError(
             "onnxruntime is not installed; momoka's models need it (pip install onnxruntime)"

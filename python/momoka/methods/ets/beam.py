@@ -313,6 +313,6 @@ class LMPolicy:
 
     def logprobs(self, state: Any) -> np.ndarray:
         """Next-token log-probabilities after ``state``."""
-        from ...models.causal_lm import log_softmax
+        from ...models.causal_lm import log_softmax  # start-up: momoka.models.causal_lm
 
         return log_softmax(np.asarray(state.last_logits, dtype=np.float64))

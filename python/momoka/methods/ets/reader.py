@@ -80,7 +80,7 @@ class Reader:
             self.client = OpenAIClient(model, base_url=endpoint, **client_options)
         elif client is None:
             if lm is None:
-                from ...models import default_causal_lm
+                from ...models import default_causal_lm  # start-up: momoka.models
 
                 lm = default_causal_lm()
             self.lm = lm

@@ -66,7 +66,7 @@ class ETSRefiner:
     # lazily built: loading the LM is slow and not needed to list or validate components
     def _shared_lm(self):
         if self._lm is None:
-            from ...models import default_causal_lm
+            from ...models import default_causal_lm  # start-up: momoka.models
 
             self._lm = default_causal_lm()
         return self._lm

@@ -124,7 +124,7 @@ class MetaChunker:
     def llm(self):
         """The LLM client (``client_from_env()`` on first use)."""
         if self._llm is None:
-            from ...llm import client_from_env
+            from ...llm import client_from_env  # start-up: momoka.llm
 
             self._llm = client_from_env()
         return self._llm
@@ -142,7 +142,7 @@ class MetaChunker:
 
     def route(self, windows: list[str]) -> list[int]:
         """The granularity class (0-3) of each window."""
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         if not windows:
             return []
@@ -164,7 +164,7 @@ class MetaChunker:
         if self.expert_models is None:
             return self.llm
         if cls not in self._experts:
-            from ...llm import OpenAIClient
+            from ...llm import OpenAIClient  # start-up: momoka.llm
 
             self._experts[cls] = OpenAIClient(model=self.expert_models[cls],
                                               base_url=getattr(self.llm, "base_url", None))
@@ -172,7 +172,7 @@ class MetaChunker:
 
     # ----------------------------------------------------------------- chunks
     def _messages(self, window: str, cls: int | None) -> list[dict]:
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         if self.prompt == "moc.meta_chunker_zh":
             return prompts.messages(self.prompt, window=window)
@@ -181,7 +181,7 @@ class MetaChunker:
         return prompts.messages("moc.meta_chunker", text=window)
 
     def _place(self, window: str, outlines: list) -> list[tuple[int, int]] | None:
-        from ...kernels import recover_outlines
+        from ...kernels import recover_outlines  # start-up: momoka.kernels
 
         outlines = [str(o) for o in outlines if str(o).strip()]
         if not outlines:
@@ -204,7 +204,7 @@ class MetaChunker:
 
     def chunk_spans_batch(self, documents: list) -> list[list[tuple[int, int]]]:
         """Chunk spans of many documents; all their windows go to the LLM in one batch per expert."""
-        from ...llm import JSONListParser
+        from ...llm import JSONListParser  # start-up: momoka.llm
 
         docs = [as_document(d) for d in documents]
         plans = []  # (doc index, window sentences, window start, window end)

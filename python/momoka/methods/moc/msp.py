@@ -129,7 +129,7 @@ class MSPChunker:
     def lm(self):
         """The causal LM (the default one is loaded on first use)."""
         if self._lm is None:
-            from ...models import default_causal_lm
+            from ...models import default_causal_lm  # start-up: momoka.models
 
             self._lm = default_causal_lm()
             label_ids(self._lm)
@@ -146,7 +146,7 @@ class MSPChunker:
 
     def prompt_ids(self, a: str, b: str) -> list[int]:
         """Token ids of the templated prompt asking whether to split ``a`` | ``b``."""
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         a = self._cap(a)
         sep = " " if self.language == "en" else ""

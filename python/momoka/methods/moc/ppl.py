@@ -74,7 +74,7 @@ def default_cache_dir() -> Path:
     """Where the ppl chunker keeps its token log-probs: ``ppl-logprobs`` in the computed cache,
     ``$MOMOKA_CACHE_DIR`` or ``momoka_home()/cache`` (``momoka cache info`` lists it,
     ``momoka cache clear computed`` empties it)."""
-    from ...models import computed_cache_dir
+    from ...models import computed_cache_dir  # start-up: momoka.models
 
     return computed_cache_dir() / "ppl-logprobs"
 
@@ -128,7 +128,7 @@ class PPLChunker:
     def lm(self):
         """The causal LM (the default one is loaded on first use)."""
         if self._lm is None:
-            from ...models import default_causal_lm
+            from ...models import default_causal_lm  # start-up: momoka.models
 
             self._lm = default_causal_lm()
         return self._lm

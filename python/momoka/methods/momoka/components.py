@@ -76,7 +76,7 @@ class TitleEnricher:
         llm = None
         if mode in ("llm", "prefer-document"):
             if self._llm is None:
-                from ...llm import client_from_env
+                from ...llm import client_from_env  # start-up: momoka.llm
 
                 self._llm = client_from_env()
             llm = self._llm

@@ -202,7 +202,7 @@ class MomokaMap(MapSettings, MapCostModel):
     def llm(self):
         """The LLM client for the LLM referee (``client_from_env()`` by default)."""
         if self._llm is None:
-            from ...llm import client_from_env
+            from ...llm import client_from_env  # start-up: momoka.llm
 
             self._llm = client_from_env()
         return self._llm
@@ -222,7 +222,7 @@ class MomokaMap(MapSettings, MapCostModel):
         if isinstance(ref, EmbeddingReferee):
             return ref.embed(texts)
         if self._embedder is None:
-            from ...models import Embedder
+            from ...models import Embedder  # start-up: momoka.models
 
             self._embedder = Embedder.default()
         return np.asarray(self._embedder.embed(texts), dtype=np.float32)
@@ -294,7 +294,7 @@ class MomokaMap(MapSettings, MapCostModel):
         document ``d`` (positions within the document), ``records[d]`` the
         search record (chunk count, iterations, remedy, requests).
         """
-        from ...mcts import MCTS
+        from ...mcts import MCTS  # start-up: momoka.mcts
 
         t0 = time.monotonic()
         ref = self.referee

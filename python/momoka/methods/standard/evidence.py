@@ -90,7 +90,7 @@ class EvidenceReader:
         s = self.term_weight * term_scores(question, sentences)
         if self.embedder is None:
             return s
-        from ..ets.candidates import embed_query
+        from ..ets.candidates import embed_query  # start-up: momoka.methods.ets.candidates
 
         q = embed_query(self.embedder, question)
         v = np.asarray(self.embedder.embed(sentences), dtype=np.float32)
