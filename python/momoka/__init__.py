@@ -21,7 +21,7 @@ __all__ = ["errors", "__version__", "Index"]
 
 def __getattr__(name: str) -> Any:
     if name == "Index":
-        from .methods.pipeline import Index
+        from .methods.pipeline import Index  # start-up: momoka.methods.pipeline (numpy, the store) off `import momoka`
 
         globals()["Index"] = Index
         return Index

@@ -3,6 +3,7 @@ how long to wait before the next try. Public as :mod:`momoka.llm.retry`."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass
@@ -91,8 +92,6 @@ def json_answer(url: str, status: int, raw: bytes, retry_after: str | None = Non
     (with the Retry-After seconds); malformed JSON raises a retryable
     :class:`LLMResponseError`, and so does JSON that is not an object.
     """
-    import json
-
     if status >= 400:
         snippet = raw[:300].decode("utf-8", "replace").strip()
         err = LLMHTTPError(f"HTTP {status} from {url}: {snippet}", status)

@@ -200,6 +200,6 @@ def get_path(name: str) -> Path | None:
     raw = _raw(name)
     if not raw:
         return s.default
-    from pathlib import Path  # not at import: the CLI's start-up does not need it
+    from pathlib import Path  # start-up: pathlib, which the CLI's start-up does not need
 
     return Path(raw).expanduser()

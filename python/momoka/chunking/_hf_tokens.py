@@ -9,6 +9,7 @@ docstring and docs/chunking.md).
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import numpy as np
@@ -67,8 +68,6 @@ def _normalizer_is_local(conf: dict | None) -> bool:
 
 def _component_conf(component: Any) -> dict | None:
     """A pre-tokenizer's / normalizer's JSON (None when absent or unreadable)."""
-    import json
-
     if component is None:
         return None
     try:

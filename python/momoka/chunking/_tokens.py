@@ -127,7 +127,7 @@ class _CallableSource(TokenSource):
 
 def _is_hf_tokenizer(obj: Any) -> bool:
     try:
-        import tokenizers
+        import tokenizers  # start-up: tokenizers
     except ImportError:
         return False
     return isinstance(obj, tokenizers.Tokenizer)

@@ -58,7 +58,7 @@ def _check_unit(unit: Any, tokenizer: Any) -> str:
 
 
 def _as_document(document: Any):
-    from .. import text as _text
+    from .. import text as _text  # start-up: momoka.text
 
     if isinstance(document, str):
         return _text.Document.from_text(document)
@@ -84,7 +84,7 @@ class Chunker:
 
     def __call__(self, document) -> list:
         """Chunk ``document`` (a :class:`momoka.text.Document`, or a str read as plain text)."""
-        from .. import text as _text
+        from .. import text as _text  # start-up: momoka.text
 
         document = _as_document(document)
         return _text.make_chunks(document, self.spans(document))

@@ -12,6 +12,7 @@ import importlib
 import sys
 import warnings
 
+from .._version import __version__
 from ..errors import MomokaError
 from .common import Parser
 
@@ -32,8 +33,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from .._version import __version__
-
     return f"momoka {__version__}"
 
 
@@ -59,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # permissions, read-only or full file systems outside the store's own checks
         if isinstance(exc, BrokenPipeError):
             return 0
-        from ..store._manifest import os_reason
+        from ..store._manifest import os_reason  # start-up: momoka.store._manifest
 
         print(f"momoka: error: {os_reason(exc)}", file=sys.stderr)
         return 2

@@ -6,13 +6,12 @@ import argparse
 import json
 import sys
 
-from .common import add_chunker_arguments, add_llm_arguments, apply_llm_arguments, chunker_of
+from ..errors import ConfigError, InputError
+from .common import add_chunker_arguments, add_llm_arguments, apply_llm_arguments, chunker_of, names_epilog
 
 
 def register(subparsers) -> None:
     """Add the ``chunk`` sub-command."""
-    from .common import names_epilog
-
     p = subparsers.add_parser(
         "chunk",
         help="cut a document into chunks and print them with offsets",
@@ -43,10 +42,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``momoka chunk``; errors are momoka.errors exceptions (handled by the dispatcher)."""
-    from ..errors import InputError
-    from ..methods.pipeline import chunker_params
-    from ..methods.sources import resolve_chunker
-    from ..text import Document
+    from ..methods.pipeline import chunker_params  # start-up: momoka.methods.pipeline
+    from ..methods.sources import resolve_chunker  # start-up: momoka.methods.sources
+    from ..text import Document  # start-up: momoka.text
 
     apply_llm_arguments(args)
 
@@ -80,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             out.write("    " + c.text.replace("\n", "\n    ") + "\n\n")
     st = getattr(chunker, "stats", None)
     if hasattr(st, "fallback") and hasattr(st, "to_dict"):  # an LLM chunker: say how many windows fell back
-        from ..eval.chunk_compare import fallback_note
+        from ..eval.chunk_compare import fallback_note  # start-up: momoka.eval.chunk_compare
 
         sys.stderr.write(f"momoka: {fallback_note(name, st.to_dict())}\n")
     return 0
@@ -88,14 +86,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _load_tokenizer(path: str):
     """A ``tokenizers.Tokenizer`` from a tokenizer.json file, or a momoka error saying why not."""
-    from pathlib import Path
-
-    from ..errors import ConfigError, InputError
+    from pathlib import Path  # start-up: pathlib
 
     if not Path(path).is_file():
         raise InputError(f"no such tokenizer file: {path}")
     try:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # start-up: tokenizers
     except ImportError:
         raise ConfigError("--tokenizer needs the 'tokenizers' package (pip install tokenizers)") from None
     try:

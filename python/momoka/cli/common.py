@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import Any, Callable
 
 from .. import settings
@@ -35,7 +36,7 @@ def names_epilog(*kinds: str) -> Callable[[], str]:
     """The registered names of each kind, for a command's ``--help`` (a callable: see :class:`Parser`)."""
 
     def text() -> str:
-        from .. import registry
+        from .. import registry  # start-up: momoka.registry (dataclasses)
 
         lines = []
         for kind in kinds:
@@ -87,11 +88,11 @@ def add_chunker_arguments(p: argparse.ArgumentParser, *, several: bool = False, 
 
     ``several``: comma-separated names; ``choices``: the parser itself refuses an unknown name.
     """
-    from ..methods.base import DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER
+    from ..methods.base import DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER  # start-up: momoka.methods.base
 
     known = None
     if choices:
-        from .. import registry
+        from .. import registry  # start-up: momoka.registry (dataclasses)
 
         known = registry.available("chunker")
     p.add_argument("--chunker", default=None, choices=known, metavar="NAME[,NAME]" if several else "NAME",
@@ -104,14 +105,14 @@ def add_chunker_arguments(p: argparse.ArgumentParser, *, several: bool = False, 
 
 def chunker_of(args: argparse.Namespace) -> str:
     """The ``--chunker`` given, else the default chunker."""
-    from ..methods.base import DEFAULT_CHUNKER
+    from ..methods.base import DEFAULT_CHUNKER  # start-up: momoka.methods.base
 
     return args.chunker or DEFAULT_CHUNKER
 
 
 def add_retriever_argument(p: argparse.ArgumentParser, *, several: bool = False) -> None:
     """``--retriever`` with the shared default (:data:`momoka.methods.pipeline.DEFAULT_RETRIEVER`)."""
-    from ..methods.base import DEFAULT_RETRIEVER
+    from ..methods.base import DEFAULT_RETRIEVER  # start-up: momoka.methods.base
 
     if several:
         p.add_argument("--retriever", action="append", default=None, metavar="NAME[,NAME]",
@@ -127,8 +128,6 @@ def deprecated_alias(old: str) -> type[argparse.Action]:
     class _Store(argparse.Action):
         def __call__(self, parser, namespace, values, option_string=None):
             if option_string == old:
-                import warnings
-
                 warnings.warn(f"{old} is deprecated; use {self.option_strings[0]}", FutureWarning, stacklevel=2)
             setattr(namespace, self.dest, values)
 
@@ -155,8 +154,8 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
 
 def apply_llm_arguments(args: argparse.Namespace) -> None:
     """Make ``--llm-*`` the endpoint and limits every LLM-backed component of this run uses."""
-    from ..llm import ENV_BASE_URL, ENV_MODEL
-    from ..llm.base import ENV_DEADLINE, ENV_MAX_FAILED, ENV_TIMEOUT
+    from ..llm import ENV_BASE_URL, ENV_MODEL  # start-up: momoka.llm
+    from ..llm.base import ENV_DEADLINE, ENV_MAX_FAILED, ENV_TIMEOUT  # start-up: momoka.llm.base
 
     for attr, env in (("llm_timeout", ENV_TIMEOUT), ("llm_deadline", ENV_DEADLINE), ("llm_max_failed", ENV_MAX_FAILED)):
         v = getattr(args, attr, None)

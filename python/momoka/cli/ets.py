@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _annotate(args: argparse.Namespace) -> int:
-    from ..eval.datasets import resolve_dataset_path
-    from ..methods.ets.annotate import AnnotationConfig, annotate_dataset
-    from ..methods.ets.reader import Reader
+    from ..eval.datasets import resolve_dataset_path  # start-up: momoka.eval.datasets
+    from ..methods.ets.annotate import AnnotationConfig, annotate_dataset  # start-up: momoka.methods.ets.annotate
+    from ..methods.ets.reader import Reader  # start-up: momoka.methods.ets.reader
 
     resolve_dataset_path(args.data)  # a bad set fails before the model loads
 

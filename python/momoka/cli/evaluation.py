@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..errors import ConfigError
 from ..methods.base import DEFAULT_BUDGET
 from .common import add_chunker_arguments, add_llm_arguments, add_option_argument, add_retriever_argument, \
     apply_llm_arguments, chunker_of, names_epilog, parse_options, say, split_names, write_json
@@ -86,9 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..eval.runner import format_report, run_eval
-    from ..methods.pipeline import DEFAULT_RETRIEVER
+    from ..eval.runner import format_report, run_eval  # start-up: momoka.eval.runner
+    from ..methods.pipeline import DEFAULT_RETRIEVER  # start-up: momoka.methods.pipeline
 
     apply_llm_arguments(args)
     retrievers = split_names(args.retriever) or [DEFAULT_RETRIEVER]
@@ -118,7 +118,7 @@ def _eval(args: argparse.Namespace) -> int:
         write_json(args.out, report)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     if args.plot:
-        from ..eval.plots import plot_eval
+        from ..eval.plots import plot_eval  # start-up: momoka.eval.plots
 
         plot_eval(report, args.plot)
         say(f"plot written to {args.plot}")
@@ -127,24 +127,23 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _require_plot() -> None:
     """Fail before any work when --plot is asked for without matplotlib."""
-    from .._extras import require
+    from .._extras import require  # start-up: momoka._extras
 
     require("matplotlib", "plot", "--plot")
 
 
 def _eval_chunking(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..eval import load_dataset
+    from ..eval import load_dataset  # start-up: momoka.eval
 
     apply_llm_arguments(args)
     if args.metrics is not None:
         if args.plot:
             raise ConfigError("--plot draws the chunk lengths of the plain mode; run it without --metrics")
         return _eval_chunk_quality(args)
-    from ..eval.chunk_compare import fallback_summary, row_name, subset
-    from ..eval.chunking import evaluate_chunker, format_chunker_report
-    from ..methods.pipeline import chunker_params
-    from ..methods.sources import resolve_chunker
+    from ..eval.chunk_compare import fallback_summary, row_name, subset  # start-up: momoka.eval.chunk_compare
+    from ..eval.chunking import evaluate_chunker, format_chunker_report  # start-up: momoka.eval.chunking
+    from ..methods.pipeline import chunker_params  # start-up: momoka.methods.pipeline
+    from ..methods.sources import resolve_chunker  # start-up: momoka.methods.sources
 
     if args.plot:
         _require_plot()
@@ -163,7 +162,7 @@ def _eval_chunking(args: argparse.Namespace) -> int:
         if fb is not None:
             reports[name]["fallbacks"] = fb
     if args.plot:
-        from ..eval.plots import plot_chunk_lengths
+        from ..eval.plots import plot_chunk_lengths  # start-up: momoka.eval.plots
 
         plot_chunk_lengths(reports, args.plot)
         for rep in reports.values():
@@ -182,10 +181,9 @@ def _eval_chunking(args: argparse.Namespace) -> int:
 
 
 def _eval_chunk_quality(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..eval import load_dataset
-    from ..eval.chunk_compare import compare_chunkers, format_comparison, subset
-    from .. import registry
+    from ..eval import load_dataset  # start-up: momoka.eval
+    from ..eval.chunk_compare import compare_chunkers, format_comparison, subset  # start-up: momoka.eval.chunk_compare
+    from .. import registry  # start-up: momoka.registry (dataclasses)
 
     names = split_names([chunker_of(args)])
     for n in names:

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def graph_dict(store, doc_id: str) -> dict:
     """A document's graph as a JSON-serialisable dict: record, nodes, edges (ids local to the document)."""
-    from ..methods.jerr.graph import DOC_KEY, read_graphs
+    from ..methods.jerr.graph import DOC_KEY, read_graphs  # start-up: momoka.methods.jerr.graph
 
     if doc_id not in store.documents:
         raise InputError(f"the store has no document {doc_id!r}")
@@ -44,7 +44,8 @@ def graph_dict(store, doc_id: str) -> dict:
 
 def to_graphml(g: dict) -> str:
     """GraphML text of :func:`graph_dict`'s graph (node attributes name, aliases; edge attribute attr, span)."""
-    from xml.sax.saxutils import escape, quoteattr  # imports urllib: only when GraphML is written
+    # start-up: xml.sax.saxutils imports urllib; only when GraphML is written
+    from xml.sax.saxutils import escape, quoteattr
 
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">',
@@ -65,7 +66,7 @@ def to_graphml(g: dict) -> str:
 
 
 def _graph(args: argparse.Namespace) -> int:
-    from ..store import Store
+    from ..store import Store  # start-up: momoka.store
 
     store = Store.open(args.store)
     try:

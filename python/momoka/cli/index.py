@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..methods.base import DEFAULT_BUDGET
 from .common import (
     add_chunker_arguments,
@@ -126,17 +127,14 @@ def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
 
 def _k_budget(args: argparse.Namespace) -> dict:
     """``k`` and ``budget`` for :meth:`Index.search` from ``-k`` and ``--budget``."""
-    from ..errors import ConfigError
-
     if args.budget < 0 or (args.k is not None and args.k < 1):
         raise ConfigError("-k takes a positive number and --budget a number of characters (0: none)")
     return {"k": args.k, "budget": args.budget or None, "assemble": args.assemble}
 
 
 def _index(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..methods.pipeline import Index
-    from ..store.store import MANIFEST
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
+    from ..store.store import MANIFEST  # start-up: momoka.store.store
 
     apply_llm_arguments(args)
     opts = parse_options(args.option)
@@ -155,7 +153,7 @@ def _index(args: argparse.Namespace) -> int:
     on_error = "skip" if args.on_error == "skip" else "raise"
     engine = {"engine": args.engine, "workers": args.workers, "address": args.address}
     if args.engine == "ray":
-        from ..methods.distributed import require_ray
+        from ..methods.distributed import require_ray  # start-up: momoka.methods.distributed
 
         require_ray()
     if (store / MANIFEST).exists() and not args.overwrite:
@@ -222,8 +220,9 @@ def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) 
     from the text, and the relators are priced on stand-in chunks of the default
     chunker (said in the output).
     """
-    from .. import registry
-    from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params
+    from .. import registry  # start-up: momoka.registry (dataclasses)
+    from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params  # start-up: momoka.methods.pipeline
+    # start-up: momoka.methods.sources
     from ..methods.sources import expand_paths, jsonable, resolve_chunker, to_document
 
     docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths)]
@@ -285,7 +284,7 @@ def print_result(result, as_json: bool, page_of=None) -> None:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from ..methods.pipeline import Index
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
 
     opts = parse_options(args.option)
     ix = Index.open(args.store)
@@ -298,7 +297,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from ..methods.pipeline import Index
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
 
     apply_llm_arguments(args)
     ix = Index.open(args.store)
@@ -331,11 +330,11 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _quickstart(args: argparse.Namespace) -> int:
-    import tempfile
+    import tempfile  # start-up: tempfile
 
-    from ..examples import QUICKSTART_DOCUMENT, QUICKSTART_QUESTION
-    from ..methods.pipeline import Index
-    from ..store.store import MANIFEST
+    from ..examples import QUICKSTART_DOCUMENT, QUICKSTART_QUESTION  # start-up: momoka.examples
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
+    from ..store.store import MANIFEST  # start-up: momoka.store.store
 
     question = args.question or QUICKSTART_QUESTION
     tmp = None

@@ -9,6 +9,7 @@ import time
 
 from .. import settings
 from ..errors import ConfigError
+from .common import deprecated_alias
 
 
 def register(subparsers) -> None:
@@ -53,7 +54,7 @@ def add_client_args(p: argparse.ArgumentParser) -> None:
 def client_from_args(a, **kwargs):
     """Build the client ``add_client_args`` describes: an OpenAIClient when ``--llm-url`` or
     ``$MOMOKA_LLM_BASE_URL`` is given and ``--local`` is not, else a LocalClient."""
-    from ..llm import LocalClient, OpenAIClient
+    from ..llm import LocalClient, OpenAIClient  # start-up: momoka.llm
 
     cache = getattr(a, "llm_cache", None)
     cache = False if cache == "off" else (cache or True)
@@ -69,8 +70,6 @@ def print_usage(client, file=None) -> None:
 
 
 def _client_args(p: argparse.ArgumentParser) -> None:
-    from .common import deprecated_alias
-
     p.add_argument("--llm-url", "--base-url", dest="base_url", default=None, action=deprecated_alias("--base-url"),
                    help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1 (default $MOMOKA_LLM_BASE_URL; "
                    "--base-url is a deprecated alias)")
@@ -87,10 +86,10 @@ def _client_args(p: argparse.ArgumentParser) -> None:
 
 def _make_client(a):
     if a.local:
-        from ..llm import LocalClient
+        from ..llm import LocalClient  # start-up: momoka.llm
 
         return LocalClient(model_dir=a.model_dir, cache=False, progress=False)
-    from ..llm import OpenAIClient, RetryPolicy
+    from ..llm import OpenAIClient, RetryPolicy  # start-up: momoka.llm
 
     return OpenAIClient(a.model, base_url=a.base_url, api_key=a.api_key, cache=False, timeout=a.timeout,
                         retry=RetryPolicy(max_retries=1), progress=False)
@@ -115,10 +114,10 @@ def _ping(a) -> int:
 
 
 def _stats(a) -> int:
-    from ..llm import ResponseCache, default_cache_path
+    from ..llm import ResponseCache, default_cache_path  # start-up: momoka.llm
 
     path = a.cache or default_cache_path()
-    from pathlib import Path
+    from pathlib import Path  # start-up: pathlib
 
     if not Path(path).exists():
         raise ConfigError(f"no LLM cache at {path}")
@@ -135,7 +134,7 @@ def _stats(a) -> int:
 
 
 def _prompts(a) -> int:
-    from ..llm import prompts
+    from ..llm import prompts  # start-up: momoka.llm.prompts
 
     if not a.name:
         for n in prompts.names():
@@ -153,8 +152,8 @@ def _prompts(a) -> int:
 
 
 def _serve(a) -> int:
-    from ..llm import LocalClient
-    from ..llm.server import serve_openai
+    from ..llm import LocalClient  # start-up: momoka.llm
+    from ..llm.server import serve_openai  # start-up: momoka.llm.server
 
     client = LocalClient(model_dir=a.model_dir, cache=a.cache or False, progress=False)
     srv = serve_openai(client, host=a.host, port=a.port)

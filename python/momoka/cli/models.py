@@ -50,8 +50,8 @@ def register(subparsers) -> None:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from ..models.installer import install
-    from ..models.catalog import models_dir
+    from ..models.installer import install  # start-up: momoka.models.installer
+    from ..models.catalog import models_dir  # start-up: momoka.models.catalog
 
     man = install(
         args.dir, models=args.models, force=args.force, weights=args.weights,
@@ -67,7 +67,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ..models.catalog import MODELS, installed_models, models_dir
+    from ..models.catalog import MODELS, installed_models, models_dir  # start-up: momoka.models.catalog
 
     root = models_dir(args.dir)
     present = installed_models(root)
@@ -85,7 +85,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ..models.catalog import MODELS, SOURCES, models_dir, read_manifest
+    from ..models.catalog import MODELS, SOURCES, models_dir, read_manifest  # start-up: momoka.models.catalog
 
     if args.model not in MODELS:
         raise ModelError(f"unknown model id {args.model!r}; known: {', '.join(MODELS)}")
@@ -106,7 +106,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..models.installer import verify
+    from ..models.installer import verify  # start-up: momoka.models.installer
 
     report = verify(args.dir)
     if not report:
@@ -120,8 +120,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from ..models.gguf import convert_gguf
-    from ..progress import Progress
+    from ..models.gguf import convert_gguf  # start-up: momoka.models.gguf
+    from ..progress import Progress  # start-up: momoka.progress
 
     with Progress("converting", unit="steps") as bar:
         out = convert_gguf(args.gguf, args.out, weights=args.weights, progress=bar.step)

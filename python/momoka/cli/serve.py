@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ..serve import QueryServer
+    from ..serve import QueryServer  # start-up: momoka.serve
 
     server = QueryServer(args.store, host=args.host, port=args.port, retriever=args.retriever, k=args.k,
                          budget=args.budget, options=parse_options(args.option), workers=args.workers,

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+from ..errors import StoreCorruptedError
 from .common import say
 
 #: The caches ``momoka cache`` shows and clears (see :func:`_caches`).
@@ -46,9 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..errors import StoreCorruptedError
-    from ..store import Store
-    from ..store._verify import verify_store
+    from ..store import Store  # start-up: momoka.store
+    from ..store._verify import verify_store  # start-up: momoka.store._verify
 
     rep = verify_store(args.store)
     if not rep["damaged"]:
@@ -66,7 +66,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from ..store import Store
+    from ..store import Store  # start-up: momoka.store
 
     with Store.open(args.store, writable=True) as st:
         before = len(st.segments)
@@ -83,8 +83,8 @@ def _dir_bytes(p: Path) -> int:
 def _caches() -> dict:
     """Every cache momoka writes under its home, by name: ``{"path", "bytes"}`` (plus ``"files"`` when one
     cache is several files), and ``other``: entries of the home that are not momoka's (listed, never removed)."""
-    from ..llm.cache import default_cache_path
-    from ..models.catalog import computed_cache_dir, momoka_home, models_dir
+    from ..llm.cache import default_cache_path  # start-up: momoka.llm.cache
+    from ..models.catalog import computed_cache_dir, momoka_home, models_dir  # start-up: momoka.models.catalog
 
     home = momoka_home()
     llm = default_cache_path()
@@ -106,7 +106,7 @@ def _caches() -> dict:
 def _cache_info(args: argparse.Namespace) -> int:
     info = _caches()
     if Path(info["llm"]["path"]).exists():
-        from ..llm import ResponseCache
+        from ..llm import ResponseCache  # start-up: momoka.llm
 
         with ResponseCache(info["llm"]["path"]) as c:
             info["llm"]["entries"] = len(c)

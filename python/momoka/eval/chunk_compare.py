@@ -23,6 +23,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from .. import registry
+from ..methods.moc import dynamic_merge
+from ..text import Document, make_chunks
 from .chunk_quality import METRICS, quality_of_chunks
 from .datasets import Dataset, DocRecord
 from .metrics import format_table
@@ -33,8 +36,6 @@ __all__ = ["calibrate", "compare_chunkers", "fallback_note", "fallback_summary",
 
 def subset(ds: Dataset, *, docs: int | None = None, max_chars: int | None = None) -> Dataset:
     """The first ``docs`` documents of ``ds``, each cut at a sentence end within ``max_chars``, with their questions."""
-    from ..text import Document
-
     recs = ds.documents[:docs] if docs else list(ds.documents)
     out = []
     for r in recs:
@@ -72,8 +73,6 @@ class _Settled:
 
     def __call__(self, document: Any) -> list:
         """The settled chunks of ``document`` (any other document goes to the wrapped chunker)."""
-        from ..text import make_chunks
-
         spans = self.spans.get(document.text)
         return make_chunks(document, spans) if spans is not None else self.chunker(document)
 
@@ -93,9 +92,6 @@ def calibrate(name: str, docs: list, target: int, *, options: dict | None = None
     once without merging and the search merges its spans (what the chunker itself does with that
     target), so the LM / LLM work is done once; the returned chunker serves the settled spans.
     """
-    from .. import registry
-    from ..methods.moc import dynamic_merge
-
     options = dict(options or {})
     if name == "sentence":
         lo, hi = 1, 60
@@ -148,11 +144,11 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
     if bad:
         raise ConfigError(f"unknown chunk metric(s) {bad}; choose from {', '.join(METRICS)}")
     if lm is None and ({"bc", "cs"} & set(metrics)):
-        from ..models import default_causal_lm
+        from ..models import default_causal_lm  # start-up: momoka.models
 
         lm = default_causal_lm()
     if embedder is None and "ds" in metrics:
-        from ..models import Embedder
+        from ..models import Embedder  # start-up: momoka.models
 
         embedder = Embedder.default()
     if retrieval and ds.questions_with_evidence():
@@ -184,7 +180,7 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
         if fb is not None:
             row["fallbacks"] = fb
         if retrieval and ds.questions:
-            from .runner import run_eval
+            from .runner import run_eval  # start-up: momoka.eval.runner
 
             rep = run_eval(ds, ["dense"], chunker=ch, ks=ks)
             means = rep["retrievers"]["dense"]["item"]["means"]

@@ -34,6 +34,7 @@ from typing import Any, Iterator
 from .. import settings
 from .._answer_metrics import normalize_answer
 from ..errors import DatasetError
+from ..text import Document
 
 #: The evidence modes a set can have.
 EVIDENCE_MODES = ("all", "any")
@@ -54,8 +55,6 @@ class DocRecord:
 
     def to_document(self):
         """This record as a :class:`momoka.text.Document` (plain-text parsing)."""
-        from ..text import Document
-
         return Document.from_text(self.text, title=self.title or None, doc_id=self.doc_id)
 
 

@@ -277,7 +277,7 @@ def evidence_containment(
     gold evidence unit (overlapping gold spans merged) is counted as *contained*
     when one chunk holds it whole. Returns the counts and the fraction.
     """
-    import bisect
+    import bisect  # start-up: bisect
 
     index: dict[str, tuple[list[int], list[int]]] = {}
     for d, spans in chunk_spans.items():

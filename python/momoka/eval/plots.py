@@ -18,17 +18,21 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
+from ..errors import ConfigError, InputError
+
 __all__ = ["eval_series", "plot_chunk_lengths", "plot_eval"]
 
 _DPI = 100
 
 
 def _figure(width: float, height: float):
-    from .._extras import require
+    from .._extras import require  # start-up: momoka._extras
 
     require("matplotlib", "plot", "plotting (--plot)")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # optional: plot (matplotlib)
+    from matplotlib.figure import Figure  # optional: plot (matplotlib)
 
     fig = Figure(figsize=(width, height), dpi=_DPI)
     FigureCanvasAgg(fig)
@@ -36,8 +40,6 @@ def _figure(width: float, height: float):
 
 
 def _save(fig: Any, path: str | os.PathLike) -> None:
-    from ..errors import InputError
-
     fig.tight_layout()
     try:
         fig.savefig(os.fspath(path), format="png", dpi=_DPI)
@@ -106,10 +108,6 @@ def plot_chunk_lengths(reports: dict[str, dict], path: str | os.PathLike, *, bin
     seen). Returns ``{name: {"counts": [...], "edges": [...]}}`` read back
     from the drawn histograms.
     """
-    import numpy as np
-
-    from ..errors import ConfigError
-
     lengths = {}
     for name, rep in reports.items():
         if "char_lengths" not in rep:

@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DatasetError
-from ..methods.pipeline import DEFAULT_BUDGET, DEFAULT_CHUNKER
+from .. import registry
+from ..methods.pipeline import DEFAULT_BUDGET, DEFAULT_CHUNKER, Index
+from ..methods.sources import jsonable
+from ..progress import Progress
+from .datasets import load_dataset
+from .intervals import DEFAULT_RESAMPLES, bootstrap_mean, paired_bootstrap
 from .metrics import evaluate_retrieval, format_table
 
 __all__ = ["DEFAULT_BUDGET", "format_report", "plan", "run_eval"]
@@ -38,8 +43,6 @@ __all__ = ["DEFAULT_BUDGET", "format_report", "plan", "run_eval"]
 
 def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> dict:
     """What an index must hold for ``retrievers``: ``{"enrich": [(name, opts)], "relate": [...], "dense": bool}``."""
-    from .. import registry
-
     options = options or {}
     enrich: list[str] = []
     relate: list[str] = []
@@ -54,8 +57,6 @@ def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> d
 
 def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int | None, store: Any,
                embedder: Any, progress: bool | None, chunker_options: dict):
-    from ..methods.pipeline import Index
-
     if store is not None and (Path(store) / "manifest.json").exists():
         ix = Index.open(store, progress=progress)
         missing = {d.doc_id for d in documents} - set(ix.doc_ids)
@@ -113,10 +114,6 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
     distinct chunks and characters returned at each k, the seconds per
     question and the retriever's own counts.
     """
-    from ..methods.sources import jsonable
-    from .. import registry
-    from .datasets import load_dataset
-
     say = log or (lambda msg: None)
     retrievers = list(dict.fromkeys(retrievers))
     if not retrievers:
@@ -194,8 +191,6 @@ EVAL_SLICE = 32
 
 def _retrieve_all(r: Any, name: str, qtexts: list, depth: int, per_doc: list | None, progress: bool | None) -> list:
     """``r``'s results for every question, in slices, with a progress line naming the retriever."""
-    from ..progress import Progress
-
     out: list = []
     with Progress(f"eval {name}", total=len(qtexts), unit="questions", enabled=progress) as bar:
         for s in range(0, len(qtexts), EVAL_SLICE):
@@ -215,8 +210,6 @@ def _intervals(per_question: dict[str, dict], qids: list[str], budgets: tuple) -
 
     On the ``item`` view at the first budget (nothing without a budget).
     """
-    from .intervals import bootstrap_mean, paired_bootstrap
-
     if not budgets or not per_question:
         return {}, {}
     keys = [f"{m}@{budgets[0]}c" for m in INTERVAL_METRICS]
@@ -233,9 +226,6 @@ def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results:
              assemble: Any = None):
     """``(NAME+REFINER, refined results, seconds)``: the refiner on each result fitted to the first budget
     (assembled with ``assemble`` when given)."""
-    from .. import registry
-    from ..progress import Progress
-
     refiner = registry.create("refiner", refine, embedder=ix.embedder, **opts)
     t = time.perf_counter()
     out = []
@@ -253,8 +243,6 @@ def _score(report: dict, registry: Any, name: str, questions: list, results: lis
     With ``assemble`` (an assembler), the figures at each budget are those of the context it assembles
     for that budget (strictly within it: no keep-first item); the figures at k are the ranking's.
     """
-    from ..methods.sources import jsonable
-
     kmax = max(ks)
     base, _, refiner = name.partition("+")
     refiner = refiner or None
@@ -364,7 +352,6 @@ def _format_intervals(report: dict) -> str:
         cells += [_iv(m[k], signed=True) for k in keys[:2]] if m else ["", ""]
         rows.append(cells)
     n = next(iter(ivs[first].values()))["n"]
-    from .intervals import DEFAULT_RESAMPLES
 
     return (f"\n\n95 % bootstrap intervals over the {n} questions ({DEFAULT_RESAMPLES:,} resamples); "
             f"margins are paired "

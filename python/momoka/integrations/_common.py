@@ -13,7 +13,7 @@ from ..errors import ConfigError
 def open_index(index: Any) -> Any:
     """A :class:`momoka.Index` from an index (returned as is) or a store path (opened read-only)."""
     if isinstance(index, (str, os.PathLike)):
-        from ..methods.pipeline import Index
+        from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
 
         return Index.open(index)
     if not callable(getattr(index, "search", None)):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _core
 from .._validate import check_int
+from ..errors import KernelInputError
 from ._common import check_bound, check_str, check_threads, native_call, slice_bounds, str_list
 
 __all__ = [
@@ -62,8 +63,6 @@ def levenshtein_pairwise(
     k = check_bound("max_distance", max_distance)
     la, lb = str_list("a", a), str_list("b", b)
     if len(la) != len(lb):
-        from ..errors import KernelInputError
-
         raise KernelInputError(f"a and b must have the same length, got {len(la)} and {len(lb)}")
     return native_call(_core.levenshtein_pairwise, la, lb, k, check_threads(threads))
 

@@ -41,7 +41,7 @@ def default_cache_path() -> Path:
     env = settings.get_path("MOMOKA_LLM_CACHE")
     if env is not None:
         return env
-    from ..models.catalog import momoka_home
+    from ..models.catalog import momoka_home  # start-up: momoka.models.catalog
 
     return momoka_home() / "llm.sqlite"
 

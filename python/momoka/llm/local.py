@@ -23,14 +23,14 @@ _PARAMS = {"max_tokens", "max_new_tokens", "temperature", "top_p", "seed", "stop
 def _load_default_lm(model_dir: str | os.PathLike | None):
     """Load ``model_dir``, or the registry's default causal LM (never installs anything)."""
     try:
-        from ..models.causal_lm import CausalLM
+        from ..models.causal_lm import CausalLM  # start-up: momoka.models.causal_lm
     except ImportError as exc:
         raise ModelError("the local causal LM (momoka.models.causal_lm) is not available in this build") from exc
     if model_dir is None:
         model_dir = settings.get_path(ENV_LOCAL_MODEL)
     if model_dir is not None:
         return CausalLM(model_dir)
-    from .. import models as _models
+    from .. import models as _models  # start-up: momoka.models
 
     default_id = getattr(_models, "DEFAULT_CAUSAL_LM", None)
     locate = getattr(_models, "model_dir", None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import errno
 import json
 import weakref
 from typing import TYPE_CHECKING, Any, Mapping
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 def _aiohttp():
     """aiohttp, imported when the first request is sent (it costs ~0.1 s; commands that never call an
     endpoint do not pay it)."""
-    import aiohttp
+    import aiohttp  # start-up: aiohttp
 
     return aiohttp
 
@@ -314,8 +315,6 @@ def _close_all() -> None:
 
 def refused(exc: BaseException | None) -> bool:
     """Whether ``exc`` is a refused connection (nothing listens at the address)."""
-    import errno
-
     return isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED
 
 
@@ -326,8 +325,8 @@ def refused_message(url: str) -> str:
 
 def discover_model(base_url: str, headers: Mapping[str, str], timeout: float) -> str:
     """The one model ``GET {base_url}/models`` lists, else a :class:`ConfigError` saying what to give."""
-    import urllib.error
-    import urllib.request
+    import urllib.error  # start-up: urllib.error
+    import urllib.request  # start-up: urllib.request
 
     url = base_url.rstrip("/") + "/models"
     need = f"give --llm-model (model= in Python) or set {ENV_MODEL}"

@@ -23,6 +23,7 @@ in a template (JSON examples) and in the values (chunk text) are left as they ar
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from dataclasses import dataclass, replace
@@ -93,7 +94,6 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        import importlib
 
         for mod in PROMPT_MODULES:
             importlib.import_module(mod)

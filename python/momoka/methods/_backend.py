@@ -26,7 +26,7 @@ class LLMBacked:
     def llm(self):
         """The LLM client (made from the environment on first use)."""
         if self._llm is None:
-            from ..llm import client_from_env
+            from ..llm import client_from_env  # start-up: momoka.llm
 
             self._llm = client_from_env()
         return self._llm

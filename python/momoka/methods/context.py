@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..store.store import RAW_VIEW
+from ..text import Document
 
 
 
@@ -143,9 +145,6 @@ def stored_document(store: Any, doc_id: str):
     every non-whitespace character, so only whitespace differs), parsed as plain text with the
     stored title and page spans. Raises :class:`~momoka.errors.InputError` for an unknown id.
     """
-    from ..errors import InputError
-    from ..text import Document
-
     entry = store.documents.get(doc_id)
     if entry is None:
         raise InputError(f"unknown document id {doc_id!r}")

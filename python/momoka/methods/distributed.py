@@ -41,7 +41,9 @@ renumbers them (:class:`~momoka.store.delta.Delta`); rows holding ints in undecl
 from __future__ import annotations
 
 import copy
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from .. import settings
@@ -63,7 +65,7 @@ INSTALL_HINT = 'Ray is not installed: pip install "momoka[ray]"'
 def require_ray():
     """The ``ray`` module, or :class:`ConfigError` saying how to install it."""
     try:
-        import ray
+        import ray  # optional: ray
     except ImportError:
         raise ConfigError(INSTALL_HINT) from None
     return ray
@@ -81,7 +83,7 @@ class Worker:
         self.template = template
         self.components = dict(components or {})
         if limiter is not None:
-            from ..llm.base import set_request_limiter
+            from ..llm.base import set_request_limiter  # start-up: momoka.llm.base
 
             set_request_limiter(_LimiterClient(limiter))
         st = scratch_store(template)
@@ -93,8 +95,6 @@ class Worker:
 
     def pid(self) -> int:
         """The worker's process id."""
-        import os
-
         return os.getpid()
 
     def run(self, docs: list, hashes: dict, on_error: str) -> dict:
@@ -112,7 +112,7 @@ class Limiter:
     """One process-wide pool of LLM request slots, shared by every worker (a Ray async actor)."""
 
     def __init__(self, slots: int):
-        import asyncio
+        import asyncio  # start-up: asyncio
 
         self.slots = int(slots)
         self.sem = asyncio.Semaphore(self.slots)
@@ -154,9 +154,6 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     """Ray, connected to the cluster at ``address`` (None: the running one, else a new local one)."""
     ray = require_ray()
     if not ray.is_initialized():
-        import os
-        from pathlib import Path
-
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address:
             kw["address"] = address
@@ -195,7 +192,7 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     applying outputs, ``apply_s``, and committing, ``commit_s``; the workers' seconds, ``worker_s``).
     """
     ray = connect(address)
-    from ray.exceptions import RayActorError, RayTaskError
+    from ray.exceptions import RayActorError, RayTaskError  # optional: ray
 
     report = index.report
     report.setdefault("failed", [])

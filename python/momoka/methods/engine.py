@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError, EmptyInputError, InputError
 from ..progress import Progress
+from .. import registry
 from .base import ADD_BATCH
 from .context import Batch
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, summarize
@@ -79,8 +80,6 @@ def component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], dict):
         name, prm = spec[0], dict(spec[1])
         if jsonable(prm) != prm:
-            from .. import registry
-
             return name, {}, registry.create(kind, name, **prm)
         return name, prm, None
     method = "enrich" if kind == "enricher" else "relate"
@@ -167,7 +166,7 @@ def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, en
         index, index.chunker, *(index.component(k, c["name"]) for k in ("enrich", "relate") for c in index.pipeline[k]))
     try:
         if engine == "ray":
-            from .distributed import add_with_ray
+            from .distributed import add_with_ray  # start-up: momoka.methods.distributed
 
             add_with_ray(index, docs, hashes, on_error=on_error, commits=commits, workers=workers, address=address)
         else:

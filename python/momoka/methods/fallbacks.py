@@ -86,7 +86,7 @@ class FallbackTally:
         """The share of unusable answers above which the stage stops."""
         if self.max_failed is not None:
             return self.max_failed
-        from ..llm.base import max_failed_share
+        from ..llm.base import max_failed_share  # start-up: momoka.llm.base
 
         return max_failed_share()
 

@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..store.delta import Delta
 from ..progress import Progress
 from ..text.model import Chunk, with_tails
-from ..store.store import RAW_VIEW
+from ..store.store import RAW_VIEW, Store
 from .context import Batch
 from .fallbacks import set_record
 from .sources import embedder_info, jsonable
@@ -150,8 +150,6 @@ def store_template(store: Any) -> dict:
 
 def scratch_store(template: dict):
     """A new in-memory :class:`~momoka.store.store.Store` shaped as ``template`` says (:func:`store_template`)."""
-    from ..store.store import Store
-
     st = Store.create(None, chunker=template["chunker"], hnsw=template["hnsw"])
     for name, e in template["vectors"].items():
         st.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])

@@ -32,6 +32,8 @@ import numpy as np
 from .. import settings
 from ..errors import ConfigError, InputError, MissingArtifactError, MomokaError, StoreError
 from ..store.store import RAW_VIEW, Store, check_embedder, read_manifest
+from ..text.document import page_number
+from .. import registry
 from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
@@ -169,15 +171,13 @@ class Index:
         emb = cls._make_embedder(embedder)
         check_engine(engine)
         if engine == "ray":
-            from .distributed import require_ray
+            from .distributed import require_ray  # start-up: momoka.methods.distributed
 
             require_ray()  # before a store directory is made
         if vector_dtype not in ("float32", "float16"):
             raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
         enrich_specs = [component_spec("enricher", e) for e in enrich]
         relate_specs = [component_spec("relator", r) for r in relate]
-        from .. import registry
-
         for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
             for name, _, obj in specs:
                 if obj is None:
@@ -305,8 +305,6 @@ class Index:
 
     def component(self, kind: str, name: str) -> Any:
         """The enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` of the pipeline."""
-        from .. import registry
-
         if name in self._components:
             return self._components[name]
         spec = next((c for c in self.pipeline.get(kind, []) if c["name"] == name), None)
@@ -430,8 +428,6 @@ class Index:
     def page_of(self, doc_id: str, offset: int) -> int | None:
         """The page number (1-based) of ``offset`` in document ``doc_id``; ``None`` when it has no pages
         (only PDFs have them)."""
-        from ..text.document import page_number
-
         entry = self.store.documents.get(doc_id)
         if entry is None:
             raise InputError(f"unknown document id {doc_id!r}")
@@ -572,8 +568,6 @@ class Index:
         ``--enrich``/``--relate`` that makes it (e.g. ``trail`` on a store
         built without Momoka-Map paths: ``--relate paths``).
         """
-        from .. import registry
-
         key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
         if key not in self._retrievers:
             why = registry.missing(name, self.store, options)
@@ -633,7 +627,7 @@ class Index:
                   extra: int = DEFAULT_ASSEMBLE_EXTRA):
         """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks with these widening settings
         (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
-        from .assemble import Assembler
+        from .assemble import Assembler  # start-up: momoka.methods.assemble
 
         store = self.store
         key = self._chunk_state()
@@ -661,8 +655,7 @@ class Index:
         refiner run on the result first (``ets``). ``options``: per component
         name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
         """
-        from .. import registry
-        from .standard.reader import default_reader
+        from .standard.reader import default_reader  # start-up: momoka.methods.standard.reader
 
         opts = {n: dict(o) for n, o in (options or {}).items()}
         reader = reader or default_reader()
@@ -676,7 +669,7 @@ class Index:
             ropts.setdefault("embedder", self.embedder)
         elif "llm" not in ropts and (reader == "local" or default_reader() != "llm"):
             # an LLM reader given no client and no endpoint: the local model
-            from ..models import DEFAULT_CAUSAL_LM, ensure_installed
+            from ..models import DEFAULT_CAUSAL_LM, ensure_installed  # start-up: momoka.models
 
             ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
         return registry.create("reader", reader, **ropts).answer(question, res)

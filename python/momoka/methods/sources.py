@@ -15,6 +15,7 @@ from typing import Any
 
 from .._files import path_kind
 from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeError
+from .. import registry
 
 #: Queries longer than this many characters are refused (InputTooLargeError).
 MAX_QUERY_CHARS = 10_000
@@ -32,15 +33,13 @@ def embedder_info(embedder: Any) -> dict:
 
 def load_embedder(model_id: str | None = None):
     """The registry's embedder ``model_id`` (None: the default), installed on first use."""
-    from ..models import Embedder
+    from ..models import Embedder  # start-up: momoka.models
 
     return Embedder.default() if model_id is None else Embedder.from_registry(model_id)
 
 
 def resolve_chunker(chunker: Any, params: dict) -> tuple[Any, dict]:
     """``(chunker object, {"name", "params"[, "object"]})`` from a registered name or a chunker object."""
-    from .. import registry
-
     if isinstance(chunker, str):
         params = {k: v for k, v in params.items() if v is not None}
         return registry.create("chunker", chunker, **params), {"name": chunker, "params": params}
@@ -214,7 +213,7 @@ def to_document(item: Any, encoding: str = "utf-8"):
 
     Files are read with ``encoding``; a bare path gets the id :func:`file_doc_id` gives it.
     """
-    from ..text import Document
+    from ..text import Document  # start-up: momoka.text
 
     if isinstance(item, (str, os.PathLike)):
         item = SourceFile(Path(item), file_doc_id(Path(item)))

@@ -65,7 +65,7 @@ class CausalGeneration(CausalSession):
                 parts.append("<|im_start|>assistant\n")
             return "".join(parts)
         try:
-            import jinja2
+            import jinja2  # optional: jinja2, for a chat template that is not ChatML
         except ImportError as exc:
             raise ModelError("this model's chat template is not ChatML; rendering it needs jinja2") from exc
         env = jinja2.Environment(undefined=jinja2.StrictUndefined)

@@ -113,7 +113,7 @@ class CausalScoring(CausalSession):
         search that branches (ETS's early-terminating beam search). The result
         must fit in ``window`` tokens.
         """
-        import onnxruntime as ort
+        import onnxruntime as ort  # start-up: onnxruntime
 
         ids = [int(t) for t in ids]
         if not ids:
@@ -156,7 +156,7 @@ class CausalScoring(CausalSession):
         so a prefix used with several batches (a passage scored against the
         questions of many calls) runs once.
         """
-        import onnxruntime as ort
+        import onnxruntime as ort  # start-up: onnxruntime
 
         if want not in ("logprobs", "last_logits"):
             raise ConfigError(f"want must be 'logprobs' or 'last_logits', not {want!r}")

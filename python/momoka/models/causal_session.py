@@ -72,8 +72,8 @@ class CausalSession:
         block: int = 512,
         window: int | None = None,
     ):
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
+        import onnxruntime as ort  # start-up: onnxruntime
+        from tokenizers import Tokenizer  # start-up: tokenizers
 
         self.model_dir = Path(model_dir).expanduser()
         cfg_path = self.model_dir / "config.json"
@@ -158,7 +158,7 @@ class CausalSession:
         return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
     def _empty_cache(self, batch: int) -> _Cache:
-        import onnxruntime as ort
+        import onnxruntime as ort  # start-up: onnxruntime
 
         z = np.zeros((batch, self.n_kv_heads, 0, self.head_dim), dtype=np.float32)
         v = ort.OrtValue.ortvalue_from_numpy(z) if self._cpu else z
@@ -166,7 +166,7 @@ class CausalSession:
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray, pos: np.ndarray, cache: _Cache) -> tuple[np.ndarray, _Cache]:
         """One run: ids/pos [B, S], mask [B, cache + S]; returns logits [B, S, V] and the new cache."""
-        import onnxruntime as ort
+        import onnxruntime as ort  # start-up: onnxruntime
 
         feeds = dict(cache.values)
         if not self._cpu:

@@ -39,7 +39,7 @@ class Embedder(OnnxEmbedder):
         """An installed registry model by id (see :mod:`momoka.models.catalog`), checksum-verified."""
         if model_id in MODELS and MODELS[model_id].kind != "embedder":
             raise ModelError(f"{model_id!r} is a {MODELS[model_id].kind}, not an embedder")
-        from .installer import model_dir  # start-up time: the installer (zip, subprocess) only when a model is asked for
+        from .installer import model_dir  # start-up: the installer (zip, subprocess) only when a model is asked for
 
         d = model_dir(model_id, path)
         entry = installed_models(d.parent)[model_id]

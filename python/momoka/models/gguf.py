@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import sha256_file
-from ..errors import ModelError, UnsupportedModelError
+from ..errors import ConfigError, ModelError, UnsupportedModelError
 from . import gguf_quant as gq
 
 WEIGHTS = ("fp32", "int8", "int4")
@@ -59,7 +59,7 @@ class GGUFModel:
         if not self.path.is_file():
             raise ModelError(f"GGUF file not found: {self.path}")
         try:
-            from gguf import GGUFReader
+            from gguf import GGUFReader  # start-up: gguf
         except ImportError as exc:  # pragma: no cover - declared dependency
             raise ModelError("the 'gguf' package is required to read GGUF files") from exc
         size = self.path.stat().st_size
@@ -136,7 +136,7 @@ def _unpermute_rows(raw: np.ndarray, n_heads: int) -> np.ndarray:
 
 def read_dims(m: GGUFModel):
     """Llama dimensions from GGUF metadata (raises on unsupported settings)."""
-    from .gguf_graph import LlamaDims
+    from .gguf_graph import LlamaDims  # start-up: momoka.models.gguf_graph
 
     if m.arch not in SUPPORTED_ARCHITECTURES:
         raise UnsupportedModelError(
@@ -235,14 +235,12 @@ def convert_gguf(
     or quantisation type (named in the message) and :class:`ModelError` for a
     corrupted or truncated file.
     """
-    import onnx
+    import onnx  # start-up: onnx
 
-    from .gguf_graph import build_llama_graph
-    from .gguf_tokenizer import build_tokenizer
+    from .gguf_graph import build_llama_graph  # start-up: momoka.models.gguf_graph
+    from .gguf_tokenizer import build_tokenizer  # start-up: momoka.models.gguf_tokenizer
 
     if weights not in WEIGHTS:
-        from ..errors import ConfigError
-
         raise ConfigError(f"weights must be one of {', '.join(WEIGHTS)}, not {weights!r}")
     m = GGUFModel(gguf_path)
     dims = read_dims(m)

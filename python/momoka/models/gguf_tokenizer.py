@@ -43,6 +43,7 @@ def build_tokenizer(
     Raises :class:`UnsupportedModelError` for a tokenizer model other than ``gpt2``
     or an unknown pre-tokenizer name.
     """
+    # start-up: tokenizers
     from tokenizers import (
         AddedToken,
         Regex,

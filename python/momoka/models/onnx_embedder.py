@@ -47,6 +47,7 @@ Behaviour
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import warnings
 from pathlib import Path
@@ -77,7 +78,7 @@ class TruncationWarning(UserWarning):
 
 def load_tokenizer(path: str | os.PathLike):
     """Load a ``tokenizers`` ``tokenizer.json``; ModelError when missing or unparsable."""
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # start-up: tokenizers
 
     p = Path(path)
     if not p.is_file():
@@ -111,8 +112,6 @@ def _quantises_activations(path: Path) -> bool:
     The op type is stored as a plain string in the protobuf, so the file is
     scanned for it (memory-mapped) instead of parsing the whole graph.
     """
-    import mmap
-
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
         return m.find(b"DynamicQuantizeLinear") >= 0
 
@@ -320,7 +319,7 @@ class OnnxEmbedder:
         if self.workers <= 1 or len(items) <= 1:
             return map(fn, items)
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+            from concurrent.futures import ThreadPoolExecutor  # start-up: concurrent.futures
 
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="momoka-embed")
         return self._pool.map(fn, items)

@@ -349,7 +349,7 @@ def get_reranker(name: str = "cosine", **kwargs) -> Reranker:
     if key is None:
         raise ConfigError(f"unknown reranker {name!r}; choose cosine, query-likelihood, cross-encoder or endpoint")
     if key == "endpoint":
-        from .rerank_endpoint import EndpointReranker
+        from .rerank_endpoint import EndpointReranker  # start-up: momoka.models.rerank_endpoint
 
         return EndpointReranker(**kwargs)
     if key == "cosine":

@@ -20,6 +20,8 @@ configuration behave the same everywhere:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
@@ -49,7 +51,7 @@ class DeviceWarning(UserWarning):
 
 def _ort():
     try:
-        import onnxruntime
+        import onnxruntime  # start-up: onnxruntime
     except ImportError as exc:  # pragma: no cover - declared dependency
         raise ModelError(
             "onnxruntime is not installed; momoka's models need it (pip install onnxruntime)"
@@ -109,9 +111,6 @@ def _preload_cuda_libraries() -> str:
     """
     global _preload_report
     if _preload_report is None:
-        import contextlib
-        import io
-
         ort = _ort()
         buf = io.StringIO()
         if hasattr(ort, "preload_dlls"):  # onnxruntime >= 1.21

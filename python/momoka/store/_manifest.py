@@ -44,7 +44,7 @@ class _Lock:
         """
         fd = self._try()
         if fd is None and self._holder() == str(os.getpid()):
-            import gc
+            import gc  # start-up: gc
 
             gc.collect()
             fd = self._try()

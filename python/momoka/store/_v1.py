@@ -66,7 +66,7 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
         has[ids] = True
         graph = None
         if len(ids):
-            import hnswlib
+            import hnswlib  # start-up: hnswlib
 
             graph = hnswlib.Index(space="ip", dim=dim)
             try:

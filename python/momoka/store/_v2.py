@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import StoreCorruptedError, StoreError
+from ._verify import check_on_open_v2
 from .bm25 import BM25
 from .bm25_view import BM25View
 from .chunk_table import COLUMNS, ChunkTable
@@ -26,8 +27,6 @@ from .vectors import VectorView
 
 def load_v2(store, gdir: Path, manifest: dict) -> None:
     """Read a format-version-2 generation into ``store`` (everything in memory, unsaved)."""
-    from ._verify import check_on_open_v2
-
     root = store.path
     entries = manifest.get("artifacts") or []
     check_on_open_v2(root, gdir.name, entries)

@@ -67,10 +67,12 @@ import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .._version import __version__
 from ..errors import InputError, StoreCorruptedError, StoreError
 from ..text.model import Chunk
 from ._io import file_record, fsync_dir, jsonl, write_file
 from .artifact import Part
+from .delta import apply_delta
 from .documents import TrackedMeta
 from .segments import DOCS, DOCS_DELETED, DOCS_FILE, merge_background, merge_factor, next_merge, segment_name
 from ._merger import Merger, MergeJob
@@ -98,8 +100,6 @@ def _now() -> str:
 
 
 def _momoka_version() -> str:
-    from .._version import __version__
-
     return __version__
 
 
@@ -503,8 +503,6 @@ class Store(ArtifactRegistry):
     def apply(self, delta) -> list[str]:
         """Add a batch built apart (a :class:`~momoka.store.delta.Delta`, by its own ids): its ids are renumbered
         to follow the store's; returns the doc ids added. The next save writes it as one segment."""
-        from .delta import apply_delta
-
         return apply_delta(self, delta)
 
     def delete(self, doc_ids: Iterable[str]) -> int:

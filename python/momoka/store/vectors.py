@@ -213,7 +213,7 @@ class VectorView(Artifact):
         return all(p.graph is not None or p.part is None or not p.part.has(self._files()[3]) for p in self._parts)
 
     def _new_graph(self, capacity: int):
-        import hnswlib
+        import hnswlib  # start-up: hnswlib
 
         ix = hnswlib.Index(space="ip", dim=self.dim)
         ix.init_index(max_elements=max(capacity, 16), M=self.hnsw_params["M"],
@@ -249,7 +249,7 @@ class VectorView(Artifact):
 
     def _read_graph(self, vp: _VPart, rel: str):
         """The saved graph of a part, validated (sha256, then its row count); None (and a warning) when damaged."""
-        import hnswlib
+        import hnswlib  # start-up: hnswlib
 
         try:
             p = vp.part.path(rel, verify=True, what=self._what())

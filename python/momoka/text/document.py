@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmptyInputError, InputError
+from .io import read_file_bytes, read_text_file, resolve_format
 from .model import Chunk, Section
 from .segment import split_paragraphs, split_sentences_within
 
@@ -301,7 +302,7 @@ class Document:
         Raises :class:`~momoka.errors.EmptyInputError` for empty input and for
         Markdown made only of headings (no body text).
         """
-        from .markdown import parse_markdown
+        from .markdown import parse_markdown  # start-up: momoka.text.markdown
 
         parsed = parse_markdown(text)
         return parsed.to_document(cls, title=title, doc_id=doc_id, source=source, kind="Markdown")
@@ -319,7 +320,7 @@ class Document:
         Raises :class:`~momoka.errors.EmptyInputError` when there is no text
         (e.g. only a ``<head>``) or only headings.
         """
-        from .html import parse_html
+        from .html import parse_html  # start-up: momoka.text.html
 
         parsed = parse_html(html)
         return parsed.to_document(cls, title=title, doc_id=doc_id, source=source, kind="HTML")
@@ -337,7 +338,7 @@ class Document:
         :class:`~momoka.errors.NoTextLayerError` (a scan) or
         :class:`~momoka.errors.ParseError` (damaged).
         """
-        from .pdf import parse_pdf
+        from .pdf import parse_pdf  # start-up: momoka.text.pdf
 
         text, pages, meta_title, sections = parse_pdf(data, name=source or "input")
         return cls(text, title=title if title is not None else meta_title, doc_id=doc_id, source=source, pages=pages,
@@ -349,7 +350,7 @@ class Document:
     ) -> Document:
         """Parse a Word .docx file (``python-docx``): headings become sections, paragraphs paragraphs, a
         table one paragraph; see :mod:`momoka.text.docx` for what is read and the errors."""
-        from .docx import parse_docx
+        from .docx import parse_docx  # start-up: momoka.text.docx
 
         parsed = parse_docx(data, name=source or "input")
         return parsed.to_document(cls, title=title, doc_id=doc_id, source=source, kind="Word")
@@ -379,8 +380,6 @@ class Document:
         ``doc_id`` defaults to the file name without extension; ``source`` is
         the path.
         """
-        from .io import read_file_bytes, read_text_file, resolve_format
-
         p = Path(path)
         fmt = resolve_format(p, format)
         did = doc_id if doc_id is not None else p.stem

@@ -42,8 +42,8 @@ def _heading_level(paragraph) -> int:
 def parse_docx(data: bytes, name: str = "input") -> ParsedDocument:
     """Parse the bytes of a .docx file into readable text, paragraph spans, sections and a title."""
     try:
-        import docx
-        from docx.table import Table
+        import docx  # start-up: docx
+        from docx.table import Table  # start-up: docx.table
     except ImportError:  # a dependency of momoka; missing only in a broken install
         raise ConfigError("reading .docx needs the 'python-docx' package (pip install python-docx)") from None
     if data.startswith(_OLE_MAGIC):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import re
 
+from ..errors import InputError
 from ._build import Builder, ParsedDocument
 
 __all__ = ["parse_markdown"]
@@ -118,8 +119,6 @@ def _starts_block(line: str) -> bool:
 def parse_markdown(text: str) -> ParsedDocument:
     """Parse Markdown into readable text, paragraph spans and sections."""
     if not isinstance(text, str):
-        from ..errors import InputError
-
         raise InputError(f"Markdown input must be str, got {type(text).__name__}")
     lines = text.splitlines()
     b = Builder()

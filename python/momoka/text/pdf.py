@@ -33,7 +33,7 @@ PAGE_SEPARATOR = "\n\n"
 
 def _pypdf():
     try:
-        import pypdf
+        import pypdf  # start-up: pypdf
     except ImportError:  # a dependency of momoka; missing only in a broken install
         raise ConfigError("reading PDF needs the 'pypdf' package (pip install pypdf)") from None
     return pypdf

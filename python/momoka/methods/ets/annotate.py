@@ -37,6 +37,7 @@ from typing import Any
 from ..._validate import check_float, check_int
 from ...errors import ConfigError, InputError
 from ...llm import prompts
+from ...progress import Progress
 from .beam import extraction_background, extraction_target
 from .candidates import DEFAULT_N, Sentence, candidate_sentences
 from .reader import CORRECTNESS_MODES, Reader, is_correct
@@ -95,7 +96,7 @@ def annotate_question(question: str, answers: Sequence[str], candidates: Sequenc
 
     The likelihood is of the first gold answer; correctness accepts any of them.
     """
-    from ...mcts import MCTS
+    from ...mcts import MCTS  # start-up: momoka.mcts
 
     config.check()
     answers = tuple(a for a in answers if isinstance(a, str) and a.strip())
@@ -250,8 +251,7 @@ def annotate_dataset(data: str | os.PathLike, out: str | os.PathLike, *, limit: 
     that was cut off. ``limit``: the first ``limit`` questions of the set. Returns
     a summary: questions annotated now and before, paths, correct/incorrect, seconds.
     """
-    from ...eval.datasets import load_dataset
-    from ...progress import Progress
+    from ...eval.datasets import load_dataset  # start-up: momoka.eval.datasets
 
     config.check()
     if limit is not None:
@@ -264,7 +264,7 @@ def annotate_dataset(data: str | os.PathLike, out: str | os.PathLike, *, limit: 
     if reader is None:
         reader = Reader()
     if embedder is None:
-        from ...models import Embedder
+        from ...models import Embedder  # start-up: momoka.models
 
         embedder = Embedder.default()
     summary = {"dataset": ds.name, "questions": 0, "skipped": len(ds.questions) - len(todo), "paths": 0,

@@ -41,6 +41,8 @@ import numpy as np
 from ..._validate import check_int
 from ...errors import ConfigError, InputError
 from ...kernels import unique_prefix_lengths
+from ...llm import prompts
+from ...progress import Progress
 
 __all__ = ["BeamResult", "LMPolicy", "Policy", "SearchStats", "beam_search", "expand"]
 
@@ -223,8 +225,6 @@ def beam_search(question: str, candidates: Sequence[str], policy: Policy,
         scored[k] = v
         return v
 
-    from ...progress import Progress
-
     depths = min(max_depth, len(selectable))
     # nodes expanded when no depth runs out of new paths: 1 at the root, then up to `beam` per depth
     planned = sum(min(beam, expansion ** d) for d in range(depths))
@@ -284,8 +284,6 @@ class LMPolicy:
     """
 
     def __init__(self, lm: Any, *, prompt: str = "ets.extraction"):
-        from ...llm import prompts
-
         self.lm = lm
         self.template = prompts.get(prompt)
         ids = lm.encode("\n")
@@ -315,6 +313,6 @@ class LMPolicy:
 
     def logprobs(self, state: Any) -> np.ndarray:
         """Next-token log-probabilities after ``state``."""
-        from ...models.causal_lm import log_softmax
+        from ...models.causal_lm import log_softmax  # start-up: momoka.models.causal_lm
 
         return log_softmax(np.asarray(state.last_logits, dtype=np.float64))

@@ -32,7 +32,7 @@ import numpy as np
 from ..._validate import check_int
 from ...errors import ConfigError, InputError
 from ..._answer_metrics import exact_match, token_f1
-from ...llm import prompts
+from ...llm import OpenAIClient, prompts
 
 __all__ = ["CORRECTNESS_MODES", "PROMPT", "Reader", "is_correct"]
 
@@ -77,12 +77,10 @@ class Reader:
         self.client = client
         self.lm = None
         if endpoint is not None:
-            from ...llm import OpenAIClient
-
             self.client = OpenAIClient(model, base_url=endpoint, **client_options)
         elif client is None:
             if lm is None:
-                from ...models import default_causal_lm
+                from ...models import default_causal_lm  # start-up: momoka.models
 
                 lm = default_causal_lm()
             self.lm = lm

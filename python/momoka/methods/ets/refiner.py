@@ -25,6 +25,8 @@ from ...errors import ConfigError
 from ..base import Item, Member, Result
 from ...registry import register
 from .beam import LMPolicy, beam_search
+from .candidates import candidate_sentences
+from .reader import Reader
 
 __all__ = ["ETSRefiner"]
 
@@ -64,7 +66,7 @@ class ETSRefiner:
     # lazily built: loading the LM is slow and not needed to list or validate components
     def _shared_lm(self):
         if self._lm is None:
-            from ...models import default_causal_lm
+            from ...models import default_causal_lm  # start-up: momoka.models
 
             self._lm = default_causal_lm()
         return self._lm
@@ -79,8 +81,6 @@ class ETSRefiner:
     @property
     def reader(self):
         """The reader whose likelihood of its own answer is the value (:class:`.reader.Reader`)."""
-        from .reader import Reader
-
         if not isinstance(self._reader_spec, (str, type(None))):
             return self._reader_spec
         if self._reader_spec in (None, "", "local"):
@@ -105,8 +105,6 @@ class ETSRefiner:
 
     def refine(self, query: str, result: Result) -> Result:
         """The evidence sentences ETS picks among the sentences of ``result`` (one item per sentence)."""
-        from .candidates import candidate_sentences
-
         t0 = time.perf_counter()
         cands = candidate_sentences(query, result=result, embedder=self.embedder, n=self.n)
         name = f"{result.retriever}+ets"

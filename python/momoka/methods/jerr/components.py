@@ -22,7 +22,8 @@ import time
 from typing import Any, Iterable, Sequence
 
 from ..._validate import check_choice, check_float, check_int
-from ...errors import ConfigError, InputError
+from ...errors import ConfigError, InputError, StoreError
+from ...llm import prompts
 from ...progress import Progress
 from .._backend import LLMBacked
 from ..base import DEFAULT_BUDGET, Item, Result
@@ -194,8 +195,6 @@ class JerrRetriever(LLMBacked):
         self.max_pages = check_int(max_pages, "jerr: max_pages", minimum=1)
         self.max_tokens = check_int(max_tokens, "jerr: max_tokens", minimum=1)
         if not index.store.has_node_table(ENTITIES):
-            from ...errors import StoreError
-
             raise StoreError("the store has no JERR graph: build it with `momoka index ... --relate jerr`")
         self.index, self._llm = index, llm
         self._graphs: dict[tuple, tuple[NodeGraph, list[dict]]] = {}
@@ -293,8 +292,6 @@ class JerrRetriever(LLMBacked):
         """The LLM key-chunk step (section 3.3): the nodes and their units' synopses, numbered as pages, go to
         the ``jerr.lookup`` prompt; the chunks of the pages it names are kept. An answer naming no page keeps
         the keyword choice (recorded)."""
-        from ...llm import prompts
-
         pages = self.pages(rows)
         chunks = self.index.store.chunks
         nodes = "\n".join(f"- {r['name']}" + (f" (also: {', '.join(r['aliases'])})" if r.get("aliases") else "")
@@ -362,8 +359,6 @@ class JerrReader(LLMReader):
 
     def messages(self, question: str, context: list) -> list[dict]:
         """The A.6 prompt: nodes and synopsis, then the numbered chunks, then the question."""
-        from ...llm import prompts
-
         passages = "\n\n".join(f"[{c.number}] {' '.join(c.text.split())}" for c in context)
         ctx = (self._pre + "\n\n" if self._pre else "") + "Passages:\n" + passages
         return [{"role": "user", "content": prompts.render("jerr.answer", context=ctx, question=question)}]
@@ -392,7 +387,6 @@ class JerrReader(LLMReader):
         ctx = self.context(result)
         article = (self._pre + "\n\n" if self._pre else "") + "\n\n".join(c.text for c in ctx)
         opts = " ".join(f"({chr(65 + i)}) {o}" for i, o in enumerate(options))
-        from ...llm import prompts
 
         text = self.llm.complete([{"role": "user", "content": prompts.render(
             "jerr.answer_quality", context=article, question=question, options=opts)}],

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...errors import LLMResponseError
+from ...llm import prompts
 from ...store.bm25 import ENGLISH_STOPWORDS
 from ...llm.parsers import NumberedListParser
 from ...text import split_sentences
@@ -215,8 +216,6 @@ def extract_llm(units: Sequence[Unit], doc_text: str, llm: Any, stats: dict, *, 
     ``fallbacks`` (a :class:`~momoka.methods.fallbacks.FallbackTally`, optional) counts each unit asked
     and each unit that fell back to the offline extraction (see the module docstring).
     """
-    from ...llm import prompts
-
     params = {"temperature": 0, "max_tokens": max_tokens}
     edge_params = {"temperature": 0, "max_tokens": 16}
     n = len(units)
@@ -300,8 +299,6 @@ def extract_llm(units: Sequence[Unit], doc_text: str, llm: Any, stats: dict, *, 
 
 def estimate_llm(units: Sequence[Unit], *, max_tokens: int = 256, max_chars: int = 6000) -> dict:
     """Pre-run estimate of LLM calls and tokens: 3 calls per unit plus 3 edge questions (3 elements)."""
-    from ...llm import prompts
-
     def tmpl(n):
         return len(prompts.get(n).template) // CHARS_PER_TOKEN
 

@@ -40,6 +40,7 @@ from ...chunking._tokens import resolve_tokenizer
 from ..._validate import check_int
 from ...chunking.chunkers import StructureChunker, _as_document, _check_unit
 from ...errors import ConfigError
+from ...text import Document, make_chunks
 from ...text.model import Section
 
 __all__ = ["DEFAULT_DROP", "SectionsChunker", "detect_sections", "heading_title"]
@@ -158,8 +159,6 @@ class SectionsChunker:
 
     def structured(self, document: Any):
         """``(document with sections, how they were found)``: the input itself when it has sections."""
-        from ...text import Document
-
         document = _as_document(document)
         if document.sections and self.headings == "auto":
             return document, "parser"
@@ -206,8 +205,6 @@ class SectionsChunker:
 
     def __call__(self, document: Any) -> list:
         """The chunks of ``document`` (section paths filled from the structure found)."""
-        from ...text import make_chunks
-
         doc, spans = self.spans(document)
         return make_chunks(doc, spans)
 

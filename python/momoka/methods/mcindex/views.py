@@ -40,6 +40,7 @@ from ...store.store import RAW_VIEW
 from ...progress import Progress
 from .._backend import LLMBacked
 from ..fallbacks import FallbackTally, set_record
+from ..sources import load_embedder
 from . import offline
 
 __all__ = ["BACKENDS", "KeywordsEnricher", "SummaryEnricher", "ViewEnricher"]
@@ -112,7 +113,6 @@ class ViewEnricher(LLMBacked):
     def _embedder(self, index: Any):
         if index.store.has_vector_view(RAW_VIEW):
             return index.embedder
-        from ..sources import load_embedder
 
         if getattr(self, "_own_embedder", None) is None:
             self._own_embedder = load_embedder(None)
@@ -120,7 +120,7 @@ class ViewEnricher(LLMBacked):
 
     def _open_cache(self):
         if self._cache is None and self._cache_opt:
-            from ...llm import ResponseCache, default_cache_path
+            from ...llm import ResponseCache, default_cache_path  # start-up: momoka.llm
 
             path = default_cache_path() if self._cache_opt is True else self._cache_opt
             self._cache = ResponseCache(path)
@@ -137,7 +137,7 @@ class ViewEnricher(LLMBacked):
 
     def view_texts(self, index: Any, ids: list[int]) -> list[str]:
         """The view text of every chunk id (cached, in batches, with progress)."""
-        from ...llm import make_key
+        from ...llm import make_key  # start-up: momoka.llm
 
         store = index.store
         texts = [store.chunks.text(c) for c in ids]
@@ -220,7 +220,7 @@ class ViewEnricher(LLMBacked):
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
         """Pre-run estimate of LLM calls and tokens (4 characters per token; answers at most ``max_tokens``)."""
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         tmpl = len(prompts.get(self.prompt).template)
         texts = [c.text for cs in chunks for c in cs]
@@ -240,7 +240,7 @@ class ViewEnricher(LLMBacked):
         return {"view": self.view, "backend": self.effective_backend, "settings": self.settings(), "stats": st}
 
     def _prompted(self, texts: list[str], names: list[str]) -> list:
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         cut = [t[: self.max_chars] for t in texts]
         self._count("llm_inputs_cut", sum(len(t) > self.max_chars for t in texts))
@@ -273,7 +273,7 @@ class KeywordsEnricher(ViewEnricher):
         return [", ".join(k) for k in kws]
 
     def llm_texts(self, texts, names):
-        from ...llm import JSONListParser
+        from ...llm import JSONListParser  # start-up: momoka.llm
 
         res = self.llm.complete_parsed(self._prompted(texts, names), JSONListParser(min_items=1), temperature=0,
                                        max_tokens=self.max_tokens, method="mcindex.keywords")

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..._validate import check_int
 from ...errors import ConfigError, InputError
+from ...text import Document
 
 __all__ = ["MERGE_UNITS", "as_document", "dynamic_merge", "greedy_runs", "groups_to_spans", "length_fn",
            "sentence_spans"]
@@ -25,8 +26,6 @@ MERGE_UNITS = ("chars", "tokens")
 
 def as_document(document: Any):
     """``document`` as a :class:`momoka.text.Document` (a str is read as plain text)."""
-    from ...text import Document
-
     if isinstance(document, str):
         return Document.from_text(document)
     if not isinstance(getattr(document, "text", None), str):

@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConfigError, LLMError, LLMResponseError
+from ...text import make_chunks
 from ..base import FallbackCounts
 from ..fallbacks import FallbackTally
 from ._common import as_document, dynamic_merge, greedy_runs, length_fn, sentence_spans
+from .msp import label_ids, next_token_logits
 
 __all__ = ["CLASS_BOUNDS", "CLASS_TARGETS", "MetaChunkStats", "MetaChunker", "sentence_windows"]
 
@@ -122,7 +124,7 @@ class MetaChunker:
     def llm(self):
         """The LLM client (``client_from_env()`` on first use)."""
         if self._llm is None:
-            from ...llm import client_from_env
+            from ...llm import client_from_env  # start-up: momoka.llm
 
             self._llm = client_from_env()
         return self._llm
@@ -140,15 +142,13 @@ class MetaChunker:
 
     def route(self, windows: list[str]) -> list[int]:
         """The granularity class (0-3) of each window."""
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         if not windows:
             return []
         name = "moc.router_zh" if self.prompt == "moc.meta_chunker_zh" else "moc.router"
         lm = self._local_lm()
         if lm is not None:
-            from .msp import label_ids, next_token_logits
-
             digits = label_ids(lm, ("0", "1", "2", "3"))
             ids = [lm.encode(lm.apply_chat_template(prompts.messages(name, window=w))) for w in windows]
             return [int(lg[digits].argmax()) for lg in next_token_logits(lm, ids)]
@@ -164,7 +164,7 @@ class MetaChunker:
         if self.expert_models is None:
             return self.llm
         if cls not in self._experts:
-            from ...llm import OpenAIClient
+            from ...llm import OpenAIClient  # start-up: momoka.llm
 
             self._experts[cls] = OpenAIClient(model=self.expert_models[cls],
                                               base_url=getattr(self.llm, "base_url", None))
@@ -172,7 +172,7 @@ class MetaChunker:
 
     # ----------------------------------------------------------------- chunks
     def _messages(self, window: str, cls: int | None) -> list[dict]:
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         if self.prompt == "moc.meta_chunker_zh":
             return prompts.messages(self.prompt, window=window)
@@ -181,7 +181,7 @@ class MetaChunker:
         return prompts.messages("moc.meta_chunker", text=window)
 
     def _place(self, window: str, outlines: list) -> list[tuple[int, int]] | None:
-        from ...kernels import recover_outlines
+        from ...kernels import recover_outlines  # start-up: momoka.kernels
 
         outlines = [str(o) for o in outlines if str(o).strip()]
         if not outlines:
@@ -204,7 +204,7 @@ class MetaChunker:
 
     def chunk_spans_batch(self, documents: list) -> list[list[tuple[int, int]]]:
         """Chunk spans of many documents; all their windows go to the LLM in one batch per expert."""
-        from ...llm import JSONListParser
+        from ...llm import JSONListParser  # start-up: momoka.llm
 
         docs = [as_document(d) for d in documents]
         plans = []  # (doc index, window sentences, window start, window end)
@@ -268,8 +268,6 @@ class MetaChunker:
 
     def batch(self, documents: list) -> list[list]:
         """Chunk many documents (one LLM batch)."""
-        from ...text import make_chunks
-
         docs = [as_document(d) for d in documents]
         return [make_chunks(d, s) for d, s in zip(docs, self.chunk_spans_batch(docs))]
 

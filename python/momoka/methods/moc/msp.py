@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, ModelError
+from ...progress import Progress
+from ...text import make_chunks
 from ._common import as_document, dynamic_merge, groups_to_spans, length_fn, sentence_spans
 
 __all__ = ["MSPChunker", "label_ids", "msp_boundaries"]
@@ -127,7 +129,7 @@ class MSPChunker:
     def lm(self):
         """The causal LM (the default one is loaded on first use)."""
         if self._lm is None:
-            from ...models import default_causal_lm
+            from ...models import default_causal_lm  # start-up: momoka.models
 
             self._lm = default_causal_lm()
             label_ids(self._lm)
@@ -144,7 +146,7 @@ class MSPChunker:
 
     def prompt_ids(self, a: str, b: str) -> list[int]:
         """Token ids of the templated prompt asking whether to split ``a`` | ``b``."""
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         a = self._cap(a)
         sep = " " if self.language == "en" else ""
@@ -172,7 +174,6 @@ class MSPChunker:
         if len(sents) < 2:
             self.last_margins = []
             return groups_to_spans(sents, [])
-        from ...progress import Progress
 
         with Progress("msp margins", total=len(st) - 1, unit="boundaries",
                       enabled=self.progress) as bar:
@@ -202,7 +203,5 @@ class MSPChunker:
 
     def __call__(self, document: Any) -> list:
         """Chunk ``document``."""
-        from ...text import make_chunks
-
         doc = as_document(document)
         return make_chunks(doc, self.chunk_spans(doc))

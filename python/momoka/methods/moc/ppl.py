@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, InputTooLargeError
+from ...progress import Progress
+from ...text import make_chunks
 from ._common import as_document, dynamic_merge, groups_to_spans, length_fn, sentence_spans
 
 __all__ = ["PPLChunker", "ppl_boundaries", "reference_truncate"]
@@ -72,7 +74,7 @@ def default_cache_dir() -> Path:
     """Where the ppl chunker keeps its token log-probs: ``ppl-logprobs`` in the computed cache,
     ``$MOMOKA_CACHE_DIR`` or ``momoka_home()/cache`` (``momoka cache info`` lists it,
     ``momoka cache clear computed`` empties it)."""
-    from ...models import computed_cache_dir
+    from ...models import computed_cache_dir  # start-up: momoka.models
 
     return computed_cache_dir() / "ppl-logprobs"
 
@@ -126,7 +128,7 @@ class PPLChunker:
     def lm(self):
         """The causal LM (the default one is loaded on first use)."""
         if self._lm is None:
-            from ...models import default_causal_lm
+            from ...models import default_causal_lm  # start-up: momoka.models
 
             self._lm = default_causal_lm()
         return self._lm
@@ -147,8 +149,6 @@ class PPLChunker:
 
     def token_logprobs(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """``(logprobs, offsets)`` of every token of ``text`` (momoka scoring), streamed by segment."""
-        from ...progress import Progress
-
         lm = self.lm
         enc = lm.tokenizer.encode(text, add_special_tokens=False)
         ids = list(enc.ids)
@@ -251,7 +251,5 @@ class PPLChunker:
 
     def __call__(self, document: Any) -> list:
         """Chunk ``document`` (a :class:`momoka.text.Document` or a str)."""
-        from ...text import make_chunks
-
         doc = as_document(document)
         return make_chunks(doc, self.chunk_spans(doc))

@@ -26,8 +26,10 @@ from ...store.store import RAW_VIEW
 from ..fallbacks import FallbackTally, set_record
 from ...registry import register
 from ..standard.retrievers import DenseRetriever
+from .llm_chunking import LLMChunker
 from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
 from .title import TITLE_MODES, make_titles, with_title
+from .trail import TrailRetriever
 
 #: The vector view of title-prefixed chunks and the relation of paths.
 TITLED_VIEW = "titled"
@@ -74,7 +76,7 @@ class TitleEnricher:
         llm = None
         if mode in ("llm", "prefer-document"):
             if self._llm is None:
-                from ...llm import client_from_env
+                from ...llm import client_from_env  # start-up: momoka.llm
 
                 self._llm = client_from_env()
             llm = self._llm
@@ -224,13 +226,9 @@ def _mm(index: Any, **options: Any) -> DenseRetriever:
           requires={"enrich": ["title"], "relate": ["paths"]}, aliases=("momoka",),
           needs=lambda o: () if o.get("paths") is not None else (f"relation/{o.get('relation', PATHS_RELATION)}",))
 def _trail(index: Any, **options: Any):
-    from .trail import TrailRetriever
-
     return TrailRetriever(index, **options)
 
 
 @register("chunker", "llm", summary="Momoka's LLM chunker (Figure 3 prompt), recovered onto the source")
 def _llm_chunker(**options: Any):
-    from .llm_chunking import LLMChunker
-
     return LLMChunker(**options)

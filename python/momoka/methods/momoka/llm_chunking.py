@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, LLMError, LLMResponseError
+from ...text import make_chunks
 from ..base import FallbackCounts
 from ..fallbacks import FallbackTally
 
@@ -80,7 +81,7 @@ class LLMChunker:
         if not 0 <= max_error < 1:
             raise ConfigError(f"max_error must be in [0, 1), got {max_error!r}")
         if llm is None:
-            from ...llm import client_from_env
+            from ...llm import client_from_env  # start-up: momoka.llm
 
             llm = client_from_env()
         self.llm = llm
@@ -103,7 +104,7 @@ class LLMChunker:
 
     def batch(self, documents: Sequence[Any]) -> list[list]:
         """Chunk many documents; all their paragraphs go to the LLM in shared batches."""
-        from ...llm import JSONListParser, prompts
+        from ...llm import JSONListParser, prompts  # start-up: momoka.llm.prompts
 
         docs = list(documents)
         plans: list[list[list]] = [self._plan(d, count=True) for d in docs]
@@ -143,7 +144,6 @@ class LLMChunker:
         if unplaced and callable(forget):
             forget(unplaced, temperature=0, method="llm_chunking")
         self.fallbacks.check()
-        from ...text import make_chunks
 
         out = []
         for d, plan in zip(docs, plans):
@@ -208,7 +208,7 @@ class LLMChunker:
         plus one chunk per part sent (the answer has at least one item);
         ``chunks_max``: one chunk per sentence of the parts sent.
         """
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         template = len(prompts.get("momoka.llm_chunk").template)
         calls = whole = sentences = prompt_chars = answer_chars = 0
@@ -231,7 +231,7 @@ class LLMChunker:
 
     def _place(self, text: str, ps: int, pe: int, items: list) -> list[tuple[int, int]] | None:
         """Exact ``(start, end)`` spans of the items in ``text[ps:pe]``, or None when one cannot be placed."""
-        from ...kernels import recover_outlines
+        from ...kernels import recover_outlines  # start-up: momoka.kernels
 
         par = text[ps:pe]
         rec = recover_outlines(par, [str(x) for x in items], mask=_NO_MASK, max_error=self.max_error)

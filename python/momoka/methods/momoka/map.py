@@ -83,6 +83,7 @@ import numpy as np
 
 from ... import settings
 from ...errors import ConfigError, InputError
+from ...progress import Progress
 from .referees import EmbeddingReferee, LLMReferee, make_referee
 from .map_cost import MapCostModel
 from .map_settings import (  # noqa: F401  (the record names and presets, public here)
@@ -201,7 +202,7 @@ class MomokaMap(MapSettings, MapCostModel):
     def llm(self):
         """The LLM client for the LLM referee (``client_from_env()`` by default)."""
         if self._llm is None:
-            from ...llm import client_from_env
+            from ...llm import client_from_env  # start-up: momoka.llm
 
             self._llm = client_from_env()
         return self._llm
@@ -221,7 +222,7 @@ class MomokaMap(MapSettings, MapCostModel):
         if isinstance(ref, EmbeddingReferee):
             return ref.embed(texts)
         if self._embedder is None:
-            from ...models import Embedder
+            from ...models import Embedder  # start-up: momoka.models
 
             self._embedder = Embedder.default()
         return np.asarray(self._embedder.embed(texts), dtype=np.float32)
@@ -293,7 +294,7 @@ class MomokaMap(MapSettings, MapCostModel):
         document ``d`` (positions within the document), ``records[d]`` the
         search record (chunk count, iterations, remedy, requests).
         """
-        from ...mcts import MCTS
+        from ...mcts import MCTS  # start-up: momoka.mcts
 
         t0 = time.monotonic()
         ref = self.referee
@@ -358,8 +359,6 @@ class MomokaMap(MapSettings, MapCostModel):
 
     def _ask_tell(self, pending: list, records: list[dict], doc_ids: list) -> None:
         """One joint ask/tell loop over the engines of several documents (``doc_ids``: for :attr:`fallbacks`)."""
-        from ...progress import Progress
-
         ref = self.referee
         live = list(pending)
         if not live:

@@ -68,7 +68,7 @@ class LLMReferee:
         if mode not in ("pair", "path"):
             raise ConfigError(f"referee mode must be 'pair' or 'path', not {mode!r}")
         if llm is None:
-            from ...llm import client_from_env
+            from ...llm import client_from_env  # start-up: momoka.llm
 
             llm = client_from_env()
         self.llm = llm
@@ -80,14 +80,14 @@ class LLMReferee:
 
     def messages(self, a: str, b: str) -> list[dict]:
         """The chat messages sent for one pair."""
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         if self.mode == "pair":
             return prompts.messages("momoka.referee", initial_chunk=a, new_chunk=b)
         return prompts.messages("momoka.referee_path", context_text=a, new_chunk=b)
 
     def __call__(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        from ...llm import parse_binary
+        from ...llm import parse_binary  # start-up: momoka.llm
 
         pairs = _check_pairs(pairs)
         if not pairs:
@@ -141,7 +141,7 @@ class PerplexityReferee:
     def __init__(self, lm: Any = None, *, threshold: float = 0.1, soft: bool = False, max_chars: int = 1500):
         threshold = check_float(threshold, "threshold", minimum=-1, maximum=1, below=True)
         if lm is None:
-            from ...models import default_causal_lm
+            from ...models import default_causal_lm  # start-up: momoka.models
 
             lm = default_causal_lm()
         self.lm = lm
@@ -153,7 +153,7 @@ class PerplexityReferee:
 
     def edges(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """The raw edge weights ``(ppl(b) - ppl(b|a)) / ppl(b)`` of the pairs (:func:`momoka.models.perplexity.pair_edges`)."""
-        from ...models.perplexity import pair_edges
+        from ...models.perplexity import pair_edges  # start-up: momoka.models.perplexity
 
         pairs = _check_pairs(pairs)
         if not pairs:
@@ -208,7 +208,7 @@ class EmbeddingReferee:
     def embedder(self):
         """The embedder (the default one is loaded on first use)."""
         if self._embedder is None:
-            from ...models import Embedder
+            from ...models import Embedder  # start-up: momoka.models
 
             self._embedder = Embedder.default()
         return self._embedder

@@ -146,7 +146,7 @@ def make_titles(
     if ask:
         if llm is None:
             raise ConfigError("title mode 'llm' needs an LLM client (or use mode='document')")
-        from ...llm import prompts
+        from ...llm import prompts  # start-up: momoka.llm.prompts
 
         batch = [prompts.messages("momoka.title", document=docs[i].text[:context_chars]) for i in ask]
         results = llm.complete_parsed(batch, _title_parser, max_reasks=0, temperature=0, max_tokens=max_tokens,

@@ -160,7 +160,7 @@ def _limit_checker(reranker: Any) -> Callable[[str, list[str]], list[bool]] | No
 
         # Count tokens on a private copy: the reranker's (or embedder's) own tokenizer
         # must keep truncating, or its next call feeds the model more than it takes.
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # start-up: tokenizers
 
         tok = Tokenizer.from_str(tok.to_str())
         tok.no_truncation()
@@ -285,7 +285,7 @@ class TrailRetriever:
     def reranker(self):
         """The reranker (default: cosine similarity with the index's embedder)."""
         if self._reranker is None:
-            from ...models import CosineReranker
+            from ...models import CosineReranker  # start-up: momoka.models
 
             emb = self.index.embedder
             if emb is None:

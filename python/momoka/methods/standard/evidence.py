@@ -29,6 +29,8 @@ import numpy as np
 
 from ..._validate import check_float, check_int
 from ...errors import InputError
+from ...store.bm25 import tokenize
+from ...text import span_sentences
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ...registry import register
 from .reader import budget_context
@@ -40,8 +42,6 @@ TERM_WEIGHT = 0.5
 
 
 def _terms(text: str) -> set[str]:
-    from ...store.bm25 import tokenize
-
     return set(tokenize(text, stem=True, stopwords="english"))
 
 
@@ -90,7 +90,7 @@ class EvidenceReader:
         s = self.term_weight * term_scores(question, sentences)
         if self.embedder is None:
             return s
-        from ..ets.candidates import embed_query
+        from ..ets.candidates import embed_query  # start-up: momoka.methods.ets.candidates
 
         q = embed_query(self.embedder, question)
         v = np.asarray(self.embedder.embed(sentences), dtype=np.float32)
@@ -99,8 +99,6 @@ class EvidenceReader:
 
     def answer(self, question: str, result: Result) -> Answer:
         """The best sentences of ``result``'s passages for ``question``, quoted with their exact spans."""
-        from ...text import span_sentences
-
         if not isinstance(question, str) or not question.strip():
             raise InputError("the question is empty")
         context = budget_context(result, self.max_context_chars)

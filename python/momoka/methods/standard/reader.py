@@ -50,7 +50,7 @@ def default_reader() -> str:
     """The reader ``ask`` uses when none is named: ``llm`` when an endpoint is configured
     (``MOMOKA_LLM_BASE_URL``), else ``evidence`` (quoted sentences; the local 135M model answers
     only when asked for, as reader ``local``)."""
-    from ...llm.openai_client import ENV_BASE_URL
+    from ...llm.openai_client import ENV_BASE_URL  # start-up: momoka.llm.openai_client
 
     return "llm" if settings.get_text(ENV_BASE_URL) else "evidence"
 
@@ -133,7 +133,7 @@ class LLMReader:
     def llm(self):
         """The LLM client (built on first use)."""
         if self._llm is None:
-            from ...llm import client_from_env
+            from ...llm import client_from_env  # start-up: momoka.llm
 
             self._llm = client_from_env()
         return self._llm
@@ -219,7 +219,7 @@ def _llm_reader(**options: Any) -> LLMReader:
 @register("reader", "local", summary="answer with the local model (SmolLM2-135M), citing [n]; weak: often wrong")
 def _local_reader(**options: Any) -> LLMReader:
     if options.get("llm") is None:
-        from ...llm.local import LocalClient
+        from ...llm.local import LocalClient  # start-up: momoka.llm.local
 
         options["llm"] = LocalClient()
     return LLMReader(**options)
