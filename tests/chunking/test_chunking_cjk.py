@@ -19,7 +19,7 @@ from momoka.text import Document
 from _oracles.chunking import words as ref_words
 
 pytest.importorskip("jieba")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "micro"))
 from _kernels_data import chinese_text  # noqa: E402
 
 TERMINATORS = "。！？；…"

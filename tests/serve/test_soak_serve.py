@@ -1,4 +1,4 @@
-"""The short version of ``bench/soak_serve.py``: ``momoka serve`` as a process, 8 clients for 10 s while a
+"""The short version of ``bench/soak/soak_serve.py``: ``momoka serve`` as a process, 8 clients for 10 s while a
 writer process commits every 2 s, compacts, is SIGKILLed once and restarted."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak_serve.py"
+SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak" / "soak_serve.py"
 
 
 def _soak():

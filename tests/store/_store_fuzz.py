@@ -11,7 +11,7 @@ warning). Prints one JSON line: trials, outcomes, per-file counts and the
 failures (anything else: a wrong answer or a non-momoka exception). A crash
 of the interpreter ends the process with a signal, which the caller sees.
 Used by tests/store/test_store_fuzz.py (bounded budget) and
-bench/soak_store_fuzz.py (long runs).
+bench/soak/soak_store_fuzz.py (long runs).
 """
 
 from __future__ import annotations

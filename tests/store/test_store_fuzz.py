@@ -2,7 +2,7 @@
 
 The fuzzer (``_store_fuzz.py``) runs in a child process, so a crash of the
 interpreter (a segfault in a native reader) fails this test with its signal
-instead of killing the test run. ``bench/soak_store_fuzz.py`` runs it longer.
+instead of killing the test run. ``bench/soak/soak_store_fuzz.py`` runs it longer.
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
     between operators (``session.intra_op.allow_spinning``): they sleep
     instead, which costs a wake-up per operator but leaves the cores to other
     work between forward passes (the embedder's choice: measured in
-    ``bench/bench_index_e2e.py``).
+    ``bench/micro/bench_index_e2e.py``).
 
     A missing file, a truncated or corrupted file, or a graph onnxruntime
     cannot run all raise :class:`~momoka.errors.ModelError` naming the file.
