@@ -30,6 +30,13 @@
 // hit): it is scored exhaustively.
 #pragma once
 
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+
 namespace momoka::bm25 {
 
 // Sorts slot ids below `bound` (LSD radix, 11 bits a pass; std::sort for few).
@@ -46,6 +53,42 @@ inline void radix_sort(std::vector<std::uint32_t>& v, std::vector<std::uint32_t>
     for (std::uint32_t x : v) tmp[count[(x >> shift) & 2047]++] = x;
     v.swap(tmp);
   }
+}
+
+// Index of the lowest set bit of x != 0.
+inline unsigned lowest_bit(unsigned x) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  unsigned long i;
+  _BitScanForward(&i, x);
+  return static_cast<unsigned>(i);
+#else
+  return static_cast<unsigned>(__builtin_ctz(x));
+#endif
+}
+
+// Writes to out[0, count) the slots d < n with acc[d] >= cut and acc[d] > 0
+// (0: not seen), in increasing order, without a branch per slot; `out` has
+// room for n. Returns the count. With SSE2, 16
+// slots are compared at a time into a bit mask whose set bits are walked.
+// The cut is rounded to float, which can only let in more slots, never fewer.
+inline std::size_t gather_above(const float* acc, std::size_t n, double cut_d, std::uint32_t* o) {
+  const float cut = std::max(static_cast<float>(cut_d), std::numeric_limits<float>::denorm_min());
+  std::size_t cnt = 0, d = 0;
+#if defined(__SSE2__) || defined(_M_X64)
+  const __m128 c = _mm_set1_ps(cut);
+  for (; d + 16 <= n; d += 16) {
+    unsigned bits = static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d), c))) |
+                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d + 4), c))) << 4 |
+                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d + 8), c))) << 8 |
+                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d + 12), c))) << 12;
+    for (; bits; bits &= bits - 1) o[cnt++] = static_cast<std::uint32_t>(d + lowest_bit(bits));
+  }
+#endif
+  for (; d < n; ++d) {
+    o[cnt] = static_cast<std::uint32_t>(d);
+    cnt += acc[d] >= cut;
+  }
+  return cnt;
 }
 
 // Keeps the k best hits, highest score first, ties by lower slot.
@@ -109,17 +152,21 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
   };
 
   // Phase 1: whole lists, while a document seen in none of them could still enter.
-  s.touched.clear();
-  std::size_t i = 0;
+  // s.touched[0, nt): the documents seen, appended without a branch.
+  std::size_t nt = 0, i = 0;
   for (; i < m; ++i) {
     refresh();
     if (rest[i] < hmin - margin_f(hmin)) break;
     const float w = static_cast<float>(q[i].w);
+    const std::size_t need = nt + lists_[q[i].term].n;
+    if (s.touched.size() < need) s.touched.resize(std::max(need, 2 * s.touched.size()));
+    std::uint32_t* const tp = s.touched.data();
     for (Cursor c = cursor(q[i].term); c.valid(); c.next()) {
       const std::uint32_t d = c.doc();
       if (mask && (d >= mask_len || !mask[d])) continue;
       float a = s.acc[d];
-      if (a == 0.0f) s.touched.push_back(d);
+      tp[nt] = d;
+      nt += a == 0.0f;
       a += w * tf_part_f(c.tf(), d);
       s.acc[d] = a;
       if (a > hmin) offer(d, a);
@@ -127,23 +174,61 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
   }
   // Phase 2: the remaining terms, only for the candidates (sorted), those
   // whose accumulator plus the bounds left can still reach the threshold.
+  // When the documents seen are at least 1/kScanDiv of the slots, the sorted
+  // candidates come from one pass over the accumulators (an unseen slot's
+  // is 0) instead of a sort.
+  const bool scan = ns <= kScanDiv * nt;
   s.cand.clear();
+  double cut = 0.0;
   if (i < m) {
     refresh();
-    const double cut = hmin - margin_f(hmin) - rest[i];  // > 0: phase 1 stopped because rest[i] < hmin
-    for (std::uint32_t d : s.touched)
-      if (s.acc[d] >= cut) s.cand.push_back(d);
-    radix_sort(s.cand, s.tmp, ns);
+    cut = hmin - margin_f(hmin) - rest[i];  // > 0: phase 1 stopped because rest[i] < hmin
+    if (scan) {
+      if (s.tmp.size() < ns) s.tmp.resize(ns);
+      s.cand.assign(s.tmp.begin(), s.tmp.begin() + static_cast<std::ptrdiff_t>(gather_above(s.acc.data(), ns, cut, s.tmp.data())));
+    } else {
+      for (std::size_t t = 0; t < nt; ++t)
+        if (s.acc[s.touched[t]] >= cut) s.cand.push_back(s.touched[t]);
+      radix_sort(s.cand, s.tmp, ns);
+    }
   }
   for (std::size_t j = i; j < m && !s.cand.empty(); ++j) {
     if (j > i) {
       refresh();
-      const double cut = hmin - margin_f(hmin) - rest[j];
-      s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
-                   s.cand.end());
+      cut = hmin - margin_f(hmin) - rest[j];  // (grows with j: a document dropped stays out)
+      std::size_t kept = 0;
+      std::uint32_t* const cp = s.cand.data();
+      for (std::uint32_t d : s.cand) {
+        cp[kept] = d;
+        kept += s.acc[d] >= cut;
+      }
+      s.cand.resize(kept);
     }
     const float w = static_cast<float>(q[j].w);
+    if (const std::uint8_t* row = dense_row(q[j].term)) {  // a dense row: one byte per candidate
+      for (std::uint32_t d : s.cand) {
+        const std::uint32_t tf = row[d];
+        if (!tf) continue;
+        const float a = s.acc[d] + w * tf_part_f(tf < 255 ? tf : dense_tf(row, q[j].term, d), d);
+        s.acc[d] = a;
+        if (a > hmin) offer(d, a);
+      }
+      continue;
+    }
     Cursor c = cursor(q[j].term);
+    if (scan && s.cand.size() * 4 > lists_[q[j].term].n) {
+      // The candidates are the slots whose accumulator reaches the cut: each
+      // posting is tested there, without a merge with the candidate list.
+      for (; c.valid(); c.next()) {
+        const std::uint32_t d = c.doc();
+        float a = s.acc[d];
+        if (a < cut) continue;
+        a += w * tf_part_f(c.tf(), d);
+        s.acc[d] = a;
+        if (a > hmin) offer(d, a);
+      }
+      continue;
+    }
     if (s.cand.size() * 16 < lists_[q[j].term].n) {  // few candidates: jump to each through the skips
       for (std::uint32_t d : s.cand) {
         c.advance_to(d);
@@ -170,7 +255,8 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
   for (const auto& e : heap) s.seen[e.second] = 0;
   const double fcut = hmin - margin_f(hmin);
   s.cand.clear();
-  for (std::uint32_t d : s.touched) {
+  for (std::size_t t = 0; t < nt; ++t) {
+    const std::uint32_t d = s.touched[t];
     if (s.acc[d] >= fcut) s.cand.push_back(d);
     s.acc[d] = 0.0f;
   }
@@ -187,6 +273,11 @@ inline void Index::rescore_and_select(const std::vector<std::pair<std::uint32_t,
   for (std::uint32_t d : cand) hits.push_back(Hit{d, 0.0});
   for (const auto& tw : qt) {
     const double w = idf_[tw.first] * tw.second;
+    if (const std::uint8_t* row = dense_row(tw.first)) {
+      for (auto& h : hits)
+        if (const std::uint32_t tf = dense_tf(row, tw.first, h.doc)) h.score += w * tf_part(tf, h.doc);
+      continue;
+    }
     Cursor c = cursor(tw.first);
     for (auto& h : hits) {
       c.advance_to(h.doc);
