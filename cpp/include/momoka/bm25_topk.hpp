@@ -33,9 +33,6 @@
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 #endif
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#endif
 
 namespace momoka::bm25 {
 
@@ -55,33 +52,39 @@ inline void radix_sort(std::vector<std::uint32_t>& v, std::vector<std::uint32_t>
   }
 }
 
-// Index of the lowest set bit of x != 0.
-inline unsigned lowest_bit(unsigned x) {
-#if defined(_MSC_VER) && !defined(__clang__)
-  unsigned long i;
-  _BitScanForward(&i, x);
-  return static_cast<unsigned>(i);
-#else
-  return static_cast<unsigned>(__builtin_ctz(x));
-#endif
-}
-
 // Writes to out[0, count) the slots d < n with acc[d] >= cut and acc[d] > 0
-// (0: not seen), in increasing order, without a branch per slot; `out` has
-// room for n. Returns the count. With SSE2, 16
-// slots are compared at a time into a bit mask whose set bits are walked.
-// The cut is rounded to float, which can only let in more slots, never fewer.
+// (0: not seen), in increasing order, without a branch per slot or group (at
+// small N a branch on "this group holds one" is a coin toss). With SSE2, 4
+// slots are compared at once and their indices packed by a 16-entry table
+// (4 stored, the count advanced by the matches); `out` has room for n + 4.
+// Returns the count. The cut is rounded to float, which can only let in more
+// slots, never fewer.
 inline std::size_t gather_above(const float* acc, std::size_t n, double cut_d, std::uint32_t* o) {
   const float cut = std::max(static_cast<float>(cut_d), std::numeric_limits<float>::denorm_min());
   std::size_t cnt = 0, d = 0;
 #if defined(__SSE2__) || defined(_M_X64)
+  // For each 4-bit mask: the offsets of its set bits, packed to the front, and their count.
+  struct Packs {
+    alignas(16) std::uint32_t off[16][4];
+    std::uint32_t count[16];
+    Packs() {
+      for (unsigned m = 0; m < 16; ++m) {
+        unsigned c = 0;
+        for (unsigned j = 0; j < 4; ++j) off[m][j] = 0;
+        for (unsigned j = 0; j < 4; ++j)
+          if (m >> j & 1) off[m][c++] = j;
+        count[m] = c;
+      }
+    }
+  };
+  static const Packs packs;
   const __m128 c = _mm_set1_ps(cut);
-  for (; d + 16 <= n; d += 16) {
-    unsigned bits = static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d), c))) |
-                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d + 4), c))) << 4 |
-                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d + 8), c))) << 8 |
-                    static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d + 12), c))) << 12;
-    for (; bits; bits &= bits - 1) o[cnt++] = static_cast<std::uint32_t>(d + lowest_bit(bits));
+  for (; d + 4 <= n; d += 4) {
+    const unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d), c)));
+    const __m128i idx = _mm_add_epi32(_mm_set1_epi32(static_cast<int>(d)),
+                                      _mm_load_si128(reinterpret_cast<const __m128i*>(packs.off[m])));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + cnt), idx);
+    cnt += packs.count[m];
   }
 #endif
   for (; d < n; ++d) {
@@ -184,7 +187,7 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
     refresh();
     cut = hmin - margin_f(hmin) - rest[i];  // > 0: phase 1 stopped because rest[i] < hmin
     if (scan) {
-      if (s.tmp.size() < ns) s.tmp.resize(ns);
+      if (s.tmp.size() < ns + 4) s.tmp.resize(ns + 4);
       s.cand.assign(s.tmp.begin(), s.tmp.begin() + static_cast<std::ptrdiff_t>(gather_above(s.acc.data(), ns, cut, s.tmp.data())));
     } else {
       for (std::size_t t = 0; t < nt; ++t)
@@ -205,11 +208,16 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
       s.cand.resize(kept);
     }
     const float w = static_cast<float>(q[j].w);
-    if (const std::uint8_t* row = dense_row(q[j].term)) {  // a dense row: one byte per candidate
+    if (const std::uint8_t* row = dense_row(q[j].term)) {
+      // A dense row: one byte per candidate. tf 0 and 1 (most) take no
+      // branch: part1 x tf is 0 or exactly part1, and adding 0 leaves the
+      // accumulator as it was (a document not in the heap is at or below
+      // hmin, so nothing is offered then).
       for (std::uint32_t d : s.cand) {
         const std::uint32_t tf = row[d];
-        if (!tf) continue;
-        const float a = s.acc[d] + w * tf_part_f(tf < 255 ? tf : dense_tf(row, q[j].term, d), d);
+        const float part = tf > 1 ? tf_part_f(tf < 255 ? tf : dense_tf(row, q[j].term, d), d)
+                                  : part1_[d] * static_cast<float>(tf);
+        const float a = s.acc[d] + w * part;
         s.acc[d] = a;
         if (a > hmin) offer(d, a);
       }
