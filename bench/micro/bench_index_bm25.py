@@ -161,7 +161,8 @@ def build_memory(engine: str, passages: list[str]) -> dict:
         pf.write_text(json.dumps(passages))
         out = Path(tmp) / "out"
         out.mkdir()
-        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "python"))
+        paths = [str(Path(__file__).resolve().parents[2] / "python"), os.environ.get("PYTHONPATH", "")]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))  # the caller's path too (bm25s, numba)
         r = subprocess.run([sys.executable, __file__, engine, str(pf), str(out)], capture_output=True, text=True,
                            env=env, check=True)
         return json.loads(r.stdout.strip().splitlines()[-1])

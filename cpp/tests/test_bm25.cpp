@@ -1,6 +1,7 @@
 // BM25 scoring and top-k (bm25.hpp, bm25_topk.hpp) on four tiny documents
 // scored by hand, and the BM25 file (bm25_file.hpp): round trip, the trailer's
 // bytes, and rejection of damaged files.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -118,6 +119,125 @@ MOMOKA_TEST(top_k_batch_equals_single_queries) {
   check_hits(res[0], {{1, kCherry1}, {2, kLn2}}, __LINE__);
   check_hits(res[1], {{3, std::log(10.0 / 3.0) * 2.5 / 1.9375}}, __LINE__);
   check_hits(res[2], {{0, 2 * kLn2}, {2, kLn2}}, __LINE__);
+}
+
+// The small-N paths of top_k (bm25.hpp, bm25_topk.hpp): a term in >= 1/8 of
+// the slots (and >= 256 of them) gets a dense tf row, read for each candidate
+// in phase 2 and the rescoring, with tf >= 255 read from the list; when the
+// documents seen in phase 1 are >= 1/16 of the slots the candidates come from
+// a scan of the accumulators, and a short list left for phase 2 is tested
+// posting by posting. 512 documents:
+//   "rare"   in d % 8 == 0 (df 64): the phase-1 term, seen in 64 >= 512/16 slots;
+//            tf 4 where d % 24 == 0, so those long documents stay candidates;
+//   "common" in d % 3 != 1 (df 341 >= 512/8: a dense row), tf 1, except
+//            d 24 (tf 2) and d 48 (tf 300, past the row's 255);
+//   "mid"    in d % 24 == 0 (df 22: no row) with 20 "pad", so its bound is low:
+//            a short list left for phase 2, tested posting by posting;
+//   one filler "f<d>" in every document.
+// The expected scores are the formula of the header comment evaluated here,
+// term by term in query order.
+namespace {
+
+struct SmallN {
+  std::vector<Tokens> docs;
+  std::vector<double> len;
+  double avg = 0;
+  SmallN() {
+    for (int d = 0; d < 512; ++d) {
+      Tokens t{"f" + std::to_string(d)};
+      for (int i = 0; i < (d % 24 == 0 ? 4 : d % 8 == 0 ? 1 : 0); ++i) t.push_back("rare");
+      const int c = d % 3 == 1 ? 0 : d == 24 ? 2 : d == 48 ? 300 : 1;
+      for (int i = 0; i < c; ++i) t.push_back("common");
+      if (d % 24 == 0) {
+        t.push_back("mid");
+        for (int i = 0; i < 20; ++i) t.push_back("pad");
+      }
+      docs.push_back(t);
+      len.push_back(static_cast<double>(t.size()));
+      avg += static_cast<double>(t.size());
+    }
+    avg /= 512;
+  }
+  // Lucene BM25 of `query` for document d, live documents `n`, df from the token lists.
+  double score(const Tokens& query, int d, const std::vector<bool>& live) const {
+    double n = 0, sum_len = 0;
+    for (std::size_t i = 0; i < docs.size(); ++i)
+      if (live[i]) n += 1, sum_len += len[i];
+    const double avgdl = sum_len / n;
+    double s = 0;
+    for (const auto& term : query) {
+      double df = 0, tf = 0;
+      for (std::size_t i = 0; i < docs.size(); ++i) {
+        const auto c = std::count(docs[i].begin(), docs[i].end(), term);
+        if (live[i] && c) df += 1;
+        if (static_cast<int>(i) == d) tf = static_cast<double>(c);
+      }
+      if (tf == 0) continue;
+      const double idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
+      s += idf * tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * len[d] / avgdl));
+    }
+    return s;
+  }
+};
+
+// top_k against the formula: the k best documents holding a query term, ties by lower id.
+void check_against_formula(const Index& ix, const SmallN& c, const Tokens& q, std::size_t k,
+                           const std::vector<bool>& live, int line) {
+  std::vector<Hit> want;
+  for (int d = 0; d < 512; ++d) {
+    bool has = false;
+    for (const auto& t : q) has = has || std::count(c.docs[d].begin(), c.docs[d].end(), t) > 0;
+    if (has && live[d]) want.push_back(Hit{static_cast<std::uint32_t>(d), c.score(q, d, live)});
+  }
+  std::sort(want.begin(), want.end(),
+            [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.doc < b.doc); });
+  if (want.size() > k) want.resize(k);
+  const auto got = ix.top_k(q, k, nullptr, 0);
+  check_hits(got, want, line);
+  const auto exact = ix.scores(q);  // and bit for bit those of scores()
+  for (const auto& h : got)
+    if (h.score != exact[h.doc]) momoka::check::fail(__FILE__, line, "top_k score differs from scores()");
+}
+
+}  // namespace
+
+MOMOKA_TEST(small_n_dense_rows_and_scan) {
+  const SmallN c;
+  Index ix(lucene());
+  for (const auto& t : c.docs) ix.add(t);
+  std::vector<bool> live(512, true);
+  // By hand for d 0 ("f0", rare x 4, "common", "mid", 20 pads: |d| 27): tokens 512
+  // fillers + 130 rare (42 x 1 + 22 x 4) + 641 common (341 docs, +1 for d 24,
+  // +299 for d 48) + 22 x 21 mid and pads = 1745, avgdl = 1745 / 512;
+  // idf(rare) = ln(1 + 448.5 / 64.5), idf(common) = ln(1 + 171.5 / 341.5).
+  CHECK_NEAR(c.avg, 1745.0 / 512, 1e-12);
+  const double k0 = 1.5 * (0.25 + 0.75 * 27 / (1745.0 / 512));
+  CHECK_NEAR(ix.scores({"rare", "common"})[0],
+             std::log(1 + 448.5 / 64.5) * 4 * 2.5 / (4 + k0) + std::log(1 + 171.5 / 341.5) * 2.5 / (1 + k0), 1e-12);
+  for (std::size_t k : {1u, 5u, 10u, 64u, 400u}) {
+    check_against_formula(ix, c, {"rare", "common"}, k, live, __LINE__);
+    check_against_formula(ix, c, {"rare", "mid", "common"}, k, live, __LINE__);
+    check_against_formula(ix, c, {"common", "rare", "common"}, k, live, __LINE__);  // repeats count twice
+    check_against_formula(ix, c, {"common"}, k, live, __LINE__);                   // the row alone (phase 1)
+  }
+  // d 48 (tf 300 > 255) and d 24 (tf 2) are scored from the list and the row.
+  const auto e = ix.scores({"rare", "common"});
+  CHECK_NEAR(e[48], c.score({"rare", "common"}, 48, live), 1e-12);
+  CHECK_NEAR(e[24], c.score({"rare", "common"}, 24, live), 1e-12);
+  check_hits(ix.top_k({"common"}, 1, nullptr, 0), {{48, c.score({"common"}, 48, live)}}, __LINE__);
+  // A mask over the dense path: only odd multiples of 8 may come back.
+  std::vector<std::uint8_t> mask(512, 0);
+  for (int d = 8; d < 512; d += 16) mask[d] = 1;
+  for (const auto& h : ix.top_k({"rare", "common"}, 10, mask.data(), mask.size())) CHECK_EQ(h.doc % 16, 8u);
+  // Deletions rebuild the rows from the compacted lists: deleted slots read tf 0.
+  for (int d = 0; d < 512; d += 5) {
+    ix.remove(static_cast<std::uint32_t>(d));
+    live[d] = false;
+  }
+  for (std::size_t k : {1u, 10u, 64u}) {
+    check_against_formula(ix, c, {"rare", "common"}, k, live, __LINE__);
+    check_against_formula(ix, c, {"rare", "mid", "common"}, k, live, __LINE__);
+  }
 }
 
 MOMOKA_TEST(file_round_trip) {

@@ -216,7 +216,7 @@ class Index {
     std::size_t n = 0;
     with_prepared([&]() {
       n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + vocab_.size() * (sizeof(List) + 8 + 8 + 4) +
-          vocab_.bytes();
+          vocab_.bytes() + dense_terms_.size() * 4 + dense_.size();
       for (std::size_t t = 0; t < vocab_.size(); ++t) n += lists_[t].bytes.capacity();
     });
     return n;
@@ -274,6 +274,8 @@ class Index {
     maxpart_ = std::move(o.maxpart_);
     skips_ = std::move(o.skips_);
     skip_start_ = std::move(o.skip_start_);
+    dense_terms_ = std::move(o.dense_terms_);
+    dense_ = std::move(o.dense_);
     dirty_ = true;
   }
 
@@ -403,7 +405,50 @@ class Index {
       maxpart_[t] = mx;
     }
     skip_start_[vocab_.size()] = static_cast<std::uint32_t>(skips_.size());
+    build_dense_locked();
     dirty_ = false;
+  }
+
+  // Dense tf rows of the terms in at least 1/kDenseDiv of the slots (the
+  // stopword-like terms: few, and a row of one byte per slot is then at most
+  // kDenseDiv bytes a posting, against 2-3 for the coded list). MaxScore
+  // meets these terms last, in phase 2 and in the rescoring, where each
+  // candidate's tf is then one byte read instead of a decode through the
+  // list (at small N the candidates sit in every block, so skipping saves
+  // nothing there). tf >= 255 is stored as 255 and read from the list.
+  static constexpr std::size_t kDenseDiv = 8;
+  static constexpr std::uint32_t kDenseMinDf = 256;
+  void build_dense_locked() const {
+    const std::size_t ns = doc_len_.size();
+    dense_terms_.clear();
+    for (std::size_t t = 0; t < vocab_.size(); ++t) {
+      const std::uint32_t n = lists_[t].n;
+      if (n >= kDenseMinDf && static_cast<std::size_t>(n) * kDenseDiv >= ns)
+        dense_terms_.push_back(static_cast<std::uint32_t>(t));
+    }
+    dense_.assign(dense_terms_.size() * ns, 0);
+    dense_.shrink_to_fit();
+    for (std::size_t r = 0; r < dense_terms_.size(); ++r) {
+      std::uint8_t* row = dense_.data() + r * ns;
+      for (Cursor c = cursor(dense_terms_[r]); c.valid(); c.next())
+        row[c.doc()] = static_cast<std::uint8_t>(std::min<std::uint32_t>(c.tf(), 255));
+    }
+  }
+
+  // Term t's dense tf row, or null.
+  const std::uint8_t* dense_row(std::uint32_t t) const {
+    const auto it = std::lower_bound(dense_terms_.begin(), dense_terms_.end(), t);
+    if (it == dense_terms_.end() || *it != t) return nullptr;
+    return dense_.data() + static_cast<std::size_t>(it - dense_terms_.begin()) * doc_len_.size();
+  }
+
+  // tf of term t in slot d through its dense row (0: absent).
+  std::uint32_t dense_tf(const std::uint8_t* row, std::uint32_t t, std::uint32_t d) const {
+    const std::uint32_t v = row[d];
+    if (v < 255) return v;
+    Cursor c = cursor(t);  // tf >= 255: the list has it
+    c.advance_to(d);
+    return c.tf();
   }
 
   double tf_part(std::uint32_t tf_i, std::uint32_t d) const {
@@ -440,6 +485,7 @@ class Index {
     return qt;
   }
 
+  static constexpr std::size_t kScanDiv = 16;  // top_k: gather candidates by a scan when >= 1/16 of the slots were seen
   static double margin(double theta) { return 1e-9 * (std::fabs(theta) + 1.0); }
 
   // Top-k with MaxScore pruning, and its exhaustive fallback (bm25_topk.hpp).
@@ -469,6 +515,8 @@ class Index {
   mutable std::vector<double> maxpart_;
   mutable std::vector<Skip> skips_;
   mutable std::vector<std::uint32_t> skip_start_;
+  mutable std::vector<std::uint32_t> dense_terms_;  // terms with a dense tf row, increasing (row r: dense_terms_[r])
+  mutable std::vector<std::uint8_t> dense_;          // the rows, n_slots() bytes each
 };
 
 }  // namespace momoka::bm25

@@ -30,6 +30,10 @@
 // hit): it is scored exhaustively.
 #pragma once
 
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
+
 namespace momoka::bm25 {
 
 // Sorts slot ids below `bound` (LSD radix, 11 bits a pass; std::sort for few).
@@ -46,6 +50,48 @@ inline void radix_sort(std::vector<std::uint32_t>& v, std::vector<std::uint32_t>
     for (std::uint32_t x : v) tmp[count[(x >> shift) & 2047]++] = x;
     v.swap(tmp);
   }
+}
+
+// Writes to out[0, count) the slots d < n with acc[d] >= cut and acc[d] > 0
+// (0: not seen), in increasing order, without a branch per slot or group (at
+// small N a branch on "this group holds one" is a coin toss). With SSE2, 4
+// slots are compared at once and their indices packed by a 16-entry table
+// (4 stored, the count advanced by the matches); `out` has room for n + 4.
+// Returns the count. The cut is rounded to float, which can only let in more
+// slots, never fewer.
+inline std::size_t gather_above(const float* acc, std::size_t n, double cut_d, std::uint32_t* o) {
+  const float cut = std::max(static_cast<float>(cut_d), std::numeric_limits<float>::denorm_min());
+  std::size_t cnt = 0, d = 0;
+#if defined(__SSE2__) || defined(_M_X64)
+  // For each 4-bit mask: the offsets of its set bits, packed to the front, and their count.
+  struct Packs {
+    alignas(16) std::uint32_t off[16][4];
+    std::uint32_t count[16];
+    Packs() {
+      for (unsigned m = 0; m < 16; ++m) {
+        unsigned c = 0;
+        for (unsigned j = 0; j < 4; ++j) off[m][j] = 0;
+        for (unsigned j = 0; j < 4; ++j)
+          if (m >> j & 1) off[m][c++] = j;
+        count[m] = c;
+      }
+    }
+  };
+  static const Packs packs;
+  const __m128 c = _mm_set1_ps(cut);
+  for (; d + 4 <= n; d += 4) {
+    const unsigned m = static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(acc + d), c)));
+    const __m128i idx = _mm_add_epi32(_mm_set1_epi32(static_cast<int>(d)),
+                                      _mm_load_si128(reinterpret_cast<const __m128i*>(packs.off[m])));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + cnt), idx);
+    cnt += packs.count[m];
+  }
+#endif
+  for (; d < n; ++d) {
+    o[cnt] = static_cast<std::uint32_t>(d);
+    cnt += acc[d] >= cut;
+  }
+  return cnt;
 }
 
 // Keeps the k best hits, highest score first, ties by lower slot.
@@ -109,17 +155,21 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
   };
 
   // Phase 1: whole lists, while a document seen in none of them could still enter.
-  s.touched.clear();
-  std::size_t i = 0;
+  // s.touched[0, nt): the documents seen, appended without a branch.
+  std::size_t nt = 0, i = 0;
   for (; i < m; ++i) {
     refresh();
     if (rest[i] < hmin - margin_f(hmin)) break;
     const float w = static_cast<float>(q[i].w);
+    const std::size_t need = nt + lists_[q[i].term].n;
+    if (s.touched.size() < need) s.touched.resize(std::max(need, 2 * s.touched.size()));
+    std::uint32_t* const tp = s.touched.data();
     for (Cursor c = cursor(q[i].term); c.valid(); c.next()) {
       const std::uint32_t d = c.doc();
       if (mask && (d >= mask_len || !mask[d])) continue;
       float a = s.acc[d];
-      if (a == 0.0f) s.touched.push_back(d);
+      tp[nt] = d;
+      nt += a == 0.0f;
       a += w * tf_part_f(c.tf(), d);
       s.acc[d] = a;
       if (a > hmin) offer(d, a);
@@ -127,23 +177,66 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
   }
   // Phase 2: the remaining terms, only for the candidates (sorted), those
   // whose accumulator plus the bounds left can still reach the threshold.
+  // When the documents seen are at least 1/kScanDiv of the slots, the sorted
+  // candidates come from one pass over the accumulators (an unseen slot's
+  // is 0) instead of a sort.
+  const bool scan = ns <= kScanDiv * nt;
   s.cand.clear();
+  double cut = 0.0;
   if (i < m) {
     refresh();
-    const double cut = hmin - margin_f(hmin) - rest[i];  // > 0: phase 1 stopped because rest[i] < hmin
-    for (std::uint32_t d : s.touched)
-      if (s.acc[d] >= cut) s.cand.push_back(d);
-    radix_sort(s.cand, s.tmp, ns);
+    cut = hmin - margin_f(hmin) - rest[i];  // > 0: phase 1 stopped because rest[i] < hmin
+    if (scan) {
+      if (s.tmp.size() < ns + 4) s.tmp.resize(ns + 4);
+      s.cand.assign(s.tmp.begin(), s.tmp.begin() + static_cast<std::ptrdiff_t>(gather_above(s.acc.data(), ns, cut, s.tmp.data())));
+    } else {
+      for (std::size_t t = 0; t < nt; ++t)
+        if (s.acc[s.touched[t]] >= cut) s.cand.push_back(s.touched[t]);
+      radix_sort(s.cand, s.tmp, ns);
+    }
   }
   for (std::size_t j = i; j < m && !s.cand.empty(); ++j) {
     if (j > i) {
       refresh();
-      const double cut = hmin - margin_f(hmin) - rest[j];
-      s.cand.erase(std::remove_if(s.cand.begin(), s.cand.end(), [&](std::uint32_t d) { return s.acc[d] < cut; }),
-                   s.cand.end());
+      cut = hmin - margin_f(hmin) - rest[j];  // (grows with j: a document dropped stays out)
+      std::size_t kept = 0;
+      std::uint32_t* const cp = s.cand.data();
+      for (std::uint32_t d : s.cand) {
+        cp[kept] = d;
+        kept += s.acc[d] >= cut;
+      }
+      s.cand.resize(kept);
     }
     const float w = static_cast<float>(q[j].w);
+    if (const std::uint8_t* row = dense_row(q[j].term)) {
+      // A dense row: one byte per candidate. tf 0 and 1 (most) take no
+      // branch: part1 x tf is 0 or exactly part1, and adding 0 leaves the
+      // accumulator as it was (a document not in the heap is at or below
+      // hmin, so nothing is offered then).
+      for (std::uint32_t d : s.cand) {
+        const std::uint32_t tf = row[d];
+        const float part = tf > 1 ? tf_part_f(tf < 255 ? tf : dense_tf(row, q[j].term, d), d)
+                                  : part1_[d] * static_cast<float>(tf);
+        const float a = s.acc[d] + w * part;
+        s.acc[d] = a;
+        if (a > hmin) offer(d, a);
+      }
+      continue;
+    }
     Cursor c = cursor(q[j].term);
+    if (scan && s.cand.size() * 4 > lists_[q[j].term].n) {
+      // The candidates are the slots whose accumulator reaches the cut: each
+      // posting is tested there, without a merge with the candidate list.
+      for (; c.valid(); c.next()) {
+        const std::uint32_t d = c.doc();
+        float a = s.acc[d];
+        if (a < cut) continue;
+        a += w * tf_part_f(c.tf(), d);
+        s.acc[d] = a;
+        if (a > hmin) offer(d, a);
+      }
+      continue;
+    }
     if (s.cand.size() * 16 < lists_[q[j].term].n) {  // few candidates: jump to each through the skips
       for (std::uint32_t d : s.cand) {
         c.advance_to(d);
@@ -170,7 +263,8 @@ inline void Index::top_k_locked(const std::vector<std::string>& query, std::size
   for (const auto& e : heap) s.seen[e.second] = 0;
   const double fcut = hmin - margin_f(hmin);
   s.cand.clear();
-  for (std::uint32_t d : s.touched) {
+  for (std::size_t t = 0; t < nt; ++t) {
+    const std::uint32_t d = s.touched[t];
     if (s.acc[d] >= fcut) s.cand.push_back(d);
     s.acc[d] = 0.0f;
   }
@@ -187,6 +281,11 @@ inline void Index::rescore_and_select(const std::vector<std::pair<std::uint32_t,
   for (std::uint32_t d : cand) hits.push_back(Hit{d, 0.0});
   for (const auto& tw : qt) {
     const double w = idf_[tw.first] * tw.second;
+    if (const std::uint8_t* row = dense_row(tw.first)) {
+      for (auto& h : hits)
+        if (const std::uint32_t tf = dense_tf(row, tw.first, h.doc)) h.score += w * tf_part(tf, h.doc);
+      continue;
+    }
     Cursor c = cursor(tw.first);
     for (auto& h : hits) {
       c.advance_to(h.doc);
