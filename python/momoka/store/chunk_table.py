@@ -56,6 +56,15 @@ META_FILE = "chunks/meta.jsonl"
 DELETED_FILE = "chunks/deleted.npy"
 
 
+def _intern(values: list, index: dict, value: Any) -> int:
+    """The position of ``value`` in the distinct ``values`` (``index``: value -> position), appended when new."""
+    i = index.get(value)
+    if i is None:
+        i = index[value] = len(values)
+        values.append(value)
+    return i
+
+
 class _Texts:
     """The texts of a run of rows: a UTF-8 blob (bytes, bytearray or memory map) and rows + 1 offsets."""
 
@@ -327,25 +336,13 @@ class ChunkTable(Artifact):
     # -- changes -------------------------------------------------------------
 
     def _doc_slot(self, doc_id: str) -> int:
-        di = self._doc_index.get(doc_id)
-        if di is None:
-            di = self._doc_index[doc_id] = len(self._docs)
-            self._docs.append(doc_id)
-        return di
+        return _intern(self._docs, self._doc_index, doc_id)
 
     def _section_slot(self, sec: tuple) -> int:
-        si = self._section_index.get(sec)
-        if si is None:
-            si = self._section_index[sec] = len(self._sections)
-            self._sections.append(sec)
-        return si
+        return _intern(self._sections, self._section_index, sec)
 
     def _tail_slot(self, tail: str) -> int:
-        ti = self._tail_index.get(tail)
-        if ti is None:
-            ti = self._tail_index[tail] = len(self._tails)
-            self._tails.append(tail)
-        return ti
+        return _intern(self._tails, self._tail_index, tail)
 
     def _grow(self, n: int) -> None:
         for k, t in COLUMNS.items():
