@@ -35,15 +35,17 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
+    "ARTIFACT_KINDS",
     "BUILTIN_PACKAGES",
     "KINDS",
     "Entry",
     "available",
     "create",
     "entry",
-    "register",
+    "has_artifact",
     "missing",
     "producers",
+    "register",
     "requirements",
     "summaries",
 ]
