@@ -198,3 +198,51 @@ def test_openai_protocol_end_to_end_on_the_real_model(local_model_server, direct
     sdk = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0)
     r = sdk.chat.completions.create(model="smollm2", messages=QUESTION, max_tokens=4, temperature=0)
     assert r.choices[0].message.content == direct_answer.text
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_served_local_model_scores_continuations_like_the_model_itself(local_model_server, real_lm, cache_path):
+    """``/completions`` with echo and logprobs: the client's log-probability of a continuation, read from the
+    served prompt tokens, equals the model's own continuation score (prompt and continuation tokenised apart,
+    which is the same split here: each continuation starts with a space)."""
+    srv, _ = local_model_server
+    c = OpenAIClient("smollm2", base_url=srv.url + "/v1", cache=cache_path, progress=False)
+    pairs = [("The capital of France is", " Paris"), ("The capital of France is", " banana bread"),
+             ("Water boils at 100 degrees", " Celsius at sea level.")]
+    got = c.logprob_many(pairs)
+    ref = [real_lm.continuation_logprob(p, k) for p, k in pairs]
+    assert got == pytest.approx(ref, abs=1e-3)
+    assert got[0] > got[1]
+    mean = c.logprob_many(pairs[2:], mean=True)[0]
+    assert mean == pytest.approx(real_lm.token_logprobs(pairs[2][1], context=pairs[2][0]).mean(), abs=1e-3)
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_served_completions_refuse_free_text_and_empty_prompts(local_model_server):
+    import json
+    import urllib.error
+    import urllib.request
+
+    srv, _ = local_model_server
+
+    def post(body):
+        req = urllib.request.Request(srv.url + "/v1/completions", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    status, obj = post({"model": "smollm2", "prompt": "Hello", "max_tokens": 5})
+    assert status == 501 and "echo" in obj["error"]["message"]
+    status, obj = post({"model": "smollm2", "prompt": "", "echo": True, "logprobs": 0})
+    assert status == 400
+    status, obj = post({"model": "smollm2", "prompt": "Hello world", "echo": True, "logprobs": 0, "max_tokens": 1})
+    lp = obj["choices"][0]["logprobs"]
+    # the echoed tokens tile the prompt: each token's text sits at its offset
+    assert "".join(lp["tokens"]) == "Hello world"
+    assert all("Hello world"[o:o + len(t)] == t for o, t in zip(lp["text_offset"], lp["tokens"]))
+    assert all(x < 0 for x in lp["token_logprobs"])

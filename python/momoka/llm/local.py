@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from .. import settings
 from .._validate import check_int
-from ..errors import ConfigError, LLMError, ModelError
+from ..errors import ConfigError, LLMCapabilityError, LLMError, ModelError
 from .accounting import Accounting
 from .base import BaseClient
 from .types import Completion, normalize_messages
@@ -142,6 +142,20 @@ class LocalClient(BaseClient):
         if payload.get("mean"):
             return Completion(logprob=float(self.lm.continuation_logprob(payload["prompt"], payload["continuation"], mean=True)))
         return Completion(logprob=float(self.lm.continuation_logprob(payload["prompt"], payload["continuation"])))
+
+    def text_logprobs(self, text: str) -> tuple[list[tuple[int, int]], list[float]]:
+        """Each token of ``text`` (tokenised whole) as a character span, with its log-probability.
+
+        What a server echoes for ``/completions`` with ``echo`` and ``logprobs``
+        (:mod:`momoka.llm.server`). Runs on the client's model thread; needs an LM
+        with ``text_logprobs`` (:class:`~momoka.models.causal_lm.CausalLM` has it).
+        """
+        fn = getattr(self.lm, "text_logprobs", None)
+        if not callable(fn):
+            raise LLMCapabilityError(f"{self.model} cannot score a text token by token")
+        spans, lps = self._pool.submit(fn, text).result()
+        self.accounting.record("serve", self.model, calls=1, requests=1, prompt_tokens=len(spans))
+        return spans, [float(x) for x in lps]
 
     async def _send(self, kind: str, payload: dict, timeout: float) -> Completion:
         fn = self._generate if kind == "chat" else self._score

@@ -1,9 +1,12 @@
 """A small HTTP/1.1 server on asyncio, and an OpenAI-compatible endpoint over any momoka client.
 
 ``serve_openai(client, port=8000)`` exposes ``POST /v1/chat/completions``,
-and ``GET /v1/models`` (``/v1/completions`` answers 501: token-level
-prompt scoring is not part of the client protocol), so a momoka :class:`LocalClient` can stand in for a
-hosted API (``momoka llm serve``). The server binds 127.0.0.1 by default.
+``GET /v1/models`` and, for a client that scores text token by token (a
+:class:`LocalClient`), ``POST /v1/completions`` with ``echo`` and ``logprobs``: the
+prompt's tokens, their character offsets and log-probabilities, which is how
+:meth:`OpenAIClient.logprob_many` scores a continuation (free text completion there
+answers 501). So a momoka :class:`LocalClient` can stand in for a hosted API
+(``momoka llm serve``), scoring included. The server binds 127.0.0.1 by default.
 
 The HTTP layer is deliberately tiny (keep-alive, Content-Length bodies, no
 chunked uploads); handlers may also drop the connection or write raw bytes,
@@ -269,10 +272,39 @@ def openai_handler(client, model_name: str | None = None) -> Handler:
                           "total_tokens": res.prompt_tokens + res.completion_tokens},
             })
         if path in ("/v1/completions", "/completions"):
-            # Token-level prompt log-probabilities are not available through the client protocol
-            # (it scores a whole continuation), so echo-scoring is refused honestly.
-            return _error(501, "prompt scoring (echo + logprobs) is not served by momoka", "not_implemented")
+            return await _completions(body, loop)
         return _error(404, f"no route {path}")
+
+    async def _completions(body: dict, loop) -> Response:
+        """``/completions`` with ``echo`` and ``logprobs``: the prompt's tokens and their log-probabilities.
+
+        Only scoring is served (what :meth:`OpenAIClient.logprob_many` sends); free text
+        completion without a chat template is refused with 501.
+        """
+        scorer = getattr(client, "text_logprobs", None)
+        prompt = body.get("prompt")
+        if not (body.get("echo") and body.get("logprobs") is not None):
+            return _error(501, "only prompt scoring (echo=true with logprobs) is served on /completions; "
+                          "use /chat/completions for answers", "not_implemented")
+        if not callable(scorer):
+            return _error(501, "this model cannot score a prompt token by token", "not_implemented")
+        if not isinstance(prompt, str) or not prompt:
+            return _error(400, "prompt must be one non-empty string")
+        try:
+            spans, lps = await loop.run_in_executor(None, scorer, prompt)
+        except MomokaError as exc:
+            return _error(400, str(exc))
+        return Response(200, {
+            "id": "cmpl-" + uuid.uuid4().hex[:24],
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": name,
+            # echo with no generated token: the scored prompt is the whole text
+            "choices": [{"index": 0, "text": prompt, "finish_reason": "length",
+                         "logprobs": {"tokens": [prompt[a:b] for a, b in spans], "token_logprobs": lps,
+                                      "text_offset": [a for a, _ in spans], "top_logprobs": None}}],
+            "usage": {"prompt_tokens": len(spans), "completion_tokens": 0, "total_tokens": len(spans)},
+        })
 
     return handle
 

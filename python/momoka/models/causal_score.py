@@ -255,6 +255,22 @@ class CausalScoring(CausalSession):
             pairs.append((self.context_ids(contexts[i] if contexts is not None else None), ids))
         return self.score_ids(pairs, progress=progress)
 
+    def text_logprobs(self, text: str) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """Every token of ``text`` with its character span and log P given the tokens before it.
+
+        ``text`` is tokenised whole (as a server tokenises an echoed prompt) and
+        conditioned on the document start token only, so the first token has a
+        log-probability too. Returns ``(spans, logprobs)``: one ``(start, end)``
+        character span of ``text`` and one float64 per token.
+        """
+        if not isinstance(text, str):
+            raise InputError(f"expected a str, got {type(text).__name__}")
+        enc = self.tokenizer.encode(text, add_special_tokens=False)
+        if not enc.ids:
+            raise EmptyInputError("cannot score an empty text")
+        lps = self.score_ids([([self.doc_start_id], enc.ids)])[0]
+        return [(int(a), int(b)) for a, b in enc.offsets], lps
+
     def perplexity(self, texts: str | Sequence[str], *, progress=None) -> np.ndarray:
         """Perplexity ``exp(-mean log p)`` of each text (given the document start token).
 

@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ... import settings
 from ..._validate import check_int
 from ...errors import ConfigError
+from ...llm import ENV_BASE_URL, client_from_env
 from ..base import Item, Member, Result
 from ...registry import register
 from .beam import LMPolicy, beam_search
@@ -36,9 +38,12 @@ class ETSRefiner:
 
     Options: ``embedder`` (the pre-filter's; the index's when built by the CLI
     or the eval runner), ``n`` candidates, ``expansion`` (B1), ``beam`` (B2),
-    ``max_depth``, ``early_termination``; ``reader``: ``"local"`` or an
-    OpenAI-compatible URL for the value (the reader's likelihood of its own
-    answer), or a reader object; ``value``: a callable ``(question,
+    ``max_depth``, ``early_termination``; ``reader``: where the value (the
+    reader's likelihood of its own answer) comes from: None (default) the
+    endpoint of ``MOMOKA_LLM_BASE_URL`` (``--llm-url``) when one is configured,
+    else the local LM; ``"local"``; an OpenAI-compatible URL; or a reader object.
+    An endpoint must score prompts (``/completions`` with ``echo`` and
+    ``logprobs``, as vLLM and ``momoka llm serve`` do); ``value``: a callable ``(question,
     evidence_texts) -> float`` used instead (a value model); ``policy``: a
     :class:`.beam.Policy` (default: the local LM); ``lm``: the local causal LM
     shared by policy and reader (default: the registry's); ``progress``: a
@@ -49,7 +54,7 @@ class ETSRefiner:
     name = "ets"
 
     def __init__(self, *, embedder: Any = None, n: int = 30, expansion: int = 3, beam: int = 3, max_depth: int = 5,
-                 early_termination: bool = True, reader: Any = "local", value: Callable | None = None,
+                 early_termination: bool = True, reader: Any = None, value: Callable | None = None,
                  policy: Any = None, lm: Any = None, progress: bool | None = None):
         n, expansion, beam, max_depth = (check_int(v, f"ets: {key}", minimum=1) for key, v in (
             ("n", n), ("expansion", expansion), ("beam", beam), ("max_depth", max_depth)))
@@ -83,7 +88,9 @@ class ETSRefiner:
         """The reader whose likelihood of its own answer is the value (:class:`.reader.Reader`)."""
         if not isinstance(self._reader_spec, (str, type(None))):
             return self._reader_spec
-        if self._reader_spec in (None, "", "local"):
+        if self._reader_spec is None and settings.get_text(ENV_BASE_URL):
+            self._reader_spec = Reader(client=client_from_env())  # the configured endpoint
+        elif self._reader_spec in (None, "", "local"):
             self._reader_spec = Reader(self._shared_lm())
         else:
             self._reader_spec = Reader.from_spec(self._reader_spec)
@@ -126,7 +133,17 @@ class ETSRefiner:
         """The settings (for reports)."""
         return {"n": self.n, "expansion": self.expansion, "beam": self.beam, "max_depth": self.max_depth,
                 "early_termination": self.early_termination,
-                "value": "model" if self._value is not None else "reader likelihood of its own answer"}
+                "value": "model" if self._value is not None else "reader likelihood of its own answer",
+                "reader": None if self._value is not None else self.reader_name()}
+
+    def reader_name(self) -> str:
+        """Which reader gives the value, without loading it: ``local`` or the endpoint's URL."""
+        spec = self._reader_spec
+        if isinstance(spec, Reader):
+            return str(getattr(spec.client, "base_url", None) or "local")
+        if spec is None and settings.get_text(ENV_BASE_URL):
+            return settings.get_text(ENV_BASE_URL)
+        return "local" if spec in (None, "", "local") else str(spec)
 
 
 @register("refiner", "ets", summary="ETS evidence sentences: early-terminating beam search over the result's "
