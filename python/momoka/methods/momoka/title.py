@@ -38,7 +38,8 @@ _LABEL = re.compile(r"^(title|global title|document title)\s*[:：]\s*", re.IGNO
 
 @dataclass
 class TitleStats(Stats):
-    """How the titles of a batch were obtained; ``failures``: ``(doc_id, reason)`` of the first 20 failed LLM titles."""
+    """How the titles of a batch were obtained; ``failures``: ``(doc_id, reason)`` of the first 20 failed LLM
+    titles."""
 
     llm: int = 0
     document: int = 0
