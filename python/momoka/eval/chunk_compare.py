@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import ConfigError
 from .. import registry
 from ..methods.moc import dynamic_merge
+from ..stats import stats_dict
 from ..text import Document, make_chunks
 from .chunk_quality import METRICS, quality_of_chunks
 from .datasets import Dataset, DocRecord
@@ -175,7 +176,7 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
                 row[key] = float(np.mean(vals)) if vals else float("nan")
         st = getattr(ch, "stats", None)
         if st is not None:
-            row["stats"] = st.to_dict() if hasattr(st, "to_dict") else dict(st)
+            row["stats"] = stats_dict(st)
         fb = fallback_summary(ch)
         if fb is not None:
             row["fallbacks"] = fb

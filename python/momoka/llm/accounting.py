@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import ConfigError
-
-_COUNTERS = (
-    "calls",
-    "requests",
-    "prompt_tokens",
-    "completion_tokens",
-    "cache_hits",
-    "deduplicated",
-    "retries",
-    "failures",
-    "reasks",
-    "parse_failures",
-)
+from ..stats import Stats
 
 
 @dataclass
-class MethodStats:
+class MethodStats(Stats):
     """Counters of one method (or of the whole run).
 
     - ``calls``: batch items asked for (cached ones included)
@@ -48,15 +36,6 @@ class MethodStats:
     reasks: int = 0
     parse_failures: int = 0
     wall_s: float = 0.0
-
-    def add(self, other: "MethodStats") -> None:
-        """Add ``other``'s counters to these."""
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-    def to_dict(self) -> dict:
-        """Plain dict of the counters."""
-        return asdict(self)
 
 
 class Accounting:
@@ -100,7 +79,7 @@ class Accounting:
             if st is None:
                 st = self._methods[method] = MethodStats()
             for name, v in counts.items():
-                setattr(st, name, getattr(st, name) + v)
+                st.count(name, v)
             if model is not None and ("prompt_tokens" in counts or "completion_tokens" in counts):
                 m = self._models.setdefault(model, [0, 0])
                 m[0] += int(counts.get("prompt_tokens", 0))
@@ -110,19 +89,14 @@ class Accounting:
     def by_method(self) -> dict[str, MethodStats]:
         """A copy of the counters of each method label."""
         with self._lock:
-            out = {}
-            for k, v in self._methods.items():
-                c = MethodStats()
-                c.add(v)
-                out[k] = c
-            return out
+            return {k: MethodStats().merge(v) for k, v in self._methods.items()}
 
     @property
     def total(self) -> MethodStats:
         """The counters summed over methods."""
         t = MethodStats()
         for st in self.by_method.values():
-            t.add(st)
+            t.merge(st)
         return t
 
     @property

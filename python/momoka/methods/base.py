@@ -17,11 +17,12 @@ its exact span: ``document.text[start:end] == member.text``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
+from ..stats import Stats
 
 #: The context budget (characters) `momoka query/ask` fill, the reader sends, and `momoka eval` scores at by default.
 DEFAULT_BUDGET = 5000
@@ -300,9 +301,12 @@ class Answer:
 
 
 @dataclass
-class FallbackCounts:
+class FallbackCounts(Stats):
     """Counts every LLM chunker keeps: units whose answer could not be parsed, or whose items could not be
-    placed on the source, and were cut by the deterministic fallback instead (text is never lost)."""
+    placed on the source, and were cut by the deterministic fallback instead (text is never lost).
+    ``to_dict()`` adds their sum ``fallback``."""
+
+    derived = ("fallback",)
 
     fallback_parse: int = 0
     fallback_unplaced: int = 0
@@ -311,12 +315,6 @@ class FallbackCounts:
     def fallback(self) -> int:
         """Units cut by the deterministic fallback."""
         return self.fallback_parse + self.fallback_unplaced
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view (with ``fallback``)."""
-        d = asdict(self)
-        d["fallback"] = self.fallback
-        return d
 
 
 # --------------------------------------------------------------------------- protocols

@@ -95,11 +95,11 @@ def test_ppl_scores_match_full_pass_and_segmentation_is_exact(lm, tmp_path):
     # segments of 7 tokens, each after everything before it, cached on disk: same scores
     seg = PPLChunker(lm, cache=tmp_path / "c", segment=7, context=10_000)
     np.testing.assert_allclose(seg.scores(doc)[0], want, rtol=1e-4, atol=1e-4)
-    assert seg.stats["tokens_scored"] > 0 and list((tmp_path / "c").glob("*.npy"))
+    assert seg.stats.tokens_scored > 0 and list((tmp_path / "c").glob("*.npy"))
     # a rerun resumes from the cache: nothing is scored again, the chunks are identical
     again = PPLChunker(lm, cache=tmp_path / "c", segment=7, context=10_000)
     assert again.chunk_spans(doc) == seg.chunk_spans(doc)
-    assert again.stats["tokens_scored"] == 0 and again.stats["cached_segments"] > 0
+    assert again.stats.tokens_scored == 0 and again.stats.cached_segments > 0
 
 
 def test_ppl_chunks_tile_and_follow_the_reference_rule(lm):
@@ -296,12 +296,12 @@ def test_ppl_interrupted_run_resumes_only_the_missing_segments(lm, tmp_path):
     first = PPLChunker(lm, cache=d, segment=8, context=16)
     want = first.scores(doc)[0]
     files = sorted(d.glob("*.npy"))
-    assert len(files) >= 4 and first.stats["tokens_scored"] == first.stats["tokens"]
+    assert len(files) >= 4 and first.stats.tokens_scored == first.stats.tokens
     removed = files[::2]
     for f in removed:
         f.unlink()
     files[1].write_bytes(files[1].read_bytes()[:20])  # a torn file is rescored, not trusted
     again = PPLChunker(lm, cache=d, segment=8, context=16)
     np.testing.assert_allclose(again.scores(doc)[0], want, rtol=1e-5, atol=1e-5)
-    assert again.stats["cached_segments"] == len(files) - len(removed) - 1
-    assert 0 < again.stats["tokens_scored"] <= 8 * (len(removed) + 1)
+    assert again.stats.cached_segments == len(files) - len(removed) - 1
+    assert 0 < again.stats.tokens_scored <= 8 * (len(removed) + 1)

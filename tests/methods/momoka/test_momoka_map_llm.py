@@ -45,7 +45,7 @@ def test_llm_referee_scores_and_counts_malformed_replies(tmp_path):
         vals = ref(pairs)
         # an LLM answering neither 0 nor 1: re-asked once (2 requests), then scored 0 and counted
         assert vals.tolist() == [1.0, 0.0, 0.0, 1.0]
-        assert ref.stats == {"pairs": 4, "ones": 2, "zeros": 2, "malformed": 1}
+        assert ref.stats.to_dict() == {"pairs": 4, "ones": 2, "zeros": 2, "malformed": 1}
         assert srv.count == 5
         st = llm.accounting.by_method["referee"]
         assert st.parse_failures == 1 and st.reasks == 1
@@ -89,7 +89,7 @@ def test_llm_referee_drives_the_search_in_path_mode(tmp_path):
         paths = mm.paths_for_chunks(cs)
         assert "Preceding Text" in srv.chat_bodies()[0]["messages"][0]["content"]
     assert [p[0] for p in paths] == [4, 5, 6, 7, 0, 1, 2, 3]
-    assert mm.stats.referee_requests == mm.referee.stats["pairs"] > 0
+    assert mm.stats.referee_requests == mm.referee.stats.pairs > 0
 
 
 def test_titles_from_the_llm_and_fallbacks(tmp_path):

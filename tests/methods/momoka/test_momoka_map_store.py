@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from momoka.errors import ConfigError, InputError, MissingArtifactError
 from momoka import Index
-from momoka.methods.momoka import EmbeddingReferee, PathRelator
+from momoka.methods.momoka import EmbeddingReferee, PathRelator, TitleEnricher
 from momoka.text import Document, make_chunks
 
 
@@ -115,6 +115,20 @@ def test_paths_and_titles_are_stored(tmp_path):
     ix.close()
 
 
+def test_title_stats_add_up_over_batches_and_record_no_counts_before_one(tmp_path):
+    assert TitleEnricher(mode="document").describe()["stats"] == {}
+    ix = Index.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder(), enrich=[TITLES],
+                     progress=False)
+    ix.add([Document.from_text("Glacier ice melted. Orbit moon photo.", doc_id="new")])
+    # planted and pair have their own titles, single and new get their first sentence
+    want = {"llm": 0, "document": 2, "heading": 0, "sentence": 2, "failed_llm": 0}
+    assert ix.component("enrich", "title").describe()["stats"] == want
+    ix.save()
+    ix.close()
+    (en,) = json.loads((tmp_path / "s" / "manifest.json").read_text())["pipeline"]["enrich"]
+    assert en["settings"]["stats"] == want and list(en["settings"]["stats"]) == list(want)
+
+
 def test_add_computes_paths_for_the_new_document_only(tmp_path):
     _build(tmp_path / "s").close()
     ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)
@@ -127,8 +141,8 @@ def test_add_computes_paths_for_the_new_document_only(tmp_path):
     rel = ix.component("relate", "paths")
     assert isinstance(rel, PathRelator)
     assert rel.map.stats.documents == 1 and rel.map.stats.chunks == 3
-    assert ix.component("enrich", "title").stats == {"document": 0, "heading": 0, "sentence": 1, "llm": 0,
-                                                      "failed_llm": 0}
+    assert ix.component("enrich", "title").describe()["stats"] == {"document": 0, "heading": 0, "sentence": 1,
+                                                                   "llm": 0, "failed_llm": 0}
     ix.save()
     ix.close()
     ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)

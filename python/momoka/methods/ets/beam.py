@@ -43,6 +43,7 @@ from ...errors import ConfigError, InputError
 from ...kernels import unique_prefix_lengths
 from ...llm import prompts
 from ...progress import Progress
+from ...stats import Stats
 
 __all__ = ["BeamResult", "LMPolicy", "Policy", "SearchStats", "beam_search", "expand"]
 
@@ -68,7 +69,7 @@ class Policy(Protocol):
 
 
 @dataclass
-class SearchStats:
+class SearchStats(Stats):
     """Cost of one search: policy tokens decoded and prefilled, model runs, value calls, seconds."""
 
     tokens_generated: int = 0   # tokens chosen by decoding (what early termination cuts)
@@ -80,10 +81,6 @@ class SearchStats:
     seconds_root: float = 0.0    # the prompt (once per search; a policy may reuse it across searches)
     seconds_value: float = 0.0
     sentences_decoded: int = 0
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view."""
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

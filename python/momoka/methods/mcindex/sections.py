@@ -31,6 +31,7 @@ fixed-length pieces (the paper's "FLC within sections" baseline).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,10 +41,11 @@ from ...chunking._tokens import resolve_tokenizer
 from ..._validate import check_int
 from ...chunking.chunkers import StructureChunker, _as_document, _check_unit
 from ...errors import ConfigError
+from ...stats import Stats
 from ...text import Document, make_chunks
 from ...text.model import Section
 
-__all__ = ["DEFAULT_DROP", "SectionsChunker", "detect_sections", "heading_title"]
+__all__ = ["DEFAULT_DROP", "SectionStats", "SectionsChunker", "detect_sections", "heading_title"]
 
 #: Titles of sections dropped by default (case-insensitive, whole title).
 DEFAULT_DROP = (r"references|see also|notes|notes and references|external links|further reading|bibliography|"
@@ -115,6 +117,21 @@ def detect_sections(text: str, mode: str = "auto", *, heading_words: int = 10) -
     return out
 
 
+@dataclass
+class SectionStats(Stats):
+    """Counts of a :class:`SectionsChunker`: documents by where their sections came from (``by_parser``, the
+    reader's own; ``by_markdown_or_html`` / ``by_lines``, headings detected; ``by_paragraphs``, none found),
+    ``sections`` found and ``dropped_sections`` left out."""
+
+    documents: int = 0
+    by_parser: int = 0
+    by_markdown_or_html: int = 0
+    by_lines: int = 0
+    by_paragraphs: int = 0
+    sections: int = 0
+    dropped_sections: int = 0
+
+
 class SectionsChunker:
     """Content-aware chunks: the smallest structural divisions of a document (MC-indexing §3.2).
 
@@ -129,7 +146,7 @@ class SectionsChunker:
             size in ``unit`` to cut sections into fixed-length pieces.
         heading_words: longest plain heading line, in words.
 
-    ``stats`` counts documents by structure source, sections and dropped sections.
+    ``stats`` (:class:`SectionStats`) counts documents by structure source, sections and dropped sections.
     """
 
     name = "sections"
@@ -149,8 +166,7 @@ class SectionsChunker:
         self.heading_words = check_int(heading_words, "heading_words", minimum=1)
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
         self._structure = StructureChunker(max_size=1, unit="chars")  # only its segments() is used
-        self.stats: dict[str, int] = {"documents": 0, "by_parser": 0, "by_markdown_or_html": 0, "by_lines": 0,
-                                      "by_paragraphs": 0, "sections": 0, "dropped_sections": 0}
+        self.stats = SectionStats()
 
     def params(self) -> dict:
         """The parameters recorded in a store's manifest."""
@@ -185,8 +201,8 @@ class SectionsChunker:
         """``(structured document, (K, 2) spans of the chunks)``."""
         doc, how = self.structured(document)
         sp = Splitter(doc, self.unit, self._source)
-        self.stats["documents"] += 1
-        self.stats["by_" + how] += 1
+        self.stats.documents += 1
+        self.stats.count("by_" + how)
         if sp.n == 0:
             return doc, np.zeros((0, 2), dtype=np.int64)
         if how == "paragraphs":
@@ -194,10 +210,10 @@ class SectionsChunker:
         else:
             segs = self._structure.segments(sp)
         drop = self.dropped(doc)
-        self.stats["sections"] += len(segs)
+        self.stats.sections += len(segs)
         if drop:
             keep = [(a, b) for a, b in segs if not any(s <= a and b <= e for s, e in drop)]
-            self.stats["dropped_sections"] += len(segs) - len(keep)
+            self.stats.dropped_sections += len(segs) - len(keep)
             segs = keep
         if self.max_size is not None:
             segs = sp.split_ranges(segs, (), self.max_size)

@@ -22,7 +22,7 @@ from ...registry import register
 from ._common import dynamic_merge, groups_to_spans, sentence_spans
 from .meta import CLASS_BOUNDS, CLASS_TARGETS, MetaChunker, MetaChunkStats, sentence_windows
 from .msp import MSPChunker, label_ids, msp_boundaries
-from .ppl import PPLChunker, ppl_boundaries, reference_truncate
+from .ppl import PPLChunker, PPLChunkStats, ppl_boundaries, reference_truncate
 
 __all__ = [
     "CLASS_BOUNDS",
@@ -30,6 +30,7 @@ __all__ = [
     "MSPChunker",
     "MetaChunkStats",
     "MetaChunker",
+    "PPLChunkStats",
     "PPLChunker",
     "dynamic_merge",
     "groups_to_spans",

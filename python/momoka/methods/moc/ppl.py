@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,11 @@ import numpy as np
 
 from ...errors import ConfigError, InputTooLargeError
 from ...progress import Progress
+from ...stats import Stats
 from ...text import make_chunks
 from ._common import as_document, dynamic_merge, groups_to_spans, length_fn, sentence_spans
 
-__all__ = ["PPLChunker", "ppl_boundaries", "reference_truncate"]
+__all__ = ["PPLChunkStats", "PPLChunker", "ppl_boundaries", "reference_truncate"]
 
 
 def ppl_boundaries(scores: Sequence[float], threshold: float = 0.0) -> list[int]:
@@ -79,6 +81,17 @@ def default_cache_dir() -> Path:
     return computed_cache_dir() / "ppl-logprobs"
 
 
+@dataclass
+class PPLChunkStats(Stats):
+    """Counts over the documents a :class:`PPLChunker` has chunked: ``tokens`` of the documents,
+    ``tokens_scored`` by the model and ``cached_segments`` read from the cache instead."""
+
+    documents: int = 0
+    tokens: int = 0
+    tokens_scored: int = 0
+    cached_segments: int = 0
+
+
 class PPLChunker:
     """Perplexity chunking: ``chunker(document) -> list[Chunk]`` (see the module docstring).
 
@@ -95,7 +108,7 @@ class PPLChunker:
             None: its default rules, False: silent).
 
     After a call, ``last_scores`` and ``last_sentences`` hold the document's
-    per-sentence scores and sentence spans; ``stats`` counts tokens scored and
+    per-sentence scores and sentence spans; ``stats`` (:class:`PPLChunkStats`) counts tokens scored and
     segments read from the cache.
     """
 
@@ -122,7 +135,7 @@ class PPLChunker:
         self.progress = progress
         self.last_scores: np.ndarray = np.zeros(0)
         self.last_sentences: list[tuple[int, int]] = []
-        self.stats = {"documents": 0, "tokens": 0, "tokens_scored": 0, "cached_segments": 0}
+        self.stats = PPLChunkStats()
 
     @property
     def lm(self):
@@ -170,7 +183,7 @@ class PPLChunker:
                             lp = np.load(path)
                             if lp.shape == (len(seg),):
                                 out[s:s + len(seg)] = lp
-                                self.stats["cached_segments"] += 1
+                                self.stats.cached_segments += 1
                                 bar.update(len(seg))
                                 continue
                         except (OSError, ValueError):
@@ -184,13 +197,13 @@ class PPLChunker:
                 lp = lm.score_ids([(ctx, seg)], progress=tick)[0]
                 bar.update(len(seg) - done[0])
                 out[s:s + len(seg)] = lp
-                self.stats["tokens_scored"] += len(seg)
+                self.stats.tokens_scored += len(seg)
                 if path is not None:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     tmp = path.with_suffix(".tmp.npy")
                     np.save(tmp, lp)
                     tmp.replace(path)
-        self.stats["tokens"] += len(ids)
+        self.stats.tokens += len(ids)
         return out, offsets
 
     def scores(self, document: Any) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -242,7 +255,7 @@ class PPLChunker:
         doc = as_document(document)
         sc, sents = self.scores(doc)
         self.last_scores, self.last_sentences = sc, sents
-        self.stats["documents"] += 1
+        self.stats.documents += 1
         th = self.threshold if threshold is None else float(threshold)
         spans = groups_to_spans(sents, ppl_boundaries(sc, th))
         target = self.merge_target if merge_target == "default" else merge_target

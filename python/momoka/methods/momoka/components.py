@@ -28,7 +28,7 @@ from ...registry import register
 from ..standard.retrievers import DenseRetriever
 from .llm_chunking import LLMChunker
 from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
-from .title import TITLE_MODES, make_titles, with_title
+from .title import TITLE_MODES, TitleStats, make_titles, with_title
 from .trail import TrailRetriever
 
 #: The vector view of title-prefixed chunks and the relation of paths.
@@ -50,7 +50,8 @@ class TitleEnricher:
     LLM titles follow the rule of :mod:`momoka.methods.fallbacks`: ``fallbacks``
     counts the documents whose title fell back, each batch stops above
     ``--llm-max-failed`` before writing anything, and each document records
-    whether its title is a fallback.
+    whether its title is a fallback. ``stats``: the :class:`~momoka.methods.momoka.title.TitleStats` of
+    every batch merged (None before the first).
     """
 
     name = "title"
@@ -59,7 +60,7 @@ class TitleEnricher:
         if mode not in TITLE_MODES + ("auto",):
             raise ConfigError(f"title mode must be auto or one of {', '.join(TITLE_MODES)}, not {mode!r}")
         self.mode, self._llm, self.view = mode, llm, view
-        self.stats: dict = {}
+        self.stats: TitleStats | None = None
         self.fallbacks = FallbackTally("title", "title", "titles",
                                        "those documents got their own title, first heading or first sentence")
 
@@ -83,9 +84,7 @@ class TitleEnricher:
         docs = [index.document(d) for d in doc_ids]
         titles, sources, st = make_titles(docs, mode=mode, llm=llm, fallbacks=self.fallbacks)
         self.fallbacks.check()
-        for k, v in st.to_dict().items():
-            if isinstance(v, int):
-                self.stats[k] = self.stats.get(k, 0) + v
+        self.stats = st if self.stats is None else self.stats.merge(st)
         store = index.store
         for d, t, src in zip(doc_ids, titles, sources):
             store.documents[d].metadata[TITLE_KEY] = t
@@ -105,8 +104,9 @@ class TitleEnricher:
         store.vector_view(self.view).add(ids, index.embed(texts, view=self.view, label="embedding titled chunks"))
 
     def describe(self) -> dict:
-        """Settings and counts (recorded in the manifest)."""
-        return {"mode": self.effective_mode, "view": self.view, "stats": dict(self.stats)}
+        """Settings and counts (recorded in the manifest; the failure examples are not)."""
+        counts = {} if self.stats is None else {k: v for k, v in self.stats.to_dict().items() if k != "failures"}
+        return {"mode": self.effective_mode, "view": self.view, "stats": counts}
 
 
 class PathRelator:

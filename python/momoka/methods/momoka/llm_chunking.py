@@ -20,12 +20,13 @@ an LLM call (the prompt forbids splitting sentences, so the answer is known).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...errors import ConfigError, LLMError, LLMResponseError
+from ...stats import examples
 from ...text import make_chunks
 from ..base import FallbackCounts
 from ..fallbacks import FallbackTally
@@ -45,7 +46,7 @@ class LLMChunkStats(FallbackCounts):
     long_paragraphs: int = 0
     edited_items: int = 0
     chunks: int = 0
-    fallback_examples: list = field(default_factory=list)
+    fallback_examples: list = examples(10)  # [doc_id, paragraph start, reason, answer], the first 10
 
 
 class LLMChunker:
@@ -226,8 +227,7 @@ class LLMChunker:
                 "chunks_min": whole + calls, "chunks_max": whole + sentences}
 
     def _example(self, doc, slot, reason: str, raw) -> None:
-        if len(self.stats.fallback_examples) < 10:
-            self.stats.fallback_examples.append([getattr(doc, "doc_id", None), slot[0], reason, str(raw)[:80]])
+        self.stats.example("fallback_examples", [getattr(doc, "doc_id", None), slot[0], reason, str(raw)[:80]])
 
     def _place(self, text: str, ps: int, pe: int, items: list) -> list[tuple[int, int]] | None:
         """Exact ``(start, end)`` spans of the items in ``text[ps:pe]``, or None when one cannot be placed."""

@@ -84,6 +84,7 @@ import numpy as np
 from ... import settings
 from ...errors import ConfigError, InputError
 from ...progress import Progress
+from ...stats import stats_dict
 from .referees import EmbeddingReferee, LLMReferee, make_referee
 from .map_cost import MapCostModel
 from .map_settings import (  # noqa: F401  (the record names and presets, public here)
@@ -428,5 +429,5 @@ class MomokaMap(MapSettings, MapCostModel):
         d["stats"] = self.stats.to_dict()
         ref = self._referee
         if ref is not None and hasattr(ref, "stats"):
-            d["referee_stats"] = dict(ref.stats)
+            d["referee_stats"] = stats_dict(ref.stats)
         return d

@@ -6,10 +6,11 @@ writes and its counters.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConfigError
+from ...stats import Stats
 from ..fallbacks import FallbackTally
 
 #: Metadata keys written into the store.
@@ -30,8 +31,8 @@ _PRESET = object()
 
 
 @dataclass
-class MapStats:
-    """Counts of the searches run by one :class:`MomokaMap`."""
+class MapStats(Stats):
+    """Counts of the searches run by one :class:`MomokaMap` (``path_lengths``: paths by length)."""
 
     documents: int = 0
     chunks: int = 0
@@ -43,12 +44,6 @@ class MapStats:
     referee_batches: int = 0
     path_lengths: dict = field(default_factory=dict)
     seconds: float = 0.0
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view."""
-        d = asdict(self)
-        d["path_lengths"] = {str(k): v for k, v in sorted(self.path_lengths.items())}
-        return d
 
 
 class MapSettings:

@@ -8,7 +8,7 @@ text of the path so far (chunks joined by a blank line).
 * :class:`LLMReferee`: the paper's judge (Figure 4 prompt, Figure 5 in path
   mode) through the LLM layer: batched, concurrent, cached on disk, resumable.
   A reply that is neither 0 nor 1 is re-asked by the layer's parser; one still
-  malformed afterwards scores 0 and is counted (``stats["malformed"]``,
+  malformed afterwards scores 0 and is counted (``stats.malformed``,
   ``last_malformed``); :class:`~momoka.methods.momoka.map.MomokaMap` bounds and
   records them by the rule of :mod:`momoka.methods.fallbacks`.
 * :class:`PerplexityReferee`: MoC's edge weight on the local causal LM,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,42 @@ import numpy as np
 from ... import settings
 from ..._validate import check_float, check_int
 from ...errors import ConfigError, InputError, LLMError, LLMResponseError
+from ...stats import Stats
 
 #: Names accepted by :func:`make_referee`.
 REFEREES = ("ppl", "llm", "embedding")
+
+
+@dataclass
+class RefereeStats(Stats):
+    """Counts of a referee: ``pairs`` judged and the ``ones`` among them."""
+
+    pairs: int = 0
+    ones: int = 0
+
+
+@dataclass
+class LLMRefereeStats(RefereeStats):
+    """Counts of an :class:`LLMReferee`: also ``zeros`` and ``malformed`` (replies still neither 0 nor 1 after
+    the re-asks: scored 0)."""
+
+    zeros: int = 0
+    malformed: int = 0
+
+
+@dataclass
+class PerplexityRefereeStats(RefereeStats):
+    """Counts of a :class:`PerplexityReferee`: also ``lm_texts``, the texts the causal LM scored."""
+
+    lm_texts: int = 0
+
+
+@dataclass
+class EmbeddingRefereeStats(RefereeStats):
+    """Counts of an :class:`EmbeddingReferee`: also ``native_docs``, the documents given a whole similarity
+    matrix (:meth:`EmbeddingReferee.matrix`)."""
+
+    native_docs: int = 0
 
 
 def _check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -52,7 +86,7 @@ class LLMReferee:
         max_reasks: re-asks of a malformed reply (by the LLM layer's parser).
         max_tokens: tokens allowed for the verdict.
 
-    ``stats``: ``pairs`` judged, ``ones``, ``zeros`` and ``malformed`` (replies
+    ``stats`` (:class:`LLMRefereeStats`): ``pairs`` judged, ``ones``, ``zeros`` and ``malformed`` (replies
     that stayed neither 0 nor 1 after the re-asks: scored 0, METHODS.md 3.5);
     ``last_malformed``: ``(position, reply)`` of the malformed pairs of the last
     call. Malformed replies are not kept in the LLM cache, so asking again
@@ -75,7 +109,7 @@ class LLMReferee:
         self.mode = mode
         self.max_reasks = max_reasks
         self.max_tokens = max_tokens
-        self.stats = {"pairs": 0, "ones": 0, "zeros": 0, "malformed": 0}
+        self.stats = LLMRefereeStats()
         self.last_malformed: list[tuple[int, str]] = []
 
     def messages(self, a: str, b: str) -> list[dict]:
@@ -101,14 +135,14 @@ class LLMReferee:
             if p.ok:
                 out[k] = float(p.value)
             elif p.error is None or isinstance(p.error, LLMResponseError):
-                self.stats["malformed"] += 1
+                self.stats.malformed += 1
                 self.last_malformed.append((k, str(p.raw)))
             else:
                 raise LLMError(f"referee request failed: {p.error}") from p.error
-        self.stats["pairs"] += len(pairs)
+        self.stats.pairs += len(pairs)
         ones = int((out == 1).sum())
-        self.stats["ones"] += ones
-        self.stats["zeros"] += len(pairs) - ones
+        self.stats.ones += ones
+        self.stats.zeros += len(pairs) - ones
         return out
 
     def config(self) -> dict:
@@ -133,7 +167,7 @@ class PerplexityReferee:
         max_chars: ``a`` and ``b`` are cut to this many characters (``a`` keeps
             its end, ``b`` its start) to bound the model's work.
 
-    ``ppl(b)`` is computed once per distinct text (kept in memory).
+    ``ppl(b)`` is computed once per distinct text (kept in memory). ``stats``: :class:`PerplexityRefereeStats`.
     """
 
     name = "ppl"
@@ -149,7 +183,7 @@ class PerplexityReferee:
         self.soft = soft
         self.max_chars = max_chars
         self._ppl: dict[str, float] = {}
-        self.stats = {"pairs": 0, "ones": 0, "lm_texts": 0}
+        self.stats = PerplexityRefereeStats()
 
     def edges(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """The raw edge weights ``(ppl(b) - ppl(b|a)) / ppl(b)`` of the pairs (:func:`momoka.models.perplexity.pair_edges`)."""
@@ -160,14 +194,14 @@ class PerplexityReferee:
             return np.zeros(0)
         before = len(self._ppl)
         e = pair_edges(self.lm, pairs, max_chars=self.max_chars, ppl_cache=self._ppl)
-        self.stats["lm_texts"] += len(self._ppl) - before + len(pairs)
+        self.stats.lm_texts += len(self._ppl) - before + len(pairs)
         return e
 
     def __call__(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         e = self.edges(pairs)
         out = np.clip(e, 0.0, 1.0) if self.soft else (e > self.threshold).astype(np.float64)
-        self.stats["pairs"] += len(e)
-        self.stats["ones"] += int((e > self.threshold).sum())
+        self.stats.pairs += len(e)
+        self.stats.ones += int((e > self.threshold).sum())
         return out
 
     def config(self) -> dict:
@@ -189,7 +223,8 @@ class EmbeddingReferee:
 
     Called on text pairs it embeds the distinct texts (kept in memory by
     content hash). :meth:`matrix` gives the whole thresholded similarity
-    matrix of a document as CSR arrays for :meth:`momoka.mcts.MCTS.run_native`.
+    matrix of a document as CSR arrays for :meth:`momoka.mcts.MCTS.run_native`. ``stats``:
+    :class:`EmbeddingRefereeStats`.
     """
 
     name = "embedding"
@@ -202,7 +237,7 @@ class EmbeddingReferee:
         self.soft = soft
         self.max_edges = max_edges
         self._vec: dict[bytes, np.ndarray] = {}
-        self.stats = {"pairs": 0, "ones": 0, "native_docs": 0}
+        self.stats = EmbeddingRefereeStats()
 
     @property
     def embedder(self):
@@ -239,8 +274,8 @@ class EmbeddingReferee:
         va = self.embed([a for a, _ in pairs])
         vb = self.embed([b for _, b in pairs])
         cos = (va * vb).sum(axis=1).astype(np.float64)
-        self.stats["pairs"] += len(pairs)
-        self.stats["ones"] += int((cos > self.threshold).sum())
+        self.stats.pairs += len(pairs)
+        self.stats.ones += int((cos > self.threshold).sum())
         return self._value(cos)
 
     def matrix(self, vectors: np.ndarray, block: int = 1024) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -274,7 +309,7 @@ class EmbeddingReferee:
                 data.append(self._value(vals.astype(np.float64)))
                 indices.append(cols.astype(np.int64))
                 indptr.append(indptr[-1] + len(cols))
-        self.stats["native_docs"] += 1
+        self.stats.native_docs += 1
         cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
         return cat(data, np.float64), cat(indices, np.int64), np.asarray(indptr, dtype=np.int64)
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError, LLMResponseError
+from ...stats import Stats, examples
 
 #: Title modes of :func:`make_titles`.
 TITLE_MODES = ("llm", "document", "prefer-document", "none")
@@ -36,21 +37,16 @@ _LABEL = re.compile(r"^(title|global title|document title)\s*[:：]\s*", re.IGNO
 
 
 @dataclass
-class TitleStats:
-    """How the titles of a batch were obtained."""
+class TitleStats(Stats):
+    """How the titles of a batch were obtained; ``failures``: ``(doc_id, reason)`` of the first 20 failed LLM
+    titles."""
 
     llm: int = 0
     document: int = 0
     heading: int = 0
     sentence: int = 0
     failed_llm: int = 0
-    failures: list = field(default_factory=list)  # (doc_id, reason), at most 20 kept
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable view."""
-        d = asdict(self)
-        d["failures"] = [list(x) for x in self.failures]
-        return d
+    failures: list = examples(20)
 
 
 def clean_title(answer: Any) -> str | None:
@@ -160,15 +156,14 @@ def make_titles(
                 continue
             stats.failed_llm += 1
             unusable = res.raw is not None and isinstance(res.error, LLMResponseError)
-            if len(stats.failures) < 20:
-                reason = f"unusable answer {str(res.raw)[:60]!r}" if unusable else str(res.error)
-                stats.failures.append((doc_id, reason))
+            reason = f"unusable answer {str(res.raw)[:60]!r}" if unusable else str(res.error)
+            stats.example("failures", (doc_id, reason))
             if fallbacks is not None:
                 fallbacks.fail(doc_id, "title", res.raw if unusable else res.error)
             titles[i], sources[i] = fallback_title(docs[i])
     for s in sources:
         if s in ("llm", "document", "heading", "sentence"):
-            setattr(stats, s, getattr(stats, s) + 1)
+            stats.count(s)
     return titles, sources, stats
 
 
