@@ -89,6 +89,34 @@ def test_estimate_with_the_llm_chunker_calls_no_llm(tmp_path, capsys, make_serve
     assert priced["llm_calls"] == 2
     assert priced["chunks_min"] == 3 and priced["chunks_max"] == 1 + 3 + 4
     assert priced["prompt_tokens"] > (len(SHORT) - 25) // 4  # both asked paragraphs are in the prompts
-    assert est["chunks"] is None and "not run" in est["relators_on"]
+    assert est["chunks"] is None and "not run" in est["priced_on"]
     assert est["relators"]["paths"]["referee"] == "llm"
+    assert not (tmp_path / "s").exists()
+
+
+def test_estimate_prices_enrichers_and_relators_by_backend(tmp_path, capsys, make_server, clean_llm_env):
+    srv = make_server()  # counts every request it receives
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "harbor.txt").write_text(_long_text(), encoding="utf-8")
+    (docs / "short.txt").write_text(SHORT, encoding="utf-8")
+    base = ["index", str(docs), "--store", str(tmp_path / "s"), "--no-dense", "--estimate",
+            "--enrich", "title,keywords,summary", "--relate", "jerr"]
+    assert main(base + ["-o", "title.mode=llm", "-o", "keywords.backend=llm", "-o", "jerr.backend=llm",
+                        "--llm-url", srv.base_url, "--llm-model", "m"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert srv.count == 0, srv.requests
+    title, kw, sm = (est["enrichers"][n] for n in ("title", "keywords", "summary"))
+    # by hand: one title per document; one keyword list per chunk; summaries only of long texts (none here)
+    assert title["llm_calls"] == 2 and title["completion_tokens_max"] == 2 * 48
+    assert title["prompt_tokens"] > (len(SHORT) + min(len(_long_text()), 4000)) // 4
+    assert kw["backend"] == "llm" and kw["llm_calls"] == est["chunks"] == kw["chunks"]
+    assert sm["backend"] == "llm" and sm["llm_calls"] == 0
+    assert est["relators"]["jerr"]["backend"] == "llm" and est["relators"]["jerr"]["llm_calls"] == 6 * est["relators"]["jerr"]["units"]
+    # offline: nothing is asked of an LLM (auto would follow the endpoint --llm-url set above)
+    assert main(base + ["-o", "title.mode=document", "-o", "keywords.backend=offline", "-o", "summary.backend=offline",
+                        "-o", "jerr.backend=offline"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert [est["enrichers"][n]["llm_calls"] for n in ("title", "keywords", "summary")] == [0, 0, 0]
+    assert est["relators"]["jerr"] == {"backend": "offline", "units": est["relators"]["jerr"]["units"], "llm_calls": 0}
     assert not (tmp_path / "s").exists()

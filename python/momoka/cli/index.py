@@ -148,7 +148,7 @@ def _index(args: argparse.Namespace) -> int:
                           "(give options to the chunker, enrichers and relators named)")
     store = Path(args.store)
     if args.estimate:
-        return _estimate(args, relate_specs, chunker_opts)
+        return _estimate(args, enrich_specs, relate_specs, chunker_opts)
     t0 = time.monotonic()
     on_error = "skip" if args.on_error == "skip" else "raise"
     engine = {"engine": args.engine, "workers": args.workers, "address": args.address}
@@ -212,7 +212,7 @@ def _commit_options(ix, args: argparse.Namespace) -> None:
         ix.commit_seconds = args.commit_seconds
 
 
-def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) -> int:
+def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, chunker_opts: dict) -> int:
     """Print what indexing would chunk and cost; runs no model and calls no LLM.
 
     The chunker is the build's (same name and parameters, :func:`chunker_params`). A
@@ -236,17 +236,18 @@ def _estimate(args: argparse.Namespace, relate_specs: list, chunker_opts: dict) 
         stand_in, _ = resolve_chunker(DEFAULT_CHUNKER, chunker_params(DEFAULT_CHUNKER))
         chunks = [stand_in(d) for d in docs]
         out["chunks"] = None
-        if relate_specs:
-            out["relators_on"] = (f"{sum(map(len, chunks))} stand-in chunks of {DEFAULT_CHUNKER} (size "
+        if relate_specs or enrich_specs:
+            out["priced_on"] = (f"{sum(map(len, chunks))} stand-in chunks of {DEFAULT_CHUNKER} (size "
                                   f"{stand_in.size}): {name} is not run")
     else:
         chunks = [chunker(d) for d in docs]
         out["chunks"] = sum(len(c) for c in chunks)
-    out["relators"] = {}
-    for n, o in relate_specs:
-        comp = registry.create("relator", n, **o)
-        if callable(getattr(comp, "estimate", None)):
-            out["relators"][n] = comp.estimate(docs, chunks)
+    for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
+        priced = out[kind + "s"] = {}
+        for n, o in specs:
+            comp = registry.create(kind, n, **o)
+            est = getattr(comp, "estimate", None)
+            priced[n] = est(docs, chunks) if callable(est) else "calls no LLM"
     print(json.dumps(out, indent=2))
     return 0
 

@@ -135,13 +135,15 @@ class JerrRelator(LLMBacked):
             self._count("seconds", g.stats["seconds"])
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
-        """Pre-run estimate of LLM calls and tokens for documents already chunked (4 characters per token)."""
+        """Pre-run estimate of LLM calls and tokens for documents already chunked (4 characters per token);
+        the offline backend makes none."""
         units = []
         for doc, cs in zip(documents, chunks):
             units += make_units(doc.doc_id, doc.text, [(c.start, c.end) for c in cs], list(range(len(cs))),
                                 self.unit_tokens)
-        return {"backend": self.effective_backend, **estimate_llm(units, max_tokens=self.max_tokens,
-                                                                   max_chars=self.max_chars)}
+        if self.effective_backend != "llm":
+            return {"backend": self.effective_backend, "units": len(units), "llm_calls": 0}
+        return {"backend": "llm", **estimate_llm(units, max_tokens=self.max_tokens, max_chars=self.max_chars)}
 
     def settings(self) -> dict:
         """What changes the graph."""

@@ -219,14 +219,17 @@ class ViewEnricher(LLMBacked):
         self._count("seconds", time.perf_counter() - t0)
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
-        """Pre-run estimate of LLM calls and tokens (4 characters per token; answers at most ``max_tokens``)."""
+        """Pre-run estimate of LLM calls and tokens (4 characters per token; answers at most ``max_tokens``);
+        the offline backend makes none."""
         from ...llm import prompts  # start-up: momoka.llm.prompts
 
         tmpl = len(prompts.get(self.prompt).template)
         texts = [c.text for cs in chunks for c in cs]
         need = [t for t in texts if self.needs_text(t)]
         tok = sum((min(len(t), self.max_chars) + tmpl) // CHARS_PER_TOKEN for t in need)
-        return {"view": self.name, "chunks": len(texts), "llm_calls": len(need), "prompt_tokens": int(tok),
+        if self.effective_backend != "llm":
+            return {"view": self.name, "backend": self.effective_backend, "chunks": len(texts), "llm_calls": 0}
+        return {"view": self.name, "backend": "llm", "chunks": len(texts), "llm_calls": len(need), "prompt_tokens": int(tok),
                 "completion_tokens_max": len(need) * self.max_tokens,
                 "inputs_cut": sum(len(t) > self.max_chars for t in need)}
 

@@ -28,7 +28,7 @@ from ...registry import register
 from ..standard.retrievers import DenseRetriever
 from .llm_chunking import LLMChunker
 from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
-from .title import TITLE_MODES, TitleStats, make_titles, with_title
+from .title import TITLE_MODES, TitleStats, estimate_titles, make_titles, with_title
 from .trail import TrailRetriever
 
 #: The vector view of title-prefixed chunks and the relation of paths.
@@ -70,6 +70,10 @@ class TitleEnricher:
         if self.mode != "auto":
             return self.mode
         return "llm" if self._llm is not None or settings.get_text("MOMOKA_LLM_BASE_URL") else "document"
+
+    def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
+        """Pre-run estimate of the LLM calls and tokens of the titles (:func:`~momoka.methods.momoka.title.estimate_titles`)."""
+        return estimate_titles(documents, self.effective_mode)
 
     def enrich(self, index: Any, doc_ids: Sequence[str]) -> None:
         """Write T_D into each document's metadata and embed its chunks with T_D into the titled view."""

@@ -100,13 +100,41 @@ def fallback_title(document) -> tuple[str, str]:
     return _cut(document.text), "sentence"  # pragma: no cover - every document has a sentence
 
 
+#: Characters per token of the pre-run estimates (:func:`estimate_titles`).
+CHARS_PER_TOKEN = 4
+#: The answer limit of an LLM title (:func:`make_titles`'s ``max_tokens``).
+TITLE_MAX_TOKENS = 48
+
+
+def estimate_titles(documents: Sequence[Any], mode: str, *, context_chars: int = DEFAULT_TITLE_CONTEXT,
+                    max_tokens: int = TITLE_MAX_TOKENS) -> dict:
+    """Pre-run estimate of what :func:`make_titles` would ask an LLM (4 characters per token).
+
+    ``"llm"`` asks once per document, ``"prefer-document"`` once per document without a title of its
+    own, the other modes never: ``{"mode", "documents", "llm_calls", "prompt_tokens", "completion_tokens_max"}``.
+    """
+    from ...llm import prompts  # start-up: momoka.llm.prompts
+
+    docs = list(documents)
+    if mode == "llm":
+        asked = docs
+    elif mode == "prefer-document":
+        asked = [d for d in docs if not (isinstance(getattr(d, "title", None), str) and d.title.strip())]
+    else:
+        asked = []
+    tmpl = len(prompts.get("momoka.title").template)
+    tok = sum((min(len(d.text), context_chars) + tmpl) // CHARS_PER_TOKEN for d in asked)
+    return {"mode": mode, "documents": len(docs), "llm_calls": len(asked), "prompt_tokens": int(tok),
+            "completion_tokens_max": len(asked) * max_tokens}
+
+
 def make_titles(
     documents: Sequence[Any],
     *,
     mode: str = "llm",
     llm: Any = None,
     context_chars: int = DEFAULT_TITLE_CONTEXT,
-    max_tokens: int = 48,
+    max_tokens: int = TITLE_MAX_TOKENS,
     fallbacks: Any = None,
 ) -> tuple[list[str | None], list[str], TitleStats]:
     """Titles T_D for ``documents``: ``(titles, sources, stats)``.
