@@ -7,6 +7,9 @@ Run: PYTHONPATH=python python -m pytest bench/micro/bench_moc.py --benchmark-onl
   written plainly (batches of ``B`` tokens, each re-run from scratch with up to
   ``W - B`` preceding tokens; the reference uses B=4096, W=9000, scaled here to
   B=512, W=2048 so a short input shows the recompute), tokens/s of each.
+* PPL scoring against the forward pass it runs, on a whole Qasper paper: tokens/s of the chunker,
+  of a plain prefill of its first 998 tokens (issue #28's prefill figure), the share of time inside
+  onnxruntime and the forward rate of each 512-token block by the cache length it attends over.
 * BC / CS cost per document with and without KV reuse (and with BC and CS computed
   separately instead of from one shared table), seconds and token positions run.
 * Meta-chunker end-to-end seconds per 1,000 characters with the local model.
@@ -61,6 +64,52 @@ def test_ppl_chunking_vs_reference_procedure(benchmark, lm, text):
     t_mom = time.perf_counter() - t0
     print(f"\nPPL scoring of {len(ids)} tokens: momoka {len(ids) / t_mom:.0f} tok/s, reference procedure "
           f"{len(ids) / t_ref:.0f} tok/s, ratio {t_ref / t_mom:.2f}x")
+
+
+class _TimeForward:
+    """Records (cache length, tokens, seconds) of every forward run the LM makes while active."""
+
+    def __init__(self, lm):
+        self.lm, self.runs = lm, []
+
+    def __enter__(self):
+        orig = self.lm._forward
+
+        def fwd(ids, mask, pos, cache):
+            t = time.perf_counter()
+            out = orig(ids, mask, pos, cache)
+            self.runs.append((cache.length, int(ids.shape[0] * ids.shape[1]), time.perf_counter() - t))
+            return out
+
+        self.lm._forward = fwd
+        return self
+
+    def __exit__(self, *exc):
+        del self.lm._forward
+
+
+def test_ppl_scoring_vs_prefill(benchmark, lm, shared_data):
+    """Where PPL chunking's time goes on a real document (the first Qasper paper, about 3,000 tokens)."""
+    from momoka.methods.moc import PPLChunker
+
+    rec = json.loads((shared_data / "leval_qasper" / "documents.jsonl").open().readline())
+    text = rec["text"]
+    ids = lm.encode(text)
+    t0 = time.perf_counter()
+    lm.prefix_state(ids[:998])  # one prompt's prefill, as generation runs it
+    t_pre = time.perf_counter() - t0
+    ch = PPLChunker(lm, cache=False, progress=False)
+    t0 = time.perf_counter()
+    with _TimeForward(lm) as tf:
+        benchmark.pedantic(lambda: ch.chunk_spans(text), rounds=1, iterations=1)
+    t_ppl = time.perf_counter() - t0
+    t_fwd = sum(r[2] for r in tf.runs)
+    print(f"\nPPL chunking of {len(text)} chars ({len(ids)} tokens): {len(ids) / t_ppl:.0f} tok/s; prefill of the "
+          f"first 998 tokens {998 / t_pre:.0f} tok/s; {100 * t_fwd / t_ppl:.0f} % of the chunker's time in the "
+          f"forward runs, the rest the log-softmax over the vocabulary and bookkeeping; tokens run "
+          f"{sum(r[1] for r in tf.runs)} for {len(ids)} scored")
+    for cache, n, dt in tf.runs:
+        print(f"  block of {n} tokens after {cache} cached: {n / dt:.0f} tok/s")
 
 
 class _CountTokens:

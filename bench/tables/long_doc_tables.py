@@ -14,10 +14,19 @@ same questions. Rows:
 * ``structure`` (sections packed to the chunker's default size) and ``sections`` (one chunk per
   smallest section, MC-indexing's content-aware chunks), each with ``hybrid``;
 * MC-indexing as its paper runs it: ``sections`` with the offline ``keywords`` and ``summary`` views,
-  the ``mcindex`` retriever (top k' per view, united) with the dense and with the BM25 back-end.
+  the ``mcindex`` retriever (top k' per view, united) with the dense and with the BM25 back-end;
+* MoC's ``ppl`` chunker (θ = 0.2 nats, dynamic merge to 400 characters, as docs/moc.md's example; and
+  with its own defaults, θ = 0 and no merge) and ``msp`` chunker (``mode="pair"``, merge to 400
+  characters), each with ``hybrid``. Both run the local causal LM over every document: ``ppl``
+  scores every token once (its log-probs are cached, so a rerun is free), ``msp`` runs one prompt
+  per sentence boundary (about 4x the document's tokens).
 
-MoC's ``ppl`` and ``msp`` chunkers are not in the table: they score every token with the local
-causal LM (about 100 tokens/s on 2 cores), hours for these sets.
+``--rows`` picks rows by store key (the default row always runs) and ``--max-docs N`` restricts a set
+to its first N documents and the questions whose evidence lies in them, for the slow rows.
+
+``--merge`` adds the rows of this run to the ``--out`` file already there, after checking that the
+default row, re-run here, scores every question as the stored one does (else it stops: the rows
+would not be paired with the stored default).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ sys.path.insert(0, str(REPO / "python"))
 
 from momoka import Index  # noqa: E402
 from momoka.eval import evaluate_retrieval, load_dataset, paired_bootstrap  # noqa: E402
-from momoka.eval.datasets import find_shared_data  # noqa: E402
+from momoka.eval.datasets import Dataset, find_shared_data  # noqa: E402
 from momoka.methods.base import DEFAULT_BUDGET  # noqa: E402
 
 SETS = ("leval_qasper", "leval_nq")
@@ -46,11 +55,26 @@ PIPELINES = [
      ["keywords", "summary"], "mcindex", {"backend": "dense"}),
     ("MC-indexing, mcindex BM25", "sections-views", "sections", {}, ["keywords", "summary"], "mcindex",
      {"backend": "bm25"}),
+    ("MoC ppl (θ 0.2, merge to 400 chars), hybrid", "ppl", "ppl", {"size": 400, "threshold": 0.2}, [], "hybrid", {}),
+    ("MoC ppl (its defaults: θ 0, no merge), hybrid", "ppl-defaults", "ppl", {}, [], "hybrid", {}),
+    ("MoC msp (pair mode, merge to 400 chars), hybrid", "msp", "msp", {"size": 400, "mode": "pair"}, [], "hybrid",
+     {}),
 ]
 
 
+def restrict(ds, max_docs: int | None):
+    """``ds`` cut to its first ``max_docs`` documents and the questions whose evidence lies only in them."""
+    if max_docs is None:
+        return ds
+    docs = ds.documents[:max_docs]
+    keep = {d.doc_id for d in docs}
+    qs = [q for q in ds.questions if q.gold and all(g[0] in keep for g in q.gold)]
+    return Dataset(f"{ds.name} (first {len(docs)} documents)", ds.path, docs, qs, ds.evidence_mode,
+                   ds.evidence_mode_source)
+
+
 def build(ds, stores: Path, key: str, chunker: str, params: dict, enrich: list) -> Index:
-    folder = stores / f"{ds.name}-{key}"
+    folder = stores / f"{ds.name}-{key}".replace(" ", "_").replace("(", "").replace(")", "")
     if (folder / "manifest.json").exists():
         return Index.open(folder)
     return Index.build([d.to_document() for d in ds.documents], store=folder, chunker=chunker, enrich=enrich,
@@ -62,8 +86,24 @@ def main(argv=None) -> int:
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--questions", type=int, default=300, help="first N questions with evidence per set")
     ap.add_argument("--stores", required=True, help="folder for the stores (built once, then reused)")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--rows", default=None,
+                    help="comma-separated store keys of the rows to run (r100, structure, sections-views, ppl, ppl-defaults, msp); "
+                         "the default row (r100) always runs; default: all")
+    ap.add_argument("--max-docs", type=int, default=None,
+                    help="only the first N documents of each set and the questions whose evidence lies in them")
+    ap.add_argument("--out", default=None, help="JSON report to write")
+    ap.add_argument("--merge", action="store_true",
+                    help="add this run's rows to the --out report already there (the re-run default row must "
+                         "score every question as the stored one does)")
     args = ap.parse_args(argv)
+    keys = None if args.rows is None else set(args.rows.split(",")) | {PIPELINES[0][1]}
+    unknown = (keys or set()) - {p[1] for p in PIPELINES}
+    if unknown:
+        print(f"unknown row keys: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    if args.merge and not (args.out and Path(args.out).is_file()):
+        print("--merge needs an existing --out report", file=sys.stderr)
+        return 2
     root = find_shared_data(REPO)
     if root is None:
         print("no shared data beside the checkout", file=sys.stderr)
@@ -71,12 +111,16 @@ def main(argv=None) -> int:
     stores = Path(args.stores)
     stores.mkdir(parents=True, exist_ok=True)
     report: dict = {"budget": DEFAULT_BUDGET, "sets": {}}
+    if args.merge:
+        report = json.loads(Path(args.out).read_text())
     b = f"@{DEFAULT_BUDGET}c"
     for name in args.sets.split(","):
-        ds = load_dataset(root / name)
+        ds = restrict(load_dataset(root / name), args.max_docs)
         qs = [q for q in ds.questions if q.gold][: args.questions]
         rows: dict = {}
         for label, key, chunker, params, enrich, retriever, opts in PIPELINES:
+            if keys is not None and key not in keys:
+                continue
             t0 = time.perf_counter()
             ix = build(ds, stores, key, chunker, params, enrich)
             built = time.perf_counter() - t0
@@ -102,7 +146,14 @@ def main(argv=None) -> int:
         base = rows[PIPELINES[0][0]]["per_question"]
         for row in rows.values():
             row["margin"] = paired_bootstrap(row["per_question"], base).to_dict()
-        report["sets"][name] = {"questions": len(qs), "mode": ds.evidence_mode, "rows": rows}
+        old = report["sets"].get(ds.name)
+        if args.merge and old is not None:
+            if old["rows"][PIPELINES[0][0]]["per_question"] != base:
+                print(f"{ds.name}: the re-run default row differs from the stored one; not merged (write the "
+                      "rows to another --out)", file=sys.stderr)
+                return 2
+            rows = {**old["rows"], **{k: v for k, v in rows.items() if k != PIPELINES[0][0]}}
+        report["sets"][ds.name] = {"questions": len(qs), "mode": ds.evidence_mode, "rows": rows}
         if args.out:
             Path(args.out).write_text(json.dumps(report, indent=2))
     print(markdown(report))
@@ -115,9 +166,14 @@ def markdown(report: dict) -> str:
     lines = [f"complete coverage at {report['budget']:,} characters (partial span recall); margin over the default "
              "in points with its paired bootstrap 95 % interval", "", head, "|---" * (len(sets) + 1) + "|"]
     for label, *_ in PIPELINES:
+        if not any(label in report["sets"][n]["rows"] for n in sets):
+            continue
         cells = []
         for n in sets:
-            r = report["sets"][n]["rows"][label]
+            r = report["sets"][n]["rows"].get(label)
+            if r is None:
+                cells.append("not run")
+                continue
             mg = r["margin"]
             cells.append(f"{r['complete']:.3f} ({r['span_recall']:.3f}); {100 * mg['mean']:+.1f} "
                          f"[{100 * mg['low']:+.1f}, {100 * mg['high']:+.1f}]; {r['chars']:.0f} chars")
