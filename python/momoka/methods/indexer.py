@@ -214,6 +214,7 @@ class Indexer:
         keep = [i for i, cs in enumerate(chunks) if cs]
         docs, chunks = [docs[i] for i in keep], [with_tails(docs[i].text, chunks[i]) for i in keep]
         store = scratch_store(self.template)
+        self.prepare(store)
         if not docs:
             return Delta.of_store(store)
         meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text),
@@ -239,6 +240,46 @@ class Indexer:
         for comp in self.relators:
             comp.relate(batch, doc_ids)
         return Delta.of_store(store)
+
+    def prepare(self, store: Any) -> None:
+        """Create in ``store`` every artifact the enrichers and relators declare (their ``prepare(batch)``):
+        they are then present, empty, even where a component writes nothing for a batch."""
+        batch = Batch(store, self.embedding, progress=self.progress)
+        for comp in (*self.enrichers, *self.relators):
+            fn = getattr(comp, "prepare", None)
+            if callable(fn):
+                fn(batch)
+
+    def run_stored(self, store: Any, doc_ids: Sequence[str], todo: dict[int, set] | None = None) -> Delta:
+        """Run the enrichers and relators on documents already in ``store`` (:meth:`momoka.Index.extend`).
+
+        The documents, their chunks (with metadata) and their rows of every vector view are copied
+        into a scratch store shaped like ``store`` (:attr:`template`), the components run there
+        (``todo``: ``id(component)`` -> the doc ids it runs on, default all of ``doc_ids``), and
+        what they changed comes back as a :class:`Delta` over the stored chunk ids
+        (:meth:`Delta.changes_since`): ``store`` itself is not written.
+        """
+        scratch = scratch_store(self.template)
+        self.prepare(scratch)
+        entries = [store.documents[d] for d in doc_ids]
+        ids = [list(e.chunk_ids) for e in entries]
+        meta = [{"doc_id": e.doc_id, "title": e.title, "source": e.source, "length": e.length,
+                 "metadata": copy.deepcopy(dict(e.metadata)), "sha256": e.sha256} for e in entries]
+        local = scratch.add_documents(meta, [[store.chunks.get(c) for c in cs] for cs in ids])
+        flat = np.asarray([c for cs in ids for c in cs], np.int64)
+        flat_local = np.asarray([c for cs in local for c in cs], np.int64)
+        for name in store.vector_views:  # what a component may read: the documents' vectors in every view
+            have = store.vector_view(name).has(flat) if len(flat) else np.zeros(0, bool)
+            if have.any():
+                scratch.vector_view(name).add(flat_local[have], store.vector_view(name).get(flat[have]))
+        before = Delta.of_store(scratch)
+        batch = Batch(scratch, self.embedding, progress=self.progress)
+        for comps, method in ((self.enrichers, "enrich"), (self.relators, "relate")):
+            for comp in comps:
+                mine = [d for d in doc_ids if todo is None or d in todo[id(comp)]]
+                if mine:
+                    getattr(comp, method)(batch, mine)
+        return Delta.of_store(scratch).changes_since(before, dict(zip(flat_local.tolist(), flat.tolist())))
 
     def settings(self) -> list[tuple[str, str, dict]]:
         """``(kind, name, settings)`` of every enricher and relator that describes itself (for the manifest)."""
