@@ -202,3 +202,57 @@ def test_extend_equals_a_build_with_the_same_components(tmp_path, real_docs, def
     built.close()
     ext.close()
 
+
+# ---------------------------------------------------------------------------------- declared artifacts
+
+
+class Nothing:
+    """Declares vector view "nothing" (its ``prepare`` makes it) and writes no row for any document."""
+
+    name = "toy-nothing"
+
+    def prepare(self, batch):
+        st = batch.store
+        if not st.has_vector_view("nothing"):
+            st.add_vector_view("nothing", embedder=st.vector_view("raw").info["embedder"], source={"by": self.name})
+
+    def enrich(self, batch, doc_ids):
+        pass
+
+    def describe(self):
+        return {}
+
+
+@pytest.fixture(scope="module")
+def nothing_registered():
+    from momoka import registry
+
+    registry.register("enricher", "toy-nothing", summary="test enricher writing nothing",
+                      produces=("vectors/nothing",))(lambda **kw: Nothing())
+    return True
+
+
+def test_a_declared_artifact_exists_when_no_document_gave_it_a_row(tmp_path, nothing_registered):
+    ix = Index.build(DOCS, store=tmp_path / "s", chunker="paragraph", embedder=HashEmbedder(), enrich=["toy-nothing"],
+                     progress=False)
+    ix.close()
+    again = Index.open(tmp_path / "s", embedder=HashEmbedder())
+    assert again.store.has_vector_view("nothing") and len(again.store.vector_view("nothing").ids()) == 0
+    assert again.retriever("dense", view="nothing") is not None   # a retriever needing it opens
+    again.close()
+
+
+def test_extend_over_no_documents_still_makes_the_declared_artifacts(tmp_path, monkeypatch):
+    monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
+    ix = Index.build(DOCS[:2], store=tmp_path / "s", chunker="paragraph", embedder=HashEmbedder(), progress=False)
+    ix.delete(["d0", "d1"])
+    ix.extend(enrich=["title"], relate=[("paths", {"referee": "embedding"}), ("jerr", {"backend": "offline"})])
+    ix.save()
+    ix.close()
+    again = Index.open(tmp_path / "s", embedder=HashEmbedder())
+    st = again.store
+    assert st.has_vector_view("titled") and st.has_relation("paths")
+    assert st.has_node_table("jerr.entities") and st.has_relation("jerr.mentions")
+    for name in ("mm", "trail", "jerr"):
+        assert again.retriever(name) is not None
+    again.close()

@@ -40,7 +40,7 @@ from .base import (  # noqa: F401 (re-exported)
     DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
 from .context import Corpus, stored_document
 from .engine import ENGINES, check_engine, check_share, component_spec  # noqa: F401 (ENGINES re-exported)
-from .indexer import EMBED_BATCH, Embedding  # noqa: F401 (EMBED_BATCH re-exported)
+from .indexer import EMBED_BATCH, Embedding, Indexer  # noqa: F401 (EMBED_BATCH re-exported)
 from .sources import MAX_QUERY_CHARS, check_query, embedder_info, jsonable, load_embedder, resolve_chunker
 
 #: The size stores record-less of their chunker were built with (the default before it was 100).
@@ -197,6 +197,7 @@ class Index:
                         components[name] = obj
             st.manifest["pipeline"] = pipeline
             index = cls(st, chunker=chunker_obj, embedder=emb, components=components, progress=progress)
+            Indexer.of(index).prepare(st)  # every declared artifact, before any document
             if commit_docs:
                 index.commit_docs = int(commit_docs)
             if commit_seconds:
