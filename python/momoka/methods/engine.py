@@ -22,10 +22,11 @@ from typing import Any
 from ..errors import ConfigError, EmptyInputError, InputError
 from ..progress import Progress
 from .. import registry
+from ..store.store import RAW_VIEW, Store
 from .base import ADD_BATCH
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, summarize
 from .indexer import Indexer, apply_batch, describe, store_template
-from .sources import content_hash, expand_paths, jsonable, to_document
+from .sources import content_hash, embedder_info, expand_paths, jsonable, to_document
 
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
 ENGINES = ("local", "ray")
@@ -87,6 +88,50 @@ def component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
         return str(getattr(spec, "name", type(spec).__name__)), {}, spec
     raise ConfigError(f"an {kind} is a registered name, a (name, options) pair or an object with .{method}(index, "
                       f"doc_ids); got {spec!r}")
+
+
+def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequence[Any], relate: Sequence[Any],
+                 bm25: dict | None, vector_dtype: str, overwrite: bool, engine: str) -> tuple[Store, dict]:
+    """The new store of :meth:`Index.build`: its raw views and its pipeline recorded; returns it and the
+    component objects given (name -> object). Every option is checked before a store directory is made."""
+    if engine == "ray":
+        from .distributed import require_ray  # start-up: momoka.methods.distributed
+
+        require_ray()
+    if vector_dtype not in ("float32", "float16"):
+        raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
+    specs = {"enrich": [component_spec("enricher", e) for e in enrich],
+             "relate": [component_spec("relator", r) for r in relate]}
+    for key, kind in (("enrich", "enricher"), ("relate", "relator")):
+        for name, _, obj in specs[key]:
+            if obj is None:
+                registry.entry(kind, name)  # an unknown name fails here
+    st = Store.create(path, chunker=chunker_info, overwrite=overwrite)
+    try:
+        if embedder is not None:
+            st.add_vector_view(RAW_VIEW, embedder=embedder_info(embedder), dtype=vector_dtype,
+                               source={"text": "chunk", "by": "index"})
+        st.add_bm25_view(RAW_VIEW, params=bm25, source={"text": "chunk", "by": "index"})
+    except BaseException:
+        st.close()
+        raise
+    st.manifest["pipeline"] = {"chunker": chunker_info,
+                               **{key: [{"name": name, "params": jsonable(prm), "object": obj is not None}
+                                        for name, prm, obj in specs[key]] for key in specs}}
+    return st, {name: obj for key in specs for name, _, obj in specs[key] if obj is not None}
+
+
+def recorded_component(pipeline: dict, kind: str, name: str) -> Any:
+    """Enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` rebuilt from the registry with the
+    options ``pipeline`` (a manifest's) records; :class:`ConfigError` when it has no such component or it was
+    an object the manifest cannot rebuild."""
+    spec = next((c for c in pipeline.get(kind, []) if c["name"] == name), None)
+    if spec is None:
+        raise ConfigError(f"the pipeline has no {kind} component {name!r}")
+    if spec.get("object"):
+        raise ConfigError(f"this store was built with a custom component {name!r}; pass it again: "
+                          f"Index.open(..., components={{{name!r}: obj}})")
+    return registry.create("enricher" if kind == "enrich" else "relator", name, **dict(spec.get("params") or {}))
 
 
 def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str) -> tuple[list, dict]:

@@ -25,35 +25,66 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, MomokaError, StoreError
 from ..store.delta import Delta
 from ..progress import Progress
 from ..text.model import Chunk, with_tails
-from ..store.store import RAW_VIEW, Store
+from ..store.store import RAW_VIEW, Store, check_embedder
 from .context import Batch
 from .fallbacks import set_record
-from .sources import embedder_info, jsonable
+from .sources import embedder_info, jsonable, load_embedder
 
 #: Texts embedded per embedder call while indexing.
 EMBED_BATCH = 256
 
 
 class Embedding:
-    """Embeds texts for a view with that view's embedder: the cache, the counts and the truncation warning.
+    """The embedding service of an index's views: each view's embedder, the cache, the counts, truncation.
 
-    ``resolve(info, view)`` gives the embedder of a view from the view's recorded embedder
-    (``{"model_id", "checksum", "dim"}``; loaded and checked by the index). ``report()`` gives the
-    dict whose ``"embedded"`` and ``"reused"`` counts each call adds to.
+    :meth:`resolve` gives the embedder of a view from the view's recorded embedder
+    (``{"model_id", "checksum", "dim"}``): the index's own (:attr:`own`) when it is that model
+    (checked), else loaded by model id once. ``report()`` gives the dict whose ``"embedded"`` and
+    ``"reused"`` counts each call adds to.
     """
 
-    def __init__(self, resolve: Callable[[dict, str], Any], report: Callable[[], dict], progress: Callable[[], Any]):
-        self.resolve = resolve
+    def __init__(self, store: Any, embedder: Any, report: Callable[[], dict], progress: Callable[[], Any]):
+        self.store = store
+        #: The embedder given to the index, or the one loaded for its views (None until one is).
+        self.own = embedder
         self._report = report
         self._progress = progress
         #: embedder checksum -> {text: vector}: the vectors of documents being replaced (see :meth:`keep`)
         self.cache: dict[str, dict[str, np.ndarray]] = {}
         #: Texts the last :meth:`embed` embedded truncated (over the embedder's input limit).
         self.last_truncated = 0
+
+    def resolve(self, info: dict, view: str) -> Any:
+        """The embedder recorded as ``info`` for view ``view``: :attr:`own` (checked), else loaded by model id."""
+        emb, where = self.own, self.store.path or ""
+        if emb is not None and embedder_info(emb)["model_id"] == info["model_id"]:
+            check_embedder(info, embedder_info(emb), where)
+            return emb
+        if emb is None:
+            try:
+                emb = load_embedder(info["model_id"])
+            except MomokaError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"cannot load the store's embedder {info['model_id']}: {exc}") from exc
+            check_embedder(info, embedder_info(emb), where)
+            self.own = emb
+            return emb
+        raise StoreError(f"view {view!r} was embedded with {info['model_id']}, not {embedder_info(emb)['model_id']}")
+
+    def for_view(self, view: str = RAW_VIEW) -> Any:
+        """The embedder of vector view ``view`` (loaded and checked on first use)."""
+        return self.resolve(self.store.vector_view(view).info["embedder"], view)
+
+    def embed_queries(self, queries: Sequence[str], view: str = RAW_VIEW) -> np.ndarray:
+        """Query vectors for vector view ``view`` (the embedder's query form when it has one)."""
+        emb = self.for_view(view)
+        fn = getattr(emb, "embed_query", None)
+        return np.asarray(fn(list(queries)) if callable(fn) else emb.embed(list(queries)), dtype=np.float32)
 
     def embed(self, texts: Sequence[str], info: dict, *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
         """Embed ``texts`` with the embedder ``info`` names (that of view ``view``), in slices, with progress.

@@ -140,7 +140,8 @@ class JerrRelator(LLMBacked):
 
     def prepare(self, batch: Any) -> None:
         """Create the JERR node tables and relations in ``batch.store`` when they are missing."""
-        prepare_graph(batch.store, self._source())
+        if not batch.store.has_node_table(ENTITIES):  # the four are made together
+            prepare_graph(batch.store, self._source())
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
         """Pre-run estimate of LLM calls and tokens for documents already chunked (4 characters per token)."""
