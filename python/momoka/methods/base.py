@@ -337,7 +337,10 @@ class Enricher(Protocol):
     raw views are filled), with a :class:`~momoka.methods.context.Batch` (the
     store, the documents, embedding; never the index itself); it must only touch
     rows of those documents, so that adding documents later runs it on the new
-    ones alone. ``describe()`` gives the settings recorded in the manifest.
+    ones alone. ``describe()`` gives the settings recorded in the manifest. An optional
+    ``prepare(batch)`` creates the artifacts it declares (``produces``) in ``batch.store``;
+    :meth:`momoka.Index.build`, :meth:`~momoka.Index.add` and :meth:`~momoka.Index.extend` call it
+    before any document, so a declared artifact exists even when no document gave it a row.
     """
 
     name: str
@@ -350,7 +353,7 @@ class Enricher(Protocol):
 @runtime_checkable
 class Relator(Protocol):
     """Adds the rows of a relation (a sparse graph over chunk ids) for the given documents, given a
-    :class:`~momoka.methods.context.Batch`."""
+    :class:`~momoka.methods.context.Batch`; an optional ``prepare(batch)`` as for :class:`Enricher`."""
 
     name: str
 

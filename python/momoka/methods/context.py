@@ -88,7 +88,8 @@ class Batch:
     While :meth:`momoka.Index.add` runs, :attr:`store` is the batch's own scratch store (its
     documents and chunks only, shaped like the index's store); what the components write there is
     the batch's :class:`~momoka.store.delta.Delta`, which the index's store then applies. While
-    :meth:`momoka.Index.extend` runs, it is the index's store itself.
+    :meth:`momoka.Index.extend` runs, it is a scratch store holding copies of the stored documents of the
+    batch, their chunks and their vectors (:meth:`~momoka.methods.indexer.Indexer.run_stored`).
     """
 
     __slots__ = ("_store", "_embedding", "_documents", "_progress")

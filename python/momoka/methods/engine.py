@@ -12,6 +12,7 @@ reported after it (:mod:`momoka.methods.fallbacks`).
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 import warnings
@@ -21,11 +22,11 @@ from typing import Any
 from ..errors import ConfigError, EmptyInputError, InputError
 from ..progress import Progress
 from .. import registry
+from ..store.store import RAW_VIEW, Store
 from .base import ADD_BATCH
-from .context import Batch
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, summarize
 from .indexer import Indexer, apply_batch, describe, store_template
-from .sources import content_hash, expand_paths, jsonable, to_document
+from .sources import content_hash, embedder_info, expand_paths, jsonable, to_document
 
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
 ENGINES = ("local", "ray")
@@ -87,6 +88,50 @@ def component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
         return str(getattr(spec, "name", type(spec).__name__)), {}, spec
     raise ConfigError(f"an {kind} is a registered name, a (name, options) pair or an object with .{method}(index, "
                       f"doc_ids); got {spec!r}")
+
+
+def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequence[Any], relate: Sequence[Any],
+                 bm25: dict | None, vector_dtype: str, overwrite: bool, engine: str) -> tuple[Store, dict]:
+    """The new store of :meth:`Index.build`: its raw views and its pipeline recorded; returns it and the
+    component objects given (name -> object). Every option is checked before a store directory is made."""
+    if engine == "ray":
+        from .distributed import require_ray  # start-up: momoka.methods.distributed
+
+        require_ray()
+    if vector_dtype not in ("float32", "float16"):
+        raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
+    specs = {"enrich": [component_spec("enricher", e) for e in enrich],
+             "relate": [component_spec("relator", r) for r in relate]}
+    for key, kind in (("enrich", "enricher"), ("relate", "relator")):
+        for name, _, obj in specs[key]:
+            if obj is None:
+                registry.entry(kind, name)  # an unknown name fails here
+    st = Store.create(path, chunker=chunker_info, overwrite=overwrite)
+    try:
+        if embedder is not None:
+            st.add_vector_view(RAW_VIEW, embedder=embedder_info(embedder), dtype=vector_dtype,
+                               source={"text": "chunk", "by": "index"})
+        st.add_bm25_view(RAW_VIEW, params=bm25, source={"text": "chunk", "by": "index"})
+    except BaseException:
+        st.close()
+        raise
+    st.manifest["pipeline"] = {"chunker": chunker_info,
+                               **{key: [{"name": name, "params": jsonable(prm), "object": obj is not None}
+                                        for name, prm, obj in specs[key]] for key in specs}}
+    return st, {name: obj for key in specs for name, _, obj in specs[key] if obj is not None}
+
+
+def recorded_component(pipeline: dict, kind: str, name: str) -> Any:
+    """Enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` rebuilt from the registry with the
+    options ``pipeline`` (a manifest's) records; :class:`ConfigError` when it has no such component or it was
+    an object the manifest cannot rebuild."""
+    spec = next((c for c in pipeline.get(kind, []) if c["name"] == name), None)
+    if spec is None:
+        raise ConfigError(f"the pipeline has no {kind} component {name!r}")
+    if spec.get("object"):
+        raise ConfigError(f"this store was built with a custom component {name!r}; pass it again: "
+                          f"Index.open(..., components={{{name!r}: obj}})")
+    return registry.create("enricher" if kind == "enrich" else "relator", name, **dict(spec.get("params") or {}))
 
 
 def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str) -> tuple[list, dict]:
@@ -190,39 +235,63 @@ def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, en
 
 
 def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: bool) -> None:
-    """Run added enrichers/relators over every stored document (see :meth:`Index.extend`)."""
-    index.store.ensure_writable()
-    stages: list = []
-    doc_ids = index.doc_ids
-    commit = commit and index.store.path is not None
-    for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
-        for spec in specs:
-            name, prm, obj = component_spec(kind, spec)
-            entry = next((c for c in index.pipeline[key] if c["name"] == name), None)
-            if entry is not None and not entry.get("pending"):
-                raise ConfigError(f"the index already has {kind} {name!r}")
-            if entry is None:
-                entry = {"name": name, "params": jsonable(prm), "object": obj is not None, "pending": list(doc_ids)}
-                index.pipeline[key].append(entry)
-            if obj is not None:
-                index._components[name] = obj
-            comp = index.component(key, name)
-            stages += llm_stages(index, comp)
-            todo = [d for d in entry["pending"] if d in index.store.documents]
-            step = max(1, index.commit_docs) if commit else max(len(todo), 1)
-            batch = Batch(index.store, index.embedding, progress=index.progress)  # the stored documents
-            for i in range(0, len(todo), step):
-                part = todo[i : i + step]
-                comp.enrich(batch, part) if key == "enrich" else comp.relate(batch, part)
-                entry["pending"] = todo[i + step :]
-                record(index, key, comp)
-                if commit:
-                    index.store.mark_dirty()
-                    index.store.save()
-            entry.pop("pending", None)
-            record(index, key, comp)
+    """Run added enrichers/relators over every stored document (see :meth:`Index.extend`).
+
+    The documents go in batches (all at once without ``commit``) through
+    :meth:`Indexer.run_stored <momoka.methods.indexer.Indexer.run_stored>`, each batch's
+    :class:`~momoka.store.delta.Delta` applied by the store: a batch that fails leaves the store
+    as the last applied batch left it, and an extend that fails before its first batch is applied
+    leaves the index as it was (its pipeline included).
+    """
+    store = index.store
+    store.ensure_writable()
+    commit = commit and store.path is not None
+    pipeline, components = copy.deepcopy(index.pipeline), dict(index._components)
+    applied = False
+    try:
+        runs = []
+        for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
+            for spec in specs:
+                name, prm, obj = component_spec(kind, spec)
+                entry = next((c for c in index.pipeline[key] if c["name"] == name), None)
+                if entry is not None and not entry.get("pending"):
+                    raise ConfigError(f"the index already has {kind} {name!r}")
+                if entry is None:
+                    entry = {"name": name, "params": jsonable(prm), "object": obj is not None,
+                             "pending": list(index.doc_ids)}
+                    index.pipeline[key].append(entry)
+                if obj is not None:
+                    index._components[name] = obj
+                runs.append((key, index.component(key, name), entry))
+        stages = llm_stages(index, *(comp for _, comp, _ in runs))
+        todo = {id(comp): set(entry["pending"]) for _, comp, entry in runs}
+        docs = [d for d in store.documents if any(d in t for t in todo.values())]
+        indexer = Indexer(store_template(store), None, [c for k, c, _ in runs if k == "enrich"],
+                          [c for k, c, _ in runs if k == "relate"], index.embedding, index.progress)
+        step = max(1, index.commit_docs) if commit else max(len(docs), 1)
+        for i in range(0, max(len(docs), 1), step):  # once at least: the declared artifacts are made
+            part = docs[i : i + step]
+            indexer.template = store_template(store)  # with any artifact the last batch created
+            apply_batch(index, {"delta": indexer.run_stored(store, part, todo), "settings": indexer.settings()})
+            applied = True
+            done = set(part)
+            for _, _, entry in runs:
+                entry["pending"] = [d for d in entry["pending"] if d not in done and d in store.documents]
+            if commit:
+                store.save()
+    except BaseException:
+        if not applied:  # nothing of this extend is in the store: neither is it in the pipeline
+            store.manifest["pipeline"] = pipeline
+            index._components.clear()
+            index._components.update(components)
+        raise
+    for key, comp, entry in runs:
+        entry.pop("pending", None)
+        record(index, key, comp)
     fallbacks_done(index, stages)
-    index.store.mark_dirty()
+    store.mark_dirty()
+    if commit:
+        store.save()  # the pipeline without documents left to do
 
 
 def record(index: Any, kind: str, comp: Any) -> None:

@@ -25,35 +25,66 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, MomokaError, StoreError
 from ..store.delta import Delta
 from ..progress import Progress
 from ..text.model import Chunk, with_tails
-from ..store.store import RAW_VIEW, Store
+from ..store.store import RAW_VIEW, Store, check_embedder
 from .context import Batch
 from .fallbacks import set_record
-from .sources import embedder_info, jsonable
+from .sources import embedder_info, jsonable, load_embedder
 
 #: Texts embedded per embedder call while indexing.
 EMBED_BATCH = 256
 
 
 class Embedding:
-    """Embeds texts for a view with that view's embedder: the cache, the counts and the truncation warning.
+    """The embedding service of an index's views: each view's embedder, the cache, the counts, truncation.
 
-    ``resolve(info, view)`` gives the embedder of a view from the view's recorded embedder
-    (``{"model_id", "checksum", "dim"}``; loaded and checked by the index). ``report()`` gives the
-    dict whose ``"embedded"`` and ``"reused"`` counts each call adds to.
+    :meth:`resolve` gives the embedder of a view from the view's recorded embedder
+    (``{"model_id", "checksum", "dim"}``): the index's own (:attr:`own`) when it is that model
+    (checked), else loaded by model id once. ``report()`` gives the dict whose ``"embedded"`` and
+    ``"reused"`` counts each call adds to.
     """
 
-    def __init__(self, resolve: Callable[[dict, str], Any], report: Callable[[], dict], progress: Callable[[], Any]):
-        self.resolve = resolve
+    def __init__(self, store: Any, embedder: Any, report: Callable[[], dict], progress: Callable[[], Any]):
+        self.store = store
+        #: The embedder given to the index, or the one loaded for its views (None until one is).
+        self.own = embedder
         self._report = report
         self._progress = progress
         #: embedder checksum -> {text: vector}: the vectors of documents being replaced (see :meth:`keep`)
         self.cache: dict[str, dict[str, np.ndarray]] = {}
         #: Texts the last :meth:`embed` embedded truncated (over the embedder's input limit).
         self.last_truncated = 0
+
+    def resolve(self, info: dict, view: str) -> Any:
+        """The embedder recorded as ``info`` for view ``view``: :attr:`own` (checked), else loaded by model id."""
+        emb, where = self.own, self.store.path or ""
+        if emb is not None and embedder_info(emb)["model_id"] == info["model_id"]:
+            check_embedder(info, embedder_info(emb), where)
+            return emb
+        if emb is None:
+            try:
+                emb = load_embedder(info["model_id"])
+            except MomokaError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"cannot load the store's embedder {info['model_id']}: {exc}") from exc
+            check_embedder(info, embedder_info(emb), where)
+            self.own = emb
+            return emb
+        raise StoreError(f"view {view!r} was embedded with {info['model_id']}, not {embedder_info(emb)['model_id']}")
+
+    def for_view(self, view: str = RAW_VIEW) -> Any:
+        """The embedder of vector view ``view`` (loaded and checked on first use)."""
+        return self.resolve(self.store.vector_view(view).info["embedder"], view)
+
+    def embed_queries(self, queries: Sequence[str], view: str = RAW_VIEW) -> np.ndarray:
+        """Query vectors for vector view ``view`` (the embedder's query form when it has one)."""
+        emb = self.for_view(view)
+        fn = getattr(emb, "embed_query", None)
+        return np.asarray(fn(list(queries)) if callable(fn) else emb.embed(list(queries)), dtype=np.float32)
 
     def embed(self, texts: Sequence[str], info: dict, *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
         """Embed ``texts`` with the embedder ``info`` names (that of view ``view``), in slices, with progress.
@@ -214,6 +245,7 @@ class Indexer:
         keep = [i for i, cs in enumerate(chunks) if cs]
         docs, chunks = [docs[i] for i in keep], [with_tails(docs[i].text, chunks[i]) for i in keep]
         store = scratch_store(self.template)
+        self.prepare(store)
         if not docs:
             return Delta.of_store(store)
         meta = [{"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": len(d.text),
@@ -239,6 +271,46 @@ class Indexer:
         for comp in self.relators:
             comp.relate(batch, doc_ids)
         return Delta.of_store(store)
+
+    def prepare(self, store: Any) -> None:
+        """Create in ``store`` every artifact the enrichers and relators declare (their ``prepare(batch)``):
+        they are then present, empty, even where a component writes nothing for a batch."""
+        batch = Batch(store, self.embedding, progress=self.progress)
+        for comp in (*self.enrichers, *self.relators):
+            fn = getattr(comp, "prepare", None)
+            if callable(fn):
+                fn(batch)
+
+    def run_stored(self, store: Any, doc_ids: Sequence[str], todo: dict[int, set] | None = None) -> Delta:
+        """Run the enrichers and relators on documents already in ``store`` (:meth:`momoka.Index.extend`).
+
+        The documents, their chunks (with metadata) and their rows of every vector view are copied
+        into a scratch store shaped like ``store`` (:attr:`template`), the components run there
+        (``todo``: ``id(component)`` -> the doc ids it runs on, default all of ``doc_ids``), and
+        what they changed comes back as a :class:`Delta` over the stored chunk ids
+        (:meth:`Delta.changes_since`): ``store`` itself is not written.
+        """
+        scratch = scratch_store(self.template)
+        self.prepare(scratch)
+        entries = [store.documents[d] for d in doc_ids]
+        ids = [list(e.chunk_ids) for e in entries]
+        meta = [{"doc_id": e.doc_id, "title": e.title, "source": e.source, "length": e.length,
+                 "metadata": copy.deepcopy(dict(e.metadata)), "sha256": e.sha256} for e in entries]
+        local = scratch.add_documents(meta, [[store.chunks.get(c) for c in cs] for cs in ids])
+        flat = np.asarray([c for cs in ids for c in cs], np.int64)
+        flat_local = np.asarray([c for cs in local for c in cs], np.int64)
+        for name in store.vector_views:  # what a component may read: the documents' vectors in every view
+            have = store.vector_view(name).has(flat) if len(flat) else np.zeros(0, bool)
+            if have.any():
+                scratch.vector_view(name).add(flat_local[have], store.vector_view(name).get(flat[have]))
+        before = Delta.of_store(scratch)
+        batch = Batch(scratch, self.embedding, progress=self.progress)
+        for comps, method in ((self.enrichers, "enrich"), (self.relators, "relate")):
+            for comp in comps:
+                mine = [d for d in doc_ids if todo is None or d in todo[id(comp)]]
+                if mine:
+                    getattr(comp, method)(batch, mine)
+        return Delta.of_store(scratch).changes_since(before, dict(zip(flat_local.tolist(), flat.tolist())))
 
     def settings(self) -> list[tuple[str, str, dict]]:
         """``(kind, name, settings)`` of every enricher and relator that describes itself (for the manifest)."""

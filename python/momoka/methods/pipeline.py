@@ -9,11 +9,13 @@
     index = momoka.Index.open("my.store")
     index.add(["new.txt"]); index.delete(["report"]); index.save()
 
-The :class:`Index` is the front door: build, open, add, extend, delete, save, search, ask
-and the construction of results. Indexing runs in :mod:`momoka.methods.engine` (batches,
-commits, fallback tallies, the Ray dispatch), each batch through the
+The :class:`Index` is the front door (build, open, add, extend, delete, save, search, ask), a
+facade over the parts that do the work: indexing runs in :mod:`momoka.methods.engine` (batches,
+commits, fallback tallies, the Ray dispatch, extend), each batch through the
 :class:`~momoka.methods.indexer.Indexer` (chunker, raw views, enrichers, relators) into a
-:class:`~momoka.store.delta.Delta` that the :class:`Store` applies. The pipeline (chunker,
+:class:`~momoka.store.delta.Delta` that the :class:`Store` applies; texts are embedded by the
+:class:`~momoka.methods.indexer.Embedding` service, results built by
+:class:`~momoka.methods.results.Results`. The pipeline (chunker,
 enrichers, relators and their options) is recorded in the store's manifest, so
 :meth:`Index.add` runs the same components on new documents only. Searching asks a
 registered retriever by name. Inputs (paths, documents, chunkers, embedders, queries) are
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings
-from ..errors import ConfigError, InputError, MissingArtifactError, MomokaError, StoreError
+from ..errors import ConfigError, InputError, MissingArtifactError
 from ..store.store import RAW_VIEW, Store, check_embedder, read_manifest
 from ..text.document import page_number
 from .. import registry
@@ -39,9 +41,10 @@ from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
     DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
 from .context import Corpus, stored_document
-from .engine import ENGINES, check_engine, check_share, component_spec  # noqa: F401 (ENGINES re-exported)
-from .indexer import EMBED_BATCH, Embedding  # noqa: F401 (EMBED_BATCH re-exported)
-from .sources import MAX_QUERY_CHARS, check_query, embedder_info, jsonable, load_embedder, resolve_chunker
+from .engine import ENGINES, check_engine, check_share  # noqa: F401 (ENGINES re-exported)
+from .indexer import EMBED_BATCH, Embedding, Indexer  # noqa: F401 (EMBED_BATCH re-exported)
+from .results import Results
+from .sources import MAX_QUERY_CHARS, check_query, embedder_info, make_embedder, resolve_chunker
 
 #: The size stores record-less of their chunker were built with (the default before it was 100).
 LEGACY_CHUNK_SIZE = 200
@@ -83,14 +86,13 @@ class Index:
                  components: dict[str, Any] | None = None, progress: bool | None = None):
         self.store = store
         self._chunker = chunker
-        self._embedder = embedder
         self._components: dict[str, Any] = dict(components or {})
         self._retrievers: dict[tuple, Any] = {}
-        self._mean_chunk: tuple = (None, 1.0)  # (chunk-table state, mean chunk length): see depth_for
-        self._assemblers: tuple = (None, {})  # (chunk-table state, {cap: Assembler}): see assembler
         self.progress = progress
         #: The embedding service of this index's views (embedder per view, cache, counts, truncation).
-        self.embedding = Embedding(self._resolve_embedder, lambda: self.report, lambda: self.progress)
+        self.embedding = Embedding(store, embedder, lambda: self.report, lambda: self.progress)
+        #: Members, titles and results of the store's chunks (:mod:`momoka.methods.results`).
+        self.results = Results(store)
         #: Queries longer than this many characters are refused (raise it for long queries).
         self.max_query_chars = MAX_QUERY_CHARS
         #: ``add(..., commit=True)`` saves a generation after this many documents ...
@@ -161,42 +163,20 @@ class Index:
         generation; open the store and :meth:`add` the same sources with
         ``existing="skip"`` to finish it (``momoka index`` does). A build killed
         before its first commit is started again by the next build.
-            progress: progress on stderr (default: a live line on a terminal, a line
-                every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
-            extra_chunker_params: more parameters for the named chunker (see :func:`chunker_params`).
+        ``progress``: progress on stderr (default: a live line on a terminal, a line
+        every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
+        ``extra_chunker_params``: more parameters for the named chunker (see :func:`chunker_params`).
         """
         params = chunker_params(chunker, size, extra_chunker_params)
         check_share(llm_max_failed)
-        chunker_obj, chunker_info = resolve_chunker(chunker, params)
-        emb = cls._make_embedder(embedder)
         check_engine(engine)
-        if engine == "ray":
-            from .distributed import require_ray  # start-up: momoka.methods.distributed
-
-            require_ray()  # before a store directory is made
-        if vector_dtype not in ("float32", "float16"):
-            raise ConfigError(f"vector_dtype must be 'float32' or 'float16', not {vector_dtype!r}")
-        enrich_specs = [component_spec("enricher", e) for e in enrich]
-        relate_specs = [component_spec("relator", r) for r in relate]
-        for kind, specs in (("enricher", enrich_specs), ("relator", relate_specs)):
-            for name, _, obj in specs:
-                if obj is None:
-                    registry.entry(kind, name)  # an unknown name fails before a store directory is made
-        st = Store.create(store, chunker=chunker_info, overwrite=overwrite)
+        chunker_obj, chunker_info = resolve_chunker(chunker, params)
+        emb = make_embedder(embedder)
+        st, components = engine_.create_store(store, chunker_info, emb, enrich=enrich, relate=relate, bm25=bm25,
+                                              vector_dtype=vector_dtype, overwrite=overwrite, engine=engine)
         try:
-            if emb is not None:
-                st.add_vector_view(RAW_VIEW, embedder=embedder_info(emb), dtype=vector_dtype,
-                                   source={"text": "chunk", "by": "index"})
-            st.add_bm25_view(RAW_VIEW, params=bm25, source={"text": "chunk", "by": "index"})
-            components: dict[str, Any] = {}
-            pipeline = {"chunker": chunker_info, "enrich": [], "relate": []}
-            for key, specs in (("enrich", enrich_specs), ("relate", relate_specs)):
-                for name, prm, obj in specs:
-                    pipeline[key].append({"name": name, "params": jsonable(prm), "object": obj is not None})
-                    if obj is not None:
-                        components[name] = obj
-            st.manifest["pipeline"] = pipeline
             index = cls(st, chunker=chunker_obj, embedder=emb, components=components, progress=progress)
+            Indexer.of(index).prepare(st)  # every declared artifact, before any document
             if commit_docs:
                 index.commit_docs = int(commit_docs)
             if commit_seconds:
@@ -209,15 +189,6 @@ class Index:
             st.close()
             raise
         return index
-
-    @staticmethod
-    def _make_embedder(embedder: Any):
-        if embedder is None:
-            return None
-        if isinstance(embedder, str):
-            return load_embedder(None if embedder == "default" else embedder)
-        embedder_info(embedder)  # validates the interface
-        return embedder
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, embedder: Any = None, chunker: Any = None, writable: bool = False,
@@ -265,31 +236,13 @@ class Index:
 
     def embedder_for(self, view: str = RAW_VIEW):
         """The embedder of vector view ``view`` (loaded and checked on first use)."""
-        return self._resolve_embedder(self.store.vector_view(view).info["embedder"], view)
-
-    def _resolve_embedder(self, info: dict, view: str):
-        """The embedder recorded as ``info`` for view ``view``: the index's own (checked), else loaded by model id."""
-        emb = self._embedder
-        if emb is not None and embedder_info(emb)["model_id"] == info["model_id"]:
-            check_embedder(info, embedder_info(emb), self.store.path or "")
-            return emb
-        if emb is None:
-            try:
-                emb = load_embedder(info["model_id"])
-            except MomokaError:
-                raise
-            except Exception as exc:
-                raise StoreError(f"cannot load the store's embedder {info['model_id']}: {exc}") from exc
-            check_embedder(info, embedder_info(emb), self.store.path or "")
-            self._embedder = emb
-            return emb
-        raise StoreError(f"view {view!r} was embedded with {info['model_id']}, not {embedder_info(emb)['model_id']}")
+        return self.embedding.for_view(view)
 
     @property
     def embedder(self):
         """The embedder of the raw view (None for a BM25-only store)."""
         if not self.store.has_vector_view(RAW_VIEW):
-            return self._embedder
+            return self.embedding.own
         return self.embedder_for(RAW_VIEW)
 
     @property
@@ -305,17 +258,9 @@ class Index:
 
     def component(self, kind: str, name: str) -> Any:
         """The enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` of the pipeline."""
-        if name in self._components:
-            return self._components[name]
-        spec = next((c for c in self.pipeline.get(kind, []) if c["name"] == name), None)
-        if spec is None:
-            raise ConfigError(f"the pipeline has no {kind} component {name!r}")
-        if spec.get("object"):
-            raise ConfigError(f"this store was built with a custom component {name!r}; pass it again: "
-                              f"Index.open(..., components={{{name!r}: obj}})")
-        obj = registry.create("enricher" if kind == "enrich" else "relator", name, **dict(spec.get("params") or {}))
-        self._components[name] = obj
-        return obj
+        if name not in self._components:
+            self._components[name] = engine_.recorded_component(self.pipeline, kind, name)
+        return self._components[name]
 
     @property
     def doc_ids(self) -> list[str]:
@@ -335,18 +280,10 @@ class Index:
     # ------------------------------------------------------------------ embedding
 
     def embed(self, texts: Sequence[str], *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
-        """Embed ``texts`` with the embedder of ``view``, in slices, with progress.
-
-        When the embedder's vectors depend on their text alone
-        (``batch_independent``, the default int8 model's single-text
-        batching), a text given twice is embedded once, and a text whose vector
-        the index already held before :meth:`add` replaced its document (the
-        embedding cache, :attr:`report` ``"reused"``) is not embedded again.
-        Texts embedded are counted in :attr:`report` ``"embedded"``.
-
-        Texts over the embedder's input limit are embedded truncated; their
-        number is reported in one warning.
-        """
+        """Embed ``texts`` with the embedder of ``view``, in slices, with progress (see
+        :meth:`Embedding.embed <momoka.methods.indexer.Embedding.embed>`: duplicates and the vectors of
+        replaced documents are not embedded again, :attr:`report` counts ``"embedded"`` and ``"reused"``,
+        texts over the embedder's input limit are embedded truncated with one warning)."""
         return self.embedding.embed(texts, self.store.vector_view(view).info["embedder"], view=view, label=label)
 
     @property
@@ -356,9 +293,7 @@ class Index:
 
     def embed_queries(self, queries: Sequence[str], *, view: str = RAW_VIEW) -> np.ndarray:
         """Query vectors for vector view ``view`` (the embedder's query form when it has one)."""
-        emb = self.embedder_for(view)
-        fn = getattr(emb, "embed_query", None)
-        return np.asarray(fn(list(queries)) if callable(fn) else emb.embed(list(queries)), dtype=np.float32)
+        return self.embedding.embed_queries(queries, view)
 
     # ------------------------------------------------------------------ changes
 
@@ -509,12 +444,11 @@ class Index:
         """
         if not self.store.refresh():
             return False
-        emb = self._embedder
+        emb = self.embedding.own
         if emb is not None and self.store.embedder_info is not None:
             check_embedder(self.store.embedder_info, embedder_info(emb), self.store.path or "")
         self._retrievers.clear()
-        self._mean_chunk = (None, 1.0)
-        self._assemblers = (None, {})
+        self.results.reset()
         return True
 
     def close(self) -> None:
@@ -532,24 +466,16 @@ class Index:
 
     def member(self, chunk_id: int) -> Member:
         """The :class:`~momoka.methods.base.Member` for a stored chunk."""
-        doc_id, start, end, text, section = self.store.chunks.row(int(chunk_id))
-        return Member(int(chunk_id), doc_id, start, end, text, section)
+        return self.results.member(chunk_id)
 
     def title(self, doc_id: str) -> str | None:
         """The document's title as stored (None when it has none)."""
-        d = self.store.documents.get(doc_id)
-        return (d.title or None) if d is not None else None
+        return self.results.title(doc_id)
 
     def result(self, query: str, ranked: Sequence[tuple[Any, float]], retriever: str, provenance: dict | None = None,
                *, stats: dict | None = None) -> Result:
         """A :class:`~momoka.methods.base.Result` from ranked ``(chunk id or tuple of ids, score)`` pairs."""
-        prov = dict(provenance or {"retriever": retriever})
-        items = []
-        for rank, (ids, score) in enumerate(ranked, start=1):
-            ids = (int(ids),) if isinstance(ids, (int, np.integer)) else tuple(int(i) for i in ids)
-            members = tuple(self.member(i) for i in ids)
-            items.append(Item(members, float(score), rank, prov, self.title(members[0].doc_id)))
-        return Result(query, tuple(items), retriever, dict(stats or {}))
+        return self.results.result(query, ranked, retriever, provenance, stats=stats)
 
     # ------------------------------------------------------------------ search
 
@@ -618,26 +544,11 @@ class Index:
         asm = self.assembler() if assemble else None
         return [res.fit(budget, assemble=asm) for res in out]
 
-    def _chunk_state(self) -> tuple:
-        """What identifies the chunk table's current state, for caches derived from it."""
-        chunks = self.store.chunks
-        return (id(chunks), chunks.n_slots, self.store.n_chunks)
-
     def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP, *, min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS,
                   extra: int = DEFAULT_ASSEMBLE_EXTRA):
         """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks with these widening settings
         (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
-        from .assemble import Assembler  # start-up: momoka.methods.assemble
-
-        store = self.store
-        key = self._chunk_state()
-        if self._assemblers[0] != key:
-            self._assemblers = (key, {})
-        made = self._assemblers[1]
-        rule = (cap, min_hits, extra)
-        if rule not in made:
-            made[rule] = Assembler(store.chunks, self.member, cap, min_hits=min_hits, extra=extra)
-        return made[rule]
+        return self.results.assembler(cap, min_hits=min_hits, extra=extra)
 
     def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
             k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,
@@ -655,7 +566,7 @@ class Index:
         refiner run on the result first (``ets``). ``options``: per component
         name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
         """
-        from .standard.reader import default_reader  # start-up: momoka.methods.standard.reader
+        from .standard.reader import default_reader, make_reader  # start-up: momoka.methods.standard.reader
 
         opts = {n: dict(o) for n, o in (options or {}).items()}
         reader = reader or default_reader()
@@ -663,26 +574,8 @@ class Index:
                           **opts.pop(retriever, {}))
         if refine:
             res = registry.create("refiner", refine, embedder=self.embedder, **opts.pop(refine, {})).refine(question, res)
-        ropts = opts.pop(reader, {})
-        ropts.setdefault("max_context_chars", budget)
-        if reader == "evidence":
-            ropts.setdefault("embedder", self.embedder)
-        elif "llm" not in ropts and (reader == "local" or default_reader() != "llm"):
-            # an LLM reader given no client and no endpoint: the local model
-            from ..models import DEFAULT_CAUSAL_LM, ensure_installed  # start-up: momoka.models
-
-            ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
-        return registry.create("reader", reader, **ropts).answer(question, res)
+        return make_reader(reader, opts.pop(reader, {}), budget, lambda: self.embedder).answer(question, res)
 
     def depth_for(self, budget: int) -> int:
         """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""
-        check_budget(budget)
-        store = self.store
-        if store.n_chunks == 0:
-            return 1
-        key = self._chunk_state()
-        if self._mean_chunk[0] != key:  # once per state of the chunk table, not per query
-            starts, ends = store.chunks.column("start"), store.chunks.column("end")
-            live = store.chunks.column("live").astype(bool)
-            self._mean_chunk = (key, float(np.mean((ends - starts)[live])) if live.any() else 1.0)
-        return max(1, int(np.ceil(2 * budget / max(self._mean_chunk[1], 1.0))) + 1)
+        return self.results.depth_for(budget)

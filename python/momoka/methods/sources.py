@@ -31,6 +31,17 @@ def embedder_info(embedder: Any) -> dict:
     return {"model_id": str(embedder.model_id), "checksum": str(embedder.checksum), "dim": int(embedder.dim)}
 
 
+def make_embedder(embedder: Any):
+    """The embedder an index is built with: None, ``"default"`` or a registry model id (loaded), or an object
+    with ``.embed/.dim/.model_id/.checksum`` (checked)."""
+    if embedder is None:
+        return None
+    if isinstance(embedder, str):
+        return load_embedder(None if embedder == "default" else embedder)
+    embedder_info(embedder)  # validates the interface
+    return embedder
+
+
 def load_embedder(model_id: str | None = None):
     """The registry's embedder ``model_id`` (None: the default), installed on first use."""
     from ..models import Embedder  # start-up: momoka.models

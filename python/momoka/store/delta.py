@@ -8,6 +8,12 @@ ids is renumbered, as declared: relation targets (chunk ids, or node ids of the 
 ``target_table``), node-table fields (:attr:`~momoka.store.node_table.NodeTable.id_fields`) and
 document metadata (:attr:`~momoka.store.node_table.NodeTable.doc_fields`). The next save writes it
 as one segment: nothing else is rewritten.
+
+A Delta may also change documents already in the store (what :meth:`momoka.Index.extend` makes
+when it runs added enrichers and relators over stored documents): ``stored`` maps the batch's
+local ids of those documents' chunks to their ids in the store, so vector rows, BM25 texts and
+relation rows over them land on the stored chunks; ``updates`` holds the document metadata keys
+the batch set and ``chunk_meta`` the chunk metadata keys.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 
 
 @dataclass
@@ -28,7 +34,10 @@ class Delta:
     ``{"embedder", "dtype", "source", "ids", "rows"}``; ``bm25[name]``: ``{"params", "source",
     "ids", "texts"}``; ``relations[name]``: ``{"ordered", "weighted", "target_table", "source",
     "rows": {local source: (targets, weights or None)}}``; ``nodes[name]``: ``{"source",
-    "id_fields", "doc_fields", "rows"}``.
+    "id_fields", "doc_fields", "rows"}``. ``stored``: local chunk id -> id of that chunk in the
+    store, for chunks of documents already there (they are not in ``chunks``); ``updates``: doc id
+    (already in the store) -> the metadata keys the batch set, with their values; ``chunk_meta``:
+    local chunk id (in ``stored``) -> the chunk metadata keys the batch set.
     """
 
     documents: list[dict] = field(default_factory=list)
@@ -37,6 +46,9 @@ class Delta:
     bm25: dict[str, dict] = field(default_factory=dict)
     relations: dict[str, dict] = field(default_factory=dict)
     nodes: dict[str, dict] = field(default_factory=dict)
+    stored: dict[int, int] = field(default_factory=dict)
+    updates: dict[str, dict] = field(default_factory=dict)
+    chunk_meta: dict[int, dict] = field(default_factory=dict)
 
     @classmethod
     def of_store(cls, store) -> Delta:
@@ -70,6 +82,34 @@ class Delta:
         """The ids of the batch's documents, in order."""
         return [d["doc_id"] for d in self.documents]
 
+    def changes_since(self, before: Delta, stored: dict[int, int]) -> Delta:
+        """What this Delta of a store adds to ``before``, an earlier Delta of the same store.
+
+        Both are :meth:`of_store` of one scratch store holding documents already in the index's
+        store (``stored``: their local chunk ids -> stored ids), taken before and after components
+        ran on it. The result holds no new documents: the document and chunk metadata keys set
+        (``updates``, ``chunk_meta``), the vector rows added (rows are never changed in place), and
+        every BM25 text, relation row and node row (none is copied into the scratch store).
+        """
+        out = Delta(stored=dict(stored), bm25=self.bm25, relations=self.relations, nodes=self.nodes)
+        for b, a in zip(before.documents, self.documents):
+            set_ = {k: v for k, v in a["metadata"].items() if k not in b["metadata"] or b["metadata"][k] != v}
+            if set_:
+                out.updates[a["doc_id"]] = set_
+        for bs, cs in zip(before.chunks, self.chunks):
+            for (cid, b), (_, a) in zip(bs, cs):
+                set_ = {k: v for k, v in a.metadata.items() if k not in b.metadata or b.metadata[k] != v}
+                if set_:
+                    out.chunk_meta[cid] = set_
+        for name, e in self.vectors.items():
+            old = before.vectors.get(name)
+            keep = np.ones(len(e["ids"]), bool)
+            if old is not None and len(old["ids"]):
+                keep = ~np.isin(np.asarray(e["ids"], np.int64), np.asarray(old["ids"], np.int64))
+            ids = np.asarray(e["ids"], np.int64)[keep]
+            out.vectors[name] = {**e, "ids": ids, "rows": e["rows"][keep] if len(ids) else None}
+        return out
+
 
 def _shift(value: Any, f) -> Any:
     """``value`` (an id, a list of ids or None) with every id mapped by ``f``."""
@@ -93,12 +133,23 @@ def apply_delta(store, delta: Delta) -> list[str]:
                           "but declare no id_fields (add_node_table(..., id_fields=...)); index with the local "
                           "engine, or add that component afterwards (momoka index PATHS --store DIR --relate NAME, "
                           "without --engine ray)")
+    lost = sorted(d for d in delta.updates if d not in store.documents)
+    gone = sorted(g for g in delta.stored.values() if g not in store.chunks)
+    if lost or gone:
+        raise InputError(f"the batch changes what the store no longer has: documents {lost[:5]}, chunks {gone[:5]} "
+                         "(deleted since the batch was made)")
     for name, e in delta.nodes.items():  # the tables first: their sizes are the offsets of the batch's node ids
         if not store.has_node_table(name):
             store.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
     offset = {f"nodes/{n}": len(store.node_table(n)) for n in delta.nodes}
     ids_per_doc = store.add_documents(delta.documents, [[c for _, c in cs] for cs in delta.chunks])
-    gid = {local: new for cs, ids in zip(delta.chunks, ids_per_doc) for (local, _), new in zip(cs, ids)}
+    gid = {int(local): int(g) for local, g in delta.stored.items()}
+    gid.update({local: new for cs, ids in zip(delta.chunks, ids_per_doc) for (local, _), new in zip(cs, ids)})
+    for d, keys in delta.updates.items():
+        store.documents[d].metadata.update(keys)
+    for c, keys in delta.chunk_meta.items():
+        for k, v in keys.items():
+            store.chunks.set_metadata(gid[int(c)], k, v)
 
     def chunk(i: int) -> int:
         return gid[i]
@@ -121,7 +172,7 @@ def apply_delta(store, delta: Delta) -> list[str]:
         rows = [{k: (_shift(v, fields[k]) if k in fields else v) for k, v in r.items()} for r in e["rows"]]
         store.node_table(name).add(rows)
         for key, subs in e["doc_fields"].items():
-            for d in delta.doc_ids:
+            for d in delta.doc_ids + [d for d, keys in delta.updates.items() if key in keys]:
                 rec = store.documents[d].metadata.get(key)
                 if isinstance(rec, dict) and any(s in rec for s in subs):
                     store.documents[d].metadata[key] = {k: (_shift(v, node(f"nodes/{name}")) if k in subs else v)

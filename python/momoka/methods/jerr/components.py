@@ -32,7 +32,7 @@ from ...registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
 from .extract import content_words, estimate_llm, extract_llm, extract_offline, make_units
-from .graph import (EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, read_graphs,
+from .graph import (EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, prepare_graph, read_graphs,
                     write_graph)
 from .search import VARIANTS, NodeGraph, mcts_top_nodes, node_words, pagerank_top_nodes
 
@@ -100,8 +100,8 @@ class JerrRelator(LLMBacked):
         is raised before any graph is stored.
         """
         store = index.store
-        backend, bid = self.effective_backend, self.backend_id()
-        source = {"by": self.name, "backend": bid, "settings": self.settings()}
+        backend = self.effective_backend
+        source = self._source()
         docs = [(d, index.document(d).text) for d in doc_ids]
         units = [self.units_of(store, d, t) for d, t in docs]
         graphs = []
@@ -118,7 +118,7 @@ class JerrRelator(LLMBacked):
                 else:
                     ex = extract_offline(us, text, **self.offline)
                 g = build_graph(d, ex, us, self.max_hamming)
-                g.stats.update({"backend": bid, **st, "seconds": round(time.perf_counter() - t0, 3)})
+                g.stats.update({"backend": source["backend"], **st, "seconds": round(time.perf_counter() - t0, 3)})
                 graphs.append((d, g))
                 pr.update(len(us))
         self.fallbacks.check()
@@ -133,6 +133,15 @@ class JerrRelator(LLMBacked):
                     self._count(key, g.stats[key])
             self._count("documents", 1)
             self._count("seconds", g.stats["seconds"])
+
+    def _source(self) -> dict:
+        """What the JERR artifacts record as their source: this relator, its back-end and settings."""
+        return {"by": self.name, "backend": self.backend_id(), "settings": self.settings()}
+
+    def prepare(self, batch: Any) -> None:
+        """Create the JERR node tables and relations in ``batch.store`` when they are missing."""
+        if not batch.store.has_node_table(ENTITIES):  # the four are made together
+            prepare_graph(batch.store, self._source())
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
         """Pre-run estimate of LLM calls and tokens for documents already chunked (4 characters per token);

@@ -202,8 +202,9 @@ def build_graph(doc_id: str, extractions: Sequence[UnitExtraction], units: Seque
 # --------------------------------------------------------------------------- store
 
 
-def write_graph(store: Any, g: EntityGraph, source: dict) -> None:
-    """Add one document's graph to the store's JERR artifacts (made on first use)."""
+def prepare_graph(store: Any, source: dict) -> None:
+    """Create the JERR artifacts (node tables :data:`ENTITIES` and :data:`EDGES`, relations :data:`MENTIONS`
+    and :data:`EDGES`) in ``store`` when they are missing."""
     if not store.has_node_table(ENTITIES):
         # where rows and documents hold store ids, so a batch built apart (on a Ray worker) is renumbered
         store.add_node_table(ENTITIES, source=source, id_fields={"chunks": "chunk"},
@@ -212,6 +213,11 @@ def write_graph(store: Any, g: EntityGraph, source: dict) -> None:
                                                               "chunk": "chunk"}, doc_fields={DOC_KEY: ["first_edge"]})
         store.add_relation(MENTIONS, ordered=False, target_table=ENTITIES, source=source)
         store.add_relation(EDGES, ordered=True, target_table=EDGES, source=source)
+
+
+def write_graph(store: Any, g: EntityGraph, source: dict) -> None:
+    """Add one document's graph to the store's JERR artifacts (made first when missing)."""
+    prepare_graph(store, source)
     ents = store.node_table(ENTITIES)
     chunk_span = {c: store.chunks.span(c) for cs in g.chunks for c in cs}
     ids = ents.add([{"doc_id": g.doc_id, "name": n, "aliases": a, "chunks": cs,

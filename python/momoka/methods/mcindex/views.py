@@ -191,15 +191,10 @@ class ViewEnricher(LLMBacked):
         ids = [c for d in doc_ids for c in store.documents[d].chunk_ids]
         t0 = time.perf_counter()
         vt = self.view_texts(index, ids)
-        src = self._source(index)
-        if not store.has_bm25_view(self.view):
-            store.add_bm25_view(self.view, params=store.bm25_view(RAW_VIEW).params, source=src)
+        self.prepare(index)
         store.bm25_view(self.view).add(ids, [t or " " for t in vt])
         if store.has_vector_view(RAW_VIEW):
             raw = store.vector_view(RAW_VIEW)
-            if not store.has_vector_view(self.view):
-                store.add_vector_view(self.view, embedder=raw.info["embedder"],
-                                      dtype=raw.dtype, source=src)
             same = [i for i, (c, t) in enumerate(zip(ids, vt)) if t == store.chunks.text(c)]
             other = [i for i in range(len(ids)) if i not in set(same)]
             vecs = np.zeros((len(ids), int(raw.info["embedder"]["dim"])), np.float32)
@@ -217,6 +212,19 @@ class ViewEnricher(LLMBacked):
                 set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
         self._count("chunks", len(ids))
         self._count("seconds", time.perf_counter() - t0)
+
+    def prepare(self, batch: Any) -> None:
+        """Create BM25 view :attr:`view` and, when the index has raw vectors, vector view :attr:`view` (the raw
+        view's embedder) in ``batch.store`` when they are missing."""
+        store = batch.store
+        if store.has_bm25_view(self.view) and (store.has_vector_view(self.view) or not store.has_vector_view(RAW_VIEW)):
+            return
+        src = self._source(batch)
+        if not store.has_bm25_view(self.view):
+            store.add_bm25_view(self.view, params=store.bm25_view(RAW_VIEW).params, source=src)
+        if store.has_vector_view(RAW_VIEW) and not store.has_vector_view(self.view):
+            raw = store.vector_view(RAW_VIEW)
+            store.add_vector_view(self.view, embedder=raw.info["embedder"], dtype=raw.dtype, source=src)
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
         """Pre-run estimate of LLM calls and tokens (4 characters per token; answers at most ``max_tokens``);

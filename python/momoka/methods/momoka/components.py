@@ -96,16 +96,22 @@ class TitleEnricher:
             set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
         if not store.has_vector_view(RAW_VIEW):
             return  # BM25-only index: titles are kept, nothing to embed
-        if not store.has_vector_view(self.view):
-            store.add_vector_view(self.view, embedder=store.vector_view(RAW_VIEW).info["embedder"],
-                                  dtype=store.vector_view(RAW_VIEW).info.get("dtype", "float32"),
-                                  source={"text": "title + newline + chunk", "by": self.name})
+        self.prepare(index)
         ids, texts = [], []
         for d, t in zip(doc_ids, titles):
             for cid in store.documents[d].chunk_ids:
                 ids.append(cid)
                 texts.append(with_title(t, store.chunks.text(cid)))
         store.vector_view(self.view).add(ids, index.embed(texts, view=self.view, label="embedding titled chunks"))
+
+    def prepare(self, batch: Any) -> None:
+        """Create vector view :attr:`view` (the raw view's embedder) in ``batch.store`` when it is missing and
+        the index has raw vectors (a BM25-only index gets titles only)."""
+        store = batch.store
+        if store.has_vector_view(RAW_VIEW) and not store.has_vector_view(self.view):
+            raw = store.vector_view(RAW_VIEW)
+            store.add_vector_view(self.view, embedder=raw.info["embedder"], dtype=raw.info.get("dtype", "float32"),
+                                  source={"text": "title + newline + chunk", "by": self.name})
 
     def describe(self) -> dict:
         """Settings and counts (recorded in the manifest; the failure examples are not)."""
@@ -158,12 +164,7 @@ class PathRelator:
     def relate(self, index: Any, doc_ids: Sequence[str]) -> None:
         """Search the paths of every chunk of ``doc_ids`` and store them."""
         store = index.store
-        if self.referee_name == "embedding" and store.has_vector_view(RAW_VIEW) and not self._bound:
-            self.map.use_embedder(index.embedder)  # the named embedding referee judges with the index's embedder
-            self._bound = True
-        if not store.has_relation(self.relation):
-            store.add_relation(self.relation, ordered=True, weighted=False,
-                               source={"by": self.name, "settings": self.map.settings()})
+        self.prepare(index)
         rel = store.relation(self.relation)
         ids = [list(store.documents[d].chunk_ids) for d in doc_ids]
         chunks = [[store.chunks.get(c) for c in cs] for cs in ids]
@@ -180,6 +181,16 @@ class PathRelator:
             set_record(store.documents[d].metadata, self.fallbacks.key, self.fallbacks.take(d))
             for cid, p in zip(cs, ps):
                 rel.set(cid, np.asarray([cs[j] for j in p], dtype=np.int64))
+
+    def prepare(self, batch: Any) -> None:
+        """Create the ordered relation :attr:`relation` in ``batch.store`` when it is missing (binding the named
+        embedding referee to the index's embedder first: the relation records the referee's settings)."""
+        if self.referee_name == "embedding" and batch.store.has_vector_view(RAW_VIEW) and not self._bound:
+            self.map.use_embedder(batch.embedder)  # the named embedding referee judges with the index's embedder
+            self._bound = True
+        if not batch.store.has_relation(self.relation):
+            batch.store.add_relation(self.relation, ordered=True, weighted=False,
+                                     source={"by": self.name, "settings": self.map.settings()})
 
     @property
     def fallbacks(self) -> FallbackTally:

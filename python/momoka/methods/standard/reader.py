@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from ... import settings
@@ -28,7 +29,7 @@ from ..._validate import check_int
 from ...errors import InputError, InputTooLargeError
 from ...store.bm25 import ENGLISH_STOPWORDS
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
-from ...registry import register
+from ...registry import create, register
 
 #: The reader's instructions (system message).
 SYSTEM_PROMPT = (
@@ -53,6 +54,22 @@ def default_reader() -> str:
     from ...llm.openai_client import ENV_BASE_URL  # start-up: momoka.llm.openai_client
 
     return "llm" if settings.get_text(ENV_BASE_URL) else "evidence"
+
+
+def make_reader(name: str, options: dict, budget: int | None, embedder: Callable[[], Any]) -> Any:
+    """Reader ``name`` with ``options`` for :meth:`momoka.Index.ask`: its context capped at ``budget``
+    characters (``max_context_chars``) unless the options say otherwise; ``evidence`` gets the index's
+    embedder (``embedder()``, asked only then); an LLM reader given no client and no endpoint answers with
+    the local model, installed on first use."""
+    opts = dict(options)
+    opts.setdefault("max_context_chars", budget)
+    if name == "evidence":
+        opts.setdefault("embedder", embedder())
+    elif "llm" not in opts and (name == "local" or default_reader() != "llm"):
+        from ...models import DEFAULT_CAUSAL_LM, ensure_installed  # start-up: momoka.models
+
+        ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
+    return create("reader", name, **opts)
 
 
 def budget_context(result: Result, max_chars: int | None) -> list[Citation]:

@@ -1,0 +1,84 @@
+"""Results over one store: members, titles, :class:`~momoka.methods.base.Result` construction, the
+context assembler and how many items fill a budget.
+
+:class:`Results` is what :class:`momoka.Index` (and through it a retriever's
+:class:`~momoka.methods.context.Corpus`) builds its results with; what it derives from the chunk
+table (the assemblers, the mean chunk length) is computed once per state of that table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, Item, Member, Result,
+                   check_budget)
+
+
+class Results:
+    """Members, titles and results of the chunks of ``store``; the assembler and read depth of a budget."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget what was derived from the chunk table (after the store moved to another commit)."""
+        self._mean_chunk: tuple = (None, 1.0)  # (chunk-table state, mean chunk length): see depth_for
+        self._assemblers: tuple = (None, {})  # (chunk-table state, {rule: Assembler}): see assembler
+
+    def member(self, chunk_id: int) -> Member:
+        """The :class:`~momoka.methods.base.Member` for a stored chunk."""
+        doc_id, start, end, text, section = self.store.chunks.row(int(chunk_id))
+        return Member(int(chunk_id), doc_id, start, end, text, section)
+
+    def title(self, doc_id: str) -> str | None:
+        """The document's title as stored (None when it has none)."""
+        d = self.store.documents.get(doc_id)
+        return (d.title or None) if d is not None else None
+
+    def result(self, query: str, ranked: Sequence[tuple[Any, float]], retriever: str, provenance: dict | None = None,
+               *, stats: dict | None = None) -> Result:
+        """A :class:`~momoka.methods.base.Result` from ranked ``(chunk id or tuple of ids, score)`` pairs."""
+        prov = dict(provenance or {"retriever": retriever})
+        items = []
+        for rank, (ids, score) in enumerate(ranked, start=1):
+            ids = (int(ids),) if isinstance(ids, (int, np.integer)) else tuple(int(i) for i in ids)
+            members = tuple(self.member(i) for i in ids)
+            items.append(Item(members, float(score), rank, prov, self.title(members[0].doc_id)))
+        return Result(query, tuple(items), retriever, dict(stats or {}))
+
+    def _chunk_state(self) -> tuple:
+        """What identifies the chunk table's current state, for caches derived from it."""
+        chunks = self.store.chunks
+        return (id(chunks), chunks.n_slots, self.store.n_chunks)
+
+    def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP, *, min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS,
+                  extra: int = DEFAULT_ASSEMBLE_EXTRA):
+        """The :class:`~momoka.methods.assemble.Assembler` over the store's chunks with these widening settings
+        (built once per state of the chunk table)."""
+        from .assemble import Assembler  # start-up: momoka.methods.assemble
+
+        key = self._chunk_state()
+        if self._assemblers[0] != key:
+            self._assemblers = (key, {})
+        made = self._assemblers[1]
+        rule = (cap, min_hits, extra)
+        if rule not in made:
+            made[rule] = Assembler(self.store.chunks, self.member, cap, min_hits=min_hits, extra=extra)
+        return made[rule]
+
+    def depth_for(self, budget: int) -> int:
+        """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""
+        check_budget(budget)
+        store = self.store
+        if store.n_chunks == 0:
+            return 1
+        key = self._chunk_state()
+        if self._mean_chunk[0] != key:  # once per state of the chunk table, not per query
+            starts, ends = store.chunks.column("start"), store.chunks.column("end")
+            live = store.chunks.column("live").astype(bool)
+            self._mean_chunk = (key, float(np.mean((ends - starts)[live])) if live.any() else 1.0)
+        return max(1, int(np.ceil(2 * budget / max(self._mean_chunk[1], 1.0))) + 1)
