@@ -174,6 +174,8 @@ class CausalGeneration(CausalSession):
         ``softmax(logits / temperature)`` restricted to the top-``top_p`` nucleus,
         with ``seed`` for reproducibility.  Generation stops at an end-of-turn token,
         a ``stop`` string (cut from the text), ``max_new_tokens`` or the context length.
+        The logits come from the runtime :meth:`decoder_for` picks for the call (momoka's onnxruntime
+        loop or llama.cpp; ``MOMOKA_LLM_RUNTIME``).
         """
         if temperature < 0 or not (0 < top_p <= 1):
             raise ConfigError("temperature must be >= 0 and top_p in (0, 1]")
@@ -229,4 +231,3 @@ class CausalGeneration(CausalSession):
             q[keep] = p[keep]
             p = q / q.sum()
         return int(rng.choice(p.size, p=p))
-
