@@ -60,15 +60,14 @@ def find_gguf(model_dir: str | os.PathLike, config: dict) -> Path | None:
 
     ``config["source"]`` names the file and its sha256 (:func:`momoka.models.gguf.convert_gguf` writes it).
     Looked for, in order: the verified source members that ``momoka models install`` keeps in the model cache
-    holding ``model_dir`` (:func:`momoka.models.installer.cached_source`), then a file of that name inside
+    holding ``model_dir`` (:func:`momoka.models.catalog.cached_source`), then a file of that name inside
     ``model_dir``; a candidate counts only when its sha256 matches.
     """
     src = config.get("source") or {}
     name, want = src.get("file"), src.get("sha256")
     if not name or not want:
         return None
-    from .catalog import SOURCES  # start-up: momoka.models.catalog
-    from .installer import cached_source  # start-up: momoka.models.installer
+    from .catalog import SOURCES, cached_source  # start-up: momoka.models.catalog (the gguf package)
 
     d = Path(model_dir)
     for pkg in SOURCES.values():

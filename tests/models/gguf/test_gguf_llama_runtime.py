@@ -186,17 +186,16 @@ def test_budget_and_stops_are_exact(lm_llama):
     cut = lm_llama.generate("1, 2, 3, 4,", max_new_tokens=12, stop=["7"])
     assert "7" in full.text and "7" not in cut.text and cut.finish_reason == "stop"
     assert cut.text == full.text[:full.text.index("7")]
-    chat = lm_llama.generate([{"role": "user", "content": "What is the capital of France?"}], max_new_tokens=200)
-    assert chat.finish_reason == "stop" and chat.completion_tokens < 200 and "Paris" in chat.text
-    assert not set(chat.token_ids) & lm_llama.stop_ids
 
 
-def test_stop_token_is_where_the_exact_model_ends_the_turn(lm_llama, lm_onnx):
-    msgs = [{"role": "user", "content": "What is the capital of France?"}]
-    chat = lm_llama.generate(msgs, max_new_tokens=200)
-    seq = lm_llama.prompt_ids(msgs) + chat.token_ids
-    _, last, _, _ = lm_onnx._stream(seq, n_scored=0)
-    assert int(np.argmax(last)) in lm_onnx.stop_ids
+def test_a_stop_token_ends_the_generation_before_it(lm_llama, monkeypatch):
+    full = lm_llama.generate("1, 2, 3, 4,", max_new_tokens=12)
+    assert full.finish_reason == "length" and len(full.token_ids) == 12
+    stop_tok = full.token_ids[5]
+    k = full.token_ids.index(stop_tok)  # its first occurrence
+    monkeypatch.setattr(lm_llama, "stop_ids", set(lm_llama.stop_ids) | {stop_tok})
+    cut = lm_llama.generate("1, 2, 3, 4,", max_new_tokens=12)
+    assert cut.finish_reason == "stop" and cut.token_ids == full.token_ids[:k] and cut.completion_tokens == k
 
 
 def test_sampling_is_seeded(lm_llama):
