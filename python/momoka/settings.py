@@ -3,7 +3,7 @@
 :data:`SETTINGS` lists each variable with its type, default, the values it takes, what it does and
 the part of momoka that reads it (``docs/configuration.md`` shows the same table; a test keeps them
 in step). The accessors (:func:`get_int`, :func:`get_float`, :func:`get_flag`, :func:`get_text`,
-:func:`get_path`) read the environment when called, never at import, so a variable set later (or
+:func:`get_choice`, :func:`get_path`) read the environment when called, never at import, so a variable set later (or
 by a test) is seen. An unset or blank variable gives the default; a value outside what the table
 allows is a :class:`~momoka.errors.ConfigError` naming the variable and what it takes, never a
 silent fall back or clamp. No other module of the package reads ``MOMOKA_*`` variables.
@@ -20,7 +20,7 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["Setting", "SETTINGS", "get_int", "get_float", "get_flag", "get_text", "get_path", "default"]
+__all__ = ["Setting", "SETTINGS", "get_int", "get_float", "get_flag", "get_text", "get_choice", "get_path", "default"]
 
 #: The words a flag takes for off and on.
 FLAG_OFF = ("0", "false", "no", "off")
@@ -28,9 +28,9 @@ FLAG_ON = ("1", "true", "yes", "on")
 
 
 class Setting(NamedTuple):
-    """One environment variable: ``kind`` is ``int``, ``float``, ``flag``, ``text`` or ``path``; numbers
-    lie in [``minimum``, ``maximum``] (``above``: ``minimum`` itself excluded); ``reader`` is the module
-    that reads it."""
+    """One environment variable: ``kind`` is ``int``, ``float``, ``flag``, ``text``, ``choice`` or ``path``;
+    numbers lie in [``minimum``, ``maximum``] (``above``: ``minimum`` itself excluded); a choice is one of
+    ``choices``; ``reader`` is the module that reads it."""
 
     name: str
     kind: str
@@ -42,6 +42,7 @@ class Setting(NamedTuple):
     above: bool = False
     unit: str = ""
     values: str = ""
+    choices: tuple[str, ...] = ()
 
     def allowed(self) -> str:
         """The values it takes, in words (``values`` when the table gives them)."""
@@ -52,6 +53,8 @@ class Setting(NamedTuple):
                                   unit=self.unit)
         if self.kind == "flag":
             return f"{'/'.join(FLAG_OFF)} (off) or {'/'.join(FLAG_ON)} (on)"
+        if self.kind == "choice":
+            return f"{', '.join(self.choices[:-1])} or {self.choices[-1]}"
         return "a path" if self.kind == "path" else "text"
 
 
@@ -73,6 +76,11 @@ SETTINGS: dict[str, Setting] = _table(
             "momoka.models.runtime", values="cpu, cuda, gpu or cuda:N"),
     Setting("MOMOKA_THREADS", "int", None, "threads of a model session (default: onnxruntime's choice; the "
             "embedder runs this many forward passes at once)", "momoka.models.runtime", minimum=1),
+    Setting("MOMOKA_LLM_RUNTIME", "choice", "auto", "what generates text with the local causal LM: `llama` is "
+            "llama.cpp (the `llama` extra, `llama-cpp-python`) on the GGUF the model was converted from, `onnx` "
+            "momoka's loop on onnxruntime, `auto` llama.cpp where it is installed and faster for the call "
+            "(log-probs always run on onnxruntime)", "momoka.models.causal_generate",
+            choices=("auto", "onnx", "llama")),
     Setting("MOMOKA_RERANK_BASE_URL", "text", None, "API root of the endpoint reranker (requests go to "
             "`{url}/rerank`)", "momoka.models.rerank_endpoint", values="an http(s) URL"),
     Setting("MOMOKA_RERANK_MODEL", "text", None, "model name sent to the endpoint reranker",
@@ -192,6 +200,18 @@ def get_text(name: str) -> str | None:
     """``$name`` (stripped), else its default."""
     s = _setting(name, "text")
     return _raw(name) or s.default
+
+
+def get_choice(name: str) -> str | None:
+    """``$name`` (stripped, lower case) when it is one of the setting's choices, else its default; any other
+    value is a ConfigError naming the variable and the choices."""
+    s = _setting(name, "choice")
+    raw = _raw(name)
+    if not raw:
+        return s.default
+    if raw.lower() not in s.choices:
+        raise _bad(s, raw)
+    return raw.lower()
 
 
 def get_path(name: str) -> Path | None:

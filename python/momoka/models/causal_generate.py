@@ -4,15 +4,19 @@ with stop strings.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import settings
 from ..errors import ConfigError, InputError, InputTooLargeError, ModelError
 
+from . import causal_llama
 from .causal_session import CausalSession
+from .runtime import resolve_threads
 
 
 @dataclass
@@ -30,8 +34,76 @@ class GenerationResult:
     token_ids: list[int] = field(default_factory=list)
 
 
+class OnnxDecoder:
+    """Next-token logits from momoka's KV-cache loop on onnxruntime (exact fp32 activations): :meth:`start`
+    runs a prompt, :meth:`step` one more token (the decoder interface of :mod:`momoka.models.causal_llama`)."""
+
+    def __init__(self, session: CausalSession):
+        self.session = session
+        self.cache = None
+
+    def start(self, ids: list[int]) -> np.ndarray:
+        """Run ``ids`` from an empty cache and return the logits after the last one."""
+        _, logits, self.cache, _ = self.session._stream(ids, n_scored=0)
+        return logits
+
+    def step(self, token: int) -> np.ndarray:
+        """Append ``token`` and return the logits after it."""
+        n = self.cache.length
+        lg, self.cache = self.session._forward(np.asarray([[token]], dtype=np.int64), np.ones((1, n + 1), dtype=np.int64),
+                                               np.asarray([[n]], dtype=np.int64), self.cache)
+        return lg[0, -1]
+
+
 class CausalGeneration(CausalSession):
     """Chat prompts and generation (part of :class:`~momoka.models.causal_lm.CausalLM`)."""
+
+    _llama = None  # the LlamaCppDecoder, made on first use
+    _gguf_missing = False  # no GGUF was found for this model (looked for once)
+
+    def resolve_runtime(self) -> str:
+        """The generation runtime asked for: ``runtime=`` of the constructor, else ``$MOMOKA_LLM_RUNTIME``
+        (``auto``, ``onnx`` or ``llama``; see :mod:`momoka.models.causal_llama`)."""
+        return self.runtime or settings.get_choice("MOMOKA_LLM_RUNTIME")
+
+    def decoder_for(self, prompt_tokens: int, max_new_tokens: int):
+        """The decoder that runs a generation of ``prompt_tokens`` + up to ``max_new_tokens``: an
+        :class:`OnnxDecoder`, or llama.cpp's when the runtime is ``llama``, or ``auto`` and llama.cpp is
+        installed, the model runs on the CPU, its GGUF is found and
+        :func:`~momoka.models.causal_llama.llama_is_faster` holds for the call.
+
+        Raises ConfigError for ``llama`` without llama-cpp-python and ModelError when its GGUF is not found.
+        """
+        runtime = self.resolve_runtime()
+        if runtime == "auto":
+            use = (self._cpu and not self._gguf_missing and causal_llama.llama_is_faster(prompt_tokens, max_new_tokens)
+                   and causal_llama.llama_cpp_available())
+            if use and (self._llama is not None or self._load_llama(required=False)):
+                return self._llama
+            return OnnxDecoder(self)
+        if runtime == "llama":
+            if self._llama is None:
+                self._load_llama(required=True)
+            return self._llama
+        return OnnxDecoder(self)
+
+    def _load_llama(self, *, required: bool) -> bool:
+        if required and not causal_llama.llama_cpp_available():
+            raise ConfigError("the llama generation runtime needs llama-cpp-python: pip install 'momoka[llama]' "
+                              "(or set MOMOKA_LLM_RUNTIME=onnx)")
+        gguf = causal_llama.find_gguf(self.model_dir, self.config)
+        if gguf is None:
+            self._gguf_missing = True
+            if required:
+                name = (self.config.get("source") or {}).get("file", "the GGUF")
+                raise ModelError(f"the llama generation runtime needs {name}, the GGUF {self.model_dir} was converted "
+                                 "from; run `momoka models install` (it keeps the GGUF in the model cache) or copy "
+                                 f"the file into {self.model_dir}")
+            return False
+        threads = resolve_threads(self.threads) or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                                   else os.cpu_count() or 1)
+        self._llama = causal_llama.LlamaCppDecoder(gguf, n_ctx=self.max_context, threads=threads)
+        return True
 
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
         """Render chat messages with the model's template (ChatML for SmolLM2).
@@ -102,6 +174,8 @@ class CausalGeneration(CausalSession):
         ``softmax(logits / temperature)`` restricted to the top-``top_p`` nucleus,
         with ``seed`` for reproducibility.  Generation stops at an end-of-turn token,
         a ``stop`` string (cut from the text), ``max_new_tokens`` or the context length.
+        The logits come from the runtime :meth:`decoder_for` picks for the call (momoka's onnxruntime
+        loop or llama.cpp; ``MOMOKA_LLM_RUNTIME``).
         """
         if temperature < 0 or not (0 < top_p <= 1):
             raise ConfigError("temperature must be >= 0 and top_p in (0, 1]")
@@ -112,10 +186,11 @@ class CausalGeneration(CausalSession):
             raise InputTooLargeError(f"prompt has {len(ids)} tokens; the model's context is {self.max_context}")
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         rng = np.random.default_rng(seed)
-        _, logits, cache, _ = self._stream(ids, n_scored=0)
+        budget = min(max_new_tokens, self.max_context - len(ids))
+        decoder = self.decoder_for(len(ids), budget)
+        logits = decoder.start(ids)
         out: list[int] = []
         finish = "length"
-        budget = min(max_new_tokens, self.max_context - len(ids))
         text = ""
         while len(out) < budget:
             tok = self._pick(logits, temperature, top_p, rng)
@@ -132,13 +207,7 @@ class CausalGeneration(CausalSession):
                     break
             if len(out) >= budget:
                 break
-            lg, cache = self._forward(
-                np.asarray([[tok]], dtype=np.int64),
-                np.ones((1, cache.length + 1), dtype=np.int64),
-                np.asarray([[cache.length]], dtype=np.int64),
-                cache,
-            )
-            logits = lg[0, -1]
+            logits = decoder.step(tok)
         if finish != "stop" or not stops or not text:
             text = self.decode(out)
             if stops:

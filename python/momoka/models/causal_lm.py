@@ -49,5 +49,8 @@ class CausalLM(CausalScoring, CausalGeneration):
     ``threads`` sets onnxruntime's intra-op thread count (default: onnxruntime's).
     ``block`` is the number of tokens run per call when streaming (at most
     ``window // 2``), ``window`` the most tokens the KV cache holds (default: the
-    model's context length).
+    model's context length). ``runtime`` chooses what runs :meth:`generate`:
+    ``"onnx"``, ``"llama"`` (llama.cpp on the model's GGUF, the ``llama`` extra) or
+    ``"auto"`` (default: ``MOMOKA_LLM_RUNTIME``, else auto; see
+    :mod:`momoka.models.causal_llama`); scoring always runs on onnxruntime.
     """

