@@ -76,7 +76,7 @@ SETTINGS: dict[str, Setting] = _table(
             "momoka.models.runtime", values="cpu, cuda, gpu or cuda:N"),
     Setting("MOMOKA_THREADS", "int", None, "threads of a model session (default: onnxruntime's choice; the "
             "embedder runs this many forward passes at once)", "momoka.models.runtime", minimum=1),
-    Setting("MOMOKA_LLM_RUNTIME", "choice", "auto", "what generates text with the local causal LM: `llama` is "
+    Setting("MOMOKA_LLM_RUNTIME", "choice", "onnx", "what generates text with the local causal LM: `llama` is "
             "llama.cpp (the `llama` extra, `llama-cpp-python`) on the GGUF the model was converted from, `onnx` "
             "momoka's loop on onnxruntime, `auto` llama.cpp where it is installed and faster for the call "
             "(log-probs always run on onnxruntime)", "momoka.models.causal_generate",

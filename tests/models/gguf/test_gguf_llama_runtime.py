@@ -73,7 +73,7 @@ def _squad_prompts(shared_data_dir, n: int) -> list[list[dict]]:
 
 
 def test_runtime_setting_takes_three_values(monkeypatch):
-    assert settings.get_choice("MOMOKA_LLM_RUNTIME") == "auto"
+    assert settings.get_choice("MOMOKA_LLM_RUNTIME") == "onnx"
     for v in ("onnx", "LLAMA", " auto "):
         monkeypatch.setenv("MOMOKA_LLM_RUNTIME", v)
         assert settings.get_choice("MOMOKA_LLM_RUNTIME") == v.strip().lower()
