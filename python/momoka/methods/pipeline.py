@@ -313,7 +313,9 @@ class Index:
         if spec.get("object"):
             raise ConfigError(f"this store was built with a custom component {name!r}; pass it again: "
                               f"Index.open(..., components={{{name!r}: obj}})")
-        obj = registry.create("enricher" if kind == "enrich" else "relator", name, **dict(spec.get("params") or {}))
+        kind_name = "enricher" if kind == "enrich" else "relator"
+        opts = registry.entry(kind_name, name).reopen_options(dict(spec.get("params") or {}), spec.get("settings"))
+        obj = registry.create(kind_name, name, **opts)
         self._components[name] = obj
         return obj
 
