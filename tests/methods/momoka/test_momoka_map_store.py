@@ -147,6 +147,24 @@ def test_add_computes_paths_for_the_new_document_only(tmp_path):
     ix.close()
 
 
+def test_default_paths_use_the_embedding_referee_on_the_stored_vectors(tmp_path, monkeypatch):
+    # relate=["paths"] with no option and no endpoint: the embedding referee with the index's embedder (the
+    # recorded model is the test embedder, not the default one, so nothing was embedded by another model),
+    # the referee preset, and with rollout 1 and no prior the hand-computed planted paths.
+    monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
+    ix = Index.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder(), progress=False,
+                     enrich=[TITLES], relate=[("paths", {"alpha": 0, "beta": 0, "rollout": 1})])
+    (rel,) = ix.pipeline["relate"]
+    assert "referee" not in rel["params"] and "preset" not in rel["params"]
+    rec = rel["settings"]
+    assert rec["referee"]["name"] == "embedding" and rec["referee"]["model"] == "test-hash-128"
+    assert (rec["preset"], rec["long_docs"], rec["short_docs"], rec["prior_weight"]) == ("referee", "window",
+                                                                                          "rollout", 0.5)
+    assert rec["stats"]["native_documents"] == 2
+    _check_store(ix.store)
+    ix.close()
+
+
 def _old_store(path, settings_preset):
     """A store as a build before the defaults changed left it: the paths relator's recorded options (params)
     name the referee and iterations but no preset, its recorded settings say what ran (``settings_preset``;
