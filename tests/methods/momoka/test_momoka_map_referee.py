@@ -178,7 +178,7 @@ def test_paper_preset_on_a_long_document_warns_with_the_tie_break_count():
     # candidates visited once. The warning counts them (120 of 120 roots) and comes once per builder.
     docs = [_chunks(120, "w"), _chunks(8, "v")]
     mm = MomokaMap(referee=Planted(docs, 4), preset="paper", seed=3)
-    with pytest.warns(UserWarning, match=r"1 of 2 document\(s\) have more than iterations \+ 1 \(101\) chunks .*"
+    with pytest.warns(UserWarning, match=r"1 of the 2 document\(s\) of this search have more than iterations \+ 1 \(101\) chunks .*"
                                          r"preset='paper'\): 120 of their 120 roots got a one-chunk path") as rec:
         paths, records = mm.paths_for_documents(docs)
     assert len([w for w in rec if "tie-break" in str(w.message)]) == 1

@@ -403,11 +403,12 @@ class MomokaMap(MapSettings, MapCostModel):
         roots = sum(r["tie_break_roots"] for r in records)
         total = sum(r["n_chunks"] for r in records)
         warnings.warn(
-            f"momoka map: {len(records)} of {searched} document(s) have more than iterations + 1 "
+            f"momoka map: {len(records)} of the {searched} document(s) of this search have more than iterations + 1 "
             f"({self.iterations + 1}) chunks and were searched without a long-document remedy (long_docs=None, "
             f"preset={self.preset!r}): {roots} of their {total} roots got a one-chunk path that the tie-break "
-            "picked among candidates visited once each (each document's momoka_map record counts them: "
-            "tie_break_roots; shown once); long_docs='window' (the default preset 'referee') searches them deeper",
+            "picked among candidates visited once each (shown for the first such search only; every such "
+            "document's momoka_map record counts them: tie_break_roots); long_docs='window' (the default preset "
+            "'referee') searches them deeper",
             UserWarning, stacklevel=3)
 
     def _ask_tell(self, pending: list, records: list[dict], doc_ids: list, expected: int | None = None) -> None:
