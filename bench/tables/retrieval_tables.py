@@ -179,7 +179,7 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
         ix = Index.open(folder)
     elif trail:
         ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="fixed", size=128,
-                         enrich=["title"], relate=[("paths", {"referee": "embedding"})], progress=True)
+                         enrich=["title"], relate=[("paths", {"referee": "embedding", "preset": "paper"})], progress=True)
     else:
         ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="recursive", size=size,
                          progress=True)

@@ -76,6 +76,13 @@ class Entry:
     aliases: tuple[str, ...] = ()
     produces: Any = ()
     needs: Any = ()
+    reopen: Any = None
+
+    def reopen_options(self, params: dict, settings: dict | None) -> dict:
+        """The options a component recorded in a store's pipeline is rebuilt with: its recorded
+        ``params``, over what ``reopen`` derives from its recorded ``settings`` (when both exist)."""
+        pinned = self.reopen(settings) if self.reopen is not None and settings else {}
+        return {**pinned, **params}
 
     def artifacts(self, what: str, options: dict | None = None) -> list[str]:
         """The artifact keys (``"vectors/titled"``, ``"bm25/keywords"``, ``"relation/paths"``,
@@ -123,7 +130,7 @@ def _check_kind(kind: str) -> None:
 
 def register(kind: str, name: str, *, summary: str = "", requires: dict | None = None,
              defaults: dict | None = None, aliases: tuple[str, ...] = (), produces: Any = (),
-             needs: Any = ()) -> Callable:
+             needs: Any = (), reopen: Callable[[dict], dict] | None = None) -> Callable:
     """Decorator registering ``factory`` as component ``name`` of ``kind``.
 
     ``requires`` (retrievers): ``{"enrich": [names], "relate": [names]}`` the
@@ -135,7 +142,10 @@ def register(kind: str, name: str, *, summary: str = "", requires: dict | None =
     with an error naming the ``--enrich``/``--relate`` that produces them
     (:func:`missing`). ``defaults``: options passed to the
     factory unless the caller gives them (how an alias such as ``mm`` fixes the
-    view of the dense retriever). ``aliases``: other names for it.
+    view of the dense retriever). ``aliases``: other names for it. ``reopen`` (enrichers,
+    relators): ``settings -> options``, the options that keep a reopened store's component as it
+    was built (from the settings its ``describe()`` recorded), under the options recorded with it,
+    so a default changed since does not change what is added to an old store.
     Registering a name twice raises :class:`ConfigError`.
     """
     _check_kind(kind)
@@ -146,7 +156,8 @@ def register(kind: str, name: str, *, summary: str = "", requires: dict | None =
             if n in _REGISTRY[kind] or n in _ALIASES[kind]:
                 raise ConfigError(f"{kind} {n!r} is already registered")
         e = Entry(kind, name, factory, summary, dict(requires or {}), dict(defaults or {}), tuple(aliases),
-                  produces if callable(produces) else tuple(produces), needs if callable(needs) else tuple(needs))
+                  produces if callable(produces) else tuple(produces), needs if callable(needs) else tuple(needs),
+                  reopen)
         _REGISTRY[kind][name] = e
         for a in aliases:
             _ALIASES[kind][a] = name

@@ -123,7 +123,8 @@ def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequen
 
 def recorded_component(pipeline: dict, kind: str, name: str) -> Any:
     """Enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` rebuilt from the registry with the
-    options ``pipeline`` (a manifest's) records; :class:`ConfigError` when it has no such component or it was
+    options ``pipeline`` (a manifest's) records, and what its entry's ``reopen`` hook takes from the recorded
+    settings; :class:`ConfigError` when it has no such component or it was
     an object the manifest cannot rebuild."""
     spec = next((c for c in pipeline.get(kind, []) if c["name"] == name), None)
     if spec is None:
@@ -131,7 +132,10 @@ def recorded_component(pipeline: dict, kind: str, name: str) -> Any:
     if spec.get("object"):
         raise ConfigError(f"this store was built with a custom component {name!r}; pass it again: "
                           f"Index.open(..., components={{{name!r}: obj}})")
-    return registry.create("enricher" if kind == "enrich" else "relator", name, **dict(spec.get("params") or {}))
+    kind_name = "enricher" if kind == "enrich" else "relator"
+    # the entry's reopen hook may pin settings the store recorded (e.g. the defaults it was built with)
+    opts = registry.entry(kind_name, name).reopen_options(dict(spec.get("params") or {}), spec.get("settings"))
+    return registry.create(kind_name, name, **opts)
 
 
 def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str) -> tuple[list, dict]:

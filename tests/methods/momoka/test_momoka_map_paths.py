@@ -47,7 +47,7 @@ def test_eq4_step_reward_uses_chunk_paragraph_and_sentence():
     doc = _doc(["A one. A two.", "B one.", "C one. C two."])
     cs = _sentence_chunks(doc)
     assert [(c.paragraph, c.sentence) for c in cs] == [(0, 0), (0, 1), (1, 2), (2, 3), (2, 4)]
-    mm = MomokaMap(referee=TableReferee(set()))
+    mm = MomokaMap(referee=TableReferee(set()), preset="paper")  # eq. 4 with the paper's weights
     kw, rec = mm._engine_kwargs(cs, None)
     assert rec["p_is_s"] is False
     e = MCTS(len(cs), **kw)
@@ -57,7 +57,8 @@ def test_eq4_step_reward_uses_chunk_paragraph_and_sentence():
     assert e.step_reward(1, 2, 0.0) == pytest.approx((3 / 2 + 2 / 2) / 6)
     assert e.r_max == pytest.approx(6.0)
     # no normalisation: the raw eq. 4 value
-    e2 = MCTS(len(cs), **MomokaMap(referee=TableReferee(set()), normalize=False)._engine_kwargs(cs, None)[0])
+    paper = MomokaMap(referee=TableReferee(set()), preset="paper", normalize=False)
+    e2 = MCTS(len(cs), **paper._engine_kwargs(cs, None)[0])
     assert e2.step_reward(0, 3, 1.0) == pytest.approx(1 + 3 / 3 + 2 / 4)
 
 
@@ -65,7 +66,7 @@ def test_paragraph_free_chunks_use_p_equal_s():
     # One paragraph only (a chunker that ignores paragraphs): p_i := s_i as the paper does for Meta-Chunking.
     doc = Document.from_text("One. Two. Three. Four.", doc_id="x")
     cs = _sentence_chunks(doc)
-    mm = MomokaMap(referee=TableReferee(set()))
+    mm = MomokaMap(referee=TableReferee(set()), preset="paper")  # eq. 4 with the paper's weights
     kw, rec = mm._engine_kwargs(cs, None)
     assert rec["p_is_s"] is True
     e = MCTS(len(cs), **kw)

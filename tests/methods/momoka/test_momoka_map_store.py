@@ -161,6 +161,88 @@ def test_add_computes_paths_for_the_new_document_only(tmp_path):
     ix.close()
 
 
+def test_default_paths_use_the_embedding_referee_on_the_stored_vectors(tmp_path, monkeypatch):
+    # relate=["paths"] with no option and no endpoint: the embedding referee with the index's embedder (the
+    # recorded model is the test embedder, not the default one, so nothing was embedded by another model),
+    # the referee preset, and with rollout 1 and no prior the hand-computed planted paths.
+    monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
+    ix = Index.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder(), progress=False,
+                     enrich=[TITLES], relate=[("paths", {"alpha": 0, "beta": 0, "rollout": 1})])
+    (rel,) = ix.pipeline["relate"]
+    assert "referee" not in rel["params"] and "preset" not in rel["params"]
+    rec = rel["settings"]
+    assert rec["referee"]["name"] == "embedding" and rec["referee"]["model"] == "test-hash-128"
+    assert (rec["preset"], rec["long_docs"], rec["short_docs"], rec["prior_weight"]) == ("referee", "window",
+                                                                                          "rollout", 0.5)
+    assert rec["stats"]["native_documents"] == 2
+    _check_store(ix.store)
+    ix.close()
+
+
+def _old_store(path, settings_preset):
+    """A store as a build before the defaults changed left it: the paths relator's recorded options (params)
+    name the referee and iterations but no preset, its recorded settings say what ran (``settings_preset``;
+    None: a store from before presets existed, whose settings have no preset)."""
+    ix = Index.build([DOCS[0]], store=path, chunker=sentence_chunker, embedder=HashEmbedder(), progress=False,
+                     relate=[("paths", {"referee": "embedding", "preset": "paper", "iterations": 10})])
+    spec = ix.pipeline["relate"][0]
+    assert spec["settings"]["preset"] == "paper" and spec["settings"]["long_docs"] is None
+    spec["params"] = {"referee": "embedding", "iterations": 10}
+    if settings_preset is None:
+        for k in ("preset", "prior_weight", "short_docs"):
+            del spec["settings"][k]
+    else:
+        spec["settings"]["preset"] = settings_preset
+    ix.store.mark_dirty()
+    ix.save()
+    ix.close()
+
+
+@pytest.mark.parametrize("settings_preset", ["paper", None])
+def test_a_reopened_store_adds_documents_with_the_settings_it_recorded(tmp_path, settings_preset):
+    # The store ran the paper's procedure (then the default). Reopened after the default became the referee
+    # preset, the relator is rebuilt with the recorded settings, so a new document of 14 chunks (more than
+    # iterations + 1 = 11) gets the paper's search: no remedy, one-chunk paths picked by the tie-break (13
+    # candidates, 10 iterations: every root child visited at most once), and the warning that says so.
+    _old_store(tmp_path / "s", settings_preset)
+    ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)
+    long = Document.from_text(" ".join(f"Line {w} number {i} stays." for i, w in enumerate("abcdefghijklmn")),
+                              doc_id="long")
+    with pytest.warns(UserWarning, match=r"preset='paper'\): 14 of their 14 roots got a one-chunk path"):
+        ix.add([long])
+    rel = ix.component("relate", "paths")
+    assert (rel.map.preset, rel.map.long_docs, rel.map.prior_weight, rel.map.short_docs) == ("paper", None, None, None)
+    rec = ix.store.documents["long"].metadata["momoka_map"]
+    assert rec["n_chunks"] == 14 and rec["remedy"] is None and rec["tie_break_roots"] == 14
+    assert all(len(p) == 1 for p in _paths(ix.store, "long"))
+    ix.close()
+
+
+def test_a_reopened_store_keeps_its_recorded_referee_and_preset_unless_its_options_name_them(tmp_path):
+    from momoka.methods.momoka.components import recorded_options
+
+    # a store whose settings say the referee preset: its window remedy is kept (control of the test above)
+    _old_store(tmp_path / "s", "referee")
+    ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)
+    assert ix.component("relate", "paths").map.preset == "referee"
+    ix.close()
+    # the referee: a store built when ppl was the offline default recorded no referee option but the
+    # referee's name in its settings; options recorded with the relator win over its settings
+    settings = {"preset": "paper", "prior_weight": None, "short_docs": None, "long_docs": None,
+                "referee": {"name": "ppl", "threshold": 0.1}}
+    assert recorded_options(settings) == {"preset": "paper", "prior_weight": None, "short_docs": None,
+                                          "long_docs": None, "referee": "ppl"}
+    assert recorded_options({"referee": {"name": "MyReferee"}, "long_docs": "scale"}) == {"preset": "paper",
+                                                                                            "long_docs": "scale"}
+    from momoka import registry
+
+    e = registry.entry("relator", "paths")
+    assert e.reopen_options({}, settings)["referee"] == "ppl"
+    assert e.reopen_options({"referee": "embedding", "long_docs": "window"}, settings) == {
+        **recorded_options(settings), "referee": "embedding", "long_docs": "window"}
+    assert e.reopen_options({"iterations": 7}, None) == {"iterations": 7}  # nothing recorded yet: today's defaults
+
+
 def test_a_custom_relator_must_be_passed_again(tmp_path):
     # a store built with a relator object (here with a custom referee object) cannot add documents without it:
     # the new documents would get no paths

@@ -10,7 +10,7 @@
 
     import momoka
     index = momoka.Index.build(["report.md"], store="my.store", chunker="fixed", size=128,
-                               enrich=["title"], relate=[("paths", {"referee": "embedding"})])
+                               enrich=["title"], relate=["paths"])   # offline: the embedding referee
     for item in index.search("what did the report conclude?", k=5, retriever="trail"):
         print(item.score, item.spans)
 """
@@ -28,7 +28,15 @@ from .map import (
     topm_graph,
     window_graph,
 )
-from .referees import REFEREES, EmbeddingReferee, LLMReferee, PerplexityReferee, make_referee
+from .referees import (
+    PPL_SECONDS_PER_PAIR,
+    REFEREES,
+    EmbeddingReferee,
+    LLMReferee,
+    PerplexityReferee,
+    default_referee,
+    make_referee,
+)
 from .title import TITLE_MODES, TitleStats, clean_title, fallback_title, make_titles, with_title
 from .trail import Candidate, TrailRetriever, build_candidates, candidate_text
 
@@ -37,6 +45,7 @@ __all__ = [
     "LONG_DOC_REMEDIES",
     "PATHS_RELATION",
     "PATH_SEPARATOR",
+    "PPL_SECONDS_PER_PAIR",
     "REFEREES",
     "TITLED_VIEW",
     "TITLE_KEY",
@@ -57,6 +66,7 @@ __all__ = [
     "build_candidates",
     "candidate_text",
     "clean_title",
+    "default_referee",
     "fallback_title",
     "make_referee",
     "make_titles",

@@ -28,6 +28,7 @@ from ...registry import register
 from ..standard.retrievers import DenseRetriever
 from .llm_chunking import LLMChunker
 from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
+from .referees import REFEREES
 from .title import TITLE_MODES, TitleStats, estimate_titles, make_titles, with_title
 from .trail import TrailRetriever
 
@@ -123,8 +124,9 @@ class PathRelator:
     """Momoka-Map semantic paths (MCTS per chunk) as the ordered relation ``paths``.
 
     Args:
-        referee: ``"ppl"``, ``"llm"``, ``"embedding"`` or None (the offline default:
-            ``llm`` when ``MOMOKA_LLM_BASE_URL`` is set, else ``ppl``).
+        referee: ``"embedding"``, ``"llm"``, ``"ppl"`` or None (the default:
+            ``llm`` when ``MOMOKA_LLM_BASE_URL`` is set, else ``embedding``; ``ppl`` takes
+            seconds per pair and warns first with its estimated pairs and time).
         threshold: the referee's threshold (ppl edge / cosine); None: its default.
         title: the referee judges chunks with the document title T_D in front
             (eq. 2: a chunk is ``T_D + text``), when the ``title`` enricher has
@@ -132,7 +134,11 @@ class PathRelator:
             LLM's; not the first-sentence fallback) (default True); False: the
             chunk text alone.
         options: everything else goes to :class:`~momoka.methods.momoka.map.MomokaMap`
-            (``iterations``, ``rollout``, ``alpha`` ... ``long_docs``, ``seed``).
+            (``iterations``, ``rollout``, ``alpha`` ... ``preset``, ``long_docs``, ``seed``).
+
+    A store records the settings its paths were made with; reopened, it rebuilds the relator with
+    them where its recorded options are silent (:func:`recorded_options`), so documents added later
+    get paths made as the earlier ones were, whatever the defaults are now.
 
     The embedding referee reuses the stored vectors (nothing is embedded twice):
     the ``titled`` view's when titles are used and present, else the raw view's.
@@ -148,8 +154,8 @@ class PathRelator:
 
     def __init__(self, referee: str | None = None, *, threshold: float | None = None, llm: Any = None,
                  relation: str = PATHS_RELATION, title: bool = True, **options: Any):
-        if isinstance(referee, str) and referee not in ("ppl", "llm", "embedding"):
-            raise ConfigError(f"unknown referee {referee!r}; choose one of ppl, llm, embedding")
+        if isinstance(referee, str) and referee not in REFEREES:
+            raise ConfigError(f"unknown referee {referee!r}; choose one of {', '.join(REFEREES)}")
         if not isinstance(title, bool):
             raise ConfigError(f"paths: title is True (the referee sees T_D + chunk, eq. 2) or False, not {title!r}")
         self.relation = relation
@@ -185,8 +191,9 @@ class PathRelator:
     def prepare(self, batch: Any) -> None:
         """Create the ordered relation :attr:`relation` in ``batch.store`` when it is missing (binding the named
         embedding referee to the index's embedder first: the relation records the referee's settings)."""
-        if self.referee_name == "embedding" and batch.store.has_vector_view(RAW_VIEW) and not self._bound:
-            self.map.use_embedder(batch.embedder)  # the named embedding referee judges with the index's embedder
+        named = self.referee_name is None or isinstance(self.referee_name, str)  # not a referee object
+        if named and self.map.referee_name == "embedding" and batch.store.has_vector_view(RAW_VIEW) and not self._bound:
+            self.map.use_embedder(batch.embedder)  # the named (or default) embedding referee: the index's embedder
             self._bound = True
         if not batch.store.has_relation(self.relation):
             batch.store.add_relation(self.relation, ordered=True, weighted=False,
@@ -217,14 +224,30 @@ class PathRelator:
         return {**self.map.describe(), "referee_sees_title": self.title}
 
 
+def recorded_options(settings: dict) -> dict:
+    """The options that rebuild a store's ``paths`` relator as it was built, from the settings it recorded
+    (:meth:`PathRelator.describe`): the referee, the preset and what the preset set.
+
+    A store whose settings name no preset was built before presets existed, by the paper's procedure.
+    The options recorded with the relator (``params``) win over these (:meth:`momoka.registry.Entry.reopen_options`).
+    """
+    out: dict = {"preset": settings.get("preset", "paper")}
+    out.update({k: settings[k] for k in ("prior_weight", "short_docs", "long_docs") if k in settings})
+    name = (settings.get("referee") or {}).get("name")
+    if name in REFEREES:
+        out["referee"] = name
+    return out
+
+
 @register("enricher", "title", summary="Momoka T_D per document and the 'titled' vector view (option mode=auto)",
           produces=lambda o: (f"vectors/{o.get('view', TITLED_VIEW)}",))
 def _title(**options: Any) -> TitleEnricher:
     return TitleEnricher(**options)
 
 
-@register("relator", "paths", summary="Momoka-Map MCTS semantic paths per chunk (options referee, iterations, ...)",
-          produces=lambda o: (f"relation/{o.get('relation', PATHS_RELATION)}",))
+@register("relator", "paths", summary="Momoka-Map MCTS semantic paths per chunk (options referee=embedding|llm|ppl: "
+                                     "llm with an endpoint, else embedding; preset=referee|paper; iterations, ...)",
+          produces=lambda o: (f"relation/{o.get('relation', PATHS_RELATION)}",), reopen=recorded_options)
 def _paths(**options: Any) -> PathRelator:
     return PathRelator(**options)
 

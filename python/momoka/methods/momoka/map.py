@@ -19,14 +19,16 @@ capped at ``path_cap`` (default: the rollout length).
 Long documents. With more candidate chunks than iterations the paper's
 procedure never grows past depth 1 (every root child has one visit), so the
 tie-breaks decide. ``long_docs`` picks a remedy applied to documents with
-more than ``iterations + 1`` chunks: ``"window"`` (a candidate window: roots
+more than ``iterations + 1`` chunks: ``"window"`` (the default preset's: a candidate window: roots
 are searched in blocks of ``window`` consecutive chunks, each block over the
 chunks within ``window`` positions of it, so a root's candidates lie within
 ``2 * window`` positions and number at most ``3 * window - 1``), ``"widening"`` (progressive
 widening ``(1, 0.5)``), ``"scale"`` (iterations grow with the chunk count up
-to ``max_iterations``), or None (the paper's procedure as is).
+to ``max_iterations``), or None (the paper's procedure as is). A search without a
+remedy on such documents warns once per builder, with the count of roots whose
+one-chunk path the tie-break picked (each document's record counts them too: ``tie_break_roots``).
 
-Referee-respecting paths (``preset="referee"``). Under the paper's weights
+Referee-respecting paths (``preset="referee"``, the default). Under the paper's weights
 the structural prior is worth up to ``alpha/gamma + beta/delta = 5`` against
 the referee's 1, so an adjacent chunk the referee rejects (reward
 ``0 + 3/2 + 2/2 = 2.5``) beats a chunk three positions away that it accepts
@@ -47,11 +49,11 @@ iterations every root child is visited once and the mean of its rollout
 decides, in which the random tail steps weigh as much as the child itself (a
 tail that happens to hit the partner scores like the partner): the preset
 uses the ``window`` remedy (measured on 120 and 300 planted chunks: partner
-first in 88-89 % of roots, against 21-25 % without it). ``preset="paper"``
-(the default) keeps the paper's procedure; ``preset="referee"`` sets
-``prior_weight=0.5, short_docs="rollout", long_docs="window"``; explicit
-options (None included) win over the preset. ``tests/methods/momoka/test_momoka_map_referee.py`` measures
-both on planted partners.
+first in 88-89 % of roots, against 21-25 % without it). ``preset="referee"``
+(the default) sets ``prior_weight=0.5, short_docs="rollout", long_docs="window"``;
+``preset="paper"`` keeps the paper's procedure (``prior_weight``, ``short_docs`` and
+``long_docs`` None); explicit options (None included) win over the preset.
+``tests/methods/momoka/test_momoka_map_referee.py`` measures both on planted partners.
 
 Cost bounds. In pair mode the referee is asked at most once per (root,
 candidate) pair, and a root's search scores at most ``iterations * rollout``
@@ -76,16 +78,23 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ... import settings
 from ...errors import ConfigError, InputError
 from ...progress import Progress
 from ...stats import stats_dict
-from .referees import EmbeddingReferee, LLMReferee, make_referee
+from .referees import (
+    PPL_SECONDS_PER_PAIR,
+    EmbeddingReferee,
+    LLMReferee,
+    PerplexityReferee,
+    default_referee,
+    make_referee,
+)
 from .map_cost import MapCostModel
 from .map_settings import (  # noqa: F401  (the record names and presets, public here)
     DOC_RECORD_KEY,
@@ -98,6 +107,13 @@ from .map_settings import (  # noqa: F401  (the record names and presets, public
     MapSettings,
     MapStats,
 )
+
+
+def _span(seconds: float) -> str:
+    """A duration in words for a warning: seconds, minutes or hours."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def window_graph(n: int, window: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,9 +149,10 @@ class MomokaMap(MapSettings, MapCostModel):
     """Momoka-Map: semantic paths P_i for the chunks of each document.
 
     Args:
-        referee: ``"ppl"`` (local perplexity referee, the offline default),
+        referee: ``"embedding"`` (cosine of the chunk embeddings, native; the offline default),
             ``"llm"`` (the paper's judge; the default when ``MOMOKA_LLM_BASE_URL``
-            is set), ``"embedding"``, or any batch callable ``pairs -> values``.
+            is set), ``"ppl"`` (local perplexity referee: seconds per pair, so a run
+            warns first with its estimated pairs and time), or any batch callable ``pairs -> values``.
         threshold: threshold of a named ``ppl``/``embedding`` referee (None: its default).
         reward: ``"pair"`` (eq. 4) or ``"path"`` (eq. 7, Figure 5 prompt).
         iterations, rollout: MCTS iterations and rollout length (paper: 100, 5).
@@ -147,15 +164,16 @@ class MomokaMap(MapSettings, MapCostModel):
             embedding cosine; the chunks already on the path are skipped).
         top_m: size of the appendix-H candidate pool (paper: 5).
         long_docs: remedy for documents with more than ``iterations + 1``
-            chunks: None, ``"window"``, ``"widening"`` or ``"scale"`` (module docstring).
+            chunks: None, ``"window"`` (the default preset's), ``"widening"`` or ``"scale"`` (module docstring).
         window: candidate window (positions each side) of ``long_docs="window"``.
         scale, max_iterations: ``long_docs="scale"`` runs
             ``min(max_iterations, max(iterations, ceil(scale * (n - 1))))`` iterations.
         path_cap: longest stored path (default: ``rollout``).
-        preset: ``"paper"`` (the default: the paper's prior and rollouts) or
-            ``"referee"`` (``prior_weight=0.5, short_docs="rollout", long_docs="window"``); see
-            the module docstring. ``prior_weight``, ``short_docs`` and ``long_docs`` given
-            explicitly (None included) win over the preset.
+        preset: ``"referee"`` (the default: ``prior_weight=0.5, short_docs="rollout",
+            long_docs="window"``) or ``"paper"`` (the paper's prior, rollouts and depth-1 paths on
+            documents of more than ``iterations + 1`` chunks, with a warning then); see the module
+            docstring. ``prior_weight``, ``short_docs`` and ``long_docs`` given explicitly (None
+            included) win over the preset.
         prior_weight: None (alpha, beta as given) or ``w > 0``: alpha and beta rescaled
             so that the structural prior is worth at most ``w`` (the referee's verdict is worth 1).
         short_docs: None or ``"rollout"``: rollouts of at most ``max(1, (n - 1) // 3)`` steps
@@ -169,8 +187,8 @@ class MomokaMap(MapSettings, MapCostModel):
         batch_size: most reward requests asked per engine and round.
         seed: base seed (root i of every document draws from its own stream).
         threads: native threads (None: the engine's default).
-        progress: progress of the referee answers on stderr (default: the
-            :class:`momoka.progress.Progress` rules).
+        progress: progress of the referee answers on stderr, out of the expected count of
+            :meth:`estimate` (default: the :class:`momoka.progress.Progress` rules).
     """
 
     name = "momoka-map"
@@ -181,11 +199,11 @@ class MomokaMap(MapSettings, MapCostModel):
     def referee(self):
         """The referee callable (built on first use)."""
         if self._referee is None:
-            spec = self._referee_spec
-            if spec == "llm" or (spec is None and settings.get_text("MOMOKA_LLM_BASE_URL")):
+            spec = self._referee_spec or default_referee()
+            if spec == "llm":
                 self._referee = LLMReferee(self.llm, mode=self.reward)
             else:
-                self._referee = make_referee(spec or "ppl", mode=self.reward, llm=self._llm, embedder=self._embedder,
+                self._referee = make_referee(spec, mode=self.reward, llm=self._llm, embedder=self._embedder,
                                              threshold=self.threshold)
         return self._referee
 
@@ -213,10 +231,7 @@ class MomokaMap(MapSettings, MapCostModel):
         """``"llm"``, ``"ppl"``, ``"embedding"`` or the class name of a custom referee (builds nothing)."""
         if self._referee is not None:
             return getattr(self._referee, "name", type(self._referee).__name__)
-        spec = self._referee_spec
-        if spec is None:
-            return "llm" if settings.get_text("MOMOKA_LLM_BASE_URL") else "ppl"
-        return spec
+        return self._referee_spec or default_referee()
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         ref = self.referee
@@ -305,6 +320,7 @@ class MomokaMap(MapSettings, MapCostModel):
         out: list[list[list[int]]] = [[[] for _ in cs] for cs in lists]
         records: list[dict] = [{} for _ in lists]
         jobs: list[tuple[int, Any, list[str], int, int, int]] = []  # (doc, engine, texts, lo, r0, r1)
+        tie_break: list[int] = []  # long documents searched without a remedy
         native = isinstance(ref, EmbeddingReferee) and self.reward == "pair"
         for d, cs in enumerate(lists):
             for c in cs:
@@ -328,6 +344,8 @@ class MomokaMap(MapSettings, MapCostModel):
             _, rec = self._engine_kwargs(cs, v)
             if n - 1 > self.iterations:
                 self.stats.long_documents += 1
+                if self.long_docs is None and self.expansion == "random":
+                    tie_break.append(d)  # every root child is visited at most once: the tie-break picks the path
             rec["requests"] = 0
             records[d] = rec
             for lo, hi, r0, r1 in self._blocks(n, rec):
@@ -347,24 +365,62 @@ class MomokaMap(MapSettings, MapCostModel):
                     jobs.append((d, e, texts[lo:hi], lo, r0, r1))
             if native:
                 self.stats.native_documents += 1
-        self._ask_tell(jobs, records, [getattr(cs[0], "doc_id", d) if cs else d for d, cs in enumerate(lists)])
+        searched = sorted({j[0] for j in jobs})
+        est = self.estimate(searched, [lists[d] for d in searched]) if jobs else None
+        if isinstance(ref, PerplexityReferee):
+            self._warn_slow_referee(est)
+        self._ask_tell(jobs, records, [getattr(cs[0], "doc_id", d) if cs else d for d, cs in enumerate(lists)],
+                       None if est is None else est["referee_calls_expected"])
         self.fallbacks.check()
         for d, e, _, lo, r0, _ in jobs:
             for k, p in enumerate(e.paths()):
                 out[d][r0 + k] = [lo + int(x) for x in p.tolist()]
+        for d in tie_break:
+            records[d]["tie_break_roots"] = sum(len(p) == 1 for p in out[d])
+        if tie_break:
+            self._warn_tie_break([records[d] for d in tie_break], len(lists))
         for ps in out:
             for p in ps:
                 self.stats.path_lengths[len(p)] = self.stats.path_lengths.get(len(p), 0) + 1
         self.stats.seconds += time.monotonic() - t0
         return out, records
 
-    def _ask_tell(self, pending: list, records: list[dict], doc_ids: list) -> None:
-        """One joint ask/tell loop over the engines of several documents (``doc_ids``: for :attr:`fallbacks`)."""
+    def _warn_slow_referee(self, est: dict | None) -> None:
+        """Before a perplexity-referee run: the pairs it will judge and the time that takes (a warning)."""
+        if est is None or not est["referee_calls_expected"]:
+            return
+        n, lo, hi = est["referee_calls_expected"], *PPL_SECONDS_PER_PAIR
+        warnings.warn(
+            f"momoka map: the perplexity referee (ppl) will judge about {n:,} chunk pairs (at most "
+            f"{est['referee_calls_max']:,}) of {est['documents']} document(s): about {_span(n * lo)} to "
+            f"{_span(n * hi)} at {lo:g}-{hi:g} s per pair on the local model; the embedding referee (the offline "
+            "default: paths.referee=embedding) takes seconds", UserWarning, stacklevel=3)
+
+    def _warn_tie_break(self, records: list[dict], searched: int) -> None:
+        """Long documents searched without a remedy: one warning per builder, with the counts of this search."""
+        if self._tie_break_warned:
+            return
+        self._tie_break_warned = True
+        roots = sum(r["tie_break_roots"] for r in records)
+        total = sum(r["n_chunks"] for r in records)
+        warnings.warn(
+            f"momoka map: {len(records)} of the {searched} document(s) of this search have more than iterations + 1 "
+            f"({self.iterations + 1}) chunks and were searched without a long-document remedy (long_docs=None, "
+            f"preset={self.preset!r}): {roots} of their {total} roots got a one-chunk path that the tie-break "
+            "picked among candidates visited once each (shown for the first such search only; every such "
+            "document's momoka_map record counts them: tie_break_roots); long_docs='window' (the default preset "
+            "'referee') searches them deeper",
+            UserWarning, stacklevel=3)
+
+    def _ask_tell(self, pending: list, records: list[dict], doc_ids: list, expected: int | None = None) -> None:
+        """One joint ask/tell loop over the engines of several documents (``doc_ids``: for :attr:`fallbacks`;
+        ``expected``: the referee answers expected, the progress total)."""
         ref = self.referee
         live = list(pending)
         if not live:
             return
-        with Progress("momoka map: referee answers", unit="answers", enabled=self.progress) as pr:
+        with Progress("momoka map: referee answers", total=expected, unit="answers",
+                      enabled=self.progress) as pr:
             self._ask_tell_loop(ref, live, records, pr, doc_ids)
 
     def _ask_tell_loop(self, ref: Any, live: list, records: list[dict], pr: Any, doc_ids: list) -> None:

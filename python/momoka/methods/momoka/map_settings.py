@@ -23,7 +23,8 @@ LONG_DOC_REMEDIES = (None, "window", "widening", "scale")
 PATH_SEPARATOR = "\n\n"
 #: Remedies for short documents (every rollout would cover every chunk).
 SHORT_DOC_REMEDIES = (None, "rollout")
-#: Named settings of the structural prior and the short-document remedy (module docstring).
+#: Named settings of the structural prior and the short- and long-document remedies (the module docstring of
+#: :mod:`momoka.methods.momoka.map`): ``"referee"`` is the default, ``"paper"`` the paper's procedure as it is.
 PRESETS = {"paper": {"prior_weight": None, "short_docs": None, "long_docs": None},
            "referee": {"prior_weight": 0.5, "short_docs": "rollout", "long_docs": "window"}}
 #: Default of the options a preset sets ("take the preset's value"); None is an explicit "off".
@@ -70,7 +71,7 @@ class MapSettings:
         scale: float = 2.0,
         max_iterations: int = 1000,
         path_cap: int | None = None,
-        preset: str = "paper",
+        preset: str = "referee",
         prior_weight: Any = _PRESET,
         short_docs: Any = _PRESET,
         structure: str = "auto",
@@ -126,6 +127,7 @@ class MapSettings:
         self.parallel, self.batch_size, self.seed, self.threads = parallel, batch_size, int(seed), threads
         self.progress = progress
         self.stats = MapStats()
+        self._tie_break_warned = False  # long documents without a remedy: warned once per builder
         #: Malformed LLM-referee verdicts (scored 0), per document: the rule of :mod:`momoka.methods.fallbacks`
         #: (items: ``[[context chunk positions], candidate position]``).
         self.fallbacks = FallbackTally("referee", "referee", "verdicts", "those pairs were scored 0")

@@ -34,6 +34,16 @@ from ...stats import Stats
 
 #: Names accepted by :func:`make_referee`.
 REFEREES = ("ppl", "llm", "embedding")
+#: Seconds per pair of the perplexity referee on the local causal LM (135M, CPU), fastest and slowest measured
+#: on the shared 2-core machine (``docs/momoka.md``, "Benchmark"): the figures of the warning a ``ppl`` run
+#: gives before it starts.
+PPL_SECONDS_PER_PAIR = (0.3, 2.2)
+
+
+def default_referee() -> str:
+    """The referee used when none is named: ``"llm"`` when ``MOMOKA_LLM_BASE_URL`` is set, else ``"embedding"``
+    (fast, native, and it reuses an index's stored vectors; the perplexity referee takes seconds per pair)."""
+    return "llm" if settings.get_text("MOMOKA_LLM_BASE_URL") else "embedding"
 
 
 @dataclass
@@ -323,11 +333,11 @@ def make_referee(name: str | Any = None, *, mode: str = "pair", llm: Any = None,
                  embedder: Any = None, threshold: float | None = None) -> Any:
     """A referee by name: ``"llm"``, ``"ppl"``, ``"embedding"``, or an object passed through.
 
-    ``None`` picks the offline default, the perplexity referee, unless
-    ``MOMOKA_LLM_BASE_URL`` is set (then the LLM referee on that endpoint).
+    ``None`` picks :func:`default_referee`: the LLM referee on the endpoint of
+    ``MOMOKA_LLM_BASE_URL`` when it is set, else the embedding referee.
     """
     if name is None:
-        name = "llm" if settings.get_text("MOMOKA_LLM_BASE_URL") else "ppl"
+        name = default_referee()
     if not isinstance(name, str):
         if not callable(name):
             raise ConfigError(f"a referee must be a name ({', '.join(REFEREES)}) or a callable, not {name!r}")
