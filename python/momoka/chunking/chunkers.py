@@ -11,6 +11,11 @@ paragraph, sentence and section indices.
 Sizes are measured either in characters (``unit="chars"``: the length of the
 chunk's span) or in tokens (``unit="tokens"``: tokens starting inside the
 span, counted by the ``tokenizer``; whitespace tokens by default).
+
+Every chunker also takes ``max_embed_tokens`` with ``embed_tokenizer`` (an
+embedder's ``tokenizers.Tokenizer``): a second limit, in the embedder's own
+tokens with its special tokens included, that a chunk over it is split
+further to keep, with the chunker's own separators (:meth:`Chunker.spans`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import numpy as np
 from .._validate import check_int
 from ..errors import ConfigError, InputError
 from ._engine import PARAGRAPH, SENTENCE, Splitter
-from ._tokens import TokenSource, resolve_tokenizer
+from ._hf_tokens import HFSource
+from ._tokens import TokenSource, _is_hf_tokenizer, resolve_tokenizer
 
 __all__ = [
     "looks_hard_wrapped",
@@ -57,6 +63,17 @@ def _check_unit(unit: Any, tokenizer: Any) -> str:
     return unit
 
 
+def _utf8_lengths(text: str, spans: np.ndarray) -> np.ndarray:
+    """UTF-8 bytes of each span of ``text``: a bound on the tokens a byte-level or WordPiece tokenizer makes."""
+    s, e = spans[:, 0], spans[:, 1]
+    if text.isascii():
+        return e - s
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    cum = np.zeros(cps.size + 1, dtype=np.int64)
+    np.cumsum(1 + (cps >= 0x80) + (cps >= 0x800) + (cps >= 0x10000), out=cum[1:])
+    return cum[e] - cum[s]
+
+
 def _as_document(document: Any):
     from .. import text as _text  # start-up: momoka.text
 
@@ -81,6 +98,11 @@ class Chunker:
     #: still fits :meth:`_heading_limit` (the paragraph and recursive chunkers; the fixed and sentence
     #: baselines cut by count only, the structure chunker has ``merge_headings``).
     keep_headings_with_text = False
+    #: The embedder's input limit every chunk keeps, in its tokens with its special tokens (None: no limit).
+    max_embed_tokens: int | None = None
+    _embed: HFSource | None = None
+    #: Separators an over-long chunk is split on to fit ``max_embed_tokens`` (then by the embedder's tokens).
+    EMBED_SEPARATORS: tuple = ("\n\n", "\n", SENTENCE, " ")
 
     def __call__(self, document) -> list:
         """Chunk ``document`` (a :class:`momoka.text.Document`, or a str read as plain text)."""
@@ -105,7 +127,71 @@ class Chunker:
                     break
                 spans = self._headings(sp, sp.finish(self._spans(sp)))
             spans = fit(sp.text, spans, limit, sp.atoms)
-        return spans
+        return self._fit_embedding(sp, spans)
+
+    def _limit_embedding(self, max_embed_tokens: Any, embed_tokenizer: Any) -> None:
+        """Set the embedder's limit (both given, or neither)."""
+        if max_embed_tokens is None:
+            if embed_tokenizer is not None:
+                raise ConfigError("embed_tokenizer is only used with max_embed_tokens")
+            return
+        limit = check_int(max_embed_tokens, "max_embed_tokens", minimum=1)
+        if embed_tokenizer is None:
+            raise ConfigError("max_embed_tokens needs the embedder's tokenizer (embed_tokenizer=...)")
+        if not _is_hf_tokenizer(embed_tokenizer):
+            raise ConfigError(f"embed_tokenizer must be a tokenizers.Tokenizer (the embedder's), "
+                              f"not {type(embed_tokenizer).__name__}")
+        src = HFSource(embed_tokenizer)
+        special = len(src.tokenizer.encode("", add_special_tokens=True).ids)
+        if limit - special < 1:
+            raise ConfigError(f"max_embed_tokens ({limit}) leaves no room for text beside the embedder's "
+                              f"{special} special tokens")
+        self.max_embed_tokens, self._embed, self._embed_text_limit = limit, src, limit - special
+
+    def _embed_params(self, params: dict) -> dict:
+        """``params`` with ``max_embed_tokens`` where it is set (stores built without it record as before)."""
+        if self.max_embed_tokens is not None:
+            params["max_embed_tokens"] = self.max_embed_tokens
+        return params
+
+    def _embed_separators(self, sp: Splitter) -> tuple:
+        """The separators an over-long chunk of ``sp``'s document is split on (:attr:`EMBED_SEPARATORS`)."""
+        return self.EMBED_SEPARATORS
+
+    def _fit_embedding(self, sp: Splitter, spans: np.ndarray) -> np.ndarray:
+        """``spans`` with every chunk over the embedder's limit split further (others unchanged).
+
+        Only chunks of more UTF-8 bytes than the limit are measured in the embedder's tokens (a
+        byte-level or WordPiece token holds at least one byte); one over the limit is cut on
+        :meth:`_embed_separators` in turn, packed up to the limit, and every piece is checked
+        by the tokenizer's re-encoding contract (:meth:`HFSource.fit`), so each chunk encodes to
+        at most ``max_embed_tokens`` tokens with the special tokens.
+        """
+        src = self._embed
+        if src is None or len(spans) == 0:
+            return spans
+        limit = self._embed_text_limit
+        cand = np.flatnonzero(_utf8_lengths(sp.text, spans) > limit)
+        if cand.size == 0:
+            return spans
+        se = Splitter(sp.doc, "tokens", src)
+        over = cand[se.atoms.measure(spans[cand, 0], spans[cand, 1]) > limit]
+        if over.size:
+            seps = self._embed_separators(sp)
+            ranges = spans[over].tolist()
+            if bool((spans[1:, 0] >= spans[:-1, 1]).all()):  # disjoint chunks: their pieces in one call
+                pieces = se.finish(se.split_ranges(ranges, seps, limit))
+                at = np.searchsorted(pieces[:, 0], spans[over, 0]).tolist() + [len(pieces)]
+                split = [pieces[at[i]:at[i + 1]] for i in range(len(ranges))]
+            else:  # overlapping chunks (an overlap was asked for): each on its own
+                split = [se.finish(se.split_ranges([r], seps, limit)) for r in ranges]
+            parts, last = [], 0
+            for k, piece in zip(over.tolist(), split):
+                parts += [spans[last:k], piece]
+                last = k + 1
+            parts.append(spans[last:])
+            spans = np.concatenate(parts).astype(np.int64, copy=False)
+        return src.fit(sp.text, spans, limit, se.atoms)
 
     def _headings(self, sp: Splitter, spans: np.ndarray) -> np.ndarray:
         if not self.keep_headings_with_text:
@@ -155,6 +241,8 @@ class FixedChunker(Chunker):
         unit: str = "tokens",
         tokenizer: Any = None,
         align: str | None = None,
+        max_embed_tokens: int | None = None,
+        embed_tokenizer: Any = None,
     ):
         self.size = check_int(size, "size", minimum=1)
         self.overlap = _check_overlap(overlap, self.size)
@@ -164,9 +252,13 @@ class FixedChunker(Chunker):
         self.align = align
         self.tokenizer = tokenizer
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
+        self._limit_embedding(max_embed_tokens, embed_tokenizer)
 
     def params(self) -> dict:
-        return {"size": self.size, "overlap": self.overlap, "unit": self.unit, "align": self.align}
+        return self._embed_params({"size": self.size, "overlap": self.overlap, "unit": self.unit, "align": self.align})
+
+    def _embed_separators(self, sp: Splitter) -> tuple:
+        return (SENTENCE,) if self.align == "sentence" else ()
 
     def _token_limit(self) -> int | None:
         return self.size if self.unit == "tokens" and self.align is None else None
@@ -191,12 +283,16 @@ class SentenceChunker(Chunker):
 
     name = "sentence"
 
-    def __init__(self, n: int = 3, overlap: int = 0):
+    def __init__(self, n: int = 3, overlap: int = 0, max_embed_tokens: int | None = None, embed_tokenizer: Any = None):
         self.n = check_int(n, "n", minimum=1)
         self.overlap = _check_overlap(overlap, self.n, "n")
+        self._limit_embedding(max_embed_tokens, embed_tokenizer)
 
     def params(self) -> dict:
-        return {"n": self.n, "overlap": self.overlap}
+        return self._embed_params({"n": self.n, "overlap": self.overlap})
+
+    def _embed_separators(self, sp: Splitter) -> tuple:
+        return (SENTENCE, " ")
 
     def _spans(self, sp: Splitter) -> list:
         out: list = []
@@ -219,14 +315,16 @@ class ParagraphChunker(Chunker):
     name = "paragraph"
     keep_headings_with_text = True
 
-    def __init__(self, size: int | None = None, unit: str = "tokens", tokenizer: Any = None):
+    def __init__(self, size: int | None = None, unit: str = "tokens", tokenizer: Any = None,
+                 max_embed_tokens: int | None = None, embed_tokenizer: Any = None):
         self.size = None if size is None else check_int(size, "size", minimum=1)
         self.unit = _check_unit(unit, tokenizer)
         self.tokenizer = tokenizer
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
+        self._limit_embedding(max_embed_tokens, embed_tokenizer)
 
     def params(self) -> dict:
-        return {"size": self.size, "unit": self.unit}
+        return self._embed_params({"size": self.size, "unit": self.unit})
 
     def _spans(self, sp: Splitter) -> list:
         lo, hi = sp.first_nonws(0, sp.n), sp.n
@@ -280,6 +378,8 @@ class RecursiveChunker(Chunker):
         unit: str = "tokens",
         tokenizer: Any = None,
         hard_wrap: str = "off",
+        max_embed_tokens: int | None = None,
+        embed_tokenizer: Any = None,
     ):
         self.size = check_int(size, "size", minimum=1)
         self.separators = _check_separators(separators)
@@ -293,9 +393,14 @@ class RecursiveChunker(Chunker):
         #: :meth:`momoka.Index.build` use ``"auto"`` (:func:`momoka.methods.pipeline.chunker_params`); the
         #: class default stays ``"off"`` so stores built before the option chunk new documents as before.
         self.hard_wrap = hard_wrap
+        self._limit_embedding(max_embed_tokens, embed_tokenizer)
 
     def params(self) -> dict:
-        return {"size": self.size, "separators": self.separators, "unit": self.unit, "hard_wrap": self.hard_wrap}
+        return self._embed_params({"size": self.size, "separators": self.separators, "unit": self.unit,
+                                   "hard_wrap": self.hard_wrap})
+
+    def _embed_separators(self, sp: Splitter) -> tuple:
+        return self.separators_for(sp.text)
 
     def _token_limit(self) -> int | None:
         return self.size if self.unit == "tokens" else None
@@ -359,15 +464,21 @@ class StructureChunker(Chunker):
         unit: str = "tokens",
         tokenizer: Any = None,
         merge_headings: bool = True,
+        max_embed_tokens: int | None = None,
+        embed_tokenizer: Any = None,
     ):
         self.max_size = check_int(max_size, "max_size", minimum=1)
         self.unit = _check_unit(unit, tokenizer)
         self.tokenizer = tokenizer
         self.merge_headings = bool(merge_headings)
         self._source = resolve_tokenizer(tokenizer) if unit == "tokens" else None
+        self._limit_embedding(max_embed_tokens, embed_tokenizer)
 
     def params(self) -> dict:
-        return {"max_size": self.max_size, "unit": self.unit, "merge_headings": self.merge_headings}
+        return self._embed_params({"max_size": self.max_size, "unit": self.unit, "merge_headings": self.merge_headings})
+
+    def _embed_separators(self, sp: Splitter) -> tuple:
+        return (SENTENCE, " ")
 
     def _token_limit(self) -> int | None:
         return self.max_size if self.unit == "tokens" else None

@@ -36,6 +36,9 @@ def register(subparsers) -> None:
     p.add_argument("--format", choices=("text", "markdown", "html", "pdf", "docx"), default=None,
                    help="override the parser (default: by the extension)")
     p.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
+    p.add_argument("--no-dense", action="store_true",
+                   help="chunk as 'momoka index --no-dense' does: without the default embedder's input limit "
+                   "(by default a chunk longer than the embedder reads is split further, as 'momoka index' does)")
     add_llm_arguments(p)
     p.set_defaults(func=run)
 
@@ -43,7 +46,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``momoka chunk``; errors are momoka.errors exceptions (handled by the dispatcher)."""
     from ..methods.pipeline import chunker_params  # start-up: momoka.methods.pipeline
-    from ..methods.sources import resolve_chunker  # start-up: momoka.methods.sources
+    from ..methods.sources import load_embedder, resolve_chunker  # start-up: momoka.methods.sources
     from ..text import Document  # start-up: momoka.text
 
     apply_llm_arguments(args)
@@ -58,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read {args.file}: permission denied") from None
     tokenizer = _load_tokenizer(args.tokenizer) if args.tokenizer else None
     name = chunker_of(args)
-    params = chunker_params(name, args.size, {"overlap": args.overlap, "unit": args.unit, "tokenizer": tokenizer})
-    chunker, _ = resolve_chunker(name, params)
+    emb = None if args.no_dense else load_embedder()  # the index's default embedder sets the input limit
+    params = chunker_params(name, args.size, {"overlap": args.overlap, "unit": args.unit, "tokenizer": tokenizer},
+                            embedder=emb)
+    chunker, _ = resolve_chunker(name, params, emb)
     chunks = chunker(doc)
     out = sys.stdout
     if args.json:

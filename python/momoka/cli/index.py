@@ -223,12 +223,13 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
     from .. import registry  # start-up: momoka.registry (dataclasses)
     from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params  # start-up: momoka.methods.pipeline
     # start-up: momoka.methods.sources
-    from ..methods.sources import expand_paths, jsonable, resolve_chunker, to_document
+    from ..methods.sources import expand_paths, jsonable, load_embedder, resolve_chunker, to_document
 
     docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths)]
     name = chunker_of(args)
-    params = chunker_params(name, args.size, chunker_opts)
-    chunker, _ = resolve_chunker(name, params)
+    emb = None if args.no_dense else load_embedder()  # its tokenizer and input limit only: no model is run
+    params = chunker_params(name, args.size, chunker_opts, embedder=emb)
+    chunker, _ = resolve_chunker(name, params, emb)
     out: dict = {"documents": len(docs), "chunker": {"name": name, "params": jsonable(params)}}
     if getattr(chunker, "runs_model", False):
         priced = chunker.estimate(docs) if callable(getattr(chunker, "estimate", None)) else None

@@ -44,7 +44,8 @@ from .context import Corpus, stored_document
 from .engine import ENGINES, check_engine, check_share  # noqa: F401 (ENGINES re-exported)
 from .indexer import EMBED_BATCH, Embedding, Indexer  # noqa: F401 (EMBED_BATCH re-exported)
 from .results import Results
-from .sources import MAX_QUERY_CHARS, check_query, embedder_info, make_embedder, resolve_chunker
+from .sources import (MAX_QUERY_CHARS, check_query, embed_limit, embedder_info, make_embedder,
+                      resolve_chunker)
 
 #: The size stores record-less of their chunker were built with (the default before it was 100).
 LEGACY_CHUNK_SIZE = 200
@@ -52,7 +53,7 @@ LEGACY_CHUNK_SIZE = 200
 DEFAULT_K = 5
 
 
-def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None) -> dict:
+def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None, embedder: Any = None) -> dict:
     """The parameters chunker ``chunker`` is built with, the same for every caller.
 
     :meth:`Index.build`, ``momoka index`` (and its ``--estimate``), ``momoka chunk``,
@@ -60,7 +61,10 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     chunk FILE`` previews exactly the chunks ``momoka index`` stores: ``params``
     (None values dropped) plus ``size`` when given; the default chunker
     (:data:`DEFAULT_CHUNKER`) without a size gets :data:`DEFAULT_CHUNK_SIZE`, any
-    other chunker its own default; the recursive chunker gets ``hard_wrap="auto"``.
+    other chunker its own default; the recursive chunker gets ``hard_wrap="auto"``. With
+    ``embedder`` (one that counts its input, :func:`~momoka.methods.sources.embed_limit`), a classic
+    chunker gets ``max_embed_tokens``, the embedder's input limit: no chunk is embedded truncated
+    (pass the same embedder to :func:`~momoka.methods.sources.resolve_chunker`).
     """
     out = {k: v for k, v in (params or {}).items() if v is not None}
     if size is not None:
@@ -69,6 +73,12 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
         out["size"] = DEFAULT_CHUNK_SIZE
     if chunker == "recursive" and "hard_wrap" not in out:
         out["hard_wrap"] = "auto"  # hard-wrapped prose is split at sentences (RecursiveChunker.separators_for)
+    limit = embed_limit(embedder) if embedder is not None else None
+    if limit is not None and "max_embed_tokens" not in out and isinstance(chunker, str):
+        from ..chunking import available_chunkers  # start-up: momoka.chunking
+
+        if chunker in available_chunkers():  # over-long chunks are split further (Chunker._fit_embedding)
+            out["max_embed_tokens"] = limit[1]
     return out
 
 
@@ -167,11 +177,11 @@ class Index:
         every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
         ``extra_chunker_params``: more parameters for the named chunker (see :func:`chunker_params`).
         """
-        params = chunker_params(chunker, size, extra_chunker_params)
-        check_share(llm_max_failed)
-        check_engine(engine)
-        chunker_obj, chunker_info = resolve_chunker(chunker, params)
         emb = make_embedder(embedder)
+        params = chunker_params(chunker, size, extra_chunker_params, embedder=emb)
+        check_share(llm_max_failed)
+        chunker_obj, chunker_info = resolve_chunker(chunker, params, emb)
+        check_engine(engine)
         st, components = engine_.create_store(store, chunker_info, emb, enrich=enrich, relate=relate, bm25=bm25,
                                               vector_dtype=vector_dtype, overwrite=overwrite, engine=engine)
         try:
@@ -253,7 +263,10 @@ class Index:
             if info.get("object"):
                 raise ConfigError(f"this store was built with a custom chunker ({info['name']}); pass it again: "
                                   "Index.open(..., chunker=...)")
-            self._chunker, _ = resolve_chunker(info["name"], dict(info.get("params") or {}))
+            params = dict(info.get("params") or {})
+            # a store built with the embedder's limit counts it with the store's embedder
+            self._chunker, _ = resolve_chunker(info["name"], params,
+                                               self.embedder if "max_embed_tokens" in params else None)
         return self._chunker
 
     def component(self, kind: str, name: str) -> Any:

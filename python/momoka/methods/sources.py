@@ -49,11 +49,29 @@ def load_embedder(model_id: str | None = None):
     return Embedder.default() if model_id is None else Embedder.from_registry(model_id)
 
 
-def resolve_chunker(chunker: Any, params: dict) -> tuple[Any, dict]:
-    """``(chunker object, {"name", "params"[, "object"]})`` from a registered name or a chunker object."""
+def embed_limit(embedder: Any) -> tuple[Any, int] | None:
+    """``(tokenizer, max_length)`` of an embedder that says how it counts its input (a ``tokenizers.Tokenizer``
+    ``tokenizer`` and an int ``max_length``, as :class:`momoka.models.Embedder` has), else None."""
+    tok, limit = getattr(embedder, "tokenizer", None), getattr(embedder, "max_length", None)
+    if tok is None or isinstance(limit, bool) or not isinstance(limit, int):
+        return None
+    from ..chunking._tokens import _is_hf_tokenizer  # start-up: momoka.chunking
+
+    return (tok, limit) if _is_hf_tokenizer(tok) else None
+
+
+def resolve_chunker(chunker: Any, params: dict, embedder: Any = None) -> tuple[Any, dict]:
+    """``(chunker object, {"name", "params"[, "object"]})`` from a registered name or a chunker object.
+
+    A named chunker whose ``params`` hold ``max_embed_tokens`` counts them with ``embedder``'s tokenizer
+    (:func:`embed_limit`; not recorded in the params).
+    """
     if isinstance(chunker, str):
         params = {k: v for k, v in params.items() if v is not None}
-        return registry.create("chunker", chunker, **params), {"name": chunker, "params": params}
+        objects = {}
+        if "max_embed_tokens" in params and embedder is not None and embed_limit(embedder) is not None:
+            objects["embed_tokenizer"] = embed_limit(embedder)[0]
+        return registry.create("chunker", chunker, **params, **objects), {"name": chunker, "params": params}
     if callable(chunker):
         if params:
             raise ConfigError("chunker parameters go with a chunker name, not a chunker object")
