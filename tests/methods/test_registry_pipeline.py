@@ -8,33 +8,16 @@ are checked against values computed here by hand.
 
 from __future__ import annotations
 
-import hashlib
-import re
 
 import numpy as np
 import pytest
 from momoka.errors import ConfigError, MissingArtifactError, StoreError
+from _oracles.embedders import HashEmbedder
 from momoka import Index
 from momoka import registry
 from momoka.methods.base import Item, Member, Result
 
 
-class HashEmbedder:
-    """Hashed bag of words (L2-normalised); deterministic, no model files."""
-
-    def __init__(self, dim: int = 32, model_id: str = "test/hash"):
-        self.dim, self.model_id = dim, model_id
-        self.checksum = hashlib.sha256(f"{model_id}:{dim}".encode()).hexdigest()
-        self.texts = 0
-
-    def embed(self, texts):
-        self.texts += len(texts)
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"[a-z0-9]+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        n = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(n, 1e-12)
 
 
 class UpperEnricher:
