@@ -246,3 +246,38 @@ def test_served_completions_refuse_free_text_and_empty_prompts(local_model_serve
     assert "".join(lp["tokens"]) == "Hello world"
     assert all("Hello world"[o:o + len(t)] == t for o, t in zip(lp["text_offset"], lp["tokens"]))
     assert all(x < 0 for x in lp["token_logprobs"])
+
+
+class RuntimeLM(ReverseLM):
+    """ReverseLM that says which runtime generates (as CausalLM.runtime_key does)."""
+
+    def __init__(self, runtime):
+        super().__init__()
+        self.runtime = runtime
+
+    def runtime_key(self):
+        return self.runtime
+
+
+def test_cached_answers_are_kept_apart_by_generation_runtime(cache_path):
+    onnx = RuntimeLM("onnx")
+    assert LocalClient(onnx, cache=cache_path, progress=False).complete("abc") == "cba"
+    assert len(onnx.calls) == 1
+    # another runtime may generate other tokens: its answer is never the cached onnxruntime one
+    llama = RuntimeLM("llama")
+    assert LocalClient(llama, cache=cache_path, progress=False).complete("abc") == "cba"
+    assert len(llama.calls) == 1
+    auto = RuntimeLM("auto")
+    LocalClient(auto, cache=cache_path, progress=False).complete("abc")
+    assert len(auto.calls) == 1
+    # the same runtime again: answered from the cache; so is an LM that names no runtime (onnxruntime)
+    again = RuntimeLM("llama")
+    LocalClient(again, cache=cache_path, progress=False).complete("abc")
+    plain = ReverseLM()
+    LocalClient(plain, cache=cache_path, progress=False).complete("abc")
+    assert again.calls == [] and plain.calls == []
+    # scores do not depend on the generation runtime: one cached score serves every runtime
+    a = LocalClient(RuntimeLM("onnx"), cache=cache_path, progress=False)
+    b = LocalClient(RuntimeLM("llama"), cache=cache_path, progress=False)
+    assert a.logprob("x", "yz") == b.logprob("x", "yz") == -1.0
+    assert b.accounting.total.cache_hits == 1

@@ -125,6 +125,11 @@ class BaseClient:
     #: The server's URL (part of every cache key; empty for the local model).
     endpoint: str = ""
 
+    def _cache_scope(self, kind: str) -> str | None:
+        """What besides the model and the request a cached answer of ``kind`` depends on (part of its
+        key, :func:`~momoka.llm.cache.make_key`): the server's URL, None for the local model."""
+        return self.endpoint or None
+
     def __init__(
         self,
         *,
@@ -301,7 +306,7 @@ class BaseClient:
         if self.cache is None or not conversations:
             return
         kind, payloads, _ = self._prepare_chat(list(conversations), dict(params))
-        self.cache.delete(make_key(kind, self.model, p, self.endpoint or None) for p in payloads)
+        self.cache.delete(make_key(kind, self.model, p, self._cache_scope(kind)) for p in payloads)
 
     def logprob(self, prompt: str, continuation: str) -> float:
         """Natural-log probability of ``continuation`` following ``prompt`` (raw text, no chat template)."""
@@ -429,7 +434,7 @@ class BaseClient:
         t0 = time.perf_counter()
         deadline, budget_text = self._deadline(budget_s)
         n = len(payloads)
-        keys = [make_key(kind, self.model, p, self.endpoint or None) for p in payloads]
+        keys = [make_key(kind, self.model, p, self._cache_scope(kind)) for p in payloads]
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
             first.setdefault(k, i)

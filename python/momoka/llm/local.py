@@ -143,6 +143,16 @@ class LocalClient(BaseClient):
             return Completion(logprob=float(self.lm.continuation_logprob(payload["prompt"], payload["continuation"], mean=True)))
         return Completion(logprob=float(self.lm.continuation_logprob(payload["prompt"], payload["continuation"])))
 
+    def _cache_scope(self, kind: str) -> str | None:
+        """Generated answers depend on the generation runtime (llama.cpp's 8-bit activations can flip a
+        near-tied token): a runtime other than onnxruntime is part of their cache key, so an answer cached
+        under one runtime is never served under another. Scores always run on onnxruntime."""
+        runtime_key = getattr(self.lm, "runtime_key", None)
+        if kind != "chat" or not callable(runtime_key):
+            return None
+        key = runtime_key()
+        return None if key == "onnx" else f"runtime:{key}"
+
     def text_logprobs(self, text: str) -> tuple[list[tuple[int, int]], list[float]]:
         """Each token of ``text`` (tokenised whole) as a character span, with its log-probability.
 

@@ -66,6 +66,15 @@ class CausalGeneration(CausalSession):
         (``auto``, ``onnx`` or ``llama``; see :mod:`momoka.models.causal_llama`)."""
         return self.runtime or settings.get_choice("MOMOKA_LLM_RUNTIME")
 
+    def runtime_key(self) -> str:
+        """What generates for this model, as a cache key names it: ``"onnx"``; ``"llama"``; or ``"auto"``
+        when ``auto`` may pick llama.cpp (it is installed and the model runs on the CPU; the pick then
+        depends only on the request's prompt and token budget). ``auto`` without llama.cpp is ``"onnx"``."""
+        runtime = self.resolve_runtime()
+        if runtime == "auto" and not (self._cpu and not self._gguf_missing and causal_llama.llama_cpp_available()):
+            return "onnx"
+        return runtime
+
     def decoder_for(self, prompt_tokens: int, max_new_tokens: int):
         """The decoder that runs a generation of ``prompt_tokens`` + up to ``max_new_tokens``: an
         :class:`OnnxDecoder`, or llama.cpp's when the runtime is ``llama``, or ``auto`` and llama.cpp is

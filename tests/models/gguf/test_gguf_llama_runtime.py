@@ -137,7 +137,10 @@ def test_without_llama_cpp_auto_runs_onnx_and_llama_is_an_error(lm_onnx, monkeyp
     auto = CausalLM(lm_onnx.model_dir, threads=2, runtime="auto")
     assert isinstance(auto.decoder_for(10, 4000), OnnxDecoder)  # llama.cpp would win this call, were it there
     assert auto.generate("The capital of France is", max_new_tokens=6).token_ids == ref.token_ids
+    # what cached answers are keyed by (LocalClient): auto without llama.cpp generates as onnx does
+    assert auto.runtime_key() == "onnx" and lm_onnx.runtime_key() == "onnx"
     explicit = CausalLM(lm_onnx.model_dir, threads=2, runtime="llama")
+    assert explicit.runtime_key() == "llama"
     with pytest.raises(ConfigError, match=r"pip install 'momoka\[llama\]'"):
         explicit.generate("The capital of France is", max_new_tokens=6)
 
