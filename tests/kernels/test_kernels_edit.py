@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import random
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +17,9 @@ from momoka.kernels import Locator, Span, levenshtein, levenshtein_cdist, levens
 
 rapidfuzz = pytest.importorskip("rapidfuzz")
 from rapidfuzz.distance import Levenshtein as RFLev  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "micro"))
+from _kernels_data import apply_edits  # noqa: E402  (the same random edits the locate benchmark makes)
 
 
 def dp_levenshtein(a: str, b: str) -> int:
@@ -143,19 +148,6 @@ def test_locate_leftmost_tie():
     assert locate("abc", "abxc") == Span(s, e, d) == Span(0, 2, 1)
 
 
-def _edit(s: str, k: int, rng: random.Random, alphabet: str) -> str:
-    chars = list(s)
-    for _ in range(k):
-        op = rng.randrange(3)
-        if op == 0 and chars:
-            chars[rng.randrange(len(chars))] = rng.choice(alphabet)
-        elif op == 1:
-            chars.insert(rng.randrange(len(chars) + 1), rng.choice(alphabet))
-        elif chars:
-            del chars[rng.randrange(len(chars))]
-    return "".join(chars)
-
-
 @pytest.mark.parametrize("alphabet", ["abcdefghij klmnop", "的一是了我不人在他有这个上们来到", "ab"])
 def test_locator_equals_full_scan(alphabet):
     # The indexed path must give exactly the full-scan answer (which the brute
@@ -167,7 +159,7 @@ def test_locator_equals_full_scan(alphabet):
     for _ in range(80):
         m = rng.choice([8, 20, 40, 90])
         s = rng.randrange(len(text) - m)
-        patterns.append(_edit(text[s : s + m], rng.randint(0, m // 6), rng, alphabet))
+        patterns.append(apply_edits(text[s : s + m], rng.randint(0, m // 6), rng, alphabet))
         bounds.append(rng.choice([None, 0, 2, 5]))
     patterns.append("".join(rng.choice(alphabet) for _ in range(30)))  # unrelated
     bounds.append(None)
@@ -193,7 +185,7 @@ def test_locate_many_and_cached_index_agree(shared_data):
     pats = []
     for _ in range(30):
         s = rng.randrange(len(text) - 60)
-        pats.append(_edit(text[s : s + 60], 5, rng, "abcdefghijklmnopqrstuvwxyz "))
+        pats.append(apply_edits(text[s : s + 60], 5, rng, "abcdefghijklmnopqrstuvwxyz "))
     full = [locate(p, text, index=False) for p in pats]
     cached = [locate(p, text) for p in pats]  # builds the index on the second call
     assert cached == full
