@@ -173,3 +173,29 @@ def test_cli_chunk_previews_the_limited_chunks(tmp_path, capsys, count):
     assert main(["chunk", str(md), "--json", "--no-dense"]) == 0
     plain = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert count(r["text"] for r in plain).max() > 256 and len(plain) < len(rows)
+
+
+def test_cli_eval_chunking_measures_the_limited_chunks(tmp_path, capsys, embedder):
+    # eval-chunking measures the chunks `momoka index` stores: split to the embedder's input by default
+    text = Document.from_file(_write(tmp_path / "limits.md", MARKDOWN)).text
+    root = tmp_path / "set"
+    root.mkdir()
+    (root / "documents.jsonl").write_text(json.dumps({"doc_id": "d", "title": "limits", "text": text}) + "\n",
+                                          encoding="utf-8")
+    (root / "questions.jsonl").write_text(json.dumps({"qid": "q", "doc_id": "d", "question": "what?", "answers": [],
+                                                      "evidence": [[0, 5]]}) + "\n", encoding="utf-8")
+    (root / "dataset.json").write_text('{"evidence_mode": "all"}', encoding="utf-8")
+    assert main(["eval-chunking", "--data", str(root), "--json"]) == 0
+    limited = json.loads(capsys.readouterr().out)
+    assert main(["eval-chunking", "--data", str(root), "--json", "--no-dense"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert limited["params"]["max_embed_tokens"] == embedder.max_length and "max_embed_tokens" not in plain["params"]
+    doc = Document(text)
+    assert plain["chunks"] == len(RecursiveChunker(size=100, hard_wrap="auto")(doc))
+    assert limited["chunks"] == len(RecursiveChunker(size=100, hard_wrap="auto", max_embed_tokens=embedder.max_length,
+                                                     embed_tokenizer=embedder.tokenizer)(doc)) > plain["chunks"]
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -61,6 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="data set folder (documents.jsonl, questions.jsonl) or name")
     add_chunker_arguments(p, several=True)
     p.add_argument("--overlap", type=int, default=None, help="overlap for chunkers that take one")
+    p.add_argument("--no-dense", action="store_true",
+                   help="chunk as 'momoka index --no-dense' does: without the default embedder's input limit "
+                   "(by default a chunk longer than the embedder reads is split further, as 'momoka index' does)")
     g = p.add_argument_group("MoC chunk quality (--metrics): every chunker at equal mean chunk length")
     g.add_argument("--metrics", default=None, metavar="bc,cs,ds",
                    help="Boundary Clarity, Chunk Stickiness, Dissimilarity on the local causal LM / embedder")
@@ -143,13 +146,14 @@ def _eval_chunking(args: argparse.Namespace) -> int:
     from ..eval.chunk_compare import fallback_summary, row_name, subset  # start-up: momoka.eval.chunk_compare
     from ..eval.chunking import evaluate_chunker, format_chunker_report  # start-up: momoka.eval.chunking
     from ..methods.pipeline import chunker_params  # start-up: momoka.methods.pipeline
-    from ..methods.sources import resolve_chunker  # start-up: momoka.methods.sources
+    from ..methods.sources import load_embedder, resolve_chunker  # start-up: momoka.methods.sources
 
     if args.plot:
         _require_plot()
     names = split_names([chunker_of(args)])
-    params = {n: chunker_params(n, args.size, {"overlap": args.overlap}) for n in names}
-    chunkers = {n: resolve_chunker(n, params[n])[0] for n in names}
+    emb = None if args.no_dense else load_embedder()  # the index's default embedder sets the input limit
+    params = {n: chunker_params(n, args.size, {"overlap": args.overlap}, embedder=emb) for n in names}
+    chunkers = {n: resolve_chunker(n, params[n], emb)[0] for n in names}
     dataset = load_dataset(args.data)
     if args.docs is not None or args.max_chars is not None:
         dataset = subset(dataset, docs=args.docs, max_chars=args.max_chars)
