@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from _oracles.embedders import HashEmbedder
 from momoka.errors import ConfigError, InputError, LLMError
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer, Status, last_user
@@ -121,21 +122,6 @@ def test_titles_from_the_llm_and_fallbacks(tmp_path):
     assert len(st.failures) == 2
 
 
-class _HashEmbedder:
-    """Hashed bag of words (L2-normalised), index-compatible; no model files."""
-
-    model_id, checksum, dim = "test/hash-32", "0" * 64, 32
-
-    def embed(self, texts):
-        import hashlib
-
-        out = np.zeros((len(texts), 32), np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"[a-z0-9]+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % 32] += 1.0
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-
-
 def test_title_enricher_writes_llm_titles_into_the_store(tmp_path, monkeypatch):
     # the title enricher with an LLM: T_D (or its counted fallback) in the document metadata, and the titled
     # view embeds T_D + "\n" + chunk (computed here)
@@ -155,7 +141,7 @@ def test_title_enricher_writes_llm_titles_into_the_store(tmp_path, monkeypatch):
     with ScriptedServer(script) as srv:
         en = TitleEnricher(llm=_client(srv, tmp_path))
         with pytest.warns(UserWarning, match=r"^title: 1 of 2 titles \(50.0 %\) were unusable"):
-            ix = Index.build(docs, chunker="sentence", embedder=_HashEmbedder(), enrich=[en], progress=False,
+            ix = Index.build(docs, chunker="sentence", embedder=HashEmbedder(32, "test/hash-32"), enrich=[en], progress=False,
                              llm_max_failed=0.5)  # 1 of 2 fallbacks allowed (default bound 25 %)
         assert srv.count == 2
     meta = {d: ix.store.documents[d].metadata for d in ("z", "s")}
@@ -168,7 +154,7 @@ def test_title_enricher_writes_llm_titles_into_the_store(tmp_path, monkeypatch):
     assert d["mode"] == "llm" and d["stats"]["llm"] == 1 and d["stats"]["failed_llm"] == 1
     for doc in docs:
         ids = list(ix.store.documents[doc.doc_id].chunk_ids)
-        want = _HashEmbedder().embed([meta[doc.doc_id]["momoka_title"] + "\n" + ix.store.chunks.text(c) for c in ids])
+        want = HashEmbedder(32, "test/hash-32").embed([meta[doc.doc_id]["momoka_title"] + "\n" + ix.store.chunks.text(c) for c in ids])
         np.testing.assert_allclose(ix.store.vector_view("titled").get(ids), want, atol=1e-6)
     ix.close()
 
