@@ -17,6 +17,7 @@ Registered as refiner ``ets``; ``momoka ask DIR "q" --refine ets`` and
 from __future__ import annotations
 
 import time
+from math import comb
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -141,8 +142,6 @@ class ETSRefiner:
         ``value_calls_max``; locally (or with a value model) no request. The policy runs on the local
         model (one prompt per question, one scoring per expanded node) and makes no request.
         """
-        from math import comb
-
         depths = min(self.max_depth, self.n)
         nodes = sum(min(self.beam, self.expansion ** d) for d in range(depths))
         values = min(nodes * self.expansion, sum(comb(self.n, d) for d in range(1, depths + 1)))

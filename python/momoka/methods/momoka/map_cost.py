@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .referees import LLM_REFEREE_REASKS
+
 
 class MapCostModel:
     """The pre-run estimate of :class:`~momoka.methods.momoka.map.MomokaMap` (part of it)."""
@@ -64,8 +66,6 @@ class MapCostModel:
             "referee_prompt_tokens_expected": int(round(tok_exp)),
         }
         if out["referee"] == "llm":  # each judgement is one request, plus a re-ask per malformed verdict
-            from .referees import LLM_REFEREE_REASKS
-
             reasks = getattr(getattr(self, "_referee", None), "max_reasks", LLM_REFEREE_REASKS)
             out["llm_calls_expected"] = out["referee_calls_expected"]
             out["llm_calls_max"] = int(calls_max) * (1 + int(reasks))
