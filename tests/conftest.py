@@ -60,3 +60,84 @@ def make_server():
     yield make
     for s in started:
         s.stop()
+
+
+class CountingEndpoint:
+    """``momoka llm serve``'s handler over the local model, on 127.0.0.1, counting the requests it receives.
+
+    ``url`` is the API root (``.../v1``); ``requests`` the ``(path, body)`` received, in order; ``calls()``
+    their number (``path``: only those ending so, e.g. ``"/completions"``); ``asked(name)`` the chat requests
+    whose conversation opens with prompt ``name`` of :mod:`momoka.llm.prompts` (its text up to the first
+    field); ``reset()`` forgets them.
+    """
+
+    def __init__(self, lm):
+        from momoka.llm import LocalClient
+        from momoka.llm.server import HTTPServer, openai_handler
+
+        self.local = LocalClient(lm, cache=False, progress=False)
+        inner = openai_handler(self.local, "smollm2")
+        self.requests: list[tuple[str, dict]] = []
+
+        async def handle(req):
+            if req.method == "POST":
+                try:
+                    body = req.json()
+                except ValueError:
+                    body = {}
+                self.requests.append((req.path.split("?")[0], body if isinstance(body, dict) else {}))
+            return await inner(req)
+
+        self.server = HTTPServer(handle).start()
+        self.url = self.server.url + "/v1"
+
+    def calls(self, path: str = "") -> int:
+        return sum(p.endswith(path) for p, _ in self.requests)
+
+    def asked(self, name: str) -> int:
+        from momoka.llm import prompts
+
+        head = prompts.get(name).template.split("{")[0].strip()
+        assert len(head) >= 12, f"prompt {name} opens with a field: no text to recognise it by"
+
+        def opens(body):
+            msgs = body.get("messages") or []
+            return bool(msgs) and head in "\n".join(str(m.get("content", "")) for m in msgs[:2])
+
+        return sum(p.endswith("/chat/completions") and opens(b) for p, b in self.requests)
+
+    def reset(self) -> None:
+        self.requests.clear()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+@pytest.fixture(scope="module")
+def local_endpoint():
+    """A real OpenAI-compatible server (:class:`CountingEndpoint`) over the default causal LM, shared by a
+    module's tests; skips when the model is not installed."""
+    from momoka.errors import ModelNotInstalledError
+
+    try:
+        from momoka.models import default_causal_lm
+
+        lm = default_causal_lm()
+    except (ImportError, ModelNotInstalledError) as exc:
+        pytest.skip(f"causal LM unavailable: {exc}")
+    ep = CountingEndpoint(lm)
+    yield ep
+    ep.stop()
+
+
+@pytest.fixture
+def use_endpoint(local_endpoint, tmp_path, monkeypatch):
+    """Point every component at :func:`local_endpoint` through ``MOMOKA_LLM_*`` (as ``--llm-url`` does), with a
+    fresh LLM cache (so each call reaches the server) and fallbacks allowed (the 135M model's unusable answers
+    fall back with a warning instead of stopping the stage); its request count starts at zero."""
+    monkeypatch.setenv("MOMOKA_LLM_BASE_URL", local_endpoint.url)
+    monkeypatch.setenv("MOMOKA_LLM_MODEL", "smollm2")
+    monkeypatch.setenv("MOMOKA_LLM_CACHE", str(tmp_path / "llm-e2e.sqlite"))
+    monkeypatch.setenv("MOMOKA_LLM_MAX_FAILED", "1")
+    local_endpoint.reset()
+    return local_endpoint

@@ -112,7 +112,7 @@ def test_estimate_prices_enrichers_and_relators_by_backend(tmp_path, capsys, mak
     assert title["prompt_tokens"] > (len(SHORT) + min(len(_long_text()), 4000)) // 4
     assert kw["backend"] == "llm" and kw["llm_calls"] == est["chunks"] == kw["chunks"]
     assert sm["backend"] == "llm" and sm["llm_calls"] == 0
-    assert est["relators"]["jerr"]["backend"] == "llm" and est["relators"]["jerr"]["llm_calls"] == 6 * est["relators"]["jerr"]["units"]
+    assert est["relators"]["jerr"]["backend"] == "llm" and est["relators"]["jerr"]["llm_calls_max"] == 6 * est["relators"]["jerr"]["units"]
     # offline: nothing is asked of an LLM (auto would follow the endpoint --llm-url set above)
     assert main(base + ["-o", "title.mode=document", "-o", "keywords.backend=offline", "-o", "summary.backend=offline",
                         "-o", "jerr.backend=offline"]) == 0

@@ -100,6 +100,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refine the retrieved items before reading (ets: evidence sentences by tree search)")
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.add_argument("--estimate", action="store_true",
+                   help="print the LLM requests and tokens the reader and the refiner would cost for this "
+                   "question (bounds where the count depends on the answers); retrieves nothing, calls nothing")
     add_llm_arguments(p)
     p.set_defaults(func=_ask)
 
@@ -253,6 +256,31 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
     return 0
 
 
+def _ask_estimate(args: argparse.Namespace, budget: int | None) -> int:
+    """Print what answering the question would cost per component; loads no model and calls nothing.
+
+    The reader and the refiner are built with the options ``ask`` gives them and priced by their own
+    ``estimate(question)``; a component without one calls no LLM.
+    """
+    from .. import registry  # start-up: momoka.registry (dataclasses)
+    from ..methods.standard.reader import default_reader  # start-up: momoka.methods.standard.reader
+
+    opts = parse_options(args.option)
+    reader = args.reader or default_reader()
+    ropts = dict(opts.get(reader, {}))
+    ropts.setdefault("max_context_chars", budget)
+    parts = [("reader", reader, ropts)] + ([("refiner", args.refine, opts.get(args.refine, {}))] if args.refine else [])
+    out: dict = {"question": args.question, "retriever": args.retriever}
+    for kind, name, o in parts:
+        if kind == "reader" and name == "evidence":
+            out[kind] = {"name": name, "estimate": "calls no LLM"}
+            continue
+        est = getattr(registry.create(kind, name, **o), "estimate", None)
+        out[kind] = {"name": name, "estimate": est(args.question) if callable(est) else "calls no LLM"}
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def cite(doc_id: str, start: int, end: int, page_of=None) -> str:
     """``doc [start:end]``, with ``p. N`` before the offsets where ``page_of(doc_id, start)`` gives a page."""
     page = page_of(doc_id, start) if page_of is not None else None
@@ -302,8 +330,10 @@ def _ask(args: argparse.Namespace) -> int:
     from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
 
     apply_llm_arguments(args)
-    ix = Index.open(args.store)
     kb = _k_budget(args)
+    if args.estimate:
+        return _ask_estimate(args, kb["budget"])
+    ix = Index.open(args.store)
     ans = ix.ask(args.question, retriever=args.retriever, reader=args.reader, refine=args.refine,
                  k=kb["k"], budget=kb["budget"], assemble=kb["assemble"], options=parse_options(args.option))
     if args.json:

@@ -58,6 +58,10 @@ def is_correct(prediction: str, gold: str | Sequence[str], *, mode: str = "em_or
     return mode != "em" and token_f1(prediction, golds) >= f1_threshold
 
 
+#: The default answer limit of :class:`Reader` (tokens).
+ANSWER_MAX_TOKENS = 32
+
+
 class Reader:
     """P(y | q, evidence), greedy answers and correctness, on the local LM or an endpoint (module docstring).
 
@@ -69,7 +73,8 @@ class Reader:
     """
 
     def __init__(self, lm: Any = None, *, endpoint: str | None = None, model: str | None = None,
-                 client: Any = None, max_tokens: int = 32, batch_tokens: int = 2048, **client_options: Any):
+                 client: Any = None, max_tokens: int = ANSWER_MAX_TOKENS, batch_tokens: int = 2048,
+                 **client_options: Any):
         if sum(x is not None for x in (lm, endpoint, client)) > 1:
             raise ConfigError("Reader takes one of lm=, endpoint= or client=")
         self.max_tokens = check_int(max_tokens, "max_tokens", minimum=1)

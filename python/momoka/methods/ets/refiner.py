@@ -17,6 +17,7 @@ Registered as refiner ``ets``; ``momoka ask DIR "q" --refine ets`` and
 from __future__ import annotations
 
 import time
+from math import comb
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..base import Item, Member, Result
 from ...registry import register
 from .beam import LMPolicy, beam_search
 from .candidates import candidate_sentences
-from .reader import Reader
+from .reader import ANSWER_MAX_TOKENS, Reader
 
 __all__ = ["ETSRefiner"]
 
@@ -128,6 +129,29 @@ class ETSRefiner:
         stats = {"candidates": len(cands), "value": found.value, **found.stats.to_dict(),
                  "seconds": time.perf_counter() - t0}
         return Result(query, tuple(items), name, stats)
+
+    def estimate(self, question: str = "") -> dict:
+        """Pre-run bound on the calls one question costs (no model loaded, nothing called).
+
+        The beam search expands at most ``min(beam, expansion ** d)`` nodes at depth ``d`` (``max_depth``
+        depths, at most ``n`` candidates), each into at most ``expansion`` children, and values each
+        new evidence set once: ``value_calls_max``, capped by the number of distinct sets of the ``n``
+        candidates. With the reader's likelihood as the value, each valuation is one answer (at most
+        the reader's ``max_tokens``) and, unless the answer is empty, one scoring of it: on an endpoint
+        two requests (``/chat/completions`` then ``/completions``), so ``llm_calls_max`` is twice
+        ``value_calls_max``; locally (or with a value model) no request. The policy runs on the local
+        model (one prompt per question, one scoring per expanded node) and makes no request.
+        """
+        depths = min(self.max_depth, self.n)
+        nodes = sum(min(self.beam, self.expansion ** d) for d in range(depths))
+        values = min(nodes * self.expansion, sum(comb(self.n, d) for d in range(1, depths + 1)))
+        reader = None if self._value is not None else self.reader_name()
+        remote = reader not in (None, "local")
+        max_tokens = getattr(self._reader_spec, "max_tokens", ANSWER_MAX_TOKENS)
+        return {"per": "question", "candidates_max": self.n, "nodes_max": nodes, "value_calls_max": values,
+                "value": "model" if reader is None else "reader likelihood", "reader": reader,
+                "llm_calls_max": 2 * values if remote else 0,
+                "completion_tokens_max": values * max_tokens if remote else 0}
 
     def describe(self) -> dict:
         """The settings (for reports)."""

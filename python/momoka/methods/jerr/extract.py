@@ -298,7 +298,9 @@ def extract_llm(units: Sequence[Unit], doc_text: str, llm: Any, stats: dict, *, 
 
 
 def estimate_llm(units: Sequence[Unit], *, max_tokens: int = 256, max_chars: int = 6000) -> dict:
-    """Pre-run estimate of LLM calls and tokens: 3 calls per unit plus 3 edge questions (3 elements)."""
+    """Pre-run estimate of LLM calls and tokens: ``llm_calls``, the synopsis, entity and element questions of
+    every unit (3 per unit); ``llm_calls_max``, plus one edge question per pair of a unit's elements (at most
+    3 elements, so at most 3 pairs): 6 per unit. A unit whose synopsis is unusable is asked nothing more."""
     def tmpl(n):
         return len(prompts.get(n).template) // CHARS_PER_TOKEN
 
@@ -307,5 +309,5 @@ def estimate_llm(units: Sequence[Unit], *, max_tokens: int = 256, max_chars: int
     syn_tok = n * max_tokens  # the synopsis is read twice (atoms, elements), at most max_tokens each
     prompt = (unit_tok + n * tmpl("jerr.synopsis") + 2 * syn_tok + n * (tmpl("jerr.entities") + tmpl("jerr.elements"))
               + 3 * n * (tmpl("jerr.edge_attributes") + 2 * max_tokens // 2))
-    return {"units": n, "llm_calls": 6 * n, "prompt_tokens_max": int(prompt),
+    return {"units": n, "llm_calls": 3 * n, "llm_calls_max": 6 * n, "prompt_tokens_max": int(prompt),
             "completion_tokens_max": int(3 * n * max_tokens + 3 * n * 16)}

@@ -67,6 +67,8 @@ class ViewEnricher(LLMBacked):
     prompt = ""
     #: What an unusable LLM answer falls back to (the warning's end).
     outcome = "those chunks fell back"
+    #: Times an unusable LLM answer is asked again (each one more request; priced by :meth:`estimate`).
+    max_reasks = 0
 
     def __init__(self, backend: str = "auto", *, llm: Any = None, cache: Any = True, batch: int = 64,
                  max_chars: int = 6000, max_tokens: int = 256):
@@ -228,7 +230,8 @@ class ViewEnricher(LLMBacked):
 
     def estimate(self, documents: Sequence[Any], chunks: Sequence[Sequence[Any]]) -> dict:
         """Pre-run estimate of LLM calls and tokens (4 characters per token; answers at most ``max_tokens``);
-        the offline backend makes none."""
+        the offline backend makes none. ``llm_calls``: one per chunk that needs a view text;
+        ``llm_calls_max``: with every answer re-asked :attr:`max_reasks` times (an unusable keyword list)."""
         from ...llm import prompts  # start-up: momoka.llm.prompts
 
         tmpl = len(prompts.get(self.prompt).template)
@@ -237,8 +240,10 @@ class ViewEnricher(LLMBacked):
         tok = sum((min(len(t), self.max_chars) + tmpl) // CHARS_PER_TOKEN for t in need)
         if self.effective_backend != "llm":
             return {"view": self.name, "backend": self.effective_backend, "chunks": len(texts), "llm_calls": 0}
-        return {"view": self.name, "backend": "llm", "chunks": len(texts), "llm_calls": len(need), "prompt_tokens": int(tok),
-                "completion_tokens_max": len(need) * self.max_tokens,
+        asks = 1 + self.max_reasks
+        return {"view": self.name, "backend": "llm", "chunks": len(texts), "llm_calls": len(need),
+                "llm_calls_max": len(need) * asks, "prompt_tokens": int(tok),
+                "completion_tokens_max": len(need) * asks * self.max_tokens,
                 "inputs_cut": sum(len(t) > self.max_chars for t in need)}
 
     def describe(self) -> dict:
@@ -265,6 +270,7 @@ class KeywordsEnricher(ViewEnricher):
     name = "keywords"
     prompt = "mcindex.keywords"
     outcome = "those chunks' keyword views are the raw answers"
+    max_reasks = 2
 
     def __init__(self, backend: str = "auto", *, n: int = 10, diversity: float = 0.5, candidates: int = 40,
                  **options: Any):
@@ -287,7 +293,8 @@ class KeywordsEnricher(ViewEnricher):
         from ...llm import JSONListParser  # start-up: momoka.llm
 
         res = self.llm.complete_parsed(self._prompted(texts, names), JSONListParser(min_items=1), temperature=0,
-                                       max_tokens=self.max_tokens, method="mcindex.keywords")
+                                       max_tokens=self.max_tokens, max_reasks=self.max_reasks,
+                                       method="mcindex.keywords")
         out, bad = [], []
         for p in res:
             if p.ok:

@@ -266,6 +266,28 @@ class MetaChunker:
             self.stats.chunks += len(out[di])
         return out
 
+    def estimate(self, documents: list) -> dict:
+        """What chunking ``documents`` would cost, from their text alone (no LLM call, no model loaded).
+
+        ``windows``: the sentence windows, one request each (``llm_calls``); ``llm_calls_max``: with every
+        answer re-asked ``max_reasks`` times, plus the router's one-token request per window when
+        ``router`` is on (an endpoint answers it; the local model reads the class from one forward pass, no
+        request). Tokens at 4 characters per token: the prompt holds the template and the window; an
+        answer is at most ``max_tokens``.
+        """
+        from ...llm import prompts  # start-up: momoka.llm.prompts
+
+        docs = [as_document(d) for d in documents]
+        spans = [(w[0][0], w[-1][1], d) for d in docs for w in sentence_windows(sentence_spans(d), self.window_chars)]
+        n = len(spans)
+        tmpl = prompts.get(self.prompt)
+        head = len(tmpl.template) + len(getattr(tmpl, "system", None) or "")
+        router = n if self.router else 0
+        asks = 1 + self.max_reasks
+        return {"windows": n, "llm_calls": n, "router_calls": router, "llm_calls_max": n * asks + router,
+                "prompt_tokens": sum(head + b - a for a, b, _ in spans) // 4,
+                "completion_tokens_max": n * asks * self.max_tokens + router}
+
     def batch(self, documents: list) -> list[list]:
         """Chunk many documents (one LLM batch)."""
         docs = [as_document(d) for d in documents]

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .referees import LLM_REFEREE_REASKS
+
 
 class MapCostModel:
     """The pre-run estimate of :class:`~momoka.methods.momoka.map.MomokaMap` (part of it)."""
@@ -21,7 +23,9 @@ class MapCostModel:
         rollout)`` (``cands``: the other chunks, or the window); the expected count
         under random expansion is ``cands * (1 - exp(-iterations * rollout / cands))``.
         Path mode: at most ``iterations * rollout`` per root (little memoisation).
-        Tokens: 4 characters per token plus about 150 tokens of prompt template.
+        Tokens: 4 characters per token plus about 150 tokens of prompt template. With the LLM referee,
+        ``llm_calls_max`` bounds the requests: each judgement once, plus ``max_reasks`` re-asks (2) of a
+        verdict that is neither 0 nor 1; ``llm_calls_expected`` assumes well-formed verdicts.
         """
         calls_max = calls_exp = 0.0
         tok_exp = 0.0
@@ -53,7 +57,7 @@ class MapCostModel:
             calls_max += n * per_max
             calls_exp += n * per_exp
             tok_exp += n * per_exp * tok
-        return {
+        out = {
             "documents": len(documents),
             "chunks": n_total,
             "referee": self.referee_name,
@@ -61,3 +65,8 @@ class MapCostModel:
             "referee_calls_expected": int(round(calls_exp)),
             "referee_prompt_tokens_expected": int(round(tok_exp)),
         }
+        if out["referee"] == "llm":  # each judgement is one request, plus a re-ask per malformed verdict
+            reasks = getattr(getattr(self, "_referee", None), "max_reasks", LLM_REFEREE_REASKS)
+            out["llm_calls_expected"] = out["referee_calls_expected"]
+            out["llm_calls_max"] = int(calls_max) * (1 + int(reasks))
+        return out

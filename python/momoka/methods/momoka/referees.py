@@ -86,6 +86,10 @@ def _check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
+#: Times the LLM referee asks again after a verdict that is neither 0 nor 1 (its default ``max_reasks``).
+LLM_REFEREE_REASKS = 2
+
+
 class LLMReferee:
     """The paper's LLM judge (Figures 4 and 5) as a batch callable.
 
@@ -108,7 +112,8 @@ class LLMReferee:
 
     name = "llm"
 
-    def __init__(self, llm: Any = None, *, mode: str = "pair", max_reasks: int = 2, max_tokens: int = 4):
+    def __init__(self, llm: Any = None, *, mode: str = "pair", max_reasks: int = LLM_REFEREE_REASKS,
+                 max_tokens: int = 4):
         if mode not in ("pair", "path"):
             raise ConfigError(f"referee mode must be 'pair' or 'path', not {mode!r}")
         if llm is None:

@@ -196,6 +196,19 @@ class LLMReader:
             + f") to fit the model's window of {window} tokens with {self.max_tokens} for the answer"), stacklevel=2)
         return best
 
+    def estimate(self, question: str = "") -> dict:
+        """Pre-run cost of answering one question: one request, its prompt at most the template, the
+        question and ``max_context_chars`` of passages (4 characters per token), its answer at most
+        ``max_tokens``; on the local model (no endpoint configured) no request."""
+        from ...llm import ENV_BASE_URL  # start-up: momoka.llm
+
+        remote = getattr(self._llm, "base_url", None) or (self._llm is None and settings.get_text(ENV_BASE_URL))
+        ctx = self.max_context_chars if self.max_context_chars is not None else None
+        tmpl = len("".join(str(m.get("content", "")) for m in self.messages(question, [])))
+        return {"per": "question", "llm_calls": 1 if remote else 0, "endpoint": remote or None,
+                "prompt_tokens_max": None if ctx is None else (tmpl + ctx) // 4,
+                "completion_tokens_max": self.max_tokens}
+
     def messages(self, question: str, context: list[Citation]) -> list[dict]:
         """The chat messages for ``question`` over ``context``."""
         passages = "\n\n".join(f"[{c.number}] ({c.doc_id}) {' '.join(c.text.split())}" for c in context)
