@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ConfigError, DatasetError
 from .. import registry
+from ..methods.context import Corpus
 from ..methods.pipeline import DEFAULT_BUDGET, DEFAULT_CHUNKER, Index
 from ..methods.sources import jsonable
 from ..progress import Progress
@@ -102,7 +103,8 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
         refine: a registered refiner (e.g. ``"ets"``) applied to each retriever's
             items that fit the first budget (what a reader would get); the refined
             result is scored as retriever ``NAME+REFINER`` beside the plain one.
-            Its options come from ``options[refine]``; it gets the index's embedder.
+            Its options come from ``options[refine]``; it gets the index's embedder
+            and the index as a component sees it (``corpus``).
         assemble: score at each budget the context ``momoka query`` returns:
             assembled (:mod:`momoka.methods.assemble`: touching hits merged,
             items that do not fit skipped, at the default cap);
@@ -226,7 +228,7 @@ def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results:
              assemble: Any = None):
     """``(NAME+REFINER, refined results, seconds)``: the refiner on each result fitted to the first budget
     (assembled with ``assemble`` when given)."""
-    refiner = registry.create("refiner", refine, embedder=ix.embedder, **opts)
+    refiner = registry.create("refiner", refine, embedder=ix.embedder, corpus=Corpus(ix), **opts)
     t = time.perf_counter()
     out = []
     with Progress(f"{name}+{refine}", total=len(qtexts), unit="questions") as bar:

@@ -81,6 +81,11 @@ class Corpus(_Context):
         """Another registered retriever over the same index (e.g. a first stage)."""
         return self._index.retriever(name, **options)
 
+    def assembler(self):
+        """The index's context assembler at the default widening settings (see :meth:`momoka.Index.assembler`):
+        ``result.fit(budget, assemble=corpus.assembler())`` fills a budget as ``momoka query`` does."""
+        return self._index.assembler()
+
 
 class Batch:
     """What an enricher or relator sees while it runs: the store to write into, the documents, embedding.

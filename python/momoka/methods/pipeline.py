@@ -586,7 +586,8 @@ class Index:
         res = self.search(question, k=k, retriever=retriever, budget=budget, assemble=assemble,
                           **opts.pop(retriever, {}))
         if refine:
-            res = registry.create("refiner", refine, embedder=self.embedder, **opts.pop(refine, {})).refine(question, res)
+            res = registry.create("refiner", refine, embedder=self.embedder, corpus=Corpus(self),
+                                  **opts.pop(refine, {})).refine(question, res)
         return make_reader(reader, opts.pop(reader, {}), budget, lambda: self.embedder).answer(question, res)
 
     def depth_for(self, budget: int) -> int:

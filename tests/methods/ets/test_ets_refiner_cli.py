@@ -88,8 +88,8 @@ def test_refiner_bad_options_and_empty_result(embedder):
 def test_local_lm_policy_picks_candidates_and_early_termination_saves_tokens(embedder, lm):
     """The local LM as policy, a cheap value (shorter evidence is better): the chosen sentences are candidates;
     with early termination switched off the same sentences come back after more decoded tokens."""
-    ref = ETSRefiner(embedder=embedder, lm=lm, value=lambda q, ev: -sum(map(len, ev)), n=5, expansion=2, beam=1,
-                     max_depth=2)
+    ref = ETSRefiner(embedder=embedder, lm=lm, policy="lm", value=lambda q, ev: -sum(map(len, ev)), n=5,
+                     expansion=2, beam=1, max_depth=2)
     texts = ["Paris is the capital of France.", "The Seine flows through Paris.", "Berlin is the capital of Germany.",
              "Madrid is in Spain.", "Vienna lies on the Danube."]
     on = ref.search(QUESTION, texts)
@@ -119,13 +119,14 @@ def tiny_set(tmp_path_factory):
     return root
 
 
-SMALL = ["-o", "ets.n=4", "-o", "ets.expansion=1", "-o", "ets.beam=1", "-o", "ets.max_depth=1"]
+SMALL = ["-o", "ets.policy=lm", "-o", "ets.budget=null", "-o", "ets.n=4", "-o", "ets.expansion=1", "-o", "ets.beam=1",
+         "-o", "ets.max_depth=1"]
 
 
 @pytest.mark.slow
 def test_cli_ask_and_eval_with_refine_ets(tiny_set, lm, capsys, monkeypatch):
-    """``momoka ask STORE q --refine ets``: the reader's context is ETS's sentences, each an exact span of the
-    source; ``momoka eval --retriever dense --refine ets`` scores ``dense+ets`` beside ``dense``."""
+    """``momoka ask STORE q --refine ets`` with the LM policy and no fill (``budget=null``): the reader's context
+    is ETS's sentences, each an exact span of the source; ``momoka eval --retriever dense --refine ets`` scores ``dense+ets`` beside ``dense``."""
     monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
     store = tiny_set / "store"
     assert main(["index", str(tiny_set / "docs"), "--store", str(store)]) == 0

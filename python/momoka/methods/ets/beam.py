@@ -45,7 +45,7 @@ from ...llm import prompts
 from ...progress import Progress
 from ...stats import Stats
 
-__all__ = ["BeamResult", "LMPolicy", "Policy", "SearchStats", "beam_search", "expand"]
+__all__ = ["BeamResult", "LMPolicy", "Policy", "SearchStats", "beam_search", "expand", "run_beam"]
 
 
 class Policy(Protocol):
@@ -85,9 +85,11 @@ class SearchStats(Stats):
 
 @dataclass(frozen=True)
 class BeamResult:
-    """The chosen path (candidate indices in document order), its value, every scored path, the cost."""
+    """The chosen path (candidate indices in document order), its value, every scored path, the cost.
 
-    path: tuple[int, ...]
+    An empty path (value -inf) when no node had a child."""
+
+    path: tuple
     value: float
     scored: dict = field(compare=False)
     stats: SearchStats = field(compare=False)
@@ -95,7 +97,7 @@ class BeamResult:
 
 @dataclass
 class _Node:
-    path: tuple[int, ...]          # candidate indices in the order chosen
+    path: tuple                    # candidates in the order chosen
     state: Any                     # policy state after the path's sentences
     value: float = float("-inf")
 
@@ -205,53 +207,78 @@ def beam_search(question: str, candidates: Sequence[str], policy: Policy,
     stats = SearchStats()
     keys, selectable = _keys(policy, candidates)
     t0 = time.perf_counter()
-    root = _Node((), policy.root(question, candidates))
+    root = policy.root(question, candidates)
     stats.policy_runs += 1
     stats.seconds_root += time.perf_counter() - t0
-    scored: dict[tuple[int, ...], float] = {}
 
-    def score(path: tuple[int, ...]) -> float:
+    def children(path: tuple[int, ...], state: Any) -> list[tuple[int, Any]]:
+        used = set(path)
+        remaining = [i for i in selectable if i not in used]
+        return [(i, st) for i, _s, st, _g in expand(policy, state, keys, remaining, expansion,
+                                                     early_termination=early_termination, stats=stats)]
+
+    return run_beam(root, children, lambda ev: value(question, [candidates[i] for i in ev]), stats=stats,
+                    beam=beam, max_depth=min(max_depth, len(selectable)), planned_expansion=expansion,
+                    progress=progress)
+
+
+def run_beam(root: Any, children: Callable[[tuple[int, ...], Any], list[tuple[int, Any]]],
+             value: Callable[[tuple[int, ...]], float], *, beam: int, max_depth: int, planned_expansion: int = 1,
+             stats: SearchStats | None = None, progress: bool | None = None) -> BeamResult:
+    """The beam of ETS over any expansion: the ``beam`` best paths go on at each depth, the best path seen wins.
+
+    ``root`` is the policy state of the empty path; ``children(path, state)``
+    returns the node's expansions best first as ``(candidate, state after it)``
+    (candidates are hashable ids, ints for :func:`beam_search`; at most the
+    expansion size); ``value(evidence)`` scores a set of candidates given
+    sorted (an evidence set is scored once, whatever the order it was reached
+    in). A path that reaches an evidence set already reached at the same depth
+    is dropped. Returns the path (sorted) with the highest value over all
+    depths; ties go to the shorter, earlier path. ``planned_expansion`` only
+    sizes the progress line.
+    """
+    stats = stats if stats is not None else SearchStats()
+    scored: dict[tuple, float] = {}
+
+    def score(path: tuple) -> float:
         k = tuple(sorted(path))
         if k in scored:
             stats.value_cached += 1
             return scored[k]
         t = time.perf_counter()
-        v = float(value(question, [candidates[i] for i in k]))
+        v = float(value(k))
         stats.seconds_value += time.perf_counter() - t
         stats.value_calls += 1
         scored[k] = v
         return v
 
-    depths = min(max_depth, len(selectable))
     # nodes expanded when no depth runs out of new paths: 1 at the root, then up to `beam` per depth
-    planned = sum(min(beam, expansion ** d) for d in range(depths))
-    frontier = [root]
+    planned = sum(min(beam, planned_expansion ** d) for d in range(max_depth))
+    frontier = [_Node((), root)]
     best: _Node | None = None
     with Progress("ets beam search", total=planned, unit="nodes", enabled=progress) as bar:
-        for depth in range(depths):  # a path never holds more sentences than there are candidates
-            children: list[_Node] = []
+        for depth in range(max_depth):
+            kids: list[_Node] = []
             seen: set = set()
             for node in frontier:
-                used = set(node.path)
-                remaining = [i for i in selectable if i not in used]
-                for i, _s, st, _g in expand(policy, node.state, keys, remaining, expansion,
-                                            early_termination=early_termination, stats=stats):
+                for i, st in children(node.path, node.state):
                     path = node.path + (i,)
                     k = tuple(sorted(path))
                     if k in seen:
                         continue
                     seen.add(k)
-                    children.append(_Node(path, st, score(path)))
+                    kids.append(_Node(path, st, score(path)))
                 bar.update(1, depth=depth + 1, value_calls=stats.value_calls,
                            best=f"{best.value:.3f}" if best is not None else "-")
-            if not children:
+            if not kids:
                 break
-            children.sort(key=lambda c: -c.value)  # stable: policy order breaks ties
-            frontier = children[:beam]
+            kids.sort(key=lambda c: -c.value)  # stable: policy order breaks ties
+            frontier = kids[:beam]
             if best is None or frontier[0].value > best.value:
                 best = frontier[0]
         bar.total = bar.n  # a search with fewer new paths than planned is done all the same
-    assert best is not None
+    if best is None:
+        return BeamResult((), float("-inf"), dict(scored), stats)
     return BeamResult(tuple(sorted(best.path)), best.value, dict(scored), stats)
 
 

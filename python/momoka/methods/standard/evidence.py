@@ -41,7 +41,9 @@ DEFAULT_SENTENCES = 3
 TERM_WEIGHT = 0.5
 
 
-def _terms(text: str) -> set[str]:
+def content_terms(text: str) -> set[str]:
+    """The content words of ``text`` as BM25's analyser reads them: lower case, English stop words dropped,
+    Porter stems."""
     return set(tokenize(text, stem=True, stopwords="english"))
 
 
@@ -51,8 +53,8 @@ def term_scores(question: str, sentences: list[str]) -> np.ndarray:
     idf(t) = ln(1 + N / df(t)) over the ``N`` sentences; a question with no
     content word scores 0 everywhere.
     """
-    q = _terms(question)
-    sets = [_terms(s) for s in sentences]
+    q = content_terms(question)
+    sets = [content_terms(s) for s in sentences]
     if not q or not sets:
         return np.zeros(len(sentences), dtype=np.float64)
     n = len(sets)
