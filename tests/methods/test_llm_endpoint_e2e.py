@@ -1,6 +1,6 @@
 """Every LLM-backed component end to end against a real OpenAI-compatible server on 127.0.0.1
 (``momoka llm serve``'s handler over the local model, :class:`conftest.CountingEndpoint`), reached the way a
-user reaches it (``MOMOKA_LLM_BASE_URL``, ``momoka index`` / ``momoka ask``), with ``--estimate`` made first on
+user reaches it (``MOMOKA_LLM_BASE_URL``, ``momoka index`` / ``ask`` / ``query``), with ``--estimate`` made first on
 the same input and compared with the requests the server received: equal where the estimate is exact,
 a bound where it is documented as one.
 
