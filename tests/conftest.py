@@ -68,7 +68,7 @@ class CountingEndpoint:
     ``url`` is the API root (``.../v1``); ``requests`` the ``(path, body)`` received, in order; ``calls()``
     their number (``path``: only those ending so, e.g. ``"/completions"``); ``asked(name)`` the chat requests
     whose conversation opens with prompt ``name`` of :mod:`momoka.llm.prompts` (its text up to the first
-    field); ``reset()`` forgets them.
+    field), ``bodies(name)`` those requests' bodies; ``reset()`` forgets them.
     """
 
     def __init__(self, lm):
@@ -95,6 +95,10 @@ class CountingEndpoint:
         return sum(p.endswith(path) for p, _ in self.requests)
 
     def asked(self, name: str) -> int:
+        return len(self.bodies(name))
+
+    def bodies(self, name: str) -> list[dict]:
+        """The bodies of the chat requests :meth:`asked` counts, in order."""
         from momoka.llm import prompts
 
         head = prompts.get(name).template.split("{")[0].strip()
@@ -104,7 +108,7 @@ class CountingEndpoint:
             msgs = body.get("messages") or []
             return bool(msgs) and head in "\n".join(str(m.get("content", "")) for m in msgs[:2])
 
-        return sum(p.endswith("/chat/completions") and opens(b) for p, b in self.requests)
+        return [b for p, b in self.requests if p.endswith("/chat/completions") and opens(b)]
 
     def reset(self) -> None:
         self.requests.clear()

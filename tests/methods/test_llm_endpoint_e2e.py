@@ -1,6 +1,6 @@
 """Every LLM-backed component end to end against a real OpenAI-compatible server on 127.0.0.1
 (``momoka llm serve``'s handler over the local model, :class:`conftest.CountingEndpoint`), reached the way a
-user reaches it (``MOMOKA_LLM_BASE_URL``, ``momoka index`` / ``momoka ask``), with ``--estimate`` made first on
+user reaches it (``MOMOKA_LLM_BASE_URL``, ``momoka index`` / ``ask`` / ``query``), with ``--estimate`` made first on
 the same input and compared with the requests the server received: equal where the estimate is exact,
 a bound where it is documented as one.
 
@@ -215,3 +215,70 @@ def test_ask_with_the_ets_refiner_reading_through_the_endpoint(use_endpoint, pla
     assert ans["citations"]
     for c in ans["citations"]:
         assert texts[c["doc_id"]][c["start"]:c["end"]] == c["text"]
+
+
+@pytest.fixture
+def jerr_store(use_endpoint, tmp_path, capsys):
+    """The two documents with the JERR graph built offline (nothing asked while building it)."""
+    docs = _docs(tmp_path, paris=PARIS, radium=RADIUM)
+    assert main(["index", str(docs), "--store", str(tmp_path / "s"), "--no-dense", "--relate", "jerr",
+                 "-o", "jerr.backend=offline"]) == 0
+    capsys.readouterr()
+    assert use_endpoint.calls() == 0
+    return tmp_path / "s"
+
+
+def _exact_spans(items):
+    texts = {"paris": PARIS, "radium": RADIUM}
+    for it in items:
+        assert texts[it["doc_id"]][it["start"]:it["end"]] == it["text"], it
+
+
+# by hand (offline graph): the radium document's nodes are Marie Curie, Warsaw, Paris and Pierre Curie, one edge
+# Marie Curie -> Warsaw ("born"); the question's keywords (discovered, radium, marie, curie) make Marie Curie
+# (2 matches) the start node and its one neighbour, Warsaw, the only node found: one page (the document is one
+# unit of under 600 tokens) shown to one look-up request
+JERR_Q = "Who discovered radium with Marie Curie?"
+
+
+def test_ask_with_the_jerr_retriever_looking_up_key_chunks(use_endpoint, jerr_store, capsys):
+    argv = [str(jerr_store), JERR_Q, "--retriever", "jerr", "--reader", "llm", "--budget", "300",
+            "-o", "jerr.max_tokens=24", "-o", "llm.max_tokens=16"]
+    est = _ask(capsys, argv + ["--estimate"])
+    assert use_endpoint.calls() == 0  # the estimate runs the offline search and asks nothing
+    rest = est["retriever"]["estimate"]
+    assert est["retriever"]["name"] == "jerr" and rest["backend"] == "llm" and rest["endpoint"] == use_endpoint.url
+    assert rest["nodes_found"] == 1 and rest["pages"] == 1
+    assert rest["llm_calls"] == 1 and rest["completion_tokens_max"] == 24
+    assert est["reader"]["estimate"]["llm_calls"] == 1
+    ans = _ask(capsys, argv + ["--json"])
+    (body,) = use_endpoint.bodies("jerr.lookup")  # the look-up: exactly the estimated request, then the reader's
+    assert len(body["messages"]) == 1 and len(body["messages"][0]["content"]) == rest["prompt_chars"]
+    assert body["max_tokens"] == rest["completion_tokens_max"]
+    assert "<Page 1>" in body["messages"][0]["content"] and "<Page 2>" not in body["messages"][0]["content"]
+    assert use_endpoint.calls() == use_endpoint.calls("/chat/completions") == rest["llm_calls"] + 1
+    assert ans["kind"] != "evidence" and ans["context"]
+    assert {c["doc_id"] for c in ans["context"]} == {"radium"}
+    _exact_spans(ans["context"] + ans["citations"])
+
+
+def test_query_with_the_jerr_retriever(use_endpoint, jerr_store, capsys):
+    argv = [str(jerr_store), JERR_Q, "--retriever", "jerr", "--reader", "evidence"]
+    rest = _ask(capsys, argv + ["--estimate"])["retriever"]["estimate"]
+    assert use_endpoint.calls() == 0
+    assert main(["query", str(jerr_store), JERR_Q, "--retriever", "jerr", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert use_endpoint.calls() == len(use_endpoint.bodies("jerr.lookup")) == rest["llm_calls"] == 1
+    assert res["stats"]["key_chunks"]["by"] == "llm:smollm2"
+    assert res["stats"]["key_chunks"]["pages"] == rest["pages"] == 1
+    (item,) = res["items"]  # the one node found, Warsaw, with the chunk naming it
+    assert item["provenance"]["entity"] == "Warsaw"
+    assert item["members"] and all("Warsaw" in m["text"] for m in item["members"])
+    _exact_spans(item["members"])
+    # a question naming no node: the search finds none, so nothing is asked, as estimated
+    q = "What colour is the sky at noon?"
+    rest = _ask(capsys, [str(jerr_store), q, "--retriever", "jerr", "--reader", "evidence", "--estimate"])
+    assert rest["retriever"]["estimate"]["llm_calls"] == 0 and rest["retriever"]["estimate"]["nodes_found"] == 0
+    assert main(["query", str(jerr_store), q, "--retriever", "jerr", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] == []
+    assert use_endpoint.calls() == 1

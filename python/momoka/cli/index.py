@@ -101,8 +101,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.add_argument("--estimate", action="store_true",
-                   help="print the LLM requests and tokens the reader and the refiner would cost for this "
-                   "question (bounds where the count depends on the answers); retrieves nothing, calls nothing")
+                   help="print the LLM requests and tokens the retriever, the reader and the refiner would cost "
+                   "for this question (bounds where the count depends on the answers); calls nothing (the jerr "
+                   "retriever runs its offline graph search to price its look-up)")
     add_llm_arguments(p)
     p.set_defaults(func=_ask)
 
@@ -256,21 +257,29 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
     return 0
 
 
-def _ask_estimate(args: argparse.Namespace, budget: int | None) -> int:
+def _ask_estimate(args: argparse.Namespace, kb: dict) -> int:
     """Print what answering the question would cost per component; loads no model and calls nothing.
 
-    The reader and the refiner are built with the options ``ask`` gives them and priced by their own
-    ``estimate(question)``; a component without one calls no LLM.
+    The retriever, the reader and the refiner are built with the options ``ask`` gives them and priced
+    by their own ``estimate``: the retriever's over the opened store with the number of items ``ask``
+    asks it for (``estimate(question, k)``; the ``jerr`` retriever runs its graph search, which is
+    offline, to know what its look-up would be asked), the others' from the question alone
+    (``estimate(question)``). A component without one calls no LLM.
     """
     from .. import registry  # start-up: momoka.registry (dataclasses)
+    from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
     from ..methods.standard.reader import default_reader  # start-up: momoka.methods.standard.reader
 
-    opts = parse_options(args.option)
+    opts = parse_options(args.option)  # each component's options taken as Index.ask takes them
     reader = args.reader or default_reader()
-    ropts = dict(opts.get(reader, {}))
-    ropts.setdefault("max_context_chars", budget)
-    parts = [("reader", reader, ropts)] + ([("refiner", args.refine, opts.get(args.refine, {}))] if args.refine else [])
-    out: dict = {"question": args.question, "retriever": args.retriever}
+    with Index.open(args.store) as ix:
+        est = getattr(ix.retriever(args.retriever, **opts.pop(args.retriever, {})), "estimate", None)
+        priced = est(args.question, ix.search_depth(kb["k"], kb["budget"])) if callable(est) else "calls no LLM"
+    out: dict = {"question": args.question, "retriever": {"name": args.retriever, "estimate": priced}}
+    parts = [("refiner", args.refine, opts.pop(args.refine, {}))] if args.refine else []
+    ropts = dict(opts.pop(reader, {}))
+    ropts.setdefault("max_context_chars", kb["budget"])
+    parts.insert(0, ("reader", reader, ropts))
     for kind, name, o in parts:
         if kind == "reader" and name == "evidence":
             out[kind] = {"name": name, "estimate": "calls no LLM"}
@@ -332,7 +341,7 @@ def _ask(args: argparse.Namespace) -> int:
     apply_llm_arguments(args)
     kb = _k_budget(args)
     if args.estimate:
-        return _ask_estimate(args, kb["budget"])
+        return _ask_estimate(args, kb)
     ix = Index.open(args.store)
     ans = ix.ask(args.question, retriever=args.retriever, reader=args.reader, refine=args.refine,
                  k=kb["k"], budget=kb["budget"], assemble=kb["assemble"], options=parse_options(args.option))

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import settings
+
+
+def endpoint_of(client: Any) -> str | None:
+    """Where a component's LLM requests would go, without building its client: the given client's
+    ``base_url``, else (no client given) ``MOMOKA_LLM_BASE_URL``; None when they would go to no endpoint
+    (the local model answers, no request is made)."""
+    from ..llm import ENV_BASE_URL  # start-up: momoka.llm
+
+    if client is not None:
+        return getattr(client, "base_url", None) or None
+    return settings.get_text(ENV_BASE_URL) or None
 
 
 class LLMBacked:

@@ -547,7 +547,7 @@ class Index:
         list of ids, or None) instead of ``doc_ids`` for all.
         """
         r = self.retriever(retriever, **options)
-        depth = k if k is not None else (self.depth_for(budget) if budget is not None else DEFAULT_K)
+        depth = self.search_depth(k, budget)
         if per_query_doc_ids is not None:
             out = r.retrieve_batch(queries, depth, doc_ids=doc_ids, per_query_doc_ids=per_query_doc_ids)
         else:
@@ -589,6 +589,11 @@ class Index:
             res = registry.create("refiner", refine, embedder=self.embedder, corpus=Corpus(self),
                                   **opts.pop(refine, {})).refine(question, res)
         return make_reader(reader, opts.pop(reader, {}), budget, lambda: self.embedder).answer(question, res)
+
+    def search_depth(self, k: int | None = None, budget: int | None = None) -> int:
+        """How many items :meth:`search` asks its retriever for: ``k`` when given, else :meth:`depth_for`
+        ``budget`` when given, else 5."""
+        return k if k is not None else (self.depth_for(budget) if budget is not None else DEFAULT_K)
 
     def depth_for(self, budget: int) -> int:
         """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""

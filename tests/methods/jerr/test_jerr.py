@@ -18,7 +18,7 @@ import pytest
 
 from momoka import Index
 from momoka.cli import main
-from momoka.errors import ConfigError, StoreError
+from momoka.errors import ConfigError, InputError, StoreError
 from momoka.kernels import simhash
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, ScriptedServer
@@ -411,6 +411,44 @@ def test_llm_key_chunk_step_keeps_the_pages_the_model_names(tmp_path):
     assert [it.to_dict() for it in offline] != [it.to_dict() for it in res]
     assert unclear.stats["key_chunks"]["fallback"].startswith("keywords")
     assert [it.to_dict() for it in unclear] == [it.to_dict() for it in offline]
+
+
+def test_look_up_estimate_is_the_request_made(tmp_path):
+    """``estimate`` prices the look-up without making it: one request of exactly the prompt sent when the
+    search finds nodes and an endpoint is configured; none offline, on a client without an endpoint, or
+    when no node matches the question (and then none is made)."""
+    import re
+
+    ix = _build(tmp_path)
+    q = "Who kept the lighthouse lamp burning?"
+    assert JerrRetriever(ix, backend="offline").estimate(q, 3) == {
+        "per": "question", "backend": "offline", "llm_calls": 0, "look_up": "skipped (offline)"}
+
+    class NoEndpoint:  # a client with no base_url (the local model): never called by an estimate
+        def complete(self, *a, **kw):
+            raise AssertionError("called")
+
+    local = JerrRetriever(ix, backend="llm", llm=NoEndpoint()).estimate(q, 3)
+    assert local["llm_calls"] == 0 and local["endpoint"] is None and local["nodes_found"] >= 1
+    with ScriptedServer(lambda body, i: Reply("I want to look up Page [1].")) as srv:
+        llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
+        ret = JerrRetriever(ix, backend="auto", llm=llm, max_tokens=40)
+        est = ret.estimate(q, 3)
+        assert srv.count == 0
+        res = ret.retrieve(q, 3)
+        assert srv.count == est["llm_calls"] == 1
+        body = srv.chat_bodies()[0]
+        none = ret.estimate("zebra xylophone quartz", 3)
+        assert ret.retrieve("zebra xylophone quartz", 3).items == () and srv.count == 1
+    prompt = body["messages"][-1]["content"]
+    assert len(body["messages"]) == 1 and est["prompt_chars"] == len(prompt)
+    assert est["prompt_tokens"] == len(prompt) // 4 and est["completion_tokens_max"] == body["max_tokens"] == 40
+    assert est["endpoint"] == srv.base_url and est["backend"] == "llm"
+    assert est["pages"] == len(re.findall(r"<Page \d+>", prompt)) == res.stats["key_chunks"]["pages"] >= 2
+    assert est["nodes_found"] == prompt.count("\n- ") >= 2  # the nodes listed, one line each
+    assert none["llm_calls"] == none["nodes_found"] == 0
+    with pytest.raises(InputError):
+        ret.estimate("  ", 3)
 
 
 def test_retriever_bad_options(tmp_path):

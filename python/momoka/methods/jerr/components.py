@@ -25,13 +25,13 @@ from ..._validate import check_choice, check_float, check_int
 from ...errors import ConfigError, InputError, StoreError
 from ...llm import prompts
 from ...progress import Progress
-from .._backend import LLMBacked
+from .._backend import LLMBacked, endpoint_of
 from ..base import DEFAULT_BUDGET, Item, Result
 from ..fallbacks import FallbackTally, set_record
 from ...registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
-from .extract import content_words, estimate_llm, extract_llm, extract_offline, make_units
+from .extract import CHARS_PER_TOKEN, content_words, estimate_llm, extract_llm, extract_offline, make_units
 from .graph import (EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, prepare_graph, read_graphs,
                     write_graph)
 from .search import VARIANTS, NodeGraph, mcts_top_nodes, node_words, pagerank_top_nodes
@@ -185,6 +185,8 @@ class JerrRetriever(LLMBacked):
             picks the units to read again), ``"offline"`` (skipped: each node's chunks holding most
             keywords) or ``"auto"`` (``llm`` when a client is given or ``MOMOKA_LLM_BASE_URL`` is set).
         llm, max_pages, max_tokens: the client, the most units it may pick (6) and its answer limit (128).
+
+    :meth:`estimate` prices the look-up of one question (one request or none) without making it.
     """
 
     name = "jerr"
@@ -254,16 +256,25 @@ class JerrRetriever(LLMBacked):
             out.append(self._one(q, k, key))
         return out
 
-    def _one(self, query: str, k: int, key: tuple | None) -> Result:
-        t0 = time.perf_counter()
+    def _search(self, query: str, k: int, key: tuple | None) -> tuple[list[int], list[float], dict, list[dict]]:
+        """The graph search alone (no LLM): top ``k`` node indices, their scores, the search's stats and the
+        node rows of the searched graphs (no node and ``{}`` for an empty graph)."""
         g, rows = self._graph(key)
         if g.n == 0:
-            return Result(query, (), self.name, {"seconds": 0.0, "nodes": 0})
+            return [], [], {}, rows
         if self.method == "mcts":
             nodes, scores, st = mcts_top_nodes(g, query, k, variant=self.variant, simulations=self.simulations,
                                                depth=self.depth, c=self.c, direction=self.direction, seed=self.seed)
         else:
             nodes, scores, st = pagerank_top_nodes(g, query, k, direction=self.direction or "out")
+        st["nodes"] = g.n
+        return nodes, scores, st, rows
+
+    def _one(self, query: str, k: int, key: tuple | None) -> Result:
+        t0 = time.perf_counter()
+        nodes, scores, st, rows = self._search(query, k, key)
+        if not st:
+            return Result(query, (), self.name, {"seconds": 0.0, "nodes": 0})
         kw = set(st["keywords"])
         allowed = None
         if self.effective_backend != "llm":
@@ -286,8 +297,36 @@ class JerrRetriever(LLMBacked):
             prov["synopsis"] = syn
             members = tuple(self.index.member(c) for c in cids)
             items.append(Item(members, float(s), len(items) + 1, prov, self.index.title(row["doc_id"])))
-        st.update({"seconds": time.perf_counter() - t0, "nodes": g.n})
+        st["seconds"] = time.perf_counter() - t0
         return Result(query, tuple(items), self.name, st)
+
+    def estimate(self, question: str, k: int = 5, *, doc_ids: Iterable[str] | str | None = None) -> dict:
+        """Pre-run cost of retrieving for one question: the LLM requests of the look-up step.
+
+        Runs the graph search (offline: no model, no LLM) to know what the look-up would be asked, and
+        asks nothing. The look-up is one request when the LLM back-end is on, an endpoint is configured
+        and the search finds a node; otherwise none (offline the step is skipped; on the local model it
+        makes no request). The count is exact: an answer naming no page is not asked again (the keyword
+        choice is kept). ``prompt_chars`` is the exact length of the look-up prompt, ``prompt_tokens`` it at
+        4 characters per token, ``completion_tokens_max`` the answer limit ``max_tokens``; ``nodes_found`` and
+        ``pages``: the nodes found and the units shown to the model. A cached answer makes no request.
+        """
+        query = self.index.check_queries([question])[0]
+        k = check_k(k)
+        key = None if doc_ids is None else ((doc_ids,) if isinstance(doc_ids, str) else tuple(doc_ids))
+        backend = self.effective_backend
+        out: dict[str, Any] = {"per": "question", "backend": backend}
+        if backend != "llm":
+            return {**out, "llm_calls": 0, "look_up": "skipped (offline)"}
+        url = endpoint_of(self._llm)
+        nodes, _, _, rows = self._search(query, k, key)
+        out.update({"endpoint": url, "nodes_found": len(nodes)})
+        if not nodes:
+            return {**out, "llm_calls": 0, "look_up": "skipped (the search found no node)"}
+        msgs, pages = self._look_up_messages(query, [rows[v] for v in nodes])
+        chars = sum(len(m["content"]) for m in msgs)
+        return {**out, "pages": len(pages), "llm_calls": 1 if url else 0, "prompt_chars": chars,
+                "prompt_tokens": chars // CHARS_PER_TOKEN, "completion_tokens_max": self.max_tokens}
 
     def pages(self, rows: Sequence[dict]) -> list[list]:
         """The look-up step's pages: the units (chunks sharing a synopsis within a document) holding the
@@ -299,10 +338,8 @@ class JerrRetriever(LLMBacked):
             by_unit.setdefault((chunks.span(c)[0], chunks.metadata(c).get(SYNOPSIS_KEY) or c), []).append(c)
         return list(by_unit.values())
 
-    def _look_up(self, query: str, rows: Sequence[dict]) -> tuple[set | None, dict]:
-        """The LLM key-chunk step (section 3.3): the nodes and their units' synopses, numbered as pages, go to
-        the ``jerr.lookup`` prompt; the chunks of the pages it names are kept. An answer naming no page keeps
-        the keyword choice (recorded)."""
+    def _look_up_messages(self, query: str, rows: Sequence[dict]) -> tuple[list[dict], list[list]]:
+        """The look-up step's chat messages for ``rows`` (the nodes found) and its :meth:`pages`."""
         pages = self.pages(rows)
         chunks = self.index.store.chunks
         nodes = "\n".join(f"- {r['name']}" + (f" (also: {', '.join(r['aliases'])})" if r.get("aliases") else "")
@@ -311,7 +348,14 @@ class JerrRetriever(LLMBacked):
                             for i, p in enumerate(pages, start=1))
         msg = prompts.render("jerr.lookup", max_pages=self.max_pages, question=query,
                              context=f"Relevant nodes:\n{nodes}\n\n{text}")
-        answer = self.llm.complete([{"role": "user", "content": msg}], max_tokens=self.max_tokens, temperature=0) or ""
+        return [{"role": "user", "content": msg}], pages
+
+    def _look_up(self, query: str, rows: Sequence[dict]) -> tuple[set | None, dict]:
+        """The LLM key-chunk step (section 3.3): the nodes and their units' synopses, numbered as pages, go to
+        the ``jerr.lookup`` prompt; the chunks of the pages it names are kept. An answer naming no page keeps
+        the keyword choice (recorded)."""
+        msgs, pages = self._look_up_messages(query, rows)
+        answer = self.llm.complete(msgs, max_tokens=self.max_tokens, temperature=0) or ""
         picked = [i for i in parse_pages(answer) if 1 <= i <= len(pages)][: self.max_pages]
         by = f"llm:{getattr(self.llm, 'model', '') or type(self.llm).__name__}"
         if not picked:

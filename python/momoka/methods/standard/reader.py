@@ -28,6 +28,7 @@ from ... import settings
 from ..._validate import check_int
 from ...errors import InputError, InputTooLargeError
 from ...store.bm25 import ENGLISH_STOPWORDS
+from .._backend import endpoint_of
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ...registry import create, register
 
@@ -200,9 +201,7 @@ class LLMReader:
         """Pre-run cost of answering one question: one request, its prompt at most the template, the
         question and ``max_context_chars`` of passages (4 characters per token), its answer at most
         ``max_tokens``; on the local model (no endpoint configured) no request."""
-        from ...llm import ENV_BASE_URL  # start-up: momoka.llm
-
-        remote = getattr(self._llm, "base_url", None) or (self._llm is None and settings.get_text(ENV_BASE_URL))
+        remote = endpoint_of(self._llm)
         ctx = self.max_context_chars if self.max_context_chars is not None else None
         tmpl = len("".join(str(m.get("content", "")) for m in self.messages(question, [])))
         return {"per": "question", "llm_calls": 1 if remote else 0, "endpoint": remote or None,
