@@ -8,15 +8,19 @@ that removes shared variance (narrower than either method's own interval),
 the seed (same seed, same interval), bad input (lengths differ, NaN, empty,
 too few resamples); and ``run_eval``'s report: each margin's mean is the
 difference of the two retrievers' reported means, on real SQuAD questions
-with BM25 and hybrid.
+with BM25 and hybrid; per group of a question field (``group_by``), the intervals
+and margins of a run over that group's questions alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from momoka.errors import ConfigError, InputError
-from momoka.eval import bootstrap_mean, paired_bootstrap
+from momoka.eval import bootstrap_mean, load_dataset, paired_bootstrap
+from momoka.eval.datasets import Dataset
 from momoka.eval.runner import format_report, run_eval
 
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -100,3 +104,29 @@ def test_eval_report_margins_are_paired_differences(shared_data):
         assert iv[key]["mean"] == pytest.approx(means[name]) and iv[key]["low"] <= means[name] <= iv[key]["high"]
     text = format_report(report)
     assert "95 % bootstrap intervals over the 40 questions" in text and "complete@5000c - bm25" in text
+
+
+@pytest.mark.data
+@pytest.mark.models
+def test_eval_group_margins_equal_a_run_on_the_groups_questions_alone(shared_data, tmp_path):
+    # 30 SQuAD questions labelled by a field; each group's intervals and margins must be those of a run over
+    # that group's questions alone (same documents, same store)
+    ds = load_dataset(shared_data / "squad_v1_dev_half_a")
+    qs = [dataclasses.replace(q, extra={**q.extra, "half": "odd" if i % 2 else "even"})
+          for i, q in enumerate([q for q in ds.questions if q.gold][:30])]
+    wanted = {q.doc_id for q in qs}
+    docs = [d for d in ds.documents if d.doc_id in wanted]
+
+    def subset(questions):
+        return Dataset(ds.name, ds.path, docs, questions, ds.evidence_mode, ds.evidence_mode_source)
+
+    store = tmp_path / "store"
+    report = run_eval(subset(qs), ["bm25", "hybrid"], store=store, group_by="half")
+    groups = report["groups"]
+    assert groups["field"] == "half" and sorted(groups["values"]) == ["even", "odd"]
+    for value in ("even", "odd"):
+        alone = run_eval(subset([q for q in qs if q.extra["half"] == value]), ["bm25", "hybrid"], store=store)
+        g = groups["values"][value]
+        assert g["n"] == 15 == alone["n_questions"]
+        assert g["intervals"] == alone["intervals"] and g["margins"] == alone["margins"]
+    assert "per half (complete coverage at 5000 characters)" in format_report(report)

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "refiner, as NAME+REFINER (ets: evidence sentences; options with -o ets.KEY=VALUE)")
     add_chunker_arguments(p)
     p.add_argument("--limit", type=int, default=None, help="only the first N questions with evidence")
+    p.add_argument("--group-by", default=None, metavar="FIELD",
+                   help="also give the intervals and margins per value of this question field "
+                   "(e.g. query_type of DragonBall)")
     p.add_argument("--scope", default="corpus", choices=("corpus", "document"),
                    help="search all documents (corpus, default) or only the question's own document")
     p.add_argument("--documents", default="all", choices=("all", "questions"),
@@ -115,7 +118,7 @@ def _eval(args: argparse.Namespace) -> int:
                       scope=args.scope, documents=args.documents, store=args.store, options=opts,
                       chunker_options=chunker_opts, budgets=budgets, evidence_mode=args.evidence_mode, log=say,
                       assemble=args.assemble,
-                      refine=args.refine)
+                      refine=args.refine, group_by=args.group_by)
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:
         write_json(args.out, report)

@@ -79,7 +79,8 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
              documents: str = "all", store: str | None = None, options: dict[str, dict] | None = None,
              chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,
              budgets: Sequence[int] = (DEFAULT_BUDGET,), evidence_mode: str | None = None,
-             log: Any = None, refine: str | None = None, assemble: bool = True) -> dict:
+             log: Any = None, refine: str | None = None, assemble: bool = True,
+             group_by: str | None = None) -> dict:
     """Evaluate ``retrievers`` on ``dataset`` and return a JSON-serialisable report.
 
     Args:
@@ -110,6 +111,11 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
             items that do not fit skipped, at the default cap);
             False: the longest prefix of the ranking that fits. The report's
             ``assemble`` says which (with the cap).
+        group_by: a field of the set's questions (e.g. DragonBall's ``query_type``):
+            the intervals and paired margins are also computed over the questions of
+            each of its values (``report["groups"]``: per value its ``n``,
+            ``intervals`` and ``margins``; a question without the field counts as
+            ``"(none)"``).
 
     Report: ``retrievers[name]`` holds ``item`` and ``chunk`` metric dicts
     (``means`` per k and the Momoka eq. 6 ``sums``), the mean number of
@@ -183,7 +189,21 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
     finally:
         ix.close()
     report["intervals"], report["margins"] = _intervals(per_question, [q.qid for q in questions], budgets)
+    if group_by:
+        report["groups"] = _groups(per_question, questions, group_by, budgets)
     return report
+
+
+def _groups(per_question: dict[str, dict], questions: list, field: str, budgets: tuple) -> dict:
+    """:func:`_intervals` over the questions of each value of question field ``field``."""
+    by: dict[str, list[str]] = {}
+    for q in questions:
+        by.setdefault(str(q.extra.get(field, "(none)")), []).append(q.qid)
+    out: dict[str, Any] = {"field": field, "values": {}}
+    for value in sorted(by):
+        ivs, margins = _intervals(per_question, by[value], budgets)
+        out["values"][value] = {"n": len(by[value]), "intervals": ivs, "margins": margins}
+    return out
 
 
 #: Questions per retriever call in :func:`run_eval`: a progress line between slices (every retriever answers
@@ -355,9 +375,18 @@ def _format_intervals(report: dict) -> str:
         rows.append(cells)
     n = next(iter(ivs[first].values()))["n"]
 
-    return (f"\n\n95 % bootstrap intervals over the {n} questions ({DEFAULT_RESAMPLES:,} resamples); "
-            f"margins are paired "
-            f"differences with {first} on the same questions\n" + format_table(header, rows))
+    out = (f"\n\n95 % bootstrap intervals over the {n} questions ({DEFAULT_RESAMPLES:,} resamples); "
+           f"margins are paired "
+           f"differences with {first} on the same questions\n" + format_table(header, rows))
+    groups = report.get("groups")
+    if groups and len(ivs) > 1:
+        key = keys[0]
+        header = [groups["field"], "n"] + [f"{key} {name}" for name in ivs] + [f"{name} - {first}" for name in list(ivs)[1:]]
+        rows = [[value, str(g["n"])] + [_iv(g["intervals"][name][key]) for name in ivs]
+                + [_iv(g["margins"][name][key], signed=True) for name in list(ivs)[1:]]
+                for value, g in groups["values"].items()]
+        out += f"\n\nper {groups['field']} (complete coverage at {b} characters)\n" + format_table(header, rows)
+    return out
 
 
 def _iv(d: dict, signed: bool = False) -> str:
