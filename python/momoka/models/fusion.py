@@ -139,7 +139,9 @@ def _head_shape(G: _Graph, shape_name: str, what: str) -> tuple[int, int | None]
     else:
         cat = G.op(shape_name, "Concat")
         if cat is None:
-            raise ModelError(f"attention {what}: the head reshape's shape {shape_name!r} is neither constant nor a Concat")
+            raise ModelError(
+                f"attention {what}: the head reshape's shape {shape_name!r} is neither constant nor a Concat"
+            )
         dims = []
         for i in cat.input:
             v = G.const(i)
@@ -191,7 +193,9 @@ def _mask_source(G: _Graph, mask_bias: str, graph_inputs: set[str]) -> str:
         if n is not None and n.op_type != "Shape":
             todo.extend(i for i in n.input if i)
     if found != {"attention_mask"}:
-        raise ModelError(f"attention mask: expected it computed from the input 'attention_mask' alone, found {sorted(found)}")
+        raise ModelError(
+            f"attention mask: expected it computed from the input 'attention_mask' alone, found {sorted(found)}"
+        )
     return "attention_mask"
 
 
@@ -226,13 +230,12 @@ def _match_attention(G: _Graph, softmax, graph_inputs: set[str]) -> _Block:
     # After Softmax: an optional NaN guard Where(IsNaN(p), 0, p), then MatMul(P, V).
     probs = softmax.output[0]
     nxt = G.consumers.get(probs, [])
-    guard = []
     if len(nxt) == 2 and {n.op_type for n in nxt} == {"IsNaN", "Where"}:
         isnan = next(n for n in nxt if n.op_type == "IsNaN")
         where = next(n for n in nxt if n.op_type == "Where")
         if list(where.input) != [isnan.output[0], where.input[1], probs] or G.scalar(where.input[1]) != 0.0:
             raise ModelError("attention: unexpected guard after Softmax")
-        guard, probs = [isnan, where], where.output[0]
+        probs = where.output[0]
     av = G.only_consumer(probs)
     if av is None or av.op_type != "MatMul" or av.input[0] != probs:
         raise ModelError("attention: expected MatMul(softmax, V) after Softmax")

@@ -318,7 +318,9 @@ def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, qui
         fused = _embed_check(work / "model.fused.onnx")
         exact = float((fp32 * fused).sum(axis=1).min())
         if exact < 0.9999:
-            raise ModelError(f"attention fusion changed the embedder: min cosine {exact:.6f} < 0.9999 to the fp32 graph")
+            raise ModelError(
+                f"attention fusion changed the embedder: min cosine {exact:.6f} < 0.9999 to the fp32 graph"
+            )
         cos = float((fp32 * _embed_check(d)).sum(axis=1).mean())
         if cos < 0.98:
             raise ModelError(f"quantised embedder fidelity check failed: mean cosine {cos:.4f} < 0.98 to fp32")
