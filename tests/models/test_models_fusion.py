@@ -1,4 +1,4 @@
-"""The attention/GELU fusion of the default embedder (``momoka.models.fusion``) against independent
+"""The attention/GELU fusion of ``minilm-l6-v2-int8-fused`` (``momoka.models.fusion``) against independent
 references: the unfused fp32 graph run by onnxruntime, each text run alone, and the graph's structure."""
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ def fused_dir(fp32_dir, tmp_path_factory):
     report = fuse_encoder(fp32_dir / "model.onnx", d / "model.onnx", expect_layers=LAYERS)
     shutil.copyfile(fp32_dir / "tokenizer.json", d / "tokenizer.json")
     return d, report
+
+
+@pytest.fixture(scope="module")
+def fused(models_root):
+    """The installed fused embedder (int8 ``QAttention``)."""
+    return Embedder.from_registry("minilm-l6-v2-int8-fused")
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +66,16 @@ def test_fusion_replaces_every_block(fused_dir, fp32_dir):
     assert report.nodes_after == sum(after.values()) < report.nodes_before == sum(before.values())
 
 
-def test_installed_default_is_fused(models_root):
-    d = models_root / "minilm-l6-v2-int8"
+def test_installed_fused_model_is_fused_and_the_default_is_not(models_root):
+    d = models_root / "minilm-l6-v2-int8-fused"
     ops = _ops(d / "model.onnx")
     assert ops["QAttention"] == LAYERS and ops["Gelu"] == LAYERS and ops["Softmax"] == 0
     cfg = json.loads((d / "config.json").read_text())
     assert cfg["disabled_optimizers"] == ["SkipLayerNormFusion"]
+    # the default keeps its graph (stores built with it keep their embedder's checksum)
+    default = _ops(models_root / "minilm-l6-v2-int8" / "model.onnx")
+    assert default["QAttention"] == 0 and default["Softmax"] == LAYERS
+    assert "disabled_optimizers" not in json.loads((models_root / "minilm-l6-v2-int8" / "config.json").read_text())
 
 
 def test_wrong_block_count_is_an_error(fp32_dir, tmp_path):
@@ -120,29 +130,46 @@ def test_fused_padding_is_masked(fused_dir, paragraphs):
     np.testing.assert_allclose(padded, alone, atol=2e-5)
 
 
-def test_default_embedder_close_to_fp32(embedder, fp32_dir, paragraphs):
-    # The int8 fused default against the unfused fp32 graph, per text. Measured on these paragraphs:
-    # min 0.992, mean 0.995 (as close as the unfused int8 graph it replaces).
+def test_fused_embedder_close_to_fp32(fused, fp32_dir, paragraphs):
+    # The int8 fused graph against the unfused fp32 graph, per text. Measured on these paragraphs:
+    # min 0.992, mean 0.995 (as close as the unfused int8 default).
     ref = Embedder(fp32_dir).embed(paragraphs)
-    cos = (embedder.embed(paragraphs) * ref).sum(axis=1)
+    cos = (fused.embed(paragraphs) * ref).sum(axis=1)
     assert cos.min() >= 0.985 and cos.mean() >= 0.993, (cos.min(), cos.mean())
 
 
-def test_default_embedder_independent_of_batch_mates(embedder, paragraphs):
-    # The activation scale of an int8 pass is computed over the whole batch tensor, so the default
+def test_fused_embedder_independent_of_batch_mates(fused, paragraphs):
+    # The activation scale of an int8 pass is computed over the whole batch tensor, so the graph
     # runs one text per pass: a text's vector is the same alone and among other texts.
-    assert embedder.batching == "single" and embedder.batch_independent
+    assert fused.batching == "single" and fused.batch_independent
     text = paragraphs[3]
-    alone = embedder.embed([text])[0]
-    mates = embedder.embed(paragraphs[:3] + [text] + ["a short one", paragraphs[10]])
+    alone = fused.embed([text])[0]
+    mates = fused.embed(paragraphs[:3] + [text] + ["a short one", paragraphs[10]])
     np.testing.assert_array_equal(mates[3], alone)
 
 
 def test_disabled_optimizers_must_be_a_list(models_root, tmp_path):
     d = tmp_path / "m"
-    shutil.copytree(models_root / "minilm-l6-v2-int8", d)
+    shutil.copytree(models_root / "minilm-l6-v2-int8-fused", d)
     cfg = json.loads((d / "config.json").read_text())
     cfg["disabled_optimizers"] = "SkipLayerNormFusion"
     (d / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ModelError, match="disabled_optimizers .* must be a list"):
         Embedder(d)
+
+
+def test_cli_index_with_the_fused_embedder(fused, tmp_path, paragraphs):
+    # a new store built with --embedder records the fused model and holds its vectors; --no-dense excludes it
+    from momoka import Index
+    from momoka.cli import main
+
+    src = tmp_path / "doc.txt"
+    src.write_text("\n\n".join(paragraphs[:4]), encoding="utf-8")
+    assert main(["index", str(src), "--store", str(tmp_path / "s"), "--embedder", "minilm-l6-v2-int8-fused"]) == 0
+    with Index.open(tmp_path / "s") as ix:
+        assert ix.store.embedder_info["model_id"] == "minilm-l6-v2-int8-fused"
+        ids = list(range(ix.store.n_chunks))
+        want = fused.embed([ix.store.chunks.text(c) for c in ids])
+        np.testing.assert_allclose(ix.store.vector_view("raw").get(ids), want, atol=1e-6)
+    assert main(["index", str(src), "--store", str(tmp_path / "t"), "--no-dense", "--embedder",
+                 "minilm-l6-v2-int8-fused"]) == 2
