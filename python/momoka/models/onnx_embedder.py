@@ -133,7 +133,7 @@ class OnnxEmbedder:
     and ``normalize`` override the config; ``truncation``: ``"end"``,
     ``"start"`` or ``"error"`` (see the module docstring). The config may also
     name onnxruntime graph optimizers to leave off (``disabled_optimizers``, a
-    list of names; the fused default model turns off ``SkipLayerNormFusion``,
+    list of names; ``minilm-l6-v2-int8-fused`` turns off ``SkipLayerNormFusion``,
     whose kernel is slower here than what it fuses).
 
     Attributes: ``dim``, ``model_id``, ``checksum`` (sha256 of the ONNX file),
