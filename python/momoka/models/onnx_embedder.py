@@ -131,7 +131,10 @@ class OnnxEmbedder:
     ``batch_tokens``: most padded tokens per forward pass; ``batching``:
     ``"auto"``, ``"single"`` or ``"bucketed"`` (module docstring); ``pooling``
     and ``normalize`` override the config; ``truncation``: ``"end"``,
-    ``"start"`` or ``"error"`` (see the module docstring).
+    ``"start"`` or ``"error"`` (see the module docstring). The config may also
+    name onnxruntime graph optimizers to leave off (``disabled_optimizers``, a
+    list of names; ``minilm-l6-v2-int8-fused`` turns off ``SkipLayerNormFusion``,
+    whose kernel is slower here than what it fuses).
 
     Attributes: ``dim``, ``model_id``, ``checksum`` (sha256 of the ONNX file),
     ``max_length``, ``truncated`` (inputs truncated so far), ``last_truncated``,
@@ -207,15 +210,19 @@ class OnnxEmbedder:
         self.tokenizer.enable_truncation(
             self.max_length, strategy="longest_first", direction="left" if truncation == "start" else "right"
         )
+        disabled = cfg.get("disabled_optimizers", [])
+        if not isinstance(disabled, list) or not all(isinstance(d, str) for d in disabled):
+            raise ModelError(f"disabled_optimizers in {cfg_path} must be a list of names, got {disabled!r}")
         if self.device == "cpu":
             n = resolve_threads(threads)
             if n is None:
                 n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
             self.workers = max(1, int(n))
-            self._session = create_session(onnx_path, device=device, threads=1)
+            self._session = create_session(onnx_path, device=device, threads=1, disabled_optimizers=disabled)
         else:
             self.workers = 1
-            self._session = create_session(onnx_path, device=device, threads=threads, spinning=False)
+            self._session = create_session(onnx_path, device=device, threads=threads, spinning=False,
+                                           disabled_optimizers=disabled)
             if quantises:
                 warnings.warn(
                     f"{self.model_id} quantises activations (DynamicQuantizeLinear, MatMulInteger), which "

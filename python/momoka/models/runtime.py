@@ -123,8 +123,10 @@ def _preload_cuda_libraries() -> str:
     return _preload_report
 
 
-def open_session(path: str | os.PathLike, options: Any, device: str | None = None):
-    """``onnxruntime.InferenceSession(path, options)`` on ``device`` (see the module docstring).
+def open_session(path: str | os.PathLike, options: Any, device: str | None = None,
+                 disabled_optimizers: Sequence[str] = ()):
+    """``onnxruntime.InferenceSession(path, options)`` on ``device`` (see the module docstring),
+    without the graph optimizers named in ``disabled_optimizers``.
 
     Raises ConfigError for an unknown device or one this onnxruntime cannot
     use, including a CUDA provider that fails to start (onnxruntime would fall
@@ -132,10 +134,11 @@ def open_session(path: str | os.PathLike, options: Any, device: str | None = Non
     onnxruntime raises them; :func:`create_session` turns them into ModelError.
     """
     providers = resolve_providers(device)
+    extra = {"disabled_optimizers": list(disabled_optimizers)} if disabled_optimizers else {}
     if providers[0] == "CPUExecutionProvider":
-        return _ort().InferenceSession(str(path), sess_options=options, providers=providers)
+        return _ort().InferenceSession(str(path), sess_options=options, providers=providers, **extra)
     report = _preload_cuda_libraries()
-    session = _ort().InferenceSession(str(path), sess_options=options, providers=providers)
+    session = _ort().InferenceSession(str(path), sess_options=options, providers=providers, **extra)
     if "CUDAExecutionProvider" not in session.get_providers():
         raise ConfigError(
             f"device {resolve_device(device)!r} requested but onnxruntime's CUDA provider did not start "
@@ -155,7 +158,7 @@ def resolve_threads(threads: int | None = None) -> int | None:
 
 
 def create_session(path: str | os.PathLike, *, device: str | None = None, threads: int | None = None,
-                   spinning: bool = True):
+                   spinning: bool = True, disabled_optimizers: Sequence[str] = ()):
     """Open an ONNX model with onnxruntime, turning load failures into ModelError.
 
     ``spinning=False`` stops the intra-op threads from spin-waiting for work
@@ -163,6 +166,11 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
     instead, which costs a wake-up per operator but leaves the cores to other
     work between forward passes (the embedder's choice: measured in
     ``bench/micro/bench_index_e2e.py``).
+
+    ``disabled_optimizers``: names of onnxruntime graph transformers not to run
+    (e.g. ``"SkipLayerNormFusion"``, whose fused CPU kernel is slower than the
+    ``Add`` + ``LayerNormalization`` it replaces in the fused embedder; a model
+    names them in its ``config.json``, see :mod:`momoka.models.onnx_embedder`).
 
     A missing file, a truncated or corrupted file, or a graph onnxruntime
     cannot run all raise :class:`~momoka.errors.ModelError` naming the file.
@@ -181,7 +189,7 @@ def create_session(path: str | os.PathLike, *, device: str | None = None, thread
         so.intra_op_num_threads = n
         so.inter_op_num_threads = 1
     try:
-        return open_session(p, so, device)
+        return open_session(p, so, device, disabled_optimizers)
     except ConfigError:  # the device, not the model
         raise
     except Exception as exc:  # onnxruntime raises its own pybind exception types
