@@ -14,7 +14,8 @@ same thread count (``--threads``, default 2), on SmolLM2-135M-Instruct Q4_1 (the
 For each context length (``--contexts``, default 1,000 and 4,000 tokens of SQuAD documents), prefill
 tokens/s (the prompt through an empty cache) and decode tokens/s (``--new`` tokens, default 100, after it;
 stop tokens ignored), each the best of ``--reps`` rounds, and the ratio momoka / llama.cpp (best
-setting). The ``ask`` row is a typical local answer: 1,250 prompt tokens and 100 new ones, end to end.
+setting), and the decode ratio paired round by round with llama.cpp at momoka's own setting (median over
+rounds: the load's drift between rounds cancels). The ``ask`` row is a typical local answer: 1,250 prompt tokens and 100 new ones, end to end.
 Prints ``uptime`` before and after; ``--out FILE.json`` keeps every number.
 
 Run: PYTHONPATH=python python bench/micro/bench_models_decode.py [--out bench/micro/bench_models_decode.json]
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -64,6 +66,20 @@ def prompt_ids(lm, n: int) -> list[int]:
     return ids[:n]
 
 
+def config_name(c: dict) -> str:
+    return f"llama.cpp b{c['n_batch']}/u{c['n_ubatch']} fa={'on' if c['flash_attn'] else 'off'}"
+
+
+def same_setting_name() -> str:
+    """The llama.cpp row run with the settings :class:`LlamaCppDecoder` uses by default."""
+    import inspect
+
+    from momoka.models.causal_llama import LlamaCppDecoder
+
+    p = inspect.signature(LlamaCppDecoder.__init__).parameters
+    return config_name({k: p[k].default for k in ("n_batch", "n_ubatch", "flash_attn")})
+
+
 def run_decoder(dec, ids: list[int], new: int) -> tuple[float, float, list[int]]:
     t0 = time.perf_counter()
     logits = dec.start(ids)
@@ -95,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--contexts", default="1000,4000", help="prompt lengths in tokens (comma-separated)")
     ap.add_argument("--new", type=int, default=100, help="tokens decoded after each prompt")
-    ap.add_argument("--reps", type=int, default=2, help="rounds; the best is kept")
+    ap.add_argument("--reps", type=int, default=3, help="rounds; the best is kept (and the median of paired ratios)")
     ap.add_argument("--ask", default="1250,100", help="prompt and new tokens of the end-to-end ask row ('' to skip)")
     ap.add_argument("--configs", default=None, help="llama.cpp settings as JSON list (default: the four in the file)")
     ap.add_argument("--out", default=None, help="write the numbers to this JSON file")
@@ -116,13 +132,15 @@ def main(argv: list[str] | None = None) -> dict:
         sys.exit("the SmolLM2 GGUF is not in the model cache: run `momoka models install`")
     lm = CausalLM(model_dir("smollm2-135m-instruct", auto_install=False), threads=args.threads, runtime="onnx")
     configs = json.loads(args.configs) if args.configs else CONFIGS
+    if same_setting_name() not in {config_name(c) for c in configs}:
+        sys.exit(f"--configs must include {same_setting_name()}, the setting momoka's llama runtime uses")
     engines = {"momoka onnx": lambda ids, n: run_decoder(OnnxDecoder(lm), ids, n)}
     mdec = LlamaCppDecoder(gguf, n_ctx=lm.max_context, threads=args.threads)
     engines["momoka llama"] = lambda ids, n: run_decoder(mdec, ids, n)
     for c in configs:
         llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=lm.max_context, n_threads=args.threads,
                               n_threads_batch=args.threads, verbose=False, **c)
-        name = f"llama.cpp b{c['n_batch']}/u{c['n_ubatch']} fa={'on' if c['flash_attn'] else 'off'}"
+        name = config_name(c)
         engines[name] = lambda ids, n, llm=llm: run_llama_direct(llm, ids, n)
 
     result = {"uptime_before": uptime(), "cpu": platform.processor() or platform.machine(),
@@ -160,6 +178,13 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{name:34s} {r['prefill_tok_s']:14.1f} {r['decode_tok_s']:13.1f} {r['total_s']:8.2f} "
                   f"{r['tokens_equal_to_onnx']:>7d}/{n_new}")
         ratios = {}
+        # paired: momoka's llama runtime against llama.cpp at the same settings, round by round (the machine's
+        # drift cancels), median over rounds; "best llama.cpp" above compares with the best of every setting
+        same = same_setting_name()
+        per_round = sorted(n_new / a[1] / (n_new / b[1]) for a, b in zip(runs["momoka llama"], runs[same]))
+        paired = {"peer": same, "per_round": per_round, "median": statistics.median(per_round)}
+        print(f"paired decode ratio momoka llama / {same}, per round: "
+              + ", ".join(f"{x:.2f}" for x in per_round) + f"; median {paired['median']:.2f}x")
         for name in ("momoka onnx", "momoka llama"):
             r = rows[name]
             ratios[name] = {"prefill": r["prefill_tok_s"] / best_pf["prefill_tok_s"],
@@ -168,7 +193,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"ratio {name} / best llama.cpp (above 1 = momoka faster): prefill {ratios[name]['prefill']:.2f}x, "
                   f"decode {ratios[name]['decode']:.2f}x, end to end {ratios[name]['end_to_end']:.2f}x")
         result["contexts"][label] = {"prompt_tokens": n_prompt, "new_tokens": n_new, "engines": rows,
-                                     "ratios_vs_best_llama_cpp": ratios}
+                                     "ratios_vs_best_llama_cpp": ratios, "paired_decode_same_setting": paired}
     result["uptime_after"] = uptime()
     print("\n" + result["uptime_after"], flush=True)
     if args.out:
