@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import warnings
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -395,9 +396,13 @@ def test_llm_key_chunk_step_keeps_the_pages_the_model_names(tmp_path):
     with ScriptedServer(lambda body, i: Reply(next(answers))) as srv:
         llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
         ret = JerrRetriever(ix, backend="auto", llm=llm)
-        res = ret.retrieve(q, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a usable answer: no warning
+            res = ret.retrieve(q, 3)
         prompt = srv.chat_bodies()[0]["messages"][-1]["content"]
-        unclear = ret.retrieve(q, 3)
+        with pytest.warns(UserWarning, match=r"jerr look-up: 1 of 1 answers \(100.0 %\) were unusable; those "
+                          r"questions kept the chunks their keywords chose"):
+            unclear = ret.retrieve(q, 3)
         assert srv.count == 2
     assert prompt.startswith("The following text is what you remembered") and prompt.endswith("Question:\n" + q)
     assert "- Captain Ames" in prompt and "- Mira Tolan" in prompt

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import time
+import warnings
 from typing import Any, Iterable, Sequence
 
 from ..._validate import check_choice, check_float, check_int
@@ -251,9 +252,19 @@ class JerrRetriever(LLMBacked):
         elif len(per_query_doc_ids) != len(queries):
             raise ConfigError("per_query_doc_ids needs one entry per query")
         out = []
+        tally = FallbackTally("jerr look-up", "jerr_lookup", "answers",
+                              "those questions kept the chunks their keywords chose")
         for q, f in zip(queries, per_query_doc_ids):
             key = None if f is None else ((f,) if isinstance(f, str) else tuple(f))
-            out.append(self._one(q, k, key))
+            res = self._one(q, k, key)
+            look = res.stats.get("key_chunks")
+            if isinstance(look, dict):  # the LLM was asked
+                tally.ask(q)
+                if "fallback" in look:
+                    tally.fail(q, q, look.get("answer"))
+            out.append(res)
+        if tally.warning():  # a fallback changes the result: the user is told (the stats record it per question)
+            warnings.warn(tally.warning(), UserWarning, stacklevel=2)
         return out
 
     def _search(self, query: str, k: int, key: tuple | None) -> tuple[list[int], list[float], dict, list[dict]]:
@@ -359,7 +370,8 @@ class JerrRetriever(LLMBacked):
         picked = [i for i in parse_pages(answer) if 1 <= i <= len(pages)][: self.max_pages]
         by = f"llm:{getattr(self.llm, 'model', '') or type(self.llm).__name__}"
         if not picked:
-            return None, {"by": by, "pages": len(pages), "selected": [], "fallback": "keywords (no page named)"}
+            return None, {"by": by, "pages": len(pages), "selected": [], "fallback": "keywords (no page named)",
+                          "answer": " ".join(answer.split())[:200]}
         return {c for i in picked for c in pages[i - 1]}, {"by": by, "pages": len(pages), "selected": picked}
 
 
