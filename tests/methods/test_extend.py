@@ -156,22 +156,11 @@ def real_docs(shared_data):
     return [{"doc_id": r["doc_id"], "title": r.get("title") or "", "text": r["text"]} for r in rows]
 
 
-@pytest.fixture(scope="module")
-def default_embedder():
-    from momoka.errors import ModelNotInstalledError
-    from momoka.models import Embedder
-
-    try:
-        return Embedder.default()
-    except ModelNotInstalledError as exc:
-        pytest.skip(f"default embedder unavailable: {exc}")
-
-
-def test_extend_equals_a_build_with_the_same_components(tmp_path, real_docs, default_embedder, monkeypatch):
+def test_extend_equals_a_build_with_the_same_components(tmp_path, real_docs, embedder, monkeypatch):
     monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)  # the title enricher takes the documents' titles
     comps = {"enrich": ["title"], "relate": [("paths", {"referee": "embedding", "iterations": 20})]}
-    built = Index.build(real_docs, store=tmp_path / "built", embedder=default_embedder, progress=False, **comps)
-    ext = Index.build(real_docs, store=tmp_path / "ext", embedder=default_embedder, progress=False)
+    built = Index.build(real_docs, store=tmp_path / "built", embedder=embedder, progress=False, **comps)
+    ext = Index.build(real_docs, store=tmp_path / "ext", embedder=embedder, progress=False)
     ext.extend(**comps)
     ext.save()
     a, b = _state(built.store), _state(ext.store)

@@ -1,4 +1,5 @@
-"""Fixtures of the ETS tests: the real default causal LM and embedder (skip when not installed), fast retries."""
+"""Fixtures of the ETS tests: the real default causal LM (skip when not installed), fast retries; the default
+embedder is tests/methods/conftest.py's ``embedder``."""
 
 from __future__ import annotations
 
@@ -18,19 +19,6 @@ def lm():
         return default_causal_lm()
     except (ImportError, ModelNotInstalledError) as exc:
         pytest.skip(f"causal LM unavailable: {exc}")
-
-
-@pytest.fixture(scope="session")
-def embedder():
-    """The default embedder (minilm-l6-v2-int8)."""
-    from momoka.errors import ModelNotInstalledError
-
-    try:
-        from momoka.models import Embedder
-
-        return Embedder.default()
-    except ModelNotInstalledError as exc:
-        pytest.skip(f"embedder unavailable: {exc}")
 
 
 @pytest.fixture(scope="session")
