@@ -16,6 +16,7 @@ import pytest
 
 from momoka.chunking import FixedChunker, RecursiveChunker, StructureChunker
 from momoka.cli import main
+from momoka.chunking.context import HEADER_TOKENS
 from momoka.errors import ConfigError
 from momoka.eval.datasets import find_shared_data, load_dataset
 from momoka.text import Document
@@ -141,10 +142,13 @@ def test_build_records_the_limit_and_old_stores_keep_theirs(embedder, tmp_path):
 
     md = tmp_path / "limits.md"
     md.write_text(MARKDOWN, encoding="utf-8")
+    room = embedder.max_length - HEADER_TOKENS  # the chunk's share: its header is embedded with it
     with momoka.Index.build([md], store=tmp_path / "new", embedder=embedder, progress=False) as ix:
-        assert ix.store.manifest["chunker"]["params"]["max_embed_tokens"] == embedder.max_length
+        assert ix.store.manifest["chunker"]["params"]["max_embed_tokens"] == room
         assert ix.embedding.last_truncated == 0
     with momoka.Index.open(tmp_path / "new", embedder=embedder) as ix:  # re-read from the manifest
+        assert ix.chunker.max_embed_tokens == room
+    with momoka.Index.build([md], embedder=embedder, progress=False, headers=False) as ix:  # chunks alone: all of it
         assert ix.chunker.max_embed_tokens == embedder.max_length
     # a store built before the option: new documents are chunked as before (no limit recorded, none used)
     old = tmp_path / "old"
@@ -189,10 +193,11 @@ def test_cli_eval_chunking_measures_the_limited_chunks(tmp_path, capsys, embedde
     limited = json.loads(capsys.readouterr().out)
     assert main(["eval-chunking", "--data", str(root), "--json", "--no-dense"]) == 0
     plain = json.loads(capsys.readouterr().out)
-    assert limited["params"]["max_embed_tokens"] == embedder.max_length and "max_embed_tokens" not in plain["params"]
+    room = embedder.max_length - HEADER_TOKENS
+    assert limited["params"]["max_embed_tokens"] == room and "max_embed_tokens" not in plain["params"]
     doc = Document(text)
     assert plain["chunks"] == len(RecursiveChunker(size=100, hard_wrap="auto")(doc))
-    assert limited["chunks"] == len(RecursiveChunker(size=100, hard_wrap="auto", max_embed_tokens=embedder.max_length,
+    assert limited["chunks"] == len(RecursiveChunker(size=100, hard_wrap="auto", max_embed_tokens=room,
                                                      embed_tokenizer=embedder.tokenizer)(doc)) > plain["chunks"]
 
 

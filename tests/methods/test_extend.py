@@ -122,7 +122,9 @@ def test_extend_writes_relations_and_metadata_over_the_stored_chunks(tmp_path):
             assert st.relation("next").get(a).tolist() == [b]   # by hand: each chunk -> the next one
         assert st.relation("next").get(ids[-1]).tolist() == []
         assert st.documents[d].metadata["halfway"] == 3 and st.documents[d].metadata["titler"] == d.upper()
-        assert st.chunks.metadata(ids[0]) == {"first": True} and st.chunks.metadata(ids[1]) == {}
+        # the indexer's header (the document's title) stays beside what the enricher wrote
+        assert st.chunks.metadata(ids[0]) == {"first": True, "header": f"Doc {d[1:]}"}
+        assert st.chunks.metadata(ids[1]) == {"header": f"Doc {d[1:]}"}
     ids = sorted(int(c) for c in st.chunks.ids())
     np.testing.assert_allclose(st.vector_view("upper").get(ids),
                                emb.embed([st.chunks.text(c).upper() for c in ids]), atol=1e-6)
@@ -139,7 +141,7 @@ def test_a_delta_over_stored_chunks_is_picklable_and_refused_after_a_delete(tmp_
     delta = pickle.loads(pickle.dumps(delta))
     assert st.apply(delta) == []
     assert st.relation("r").get(c0[0]).tolist() == [c0[1]]
-    assert st.documents["d0"].metadata["k"] == 1 and st.chunks.metadata(c0[1]) == {"m": "x"}
+    assert st.documents["d0"].metadata["k"] == 1 and st.chunks.metadata(c0[1]) == {"m": "x", "header": "Doc 0"}
     ix.delete("d0")
     with pytest.raises(InputError, match="no longer has"):
         st.apply(delta)

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from momoka.chunking.context import with_header
+
 from momoka import Index
 from momoka.store import Store
 from momoka.store.bm25 import tokenize
@@ -75,11 +77,13 @@ def test_many_segments_rank_exactly_as_one(tmp_path, real, monkeypatch):
     for q in QUERIES:
         for r in ("bm25", "dense", "hybrid"):
             assert _hits(many, q, r) == _hits(one, q, r), (q, r)  # bit for bit
-    # BM25 against rank_bm25 over the live chunks' tokens (statistics of the whole corpus, not per segment)
+    # BM25 against rank_bm25 over the live chunks' tokens (statistics of the whole corpus, not per segment),
+    # each chunk's indexed text being its header (kept in its metadata) and its text
     rank_bm25 = pytest.importorskip("rank_bm25")
     st = many.store
     ids = st.chunks.ids().tolist()
-    toks = [tokenize(st.chunks.text(c), stem=True, stopwords="english") for c in ids]
+    toks = [tokenize(with_header(st.chunks.metadata(c).get("header"), st.chunks.text(c)), stem=True,
+                     stopwords="english") for c in ids]
     ref = rank_bm25.BM25Okapi(toks)
     for q in QUERIES:
         want = ref.get_scores(tokenize(q, stem=True, stopwords="english"))

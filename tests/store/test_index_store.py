@@ -7,6 +7,8 @@ import json
 import momoka
 import numpy as np
 import pytest
+
+from momoka.chunking.context import with_header
 from momoka.errors import (
     ConfigError,
     EmptyInputError,
@@ -45,9 +47,10 @@ def test_dense_scores_are_exact_cosines(tmp_path, docs, embedder):
     q = "magma lava ash"
     hits = ix.search(q, k=5, retriever="dense")
     qv = embedder.embed([q])[0]
-    # reference: brute-force cosine over every chunk's text, embedded independently
+    # reference: brute-force cosine over every chunk's indexed text (its header, kept in its metadata, and
+    # its text), embedded independently
     ids = ix.store.chunks.ids().tolist()
-    mat = embedder.embed(ix.store.chunks.texts(ids))
+    mat = embedder.embed([with_header(ix.store.chunks.metadata(c).get("header"), ix.store.chunks.text(c)) for c in ids])
     sims = mat @ qv
     want = sorted(zip(ids, sims), key=lambda t: -t[1])[:5]
     np.testing.assert_allclose([h.score for h in hits], [s for _, s in want], rtol=1e-5, atol=1e-6)

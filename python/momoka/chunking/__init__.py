@@ -8,7 +8,7 @@ offsets. Pick one by name with :func:`get_chunker`::
     chunks = get_chunker("recursive", size=256)(document)
 """
 
-from ._engine import PARAGRAPH, SENTENCE
+from ._engine import PARAGRAPH, SENTENCE, title_lines
 from ._tokens import WhitespaceTokenizer, resolve_tokenizer
 from .chunkers import (
     Chunker,
@@ -19,6 +19,7 @@ from .chunkers import (
     StructureChunker,
 )
 from .by_name import available_chunkers, chunker_summaries, get_chunker
+from .context import context_headers, with_header
 
 __all__ = [
     "Chunker",
@@ -34,4 +35,7 @@ __all__ = [
     "get_chunker",
     "available_chunkers",
     "chunker_summaries",
+    "title_lines",
+    "context_headers",
+    "with_header",
 ]

@@ -42,6 +42,47 @@ _PLAIN_HEADING = re.compile(
     r"|[ \t]*\d{1,3}(?:\.\d{1,3})*\.?[ \t]+[^\n]{1,80}(?<![.!?:;,])"
     r"|[ \t]*(?=[^\n]*[A-Z]{2})[^a-z\n]{3,80}(?<![.!?:;,]))\Z"
 )
+#: A line that can be a title: at most 80 characters, not ending a sentence or clause (``Battle of Calabria``,
+#: ``Methodology ::: Fine-Tuning``, ``Senior Management Changes:``) except by an abbreviation (``Bill Martin Jr.``).
+_TITLE_LINE = re.compile(r"[ \t]*\S(?:[^\n]{0,79}(?<![.!?;,])|[^\n]{0,75}\b[A-Z][a-z]{0,2}\.)")
+#: A line that ends a sentence (closing quotes or brackets allowed after the mark).
+_ENDS_SENTENCE = re.compile(r"[.!?][\"')\]]*[ \t]*$")
+#: The text line after a title: at least this many characters, and twice as long as the title (so the
+#: lines of hard-wrapped prose, all of about one width, are not titles of each other).
+_TITLE_TEXT_MIN = 40
+
+
+def title_lines(document) -> tuple[np.ndarray, np.ndarray]:
+    """(end of each title line, start of the text after it).
+
+    A title line, as plain-text collections write a section without a blank line (``Title\nText ...``):
+    a line that can be a title (:data:`_TITLE_LINE`), that starts a paragraph or follows a line ending a
+    sentence, and whose next line is text (at least :data:`_TITLE_TEXT_MIN` characters and twice the
+    title's length). A run of short lines (a list, a table) has no title line but perhaps its first.
+    """
+    text = document.text
+    ends, nexts = [], []
+    for a, b in np.asarray(document.paragraphs, dtype=np.int64).reshape(-1, 2).tolist():
+        nl = text.find("\n", a, b)
+        prev_ends = True  # a paragraph's first line follows a paragraph break
+        start = a
+        while 0 <= nl:
+            line = text[start:nl].rstrip()
+            nxt = _NONWS.search(text, nl, b)
+            if nxt is None:
+                break
+            following = text.find("\n", nxt.start(), b)
+            if following < 0:
+                following = b
+            next_line = text[nxt.start():following].rstrip()
+            if (prev_ends and _TITLE_LINE.fullmatch(line)
+                    and len(next_line) >= max(_TITLE_TEXT_MIN, 2 * len(line.strip()))):
+                ends.append(start + len(line))
+                nexts.append(nxt.start())
+            prev_ends = bool(_ENDS_SENTENCE.search(line))
+            start = nl + 1
+            nl = text.find("\n", start, b)
+    return np.asarray(ends, dtype=np.int64), np.asarray(nexts, dtype=np.int64)
 
 
 def heading_paragraphs(document) -> np.ndarray:
@@ -60,8 +101,12 @@ def heading_paragraphs(document) -> np.ndarray:
 class Splitter:
     """Per-call state: the text, its size measure and lazily built token atoms."""
 
-    def __init__(self, document, unit: str = "chars", source: TokenSource | None = None):
+    def __init__(self, document, unit: str = "chars", source: TokenSource | None = None,
+                 glue_titles: bool = False):
         self.doc = document
+        #: Title lines (:func:`title_lines`) are glued to their text too, and no cut of any separator
+        #: (not only the paragraph-level ones) falls between a heading or title line and the text after it.
+        self.glue_titles = bool(glue_titles)
         self.text: str = document.text
         self.n = len(self.text)
         self.unit = unit
@@ -141,7 +186,13 @@ class Splitter:
             par = np.asarray(self.doc.paragraphs, dtype=np.int64).reshape(-1, 2)
             h = heading_paragraphs(self.doc)
             h = h[h + 1 < len(par)]
-            self._glued = (par[h, 1], par[h + 1, 0])
+            ends, nexts = par[h, 1], par[h + 1, 0]
+            if self.glue_titles:
+                t_ends, t_nexts = title_lines(self.doc)
+                ends, nexts = np.concatenate([ends, t_ends]), np.concatenate([nexts, t_nexts])
+                order = np.argsort(ends, kind="stable")
+                ends, nexts = ends[order], nexts[order]
+            self._glued = (ends, nexts)
         return self._glued
 
     def size_of(self, a: int, b: int) -> int:
@@ -199,11 +250,12 @@ class Splitter:
             starts = np.asarray(spans, dtype=np.int64).reshape(-1, 2)[:, 0]
             a = np.searchsorted(starts, lo, side="right")
             b = np.searchsorted(starts, hi, side="left")
-            return starts[a:b] if sep == SENTENCE else self._glue_headings(starts[a:b])
+            glue = sep == PARAGRAPH or self.glue_titles
+            return self._glue_headings(starts[a:b]) if glue else starts[a:b]
         occ = _core.chunk_find_all(self.text, sep, lo, hi)
         occ += len(sep)
         occ = occ[occ < hi]
-        return self._glue_headings(occ) if sep == "\n\n" else occ
+        return self._glue_headings(occ) if sep == "\n\n" or self.glue_titles else occ
 
     # -- packing -------------------------------------------------------------
 
@@ -285,7 +337,7 @@ class Splitter:
 
     def level_cuts(self, sep: str):
         """A level for the native packer: sentence/paragraph starts as an array, else the separator itself."""
-        if sep == SENTENCE or sep == PARAGRAPH or sep == "\n\n":
+        if sep == SENTENCE or sep == PARAGRAPH or sep == "\n\n" or (self.glue_titles and sep == "\n"):
             return np.ascontiguousarray(self.cuts(sep, 0, self.n + 1))
         return sep
 

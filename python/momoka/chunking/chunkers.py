@@ -98,6 +98,9 @@ class Chunker:
     #: still fits :meth:`_heading_limit` (the paragraph and recursive chunkers; the fixed and sentence
     #: baselines cut by count only, the structure chunker has ``merge_headings``).
     keep_headings_with_text = False
+    #: No cut of any separator between a heading or a title line and its text (:class:`RecursiveChunker`'s
+    #: ``glue_titles``; the other chunkers keep the paragraph-level rule only).
+    glue_titles = False
     #: The embedder's input limit every chunk keeps, in its tokens with its special tokens (None: no limit).
     max_embed_tokens: int | None = None
     _embed: HFSource | None = None
@@ -114,7 +117,7 @@ class Chunker:
     def spans(self, document) -> np.ndarray:
         """The chunks' ``(start, end)`` offsets as a ``(K, 2)`` int64 array, without building Chunks."""
         document = _as_document(document)
-        sp = Splitter(document, self.unit, self._source)
+        sp = Splitter(document, self.unit, self._source, self.glue_titles)
         if sp.n == 0:
             return np.zeros((0, 2), dtype=np.int64)
         spans = self._headings(sp, sp.finish(self._spans(sp)))
@@ -174,7 +177,7 @@ class Chunker:
         cand = np.flatnonzero(_utf8_lengths(sp.text, spans) > limit)
         if cand.size == 0:
             return spans
-        se = Splitter(sp.doc, "tokens", src)
+        se = Splitter(sp.doc, "tokens", src, self.glue_titles)
         over = cand[se.atoms.measure(spans[cand, 0], spans[cand, 1]) > limit]
         if over.size:
             seps = self._embed_separators(sp)
@@ -380,6 +383,7 @@ class RecursiveChunker(Chunker):
         hard_wrap: str = "off",
         max_embed_tokens: int | None = None,
         embed_tokenizer: Any = None,
+        glue_titles: bool = False,
     ):
         self.size = check_int(size, "size", minimum=1)
         self.separators = _check_separators(separators)
@@ -393,11 +397,21 @@ class RecursiveChunker(Chunker):
         #: :meth:`momoka.Index.build` use ``"auto"`` (:func:`momoka.methods.pipeline.chunker_params`); the
         #: class default stays ``"off"`` so stores built before the option chunk new documents as before.
         self.hard_wrap = hard_wrap
+        if not isinstance(glue_titles, bool):
+            raise ConfigError(f"glue_titles must be true or false, not {glue_titles!r}")
+        #: True: no cut falls between a heading or a title line (the first line of a paragraph of several
+        #: lines, at most 80 characters, not ending a sentence: ``Battle of Calabria`` over its text) and
+        #: the text after it, at any separator, so a title is never a chunk alone or the end of one.
+        #: ``momoka index`` and :meth:`momoka.Index.build` use True; the class default stays False so stores
+        #: built before the option chunk new documents as before.
+        self.glue_titles = glue_titles
         self._limit_embedding(max_embed_tokens, embed_tokenizer)
 
     def params(self) -> dict:
-        return self._embed_params({"size": self.size, "separators": self.separators, "unit": self.unit,
-                                   "hard_wrap": self.hard_wrap})
+        params = {"size": self.size, "separators": self.separators, "unit": self.unit, "hard_wrap": self.hard_wrap}
+        if self.glue_titles:
+            params["glue_titles"] = True
+        return self._embed_params(params)
 
     def _embed_separators(self, sp: Splitter) -> tuple:
         return self.separators_for(sp.text)

@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-assemble", dest="assemble", action="store_false",
                    help="score the longest prefix of the ranking that fits each budget instead of the assembled "
                    "context (touching hits merged, no text twice, items that do not fit skipped)")
+    p.add_argument("--no-headers", dest="headers", action="store_false",
+                   help="index each chunk's text alone, without its contextual header (the document's title and "
+                   "its section or title line; new stores only)")
     p.add_argument("--evidence-mode", default=None, choices=("all", "any"),
                    help="all: every gold span is needed; any: the spans are alternatives (default: the set's "
                    "dataset.json, or 'any' when every span is an answer occurrence; else required)")
@@ -117,7 +120,7 @@ def _eval(args: argparse.Namespace) -> int:
     report = run_eval(args.data, retrievers, chunker=chunker_of(args), size=args.size, ks=ks, limit=args.limit,
                       scope=args.scope, documents=args.documents, store=args.store, options=opts,
                       chunker_options=chunker_opts, budgets=budgets, evidence_mode=args.evidence_mode, log=say,
-                      assemble=args.assemble,
+                      assemble=args.assemble, headers=args.headers,
                       refine=args.refine, group_by=args.group_by)
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="embedder of a new store (default minilm-l6-v2-int8; minilm-l6-v2-int8-fused: the same "
                    "model with fused attention, about 1.4x less CPU per MB; see momoka models list); an existing "
                    "store keeps its own")
+    p.add_argument("--no-headers", dest="headers", action="store_false",
+                   help="index each chunk's text alone, without its contextual header (the document's title and "
+                   "its section or title line, embedded and BM25-indexed with the chunk); new stores only")
     p.add_argument("--float16", action="store_true", help="store vectors as float16")
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
     p.add_argument("--replace", action="store_true",
@@ -172,6 +175,8 @@ def _index(args: argparse.Namespace) -> int:
         if args.chunker or args.size or chunker_opts:
             say("note: --chunker/--size and the chunker's -o options apply to new stores; this store keeps "
                 "its own chunker")
+        if not args.headers:
+            say("note: --no-headers applies to new stores; this store indexes its chunks as it was built to")
         ix = Index.open(store, writable=True)
         _commit_options(ix, args)
         new_e = [s for s in enrich_specs if ix.needs("enrich", s[0])]
@@ -193,7 +198,7 @@ def _index(args: argparse.Namespace) -> int:
                          embedder=None if args.no_dense else (args.embedder or "default"), enrich=enrich_specs, relate=relate_specs,
                          vector_dtype="float16" if args.float16 else "float32", overwrite=args.overwrite,
                          on_error=on_error, encoding=args.encoding, commit_docs=args.commit_every,
-                         commit_seconds=args.commit_seconds, **engine, **chunker_opts)
+                         commit_seconds=args.commit_seconds, headers=args.headers, **engine, **chunker_opts)
     report = ix.report
     added = report["added"]
     n_chunks = sum(len(ix.store.documents[d].chunk_ids) for d in added)
@@ -241,7 +246,7 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
     name = chunker_of(args)
     # its tokenizer and input limit only: no model is run
     emb = None if args.no_dense else load_embedder(args.embedder)
-    params = chunker_params(name, args.size, chunker_opts, embedder=emb)
+    params = chunker_params(name, args.size, chunker_opts, embedder=emb, headers=getattr(args, "headers", True))
     chunker, _ = resolve_chunker(name, params, emb)
     out: dict = {"documents": len(docs), "chunker": {"name": name, "params": jsonable(params)}}
     if getattr(chunker, "runs_model", False):

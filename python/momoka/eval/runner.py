@@ -57,7 +57,7 @@ def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> d
 
 
 def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int | None, store: Any,
-               embedder: Any, progress: bool | None, chunker_options: dict):
+               embedder: Any, progress: bool | None, chunker_options: dict, headers: bool = True):
     if store is not None and (Path(store) / "manifest.json").exists():
         ix = Index.open(store, progress=progress)
         missing = {d.doc_id for d in documents} - set(ix.doc_ids)
@@ -71,7 +71,7 @@ def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int 
         return ix
     return Index.build(documents, store=store, chunker=chunker, size=size,
                        embedder=embedder if need["dense"] else None, enrich=need["enrich"], relate=need["relate"],
-                       progress=progress, **chunker_options)
+                       progress=progress, headers=headers, **chunker_options)
 
 
 def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_CHUNKER, size: int | None = None,
@@ -80,7 +80,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
              chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,
              budgets: Sequence[int] = (DEFAULT_BUDGET,), evidence_mode: str | None = None,
              log: Any = None, refine: str | None = None, assemble: bool = True,
-             group_by: str | None = None) -> dict:
+             group_by: str | None = None, headers: bool = True) -> dict:
     """Evaluate ``retrievers`` on ``dataset`` and return a JSON-serialisable report.
 
     Args:
@@ -88,6 +88,8 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
         retrievers: registered retriever names (``momoka.registry.available("retriever")``).
         chunker, size, chunker_options: the chunker of the index (name, size and other
             parameters, or an object).
+        headers: a new index embeds and BM25-indexes each chunk with its contextual header
+            (:meth:`momoka.Index.build`); False indexes the chunk text alone. A reused store keeps its own.
         ks: the cut-offs.
         limit: only the first ``limit`` questions with evidence.
         scope: ``"corpus"`` (every question searches all documents) or
@@ -154,7 +156,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
     need = plan(retrievers, options)
     t0 = time.perf_counter()
     ix = _index_for(ds, docs, need, chunker=chunker, size=size, store=store, embedder=embedder, progress=progress,
-                   chunker_options=dict(chunker_options or {}))
+                   chunker_options=dict(chunker_options or {}), headers=headers)
     t_index = time.perf_counter() - t0
     say(f"{ds.name}: {len(docs)} documents, {ix.store.n_chunks} chunks, {len(questions)} questions "
         f"(index {t_index:.1f}s)")

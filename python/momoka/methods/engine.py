@@ -91,9 +91,11 @@ def component_spec(kind: str, spec: Any) -> tuple[str, dict, Any]:
 
 
 def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequence[Any], relate: Sequence[Any],
-                 bm25: dict | None, vector_dtype: str, overwrite: bool, engine: str) -> tuple[Store, dict]:
+                 bm25: dict | None, vector_dtype: str, overwrite: bool, engine: str,
+                 headers: bool = True) -> tuple[Store, dict]:
     """The new store of :meth:`Index.build`: its raw views and its pipeline recorded; returns it and the
-    component objects given (name -> object). Every option is checked before a store directory is made."""
+    component objects given (name -> object). Every option is checked before a store directory is made.
+    ``headers``: the raw views index each chunk with its header (:data:`~momoka.chunking.context.HEADED_TEXT`)."""
     if engine == "ray":
         from .distributed import require_ray  # start-up: momoka.methods.distributed
 
@@ -106,12 +108,14 @@ def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequen
         for name, _, obj in specs[key]:
             if obj is None:
                 registry.entry(kind, name)  # an unknown name fails here
+    from ..chunking.context import HEADED_TEXT  # start-up: momoka.chunking
+
+    source = {"text": HEADED_TEXT if headers else "chunk", "by": "index"}
     st = Store.create(path, chunker=chunker_info, overwrite=overwrite)
     try:
         if embedder is not None:
-            st.add_vector_view(RAW_VIEW, embedder=embedder_info(embedder), dtype=vector_dtype,
-                               source={"text": "chunk", "by": "index"})
-        st.add_bm25_view(RAW_VIEW, params=bm25, source={"text": "chunk", "by": "index"})
+            st.add_vector_view(RAW_VIEW, embedder=embedder_info(embedder), dtype=vector_dtype, source=dict(source))
+        st.add_bm25_view(RAW_VIEW, params=bm25, source=dict(source))
     except BaseException:
         st.close()
         raise

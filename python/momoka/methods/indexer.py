@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..chunking.context import context_headers, headed, with_header
 from ..errors import InputError, MomokaError, StoreError
 from ..store.delta import Delta
 from ..progress import Progress
@@ -154,11 +155,13 @@ class Embedding:
         if not getattr(self.resolve(info, RAW_VIEW), "batch_independent", False):
             return
         cache = self.cache.setdefault(info["checksum"], {})
+        with_headers = headed(view.source)
         for d in doc_ids:
             ids = np.asarray(store.documents[d].chunk_ids, dtype=np.int64)
             ids = ids[view.has(ids)]
             for c, v in zip(ids.tolist(), view.get(ids) if len(ids) else ()):
-                cache[store.chunks.get(c).text] = v
+                ch = store.chunks.get(c)
+                cache[with_header(ch.metadata.get("header"), ch.text) if with_headers else ch.text] = v
 
 
 # ---------------------------------------------------------------------------------- the scratch store
@@ -255,7 +258,14 @@ class Indexer:
         if tally is not None:
             for m in meta:
                 set_record(m["metadata"], tally.key, tally.take(m["doc_id"]))
-        texts = [c.text for cs in chunks for c in cs]
+        if headed(self.template["bm25"][RAW_VIEW]["source"]):
+            for d, cs in zip(docs, chunks):  # the header is kept with the chunk, and indexed with its text
+                for c, h in zip(cs, context_headers(d, cs)):
+                    if h:
+                        c.metadata["header"] = h
+            texts = [with_header(c.metadata.get("header"), c.text) for cs in chunks for c in cs]
+        else:
+            texts = [c.text for cs in chunks for c in cs]
         vecs = None
         if store.has_vector_view(RAW_VIEW):
             vecs = self.embedding.embed(texts, store.vector_view(RAW_VIEW).info["embedder"], label="embedding chunks")

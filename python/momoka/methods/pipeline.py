@@ -53,7 +53,8 @@ LEGACY_CHUNK_SIZE = 200
 DEFAULT_K = 5
 
 
-def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None, embedder: Any = None) -> dict:
+def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None, embedder: Any = None,
+                   headers: bool = True) -> dict:
     """The parameters chunker ``chunker`` is built with, the same for every caller.
 
     :meth:`Index.build`, ``momoka index`` (and its ``--estimate``), ``momoka chunk``,
@@ -61,9 +62,11 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     chunk FILE`` previews exactly the chunks ``momoka index`` stores: ``params``
     (None values dropped) plus ``size`` when given; the default chunker
     (:data:`DEFAULT_CHUNKER`) without a size gets :data:`DEFAULT_CHUNK_SIZE`, any
-    other chunker its own default; the recursive chunker gets ``hard_wrap="auto"``. With
+    other chunker its own default; the recursive chunker gets ``hard_wrap="auto"`` and ``glue_titles=True``. With
     ``embedder`` (one that counts its input, :func:`~momoka.methods.sources.embed_limit`), a classic
-    chunker gets ``max_embed_tokens``, the embedder's input limit: no chunk is embedded truncated
+    chunker gets ``max_embed_tokens``, the embedder's input limit less the
+    :data:`~momoka.chunking.context.HEADER_TOKENS` its header may take (``headers``, as the index embeds
+    each chunk with its header: :mod:`momoka.chunking.context`): no chunk is embedded truncated
     (pass the same embedder to :func:`~momoka.methods.sources.resolve_chunker`).
     """
     out = {k: v for k, v in (params or {}).items() if v is not None}
@@ -73,12 +76,17 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
         out["size"] = DEFAULT_CHUNK_SIZE
     if chunker == "recursive" and "hard_wrap" not in out:
         out["hard_wrap"] = "auto"  # hard-wrapped prose is split at sentences (RecursiveChunker.separators_for)
+    if chunker == "recursive" and "glue_titles" not in out:
+        out["glue_titles"] = True  # a title line stays with its text (RecursiveChunker.glue_titles)
     limit = embed_limit(embedder) if embedder is not None else None
     if limit is not None and "max_embed_tokens" not in out and isinstance(chunker, str):
         from ..chunking import available_chunkers  # start-up: momoka.chunking
 
         if chunker in available_chunkers():  # over-long chunks are split further (Chunker._fit_embedding)
-            out["max_embed_tokens"] = limit[1]
+            from ..chunking.context import HEADER_TOKENS  # start-up: momoka.chunking
+
+            room = limit[1] - HEADER_TOKENS if headers else limit[1]
+            out["max_embed_tokens"] = room if room >= limit[1] // 2 else limit[1]
     return out
 
 
@@ -142,6 +150,7 @@ class Index:
         workers: int | None = None,
         address: str | None = None,
         llm_max_failed: float | None = None,
+        headers: bool = True,
         **extra_chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
@@ -167,6 +176,9 @@ class Index:
             llm_max_failed: the share of unusable LLM answers above which an LLM-backed
                 stage (chunker, enricher, relator) stops with
                 :class:`~momoka.errors.LLMFallbackError` (see :meth:`add`).
+            headers: embed and BM25-index each chunk with its contextual header (the document's
+                title and the chunk's section or title line, :mod:`momoka.chunking.context`), as
+                recorded in the raw views' ``source``; False indexes the chunk text alone.
 
         With a ``store`` directory the work is committed as it is done (see
         :meth:`add`, ``commit``): an interrupted build keeps every committed
@@ -178,12 +190,13 @@ class Index:
         ``extra_chunker_params``: more parameters for the named chunker (see :func:`chunker_params`).
         """
         emb = make_embedder(embedder)
-        params = chunker_params(chunker, size, extra_chunker_params, embedder=emb)
+        params = chunker_params(chunker, size, extra_chunker_params, embedder=emb, headers=bool(headers))
         check_share(llm_max_failed)
         chunker_obj, chunker_info = resolve_chunker(chunker, params, emb)
         check_engine(engine)
         st, components = engine_.create_store(store, chunker_info, emb, enrich=enrich, relate=relate, bm25=bm25,
-                                              vector_dtype=vector_dtype, overwrite=overwrite, engine=engine)
+                                              vector_dtype=vector_dtype, overwrite=overwrite, engine=engine,
+                                              headers=bool(headers))
         try:
             index = cls(st, chunker=chunker_obj, embedder=emb, components=components, progress=progress)
             Indexer.of(index).prepare(st)  # every declared artifact, before any document

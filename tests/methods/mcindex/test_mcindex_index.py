@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from momoka.chunking.context import with_header
+
 from momoka.errors import ConfigError, StoreError
 from momoka import Index
 from momoka.methods.sources import load_embedder
@@ -59,7 +61,8 @@ def test_views_added_to_a_raw_store_do_not_reembed_raw(env):
     # tried: a store built with raw views only, then extend() with keywords and summary
     emb = Counting()
     ix = Index.build([env / "docs"], store=env / "s", chunker="sections", embedder=emb, progress=False)
-    raw_texts = [ix.store.chunks.text(c) for c in ix.store.chunks.ids()]
+    raw_texts = [with_header(ix.store.chunks.metadata(c).get("header"), ix.store.chunks.text(c))
+                 for c in ix.store.chunks.ids()]  # what the raw views index: header and text
     raw_before = ix.store.vector_view("raw").get(ix.store.chunks.ids()).copy()
     assert sorted(emb.seen) == sorted(raw_texts) and len(raw_texts) == 4  # References dropped
     ix.close()

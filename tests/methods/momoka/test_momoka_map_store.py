@@ -51,8 +51,9 @@ TITLES = ("title", {"mode": "document"})
 
 
 def _build(store=None, docs=DOCS):
+    # the paper's setting: the raw view holds the chunks alone (base), the titled view T_D + chunk (mm)
     return Index.build(docs, store=store, chunker=sentence_chunker, embedder=HashEmbedder(), enrich=[TITLES],
-                       relate=[PATHS], progress=False)
+                       relate=[PATHS], progress=False, headers=False)
 
 
 def _paths(st, doc_id):
@@ -167,7 +168,7 @@ def test_default_paths_use_the_embedding_referee_on_the_stored_vectors(tmp_path,
     # the referee preset, and with rollout 1 and no prior the hand-computed planted paths.
     monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
     ix = Index.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder(), progress=False,
-                     enrich=[TITLES], relate=[("paths", {"alpha": 0, "beta": 0, "rollout": 1})])
+                     enrich=[TITLES], relate=[("paths", {"alpha": 0, "beta": 0, "rollout": 1})], headers=False)
     (rel,) = ix.pipeline["relate"]
     assert "referee" not in rel["params"] and "preset" not in rel["params"]
     rec = rel["settings"]
@@ -391,8 +392,9 @@ def test_referee_sees_the_title_unless_told_not_to(tmp_path):
     untitled = Document.from_text(new.text, doc_id="new")
     name, opts = PATHS
     for doc, title, want0 in ((new, False, [2]), (new, True, [1]), (untitled, True, [2])):
+        # raw vectors of the chunks alone (headers=False): a headed store's raw vectors carry the title already
         ix = Index.build([doc], chunker=sentence_chunker, embedder=HashEmbedder(), enrich=[TITLES],
-                         relate=[(name, {**opts, "title": title})], progress=False)
+                         relate=[(name, {**opts, "title": title})], progress=False, headers=False)
         # Without T_D only the two glacier sentences share words (0 <-> 2); with it (eq. 2) every chunk carries
         # "Glacier ice": chunk 1 "Glacier ice\nOrbit moon photo." has cosine 4 / (3 sqrt(5)) = 0.60 > 0.5
         # with chunk 0, the referee accepts it too (alpha = beta = 0 here), and the documented tie-break (lower
