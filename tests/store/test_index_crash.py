@@ -122,6 +122,24 @@ def test_kill_during_background_merges(tmp_path):
     _after_crashes(store)
 
 
+def test_a_writer_that_adds_nothing_still_removes_a_dead_writers_leftovers(tmp_path):
+    # a resumed build whose documents were all committed before the kill saves nothing; the half-written
+    # merge and save folders of the killed writer must still go when it takes the lock, not at a later save
+    store = tmp_path / "s"
+    _seed(store)
+    left = [store / "seg-000009.tmp-merge-99999", store / "gen-000009.tmp-99999", store / "manifest.json.tmp-99999"]
+    left[0].mkdir()
+    left[1].mkdir()
+    left[2].write_text("{}")
+    Index.open(store, embedder=HashEmbedder()).close()  # a reader deletes nothing
+    assert all(p.exists() for p in left)
+    ix = Index.open(store, embedder=HashEmbedder(), writable=True)
+    assert not [p for p in store.iterdir() if ".tmp-" in p.name]
+    ix.add([{"doc_id": "seed", "text": "seed document text"}], existing="skip")  # nothing new, nothing saved
+    ix.close()
+    assert not [p for p in store.iterdir() if ".tmp-" in p.name]
+
+
 def _after_crashes(store):
     # after the crashes a new writer takes over (the dead writers' lock is not stale) and cleans leftovers
     ix = Index.open(store, embedder=HashEmbedder(), writable=True)

@@ -385,6 +385,8 @@ class Store(ArtifactRegistry):
         lock = _Lock(self.path / LOCK)
         lock.acquire()
         self._lock = lock
+        if (self.path / MANIFEST).exists():  # a crashed writer's temporary files go now, not at our first save
+            self._clean_leftovers()  # (a first build that never committed is handled, and told, by create)
 
     def ensure_writable(self) -> None:
         """Take the writer lock if not held; refuse if the store changed on disk since it was loaded."""
@@ -890,7 +892,8 @@ class Store(ArtifactRegistry):
     def _clean_leftovers(self) -> None:
         """Remove temporary files of crashed saves and merges (we hold the lock: none is in progress but the
         background merge of this store)."""
-        running = self._merger.job.folder if self._merger.job is not None else None
+        merger = getattr(self, "_merger", None)
+        running = merger.job.folder if merger is not None and merger.job is not None else None
         for p in self.path.iterdir():
             if ".tmp-" in p.name and p != running:
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
