@@ -17,7 +17,10 @@ credit. Rows:
   English stopwords) and the dense ranking, each 20 deep, fused by RRF
   (k = 60, equal weights);
 * momoka's recursive chunker at 100/150/200 tokens with dense, BM25 and
-  hybrid retrieval under each fusion rule and dense weight of the grid;
+  hybrid retrieval under each fusion rule and dense weight of the grid, each chunk
+  indexed with its contextual header (``momoka.chunking.context``), as ``Index.build``
+  does by default, and the default once more on a store built with ``headers=False``
+  (chunks indexed alone, store ``SET-r100-noheaders``);
 * the default (hybrid convex w=0.6) with its context assembled
   (``momoka.methods.assemble``: touching hits merged with the whitespace
   between them, a hit widened to its paragraph by the default rule, items
@@ -31,9 +34,10 @@ occurrences are given here, as their READMEs state them (DragonBall's
 reference sentences and HotpotQA's supporting paragraphs are all needed);
 the other sets' mode is inferred by ``load_dataset``. Stores are built once
 under ``--stores`` and reused; the peer's vectors are cached there too.
-Prints markdown tables, the lead one with the default's margins over P0 and P1
-and their paired bootstrap 95 % intervals; ``--out`` also writes the JSON
-(per-question figures included).
+Prints markdown tables, the lead one with the default's margins over P0, P1 and
+the default without headers and their paired bootstrap 95 % intervals, then the
+top of the ranking (hit, rank-1 coverage, MRR) of the peers and the default;
+``--out`` also writes the JSON (per-question figures included).
 
 ``--trail`` runs the Momoka-RAG ablation at the same budget instead: fixed
 128-token chunks with titles (``T_D``) and Momoka-Map paths (embedding
@@ -114,9 +118,11 @@ def score(results: dict, qs, mode: str) -> dict:
     m = rep.means
     b = f"@{BUDGET}c"
     return {"span_recall": m["span_recall" + b], "complete": m["complete" + b], "recall": m["recall" + b],
-            "mrr": m["mrr" + b], "returned": m["returned" + b], "chars": m["chars" + b],
-            "span_recall@5": m["span_recall@5"],
-            "per_question": {k: [rep.per_question[q.qid][k + b] for q in qs] for k in ("complete", "span_recall", "mrr")}}
+            "mrr": m["mrr" + b], "hit": m["hit" + b], "complete@1": m["complete@1"], "returned": m["returned" + b],
+            "chars": m["chars" + b], "span_recall@5": m["span_recall@5"],
+            "per_question": {**{k: [rep.per_question[q.qid][k + b] for q in qs]
+                                for k in ("complete", "span_recall", "mrr", "hit")},
+                             "complete@1": [rep.per_question[q.qid]["complete@1"] for q in qs]}}
 
 
 def rrf_lists(rankings, k: int = 60) -> list:
@@ -172,17 +178,19 @@ def peer_rows(ds, qs, mode: str, cache: Path, embedder) -> dict:
     return {"peer": p0, "peer ensemble": p1}
 
 
-def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: bool = False) -> dict:
-    folder = stores / (f"{ds.name}-fixed128-paths" if trail else f"{ds.name}-r{size}")
+def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: bool = False,
+                headers: bool = True) -> dict:
+    folder = stores / (f"{ds.name}-fixed128-paths" if trail else f"{ds.name}-r{size}" + ("" if headers else "-noheaders"))
     t0 = time.perf_counter()
     if (folder / "manifest.json").exists():
         ix = Index.open(folder)
     elif trail:
         ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="fixed", size=128,
-                         enrich=["title"], relate=[("paths", {"referee": "embedding", "preset": "paper"})], progress=True)
+                         enrich=["title"], relate=[("paths", {"referee": "embedding", "preset": "paper"})], progress=True,
+                         headers=False)  # the paper's base: chunks embedded alone (mm adds T_D)
     else:
         ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="recursive", size=size,
-                         progress=True)
+                         progress=True, headers=headers)
     built = time.perf_counter() - t0
     if any(o.get("relation") == "paths_referee" for _, _, o in variants):
         from momoka.methods.momoka import PathRelator
@@ -239,9 +247,10 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
 #: The lead table's rows: (label, row label here).
 README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
-               (f"**momoka default: recursive 100, hybrid convex w=0.6, assembled (widened to the paragraph when it adds "
+               (f"**momoka default: recursive 100, contextual headers, hybrid convex w=0.6, assembled (widened to the paragraph when it adds "
                 f"at most {DEFAULT_ASSEMBLE_EXTRA} characters, or spans at most {DEFAULT_ASSEMBLE_CAP:,} and holds "
                 f"{DEFAULT_ASSEMBLE_MIN_HITS} hits)**", "r100 hybrid convex w0.6 assembled"),
+               ("the same without contextual headers (chunks indexed alone)", "r100 no headers hybrid convex w0.6 assembled"),
                ("recursive 100, hybrid convex w=0.6, prefix (no assembly)", "r100 hybrid convex w0.6"),
                *[(f"recursive 100, hybrid convex w=0.6, assembled: {label}", f"r100 hybrid convex w0.6 assembled {label}")
                  for label, *_ in ASSEMBLE_RULES],
@@ -253,6 +262,7 @@ README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("recursive 200, hybrid convex w=0.6", "r200 hybrid convex w0.6")]
 DEFAULT_ROW = "r100 hybrid convex w0.6 assembled"
 PREFIX_ROW = "r100 hybrid convex w0.6"
+NO_HEADERS_ROW = "r100 no headers hybrid convex w0.6 assembled"
 
 
 def readme_table(report: dict) -> str:
@@ -270,7 +280,8 @@ def readme_table(report: dict) -> str:
             row = report["sets"][n]["rows"].get(key)
             cells.append("" if row is None else f"{row['complete']:.3f} ({row['span_recall']:.3f})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (PREFIX_ROW, "the prefix fit")):
+    for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (NO_HEADERS_ROW, "no headers"),
+                       (PREFIX_ROW, "the prefix fit")):
         cells = []
         for n in sets:
             rows = report["sets"][n]["rows"]
@@ -287,6 +298,29 @@ def readme_table(report: dict) -> str:
             lat = (report["sets"][n]["rows"].get(DEFAULT_ROW) or {}).get(key)
             cells.append(f"{lat['prefix']['median']:.1f} / {lat['assembled']['median']:.1f}" if lat else "")
         lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    lines += ["", f"the top of the ranking at {BUDGET:,} characters: hit (any evidence returned) / rank-1 coverage (the "
+              "first item covers the evidence completely) / MRR of the first item that covers any evidence", "",
+              head, "|---" * (len(sets) + 1) + "|"]
+    for label, key in (("P0", "peer"), ("P1", "peer ensemble"), ("momoka default", DEFAULT_ROW),
+                       ("momoka default, no headers", NO_HEADERS_ROW)):
+        cells = []
+        for n in sets:
+            row = report["sets"][n]["rows"].get(key)
+            cells.append("" if row is None or "hit" not in row else
+                         f"{row['hit']:.3f} / {row['complete@1']:.3f} / {row['mrr']:.3f}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for metric, what in (("complete@1", "rank-1 coverage"), ("mrr", "MRR")):
+        cells = []
+        for n in sets:
+            rows = report["sets"][n]["rows"]
+            a, b = (rows.get(DEFAULT_ROW) or {}).get("per_question", {}), \
+                (rows.get("peer ensemble") or {}).get("per_question", {})
+            if metric in a and metric in b:
+                iv = paired_bootstrap(a[metric], b[metric])
+                cells.append(f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]")
+            else:
+                cells.append("")
+        lines.append(f"| default minus P1, {what} (points, 95 % paired interval) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -376,6 +410,11 @@ def main(argv=None) -> int:
             store_info = got.pop("_store")
             rows.update({f"r{size} {k}": v for k, v in got.items()})
             rows[f"r{size} {VARIANTS[0][0]}"]["store"] = store_info
+        if 100 in sizes:  # the default without contextual headers: chunks indexed alone
+            got = momoka_rows(ds, qs, ds.evidence_mode, 100, stores, [v for v in VARIANTS if v[0] == DEFAULT_VARIANT],
+                              headers=False)
+            got.pop("_store")
+            rows.update({f"r100 no headers {k}": v for k, v in got.items()})
         report["sets"][name] = {"mode": ds.evidence_mode, "questions": len(qs), "documents": len(ds.documents),
                                 "rows": rows}
         print(f"{name}: peer {rows['peer']['complete']:.3f}, ensemble {rows['peer ensemble']['complete']:.3f} "
