@@ -179,8 +179,9 @@ def peer_rows(ds, qs, mode: str, cache: Path, embedder) -> dict:
 
 
 def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: bool = False,
-                headers: bool = True) -> dict:
-    folder = stores / (f"{ds.name}-fixed128-paths" if trail else f"{ds.name}-r{size}" + ("" if headers else "-noheaders"))
+                headers: bool = True, embedder: str | None = None) -> dict:
+    folder = stores / (f"{ds.name}-fixed128-paths" if trail else f"{ds.name}-r{size}" + ("" if headers else "-noheaders")
+                       + (f"-{embedder}" if embedder else ""))
     t0 = time.perf_counter()
     if (folder / "manifest.json").exists():
         ix = Index.open(folder)
@@ -190,7 +191,7 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
                          headers=False)  # the paper's base: chunks embedded alone (mm adds T_D)
     else:
         ix = Index.build([d.to_document() for d in ds.documents], store=folder, chunker="recursive", size=size,
-                         progress=True, headers=headers)
+                         progress=True, headers=headers, embedder=embedder or "default")
     built = time.perf_counter() - t0
     if any(o.get("relation") == "paths_referee" for _, _, o in variants):
         from momoka.methods.momoka import PathRelator
@@ -384,6 +385,9 @@ def main(argv=None) -> int:
     ap.add_argument("--stores", required=True, help="folder for the stores and the peer's cached vectors")
     ap.add_argument("--out", default=None)
     ap.add_argument("--trail", action="store_true", help="the Momoka-RAG ablation instead (see the module doc)")
+    ap.add_argument("--embedder", default=None, metavar="ID",
+                    help="momoka's stores embedded by this registered model (stores SET-r100-ID; the peers keep the "
+                    "default model), e.g. minilm-l6-v2-int8-fused")
     args = ap.parse_args(argv)
     from momoka.models import Embedder
 
@@ -406,13 +410,13 @@ def main(argv=None) -> int:
             continue
         rows = peer_rows(ds, qs, ds.evidence_mode, stores, embedder)
         for size in sizes:
-            got = momoka_rows(ds, qs, ds.evidence_mode, size, stores, VARIANTS)
+            got = momoka_rows(ds, qs, ds.evidence_mode, size, stores, VARIANTS, embedder=args.embedder)
             store_info = got.pop("_store")
             rows.update({f"r{size} {k}": v for k, v in got.items()})
             rows[f"r{size} {VARIANTS[0][0]}"]["store"] = store_info
         if 100 in sizes:  # the default without contextual headers: chunks indexed alone
             got = momoka_rows(ds, qs, ds.evidence_mode, 100, stores, [v for v in VARIANTS if v[0] == DEFAULT_VARIANT],
-                              headers=False)
+                              headers=False, embedder=args.embedder)
             got.pop("_store")
             rows.update({f"r100 no headers {k}": v for k, v in got.items()})
         report["sets"][name] = {"mode": ds.evidence_mode, "questions": len(qs), "documents": len(ds.documents),
