@@ -35,6 +35,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
+sys.path.insert(0, str(REPO / "bench" / "tables"))
 
 from momoka import Index  # noqa: E402
 from momoka.eval import load_dataset, paired_bootstrap  # noqa: E402
@@ -44,6 +45,7 @@ from momoka.methods.context import Corpus  # noqa: E402
 from momoka.methods.ets import candidate_sentences  # noqa: E402
 from momoka.registry import create  # noqa: E402
 from momoka.store.bm25 import BM25  # noqa: E402
+from ets_tables import top_matched  # noqa: E402
 
 #: set -> (where the gold sentences are, evidence mode)
 SETS = {"dragonball_finance_en": ("evidence", "all"), "hotpotqa_dev500_long": ("evidence_sentences", "all"),
@@ -96,13 +98,7 @@ def run_set(name: str, ix, qs, field: str, mode: str, limit: int | None) -> list
         bm.add([s.text for s in sents])
         bm_scores = bm.get_scores(q.question) if sents else np.zeros(0)
         bm25 = sorted(range(len(sents)), key=lambda i: (-float(bm_scores[i]), i))
-        by_chars, total = [], 0
-        for i in dense:
-            n = sents[i].end - sents[i].start
-            if by_chars and total + n > chars:
-                break
-            by_chars.append(i)
-            total += n
+        _, by_chars = top_matched(dense, sents, k, chars)
         sel = {"ets": ets, "dense@k": [sents[i].span for i in dense[:k]], "bm25@k": [sents[i].span for i in bm25[:k]],
                "dense@chars": [sents[i].span for i in by_chars]}
         out.append({"qid": q.qid, "gold": gold, "context_sentences": len(sents), "ets_seconds": wall,

@@ -269,8 +269,6 @@ NO_HEADERS_ROW = "r100 no headers hybrid convex w0.6 assembled"
 def readme_table(report: dict) -> str:
     """The lead table: complete coverage at the budget (partial in brackets), and the default's margins over
     P0 and P1 in points with their paired bootstrap 95 % intervals."""
-    from momoka.eval import paired_bootstrap
-
     sets = list(report["sets"])
     head = "| pipeline | " + set_header(report, sets) + " |"
     lines = [f"complete coverage at {BUDGET:,} characters (partial span recall in brackets)", "",
@@ -283,15 +281,7 @@ def readme_table(report: dict) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (NO_HEADERS_ROW, "no headers"),
                        (PREFIX_ROW, "the prefix fit")):
-        cells = []
-        for n in sets:
-            rows = report["sets"][n]["rows"]
-            if peer in rows and DEFAULT_ROW in rows:
-                iv = paired_bootstrap(rows[DEFAULT_ROW]["per_question"]["complete"],
-                                      rows[peer]["per_question"]["complete"])
-                cells.append(f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]")
-            else:
-                cells.append("")
+        cells = [margin_cell(report["sets"][n]["rows"], DEFAULT_ROW, peer, "complete") for n in sets]
         lines.append(f"| default minus {name}, complete (points, 95 % paired interval) | " + " | ".join(cells) + " |")
     for key, what in (("search_ms", "ms per query, warm, Index.search at the budget: prefix / assembled (median)"),):
         cells = []
@@ -311,16 +301,7 @@ def readme_table(report: dict) -> str:
                          f"{row['hit']:.3f} / {row['complete@1']:.3f} / {row['mrr']:.3f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for metric, what in (("complete@1", "rank-1 coverage"), ("mrr", "MRR")):
-        cells = []
-        for n in sets:
-            rows = report["sets"][n]["rows"]
-            a, b = (rows.get(DEFAULT_ROW) or {}).get("per_question", {}), \
-                (rows.get("peer ensemble") or {}).get("per_question", {})
-            if metric in a and metric in b:
-                iv = paired_bootstrap(a[metric], b[metric])
-                cells.append(f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]")
-            else:
-                cells.append("")
+        cells = [margin_cell(report["sets"][n]["rows"], DEFAULT_ROW, "peer ensemble", metric) for n in sets]
         lines.append(f"| default minus P1, {what} (points, 95 % paired interval) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -330,24 +311,25 @@ def set_header(report: dict, sets) -> str:
     return " | ".join(f"{n} ({report['sets'][n]['questions']} q)" for n in sets)
 
 
-def margin_rows(report: dict, labels, ref: str, metric: str) -> list[str]:
-    """Markdown rows: each row's margin over ``ref`` in points of ``metric``, with its paired bootstrap 95 % interval
-    over the same questions (empty where either row or its per-question figures are missing)."""
+def margin_cell(rows: dict, label: str, ref: str, metric: str) -> str:
+    """Row ``label``'s margin over row ``ref`` in points of ``metric``, with its paired bootstrap 95 % interval over
+    the same questions ("" where either row or its per-question figures are missing)."""
     from momoka.eval import paired_bootstrap
 
+    a, b = (rows.get(label) or {}).get("per_question", {}), (rows.get(ref) or {}).get("per_question", {})
+    if metric not in a or metric not in b:
+        return ""
+    iv = paired_bootstrap(a[metric], b[metric])
+    return f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]"
+
+
+def margin_rows(report: dict, labels, ref: str, metric: str) -> list[str]:
+    """Markdown rows: each row's margin over ``ref`` in points of ``metric`` (:func:`margin_cell`)."""
     lines = []
     for label in labels:
         if label == ref:
             continue
-        cells = []
-        for n in report["sets"]:
-            rows = report["sets"][n]["rows"]
-            a, b = (rows.get(label) or {}).get("per_question", {}), (rows.get(ref) or {}).get("per_question", {})
-            if metric in a and metric in b:
-                iv = paired_bootstrap(a[metric], b[metric])
-                cells.append(f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]")
-            else:
-                cells.append("")
+        cells = [margin_cell(report["sets"][n]["rows"], label, ref, metric) for n in report["sets"]]
         lines.append(f"| {label} minus {ref} | " + " | ".join(cells) + " |")
     return lines
 
