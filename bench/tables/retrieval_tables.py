@@ -81,6 +81,10 @@ SIZES = (100, 150, 200)
 VARIANTS = [("dense", "dense", {}), ("bm25", "bm25", {}), ("hybrid rrf", "hybrid", {"fusion": "rrf", "dense_weight": 0.5})]
 VARIANTS += [(f"hybrid rrf w{w}", "hybrid", {"fusion": "rrf", "dense_weight": w}) for w in (0.6, 0.7)]
 VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weight": w}) for w in (0.5, 0.6, 0.7, 0.8)]
+#: The default's query-term coverage weight against others (the default's rows use the retriever's default).
+COVERAGE_VARIANTS = [(f"hybrid convex w0.6 coverage {c}", "hybrid", {"fusion": "convex", "dense_weight": 0.6,
+                                                                     "coverage": c}) for c in (0.0, 0.8)]
+VARIANTS += COVERAGE_VARIANTS
 
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
@@ -209,6 +213,9 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
             out[label] = row
             if not trail and label == DEFAULT_VARIANT:
                 out.update(assembled_rows(ix, qs, mode, res, row))
+            elif not trail and label in {v[0] for v in COVERAGE_VARIANTS}:  # assembled by the default rule
+                fitted = [r.fit(BUDGET, keep_first=False, assemble=ix.assembler()) for r in res]
+                out[f"{label} assembled"] = score({q.qid: r.spans() for q, r in zip(qs, fitted)}, qs, mode)
         out["_store"] = {"chunks": ix.store.n_chunks, "open_or_build_seconds": built}
     finally:
         ix.close()

@@ -78,7 +78,7 @@ def test_hybrid_fusion_rules_match_a_hand_computation(tmp_path, docs, embedder):
     for ranking in (dense, bm):
         for h in ranking:
             fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + 1.0 / (60 + h.rank)
-    hy = ix.search(q, k=5, retriever="hybrid", depth=15, fusion="rrf", dense_weight=0.5)
+    hy = ix.search(q, k=5, retriever="hybrid", depth=15, fusion="rrf", dense_weight=0.5, coverage=0)
     assert [h.score for h in hy] == pytest.approx(sorted(fused.values(), reverse=True)[:5])
     # Convex fusion (the default): w * min-max(cosine) + (1 - w) * min-max(BM25), 0 where a list lacks the chunk.
     for w in (0.6, 0.8):
@@ -87,13 +87,15 @@ def test_hybrid_fusion_rules_match_a_hand_computation(tmp_path, docs, embedder):
             lo, hi = min(h.score for h in ranking), max(h.score for h in ranking)
             for h in ranking:
                 conv[h.chunk_id] = conv.get(h.chunk_id, 0.0) + share * (h.score - lo) / (hi - lo)
-        hy = ix.search(q, k=5, retriever="hybrid", depth=15, dense_weight=w)
+        hy = ix.search(q, k=5, retriever="hybrid", depth=15, dense_weight=w, coverage=0)
         assert [h.score for h in hy] == pytest.approx(sorted(conv.values(), reverse=True)[:5])
         assert hy[0].provenance["fusion"] == "convex"
     with pytest.raises(ConfigError):
         ix.search(q, retriever="hybrid", fusion="max")
     with pytest.raises(ConfigError):
         ix.search(q, retriever="hybrid", dense_weight=1.5)
+    with pytest.raises(ConfigError, match="coverage"):
+        ix.search(q, retriever="hybrid", coverage=-1)
     ix.close()
 
 

@@ -7,16 +7,23 @@ texts; an enricher may add others, e.g. Momoka's ``"titled"``) and returns one
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..._validate import check_int
+from ...chunking.context import headed, with_header
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
 from ..base import Result
 from ...registry import register
+from .coverage import cover_terms
 from .fusion import RRF_K, convex, rrf
+
+#: The hybrid retriever's default weight of query-term coverage (:mod:`.coverage`), chosen with the other
+#: defaults by the best worst case over the shared sets (docs/results.md).
+DEFAULT_COVERAGE = 1.5
 
 
 
@@ -162,6 +169,11 @@ class HybridRetriever(StoreRetriever):
         dense_weight: the dense ranking's share, in [0, 1].
         depth: how deep each ranking is read.
         rrf_k: the RRF constant.
+        coverage: the weight of query-term coverage in a greedy re-rank of the fused ranking
+            (:func:`~momoka.methods.standard.coverage.cover_terms`: each next item is the one whose
+            normalised score plus ``coverage`` times the share of the query's idf mass it adds to what
+            the items before it cover is highest; the terms are the BM25 tokens of each chunk's indexed
+            text); 0 keeps the fused order.
 
     The defaults were chosen by the cross-set evaluation at equal context
     budget in the README ("Baselines and the default pipeline, at equal context budget"). On a store
@@ -171,8 +183,13 @@ class HybridRetriever(StoreRetriever):
     name = "hybrid"
 
     def __init__(self, index: Any, *, view: str = RAW_VIEW, bm25_view: str = RAW_VIEW, fusion: str = "convex",
-                 dense_weight: float = 0.6, depth: int | None = None, rrf_k: int = RRF_K):
+                 dense_weight: float = 0.6, depth: int | None = None, rrf_k: int = RRF_K,
+                 coverage: float = DEFAULT_COVERAGE):
         super().__init__(index)
+        coverage = float(coverage)
+        if not coverage >= 0.0:
+            raise ConfigError(f"hybrid: coverage must be a weight of at least 0, not {coverage}")
+        self.coverage = coverage
         if fusion not in FUSIONS:
             raise ConfigError(f"hybrid: fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         dense_weight = float(dense_weight)
@@ -190,7 +207,8 @@ class HybridRetriever(StoreRetriever):
         if self.dense is None:
             return {"retriever": self.name, "fused": ["bm25"], "bm25_view": self.bm25.view}
         out = {"retriever": self.name, "fused": ["dense", "bm25"], "view": self.dense.view,
-               "bm25_view": self.bm25.view, "fusion": self.fusion, "dense_weight": self.dense_weight}
+               "bm25_view": self.bm25.view, "fusion": self.fusion, "dense_weight": self.dense_weight,
+               "coverage": self.coverage}
         if self.fusion == "rrf":
             out["rrf_k"] = self.rrf_k
         return out
@@ -203,8 +221,32 @@ class HybridRetriever(StoreRetriever):
         sparse = self.bm25.rank_batch(queries, d, allowed)
         w = (self.dense_weight, 1.0 - self.dense_weight)
         if self.fusion == "rrf":
-            return [rrf([a, b], k, self.rrf_k, weights=(2 * w[0], 2 * w[1])) for a, b in zip(dense, sparse)]
-        return [convex([a, b], k, weights=w) for a, b in zip(dense, sparse)]
+            fused = [rrf([a, b], d, self.rrf_k, weights=(2 * w[0], 2 * w[1])) for a, b in zip(dense, sparse)]
+        else:
+            fused = [convex([a, b], d, weights=w) for a, b in zip(dense, sparse)]
+        if self.coverage <= 0:
+            return [f[:k] for f in fused]
+        return [self._cover(q, f, k) for q, f in zip(queries, fused)]
+
+    def _cover(self, query: str, fused: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
+        """:func:`cover_terms` over ``fused`` with the BM25 view's tokens of each chunk's indexed text."""
+        store = self.index.store
+        bv = store.bm25_view(self.bm25.view)
+        bm = bv.index
+        with_headers = headed(bv.source)
+        n = max(1, bm.n_docs)
+
+        def terms_of(cid: int) -> set[str]:
+            text = store.chunks.text(cid)
+            if with_headers:
+                text = with_header(store.chunks.metadata(cid).get("header"), text)
+            return set(bm.tokenize(text))
+
+        def idf(term: str) -> float:
+            df = bm.doc_freq(term)
+            return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+        return cover_terms(fused, set(bm.tokenize(query)), terms_of, idf, self.coverage, k)
 
 
 @register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",),
@@ -220,7 +262,7 @@ def _bm25(index: Any, **options: Any) -> BM25Retriever:
 
 
 @register("retriever", "hybrid", summary="fusion of dense and BM25 (the default; options fusion=convex|rrf, "
-          "dense_weight)", needs=lambda o: (f"bm25/{o.get('bm25_view', RAW_VIEW)}",) + (
+          "dense_weight, coverage)", needs=lambda o: (f"bm25/{o.get('bm25_view', RAW_VIEW)}",) + (
               (f"vectors/{o['view']}",) if o.get("view", RAW_VIEW) != RAW_VIEW else ()))
 def _hybrid(index: Any, **options: Any) -> HybridRetriever:
     return HybridRetriever(index, **options)
