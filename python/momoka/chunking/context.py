@@ -29,7 +29,7 @@ import numpy as np
 
 from ._engine import title_lines
 
-__all__ = ["HEADED_TEXT", "HEADER_CHARS", "HEADER_TOKENS", "context_headers", "headed", "with_header"]
+__all__ = ["HEADED_TEXT", "HEADER_CHARS", "HEADER_TOKENS", "context_headers", "headed", "indexed_text", "with_header"]
 
 #: The ``source["text"]`` of a raw view that indexes each chunk with its header (stores built without
 #: headers record ``"chunk"``).
@@ -52,6 +52,12 @@ def with_header(header: str | None, text: str) -> str:
     return f"{header}\n{text}" if header else text
 
 
+def indexed_text(chunk: Any, headers: bool) -> str:
+    """What a view indexes for a stored ``chunk``: :func:`with_header` of its ``metadata["header"]`` and its text
+    when the view is :func:`headed` (``headers``), else its text."""
+    return with_header(chunk.metadata.get("header"), chunk.text) if headers else chunk.text
+
+
 def context_headers(document: Any, chunks: Sequence[Any]) -> list[str]:
     """The header of each chunk of ``document`` (``""`` where there is none); see the module doc."""
     title = " ".join((getattr(document, "title", None) or "").split())
@@ -61,14 +67,14 @@ def context_headers(document: Any, chunks: Sequence[Any]) -> list[str]:
         ends, _ = title_lines(document)
         starts = [text.rfind("\n", 0, e) + 1 for e in ends.tolist()]
         lines_at = [(a, " ".join(text[a:e].split())) for a, e in zip(starts, ends.tolist())]
-    starts_arr = np.asarray([a for a, _ in lines_at], dtype=np.int64)
+    # the last title line starting at or before each chunk (-1: none)
+    at = np.searchsorted(np.asarray([a for a, _ in lines_at], dtype=np.int64),
+                         np.asarray([c.start for c in chunks], dtype=np.int64), side="right") - 1
     out = []
-    for c in chunks:
+    for c, k in zip(chunks, at.tolist()):
         parts = [title, *(" ".join(s.split()) for s in c.section)]
-        if lines_at:
-            k = int(np.searchsorted(starts_arr, c.start, side="right")) - 1
-            if k >= 0:
-                parts.append(lines_at[k][1])
+        if k >= 0:
+            parts.append(lines_at[k][1])
         head = c.text.lstrip()
         kept: list[str] = []
         for p in parts:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..chunking.context import context_headers, headed, with_header
+from ..chunking.context import context_headers, headed, indexed_text
 from ..errors import InputError, MomokaError, StoreError
 from ..store.delta import Delta
 from ..progress import Progress
@@ -160,8 +160,7 @@ class Embedding:
             ids = np.asarray(store.documents[d].chunk_ids, dtype=np.int64)
             ids = ids[view.has(ids)]
             for c, v in zip(ids.tolist(), view.get(ids) if len(ids) else ()):
-                ch = store.chunks.get(c)
-                cache[with_header(ch.metadata.get("header"), ch.text) if with_headers else ch.text] = v
+                cache[indexed_text(store.chunks.get(c), with_headers)] = v
 
 
 # ---------------------------------------------------------------------------------- the scratch store
@@ -258,14 +257,13 @@ class Indexer:
         if tally is not None:
             for m in meta:
                 set_record(m["metadata"], tally.key, tally.take(m["doc_id"]))
-        if headed(self.template["bm25"][RAW_VIEW]["source"]):
+        with_headers = headed(self.template["bm25"][RAW_VIEW]["source"])
+        if with_headers:
             for d, cs in zip(docs, chunks):  # the header is kept with the chunk, and indexed with its text
                 for c, h in zip(cs, context_headers(d, cs)):
                     if h:
                         c.metadata["header"] = h
-            texts = [with_header(c.metadata.get("header"), c.text) for cs in chunks for c in cs]
-        else:
-            texts = [c.text for cs in chunks for c in cs]
+        texts = [indexed_text(c, with_headers) for cs in chunks for c in cs]
         vecs = None
         if store.has_vector_view(RAW_VIEW):
             vecs = self.embedding.embed(texts, store.vector_view(RAW_VIEW).info["embedder"], label="embedding chunks")

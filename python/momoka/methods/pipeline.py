@@ -86,6 +86,7 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
             from ..chunking.context import HEADER_TOKENS  # start-up: momoka.chunking
 
             room = limit[1] - HEADER_TOKENS if headers else limit[1]
+            # an embedder with a small input (under twice the header's share) keeps it all for the chunk
             out["max_embed_tokens"] = room if room >= limit[1] // 2 else limit[1]
     return out
 

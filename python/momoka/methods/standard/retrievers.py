@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..._validate import check_int
-from ...chunking.context import headed, with_header
+from ...chunking.context import headed, indexed_text
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
 from ..base import Result
@@ -226,28 +226,28 @@ class HybridRetriever(StoreRetriever):
             fused = [convex([a, b], d, weights=w) for a, b in zip(dense, sparse)]
         if self.coverage <= 0:
             return [f[:k] for f in fused]
-        return [self._cover(q, f, k) for q, f in zip(queries, fused)]
+        return self._cover(queries, fused, k)
 
-    def _cover(self, query: str, fused: list[tuple[int, float]], k: int) -> list[tuple[int, float]]:
-        """:func:`cover_terms` over ``fused`` with the BM25 view's tokens of each chunk's indexed text."""
+    def _cover(self, queries: list[str], fused: list[list[tuple[int, float]]], k: int) -> list[list[tuple[int, float]]]:
+        """:func:`cover_terms` over each fused list, the terms being the BM25 view's tokens of each chunk's
+        indexed text (tokenised once per chunk for the whole batch) and the idf BM25's (okapi, no floor)."""
         store = self.index.store
         bv = store.bm25_view(self.bm25.view)
         bm = bv.index
         with_headers = headed(bv.source)
         n = max(1, bm.n_docs)
-
-        def terms_of(cid: int) -> set[str]:
-            text = store.chunks.text(cid)
-            if with_headers:
-                text = with_header(store.chunks.metadata(cid).get("header"), text)
-            return set(bm.tokenize(text))
+        terms: dict[int, set[str]] = {}
+        for f in fused:
+            for cid, _ in f:
+                if cid not in terms:
+                    terms[cid] = set(bm.tokenize(indexed_text(store.chunks.get(cid), with_headers)))
 
         def idf(term: str) -> float:
             df = bm.doc_freq(term)
             return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-        return cover_terms(fused, set(bm.tokenize(query)), terms_of, idf, self.coverage, k)
-
+        return [cover_terms(f, set(bm.tokenize(q)), terms.__getitem__, idf, self.coverage, k)
+                for q, f in zip(queries, fused)]
 
 @register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",),
           needs=lambda o: (f"vectors/{o.get('view', RAW_VIEW)}",))
