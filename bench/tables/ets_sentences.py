@@ -78,9 +78,9 @@ def score_selection(spans: list[tuple], gold: list[tuple], mode: str) -> dict:
             "chars": sum(e - s for _, s, e in spans)}
 
 
-def run_set(name: str, ix, qs, field: str, mode: str, limit: int | None) -> list[dict]:
+def run_set(name: str, ix, qs, field: str, mode: str, limit: int | None, hybrid: dict) -> list[dict]:
     refiner = create("refiner", "ets", embedder=ix.embedder, corpus=Corpus(ix), policy="offline", budget=None)
-    retriever = ix.retriever("hybrid")
+    retriever = ix.retriever("hybrid", **hybrid)
     asm = ix.assembler()
     depth = ix.depth_for(DEFAULT_BUDGET)
     out = []
@@ -140,13 +140,16 @@ def main(argv=None) -> int:
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--stores", required=True, help="the stores of retrieval_tables.py (SET-r100)")
     ap.add_argument("--limit", type=int, default=300, help="first N questions with gold sentences per set")
+    ap.add_argument("--coverage", type=float, default=None,
+                    help="the first stage's query-term coverage weight (default: the hybrid retriever's)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    hybrid = {} if args.coverage is None else {"coverage": args.coverage}
     root = find_shared_data(REPO)
     if root is None:
         print("no shared data beside the checkout", file=sys.stderr)
         return 2
-    report = {"budget": DEFAULT_BUDGET, "sets": {}}
+    report = {"budget": DEFAULT_BUDGET, "hybrid": hybrid, "sets": {}}
     for name in args.sets.split(","):
         field, mode = SETS[name]
         ds = load_dataset(root / name, evidence_mode=mode)
@@ -156,7 +159,7 @@ def main(argv=None) -> int:
             print(f"{name}: no store at {folder}; run retrieval_tables.py first", file=sys.stderr)
             return 2
         with Index.open(folder) as ix:
-            report["sets"][name] = run_set(name, ix, qs, field, mode, args.limit)
+            report["sets"][name] = run_set(name, ix, qs, field, mode, args.limit, hybrid)
         print(f"{name}: {len(report['sets'][name])} questions", file=sys.stderr, flush=True)
         if args.out:
             Path(args.out).write_text(json.dumps(report))
