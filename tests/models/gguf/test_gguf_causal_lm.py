@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from momoka.errors import ConfigError, EmptyInputError, InputError, ModelError
@@ -294,6 +296,10 @@ def test_cuda_request_without_provider(smollm_int4):
         lm = CausalLM(smollm_int4, device="cuda")
         assert lm.providers[0] == "CUDAExecutionProvider"
         assert np.isfinite(lm.perplexity("Hello there.")).all()
+        # float32 products in float32 on the GPU: TensorFloat-32 moved log-probabilities by up to 0.05
+        text = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")[:3000]
+        cpu = CausalLM(smollm_int4, device="cpu")
+        assert np.abs(lm.token_logprobs(text) - cpu.token_logprobs(text)).max() < 1e-3
     else:
         # no onnxruntime-gpu here: a clear error, not a silent CPU fallback
         with pytest.raises(ConfigError, match="CUDA"):
@@ -313,14 +319,23 @@ def test_chat_template_paths(lm_fp32, monkeypatch):
     assert lm_fp32.apply_chat_template(msgs) == "[user] Hi;"
 
 
-def test_numpy_feed_path_matches_ortvalue_path(lm_int4, monkeypatch):
-    """The plain-numpy run path (used for non-CPU providers) gives the same scores and tokens."""
+def test_io_binding_path_matches_ortvalue_path(lm_int4, monkeypatch):
+    """The I/O-bound run path (what a CUDA session runs: the cache stays on the device) gives the same
+    scores and tokens as the CPU's OrtValue path; here it binds to host memory."""
     text = "Hello there, how are you today?"
     a = lm_int4.perplexity([text])
     g = lm_int4.generate("Once upon a time", max_new_tokens=6).token_ids
+    ids = lm_int4.encode(text)
+    grown = lm_int4.extend_state(lm_int4.prefix_state(ids[:4]), ids[4:])
     monkeypatch.setattr(lm_int4, "_cpu", False)
     np.testing.assert_allclose(lm_int4.perplexity([text]), a, rtol=1e-6)
     assert lm_int4.generate("Once upon a time", max_new_tokens=6).token_ids == g
+    bound = lm_int4.extend_state(lm_int4.prefix_state(ids[:4]), ids[4:])  # states come back as host arrays
+    assert bound.length == grown.length == len(ids)
+    np.testing.assert_allclose(bound.last_logits, grown.last_logits, rtol=1e-5, atol=1e-5)
+    for k, v in grown.kv.items():
+        assert isinstance(bound.kv[k], np.ndarray)
+        np.testing.assert_allclose(bound.kv[k], v, rtol=1e-5, atol=1e-5)
 
 
 def test_progress_counts_every_token(lm_int4):
