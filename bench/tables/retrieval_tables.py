@@ -21,6 +21,8 @@ credit. Rows:
   indexed with its contextual header (``momoka.chunking.context``), as ``Index.build``
   does by default, and the default once more on a store built with ``headers=False``
   (chunks indexed alone, store ``SET-r100-noheaders``);
+* the default without its title links (``links=0``, :mod:`momoka.methods.standard.links`) and without
+  its query-term coverage re-rank (``coverage=0``), assembled by the default rule;
 * the default (hybrid convex w=0.6) with its context assembled
   (``momoka.methods.assemble``: touching hits merged with the whitespace
   between them, a hit widened to its paragraph by the default rule, items
@@ -85,6 +87,9 @@ VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weigh
 COVERAGE_VARIANTS = [(f"hybrid convex w0.6 coverage {c}", "hybrid", {"fusion": "convex", "dense_weight": 0.6,
                                                                      "coverage": c}) for c in (0.0, 0.8)]
 VARIANTS += COVERAGE_VARIANTS
+#: The default without its title links (``links=0``).
+LINK_VARIANTS = [("hybrid convex w0.6 links 0", "hybrid", {"fusion": "convex", "dense_weight": 0.6, "links": 0})]
+VARIANTS += LINK_VARIANTS
 
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
@@ -213,7 +218,7 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
             out[label] = row
             if not trail and label == DEFAULT_VARIANT:
                 out.update(assembled_rows(ix, qs, mode, res, row))
-            elif not trail and label in {v[0] for v in COVERAGE_VARIANTS}:  # assembled by the default rule
+            elif not trail and label in {v[0] for v in COVERAGE_VARIANTS + LINK_VARIANTS}:  # the default rule
                 fitted = [r.fit(BUDGET, keep_first=False, assemble=ix.assembler()) for r in res]
                 out[f"{label} assembled"] = score({q.qid: r.spans() for q, r in zip(qs, fitted)}, qs, mode)
         out["_store"] = {"chunks": ix.store.n_chunks, "open_or_build_seconds": built}
@@ -252,6 +257,7 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
     return out
 
 
+NO_LINKS_ROW = "r100 hybrid convex w0.6 links 0 assembled"
 #: The lead table's rows: (label, row label here).
 README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
@@ -259,6 +265,8 @@ README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                 f"at most {DEFAULT_ASSEMBLE_EXTRA} characters, or spans at most {DEFAULT_ASSEMBLE_CAP:,} and holds "
                 f"{DEFAULT_ASSEMBLE_MIN_HITS} hits)**", "r100 hybrid convex w0.6 assembled"),
                ("the same without contextual headers (chunks indexed alone)", "r100 no headers hybrid convex w0.6 assembled"),
+               ("the same without title links (`-o hybrid.links=0`)", NO_LINKS_ROW),
+               ("the same without the coverage re-rank (`-o hybrid.coverage=0`)", "r100 hybrid convex w0.6 coverage 0.0 assembled"),
                ("recursive 100, hybrid convex w=0.6, prefix (no assembly)", "r100 hybrid convex w0.6"),
                *[(f"recursive 100, hybrid convex w=0.6, assembled: {label}", f"r100 hybrid convex w0.6 assembled {label}")
                  for label, *_ in ASSEMBLE_RULES],
@@ -287,6 +295,7 @@ def readme_table(report: dict) -> str:
             cells.append("" if row is None else f"{row['complete']:.3f} ({row['span_recall']:.3f})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (NO_HEADERS_ROW, "no headers"),
+                       (NO_LINKS_ROW, "no title links"), ("r100 hybrid convex w0.6 coverage 0.0 assembled", "no coverage"),
                        (PREFIX_ROW, "the prefix fit")):
         cells = [margin_cell(report["sets"][n]["rows"], DEFAULT_ROW, peer, "complete") for n in sets]
         lines.append(f"| default minus {name}, complete (points, 95 % paired interval) | " + " | ".join(cells) + " |")
@@ -300,7 +309,7 @@ def readme_table(report: dict) -> str:
               "first item covers the evidence completely) / MRR of the first item that covers any evidence", "",
               head, "|---" * (len(sets) + 1) + "|"]
     for label, key in (("P0", "peer"), ("P1", "peer ensemble"), ("momoka default", DEFAULT_ROW),
-                       ("momoka default, no headers", NO_HEADERS_ROW)):
+                       ("momoka default, no headers", NO_HEADERS_ROW), ("momoka default, no title links", NO_LINKS_ROW)):
         cells = []
         for n in sets:
             row = report["sets"][n]["rows"].get(key)

@@ -19,11 +19,15 @@ from ...store.store import RAW_VIEW
 from ..base import Result
 from ...registry import register
 from .coverage import cover_terms
+from .links import TitleTable, link_titles
 from .fusion import RRF_K, convex, rrf
 
 #: The hybrid retriever's default weight of query-term coverage (:mod:`.coverage`), chosen with the other
 #: defaults by the best worst case over the shared sets (docs/results.md).
 DEFAULT_COVERAGE = 1.5
+#: How many top items of the hybrid ranking have the passages they name by title placed after them (:mod:`.links`;
+#: measured in docs/results.md).
+DEFAULT_LINKS = 2
 
 
 
@@ -174,6 +178,9 @@ class HybridRetriever(StoreRetriever):
             normalised score plus ``coverage`` times the share of the query's idf mass it adds to what
             the items before it cover is highest; the terms are the BM25 tokens of each chunk's indexed
             text); 0 keeps the fused order.
+        links: how many of the top items have the passages they name by title placed right after them
+            (:func:`~momoka.methods.standard.links.link_titles`, after the coverage re-rank; the table
+            of titles is built from the stored chunks at the first search); 0 turns it off.
 
     The defaults were chosen by the cross-set evaluation at equal context
     budget in the README ("Baselines and the default pipeline, at equal context budget"). On a store
@@ -184,8 +191,10 @@ class HybridRetriever(StoreRetriever):
 
     def __init__(self, index: Any, *, view: str = RAW_VIEW, bm25_view: str = RAW_VIEW, fusion: str = "convex",
                  dense_weight: float = 0.6, depth: int | None = None, rrf_k: int = RRF_K,
-                 coverage: float = DEFAULT_COVERAGE):
+                 coverage: float = DEFAULT_COVERAGE, links: int = DEFAULT_LINKS):
         super().__init__(index)
+        self.links = check_int(links, "hybrid: links", minimum=0)
+        self._titles: TitleTable | None = None
         coverage = float(coverage)
         if not coverage >= 0.0:
             raise ConfigError(f"hybrid: coverage must be a weight of at least 0, not {coverage}")
@@ -208,7 +217,7 @@ class HybridRetriever(StoreRetriever):
             return {"retriever": self.name, "fused": ["bm25"], "bm25_view": self.bm25.view}
         out = {"retriever": self.name, "fused": ["dense", "bm25"], "view": self.dense.view,
                "bm25_view": self.bm25.view, "fusion": self.fusion, "dense_weight": self.dense_weight,
-               "coverage": self.coverage}
+               "coverage": self.coverage, "links": self.links}
         if self.fusion == "rrf":
             out["rrf_k"] = self.rrf_k
         return out
@@ -224,9 +233,31 @@ class HybridRetriever(StoreRetriever):
             fused = [rrf([a, b], d, self.rrf_k, weights=(2 * w[0], 2 * w[1])) for a, b in zip(dense, sparse)]
         else:
             fused = [convex([a, b], d, weights=w) for a, b in zip(dense, sparse)]
-        if self.coverage <= 0:
-            return [f[:k] for f in fused]
-        return self._cover(queries, fused, k)
+        ranked = [f[:k] for f in fused] if self.coverage <= 0 else self._cover(queries, fused, k)
+        if self.links <= 0:
+            return ranked
+        table, chunks = self._title_table(), self.index.store.chunks
+        return [link_titles(r, q, table, chunks.text, self.links, k,
+                            None if a is None else set(a).__contains__)
+                for q, r, a in zip(queries, ranked, allowed)]
+
+    def _title_table(self) -> TitleTable:
+        """The :class:`~momoka.methods.standard.links.TitleTable` of the stored chunks (built once); a title's
+        rarity is the BM25 view's document frequency of its rarest term."""
+        if self._titles is None:
+            store = self.index.store
+            bm = store.bm25_view(self.bm25.view).index
+            ch = store.chunks
+
+            def rows():
+                for cid in ch.ids().tolist():
+                    yield cid, ch.doc_id(cid), ch.text(cid), ch.metadata(cid).get("header")
+
+            def doc_freq(title: str) -> int:
+                return min((bm.doc_freq(t) for t in bm.tokenize(title)), default=bm.n_docs)
+
+            self._titles = TitleTable(rows(), doc_freq, bm.n_docs)
+        return self._titles
 
     def _cover(self, queries: list[str], fused: list[list[tuple[int, float]]], k: int) -> list[list[tuple[int, float]]]:
         """:func:`cover_terms` over each fused list, the terms being the BM25 view's tokens of each chunk's
@@ -262,7 +293,7 @@ def _bm25(index: Any, **options: Any) -> BM25Retriever:
 
 
 @register("retriever", "hybrid", summary="fusion of dense and BM25 (the default; options fusion=convex|rrf, "
-          "dense_weight, coverage)", needs=lambda o: (f"bm25/{o.get('bm25_view', RAW_VIEW)}",) + (
+          "dense_weight, coverage, links)", needs=lambda o: (f"bm25/{o.get('bm25_view', RAW_VIEW)}",) + (
               (f"vectors/{o['view']}",) if o.get("view", RAW_VIEW) != RAW_VIEW else ()))
 def _hybrid(index: Any, **options: Any) -> HybridRetriever:
     return HybridRetriever(index, **options)

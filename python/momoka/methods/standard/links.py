@@ -1,0 +1,145 @@
+"""Title links: a passage that names another passage's title brings that passage in right after it.
+
+A bridge question ("Where was the director of film X born?") needs two passages: the one about X, which
+the question matches, and the one about the director, which it does not name. The first names the
+second by its title, as an encyclopaedia links its articles (HotpotQA's bridge questions were built
+from those links). :func:`link_titles` follows such mentions from the top of a ranking: for each of
+its first ``top`` items, every title of another passage written in the item's text (case-sensitive,
+from a word start) brings the passage that title heads into the ranking right after the item, unless
+it is already ranked there or above. A title links only when it
+
+- heads a passage (:func:`chunk_titles`: a title line in the chunk, or a section or title line its
+  contextual header names), has at least 4 characters and a capital letter;
+- is not written in the query (the question reaches that passage by itself) and is not a title of the
+  linking item itself (its own heading);
+- is rare in the collection: its rarest BM25 term is in at most ``max(2, 2 %)`` of the chunks (an
+  ordinary section name such as "Evaluation" or "Dataset" is not a link).
+
+Each linked passage takes the score of the item that names it, so scores never increase down the
+list. The hybrid retriever applies it after the coverage re-rank (its ``links`` option, the number of
+top items followed; 0 turns it off). The table of titles (:class:`TitleTable`) is built once per
+retriever from the stored chunks (their text and ``metadata["header"]``).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..._core import split_paragraphs
+from ...chunking._engine import title_lines
+
+__all__ = ["chunk_titles", "TitleTable", "link_titles", "RARE_SHARE", "RARE_MIN"]
+
+#: A title links only when its rarest term is in at most this share of the chunks ...
+RARE_SHARE = 0.02
+#: ... or in at most this many chunks (small collections).
+RARE_MIN = 2
+_PARENTHESIS = re.compile(r"\s*\([^()]*\)$")  # "Battle of Manila (1945)" is written "Battle of Manila"
+_WORD = re.compile(r"\S+")
+
+
+def _norm(title: str) -> str:
+    return _PARENTHESIS.sub("", " ".join(title.split())).strip()
+
+
+def chunk_titles(text: str, header: str | None) -> list[str]:
+    """The titles a chunk holds: the lines of its contextual ``header`` after the document's title (its
+    section path and title line) and the title lines in its text (:func:`momoka.chunking.title_lines`), each
+    without a trailing parenthesis, in that order, those of at least 4 characters with a capital letter."""
+    parts = (header or "").split("\n")[1:]
+    if "\n" in text.strip():  # a title line is a line over another
+        starts, ends = split_paragraphs(text)
+        doc = types.SimpleNamespace(text=text, paragraphs=np.stack([starts, ends], axis=1).reshape(-1))
+        line_ends, _ = title_lines(doc)
+        parts += [text[text.rfind("\n", 0, e) + 1:e] for e in line_ends.tolist()]
+    out: list[str] = []
+    for p in parts:
+        t = _norm(p)
+        if len(t) >= 4 and any(ch.isupper() for ch in t) and t not in out:
+            out.append(t)
+    return out
+
+
+class TitleTable:
+    """The titles of a collection's chunks: which chunk each title heads (the first chunk holding it, per
+    document), each chunk's own titles, and which titles are rare enough to link (see the module doc).
+
+    ``chunks``: ``(chunk id, doc id, text, header)`` in document order; ``doc_freq(title)``: the number of
+    chunks holding the title's rarest term; ``n_chunks``: the collection's size.
+    """
+
+    def __init__(self, chunks: Iterable[tuple[int, str, str, str | None]], doc_freq: Callable[[str], int],
+                 n_chunks: int):
+        self.heads: dict[str, dict[str, int]] = defaultdict(dict)  # title -> {doc id: first chunk}
+        self.own: dict[int, frozenset[str]] = {}
+        self.doc_of: dict[int, str] = {}
+        for cid, doc_id, text, header in chunks:
+            titles = chunk_titles(text, header)
+            self.doc_of[cid] = doc_id
+            if titles:
+                self.own[cid] = frozenset(titles)
+            for t in titles:
+                self.heads[t].setdefault(doc_id, cid)
+        limit = max(RARE_MIN, RARE_SHARE * n_chunks)
+        self.by_word: dict[str, list[str]] = defaultdict(list)
+        for t in self.heads:
+            if doc_freq(t) <= limit:
+                self.by_word[t.split()[0]].append(t)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.by_word.values())
+
+    def mentions(self, text: str) -> list[str]:
+        """The linkable titles written in ``text`` (from a word start, case-sensitive), in text order."""
+        out: list[str] = []
+        for m in _WORD.finditer(text):
+            for t in self.by_word.get(m.group(), ()):
+                if t not in out and text.startswith(t, m.start()):
+                    out.append(t)
+        return out
+
+    def head(self, title: str, doc_id: str) -> int:
+        """The chunk ``title`` heads: in ``doc_id`` when it heads one there, else in the first document."""
+        where = self.heads[title]
+        return where.get(doc_id, next(iter(where.values())))
+
+
+def link_titles(ranking: Sequence[tuple[int, float]], query: str, table: TitleTable, text_of: Callable[[int], str],
+                top: int, k: int, allowed: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
+    """``ranking`` (``(id, score)``, best first) with, right after each of its first ``top`` items, the passages
+    that item names by title (see the module doc), in the order named, cut to ``k`` items. An item already
+    placed (above, or as an earlier item's link) is not placed again, and its own links are not followed.
+    A linked passage takes the linking item's score when higher than its own. ``allowed(id)``: whether a
+    linked chunk may be returned (a document filter)."""
+    items = list(ranking)
+    if top <= 0 or not items or not len(table):
+        return items[:k]
+    score = dict(items)
+    out: list[int] = []
+    placed: set[int] = set()
+    for rank, (cid, _) in enumerate(items):
+        if len(out) >= k:
+            break
+        if cid in placed:
+            continue
+        out.append(cid)
+        placed.add(cid)
+        if rank >= top:
+            continue
+        own = table.own.get(cid, frozenset())
+        for t in table.mentions(text_of(cid)):
+            if t in query or t in own:
+                continue
+            target = table.head(t, table.doc_of.get(cid, ""))
+            if target in placed or (allowed is not None and not allowed(target)):
+                continue
+            out.append(target)
+            placed.add(target)
+            score[target] = max(score.get(target, float("-inf")), score[cid])
+    return [(c, score[c]) for c in out[:k]]

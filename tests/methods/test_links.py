@@ -1,0 +1,142 @@
+"""Title links (momoka.methods.standard.links): the titles a chunk holds, hand-computed link insertions, a
+slow reference on random rankings, and the hybrid retriever bringing a bridge question's second passage
+in after the first."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from momoka.methods.standard.links import RARE_MIN, TitleTable, chunk_titles, link_titles
+
+BODY = "was a naval battle fought in the Pacific during the Second World War between two fleets."
+
+
+def test_chunk_titles():
+    text = f"Battle of Manila (1945)\nThe Battle of Manila {BODY}\n\nGuam\nThe island of Guam {BODY}"
+    assert chunk_titles(text, "Battles\nNaval history ::: Pacific") == [
+        "Naval history ::: Pacific", "Battle of Manila", "Guam"]
+    # a header of the document's title alone names no title; a line that ends a sentence is no title line
+    assert chunk_titles(f"It ended.\nThe Battle of Manila {BODY}", "Battles") == []
+    # too short, or without a capital letter, is no title
+    assert chunk_titles(f"Ab\nThe Battle of Manila {BODY}\n\nsome notes\nThe Battle of Guam {BODY}", None) == []
+
+
+def _table(heads: dict[int, tuple[str, str]], df: dict[str, int] | None = None, n: int = 1000) -> TitleTable:
+    """A table of chunks ``id -> (doc, text)``; a chunk's title is its first line."""
+    rows = [(cid, doc, text, None) for cid, (doc, text) in sorted(heads.items())]
+    return TitleTable(rows, lambda t: (df or {}).get(t, 1), n)
+
+
+PAGES = {
+    1: ("d", f"Film Zorro\nFilm Zorro {BODY} It was directed by Grace Hopper and shot in Lima."),
+    2: ("d", f"Lima Harbour\nLima Harbour {BODY}"),
+    3: ("d", f"Other Page\nOther Page {BODY}"),
+    7: ("d", f"Grace Hopper\nGrace Hopper {BODY}"),
+    8: ("e", f"Grace Hopper\nGrace Hopper {BODY} (a second page of that title, in another document)"),
+    9: ("d", f"Shot in Lima\nShot in Lima {BODY}"),
+}
+
+
+def text_of(cid: int) -> str:
+    return PAGES[cid][1]
+
+
+def test_hand_computed_links():
+    table = _table(PAGES)
+    ranking = [(1, 0.9), (3, 0.8), (2, 0.7)]
+    # item 1 names "Grace Hopper" (chunk 7, same document as the linker) and "Lima Harbour"? no: it writes
+    # "Lima." only; "Shot in Lima" is no word-start match ("shot in Lima" is lower case there)
+    got = link_titles(ranking, "who directed Film Zorro?", table, text_of, top=2, k=10)
+    assert got == [(1, 0.9), (7, 0.9), (3, 0.8), (2, 0.7)]
+    assert link_titles(ranking, "who directed Film Zorro?", table, text_of, top=2, k=2) == [(1, 0.9), (7, 0.9)]
+    # off, or a title the query writes, or no item in the top that names one: the ranking as it was
+    assert link_titles(ranking, "q", table, text_of, top=0, k=3) == ranking
+    assert link_titles(ranking, "Grace Hopper and Film Zorro", table, text_of, top=2, k=3) == ranking
+    assert link_titles([(3, 0.8), (2, 0.7), (1, 0.6)], "q", table, text_of, top=2, k=3) == [(3, 0.8), (2, 0.7), (1, 0.6)]
+    # a linked chunk ranked lower moves up, keeping the higher of its scores and the linker's
+    assert link_titles([(1, 0.9), (3, 0.8), (7, 0.1)], "q", table, text_of, top=1, k=3) == [
+        (1, 0.9), (7, 0.9), (3, 0.8)]
+    # already right after (or above) its linker: unchanged
+    assert link_titles([(7, 1.0), (1, 0.9), (3, 0.8)], "q", table, text_of, top=2, k=3) == [(7, 1.0), (1, 0.9), (3, 0.8)]
+    # a document filter that excludes the target
+    assert link_titles(ranking, "q", table, text_of, top=2, k=4, allowed={1, 2, 3}.__contains__) == ranking
+
+
+def test_own_title_common_title_and_other_document():
+    own = {1: ("d", f"Grace Hopper\nGrace Hopper {BODY} Grace Hopper said so.")}
+    own.update({7: ("d", f"Grace Hopper\nGrace Hopper {BODY}")})
+    table = _table(own)
+    # chunk 1's own title is not a link, even where another chunk of the same title exists
+    assert link_titles([(1, 1.0)], "q", table, lambda c: own[c][1], 2, 5) == [(1, 1.0)]
+    # a title whose rarest term is in more than 2 % of the chunks is no link
+    common = _table(PAGES, df={"Grace Hopper": 21}, n=1000)
+    assert link_titles([(1, 0.9)], "q", common, text_of, 1, 5) == [(1, 0.9)]
+    rare = _table(PAGES, df={"Grace Hopper": 20}, n=1000)
+    assert [c for c, _ in link_titles([(1, 0.9)], "q", rare, text_of, 1, 5)] == [1, 7]
+    small = _table(PAGES, df={"Grace Hopper": RARE_MIN}, n=10)  # a small collection: RARE_MIN chunks
+    assert [c for c, _ in link_titles([(1, 0.9)], "q", small, text_of, 1, 5)] == [1, 7]
+    # a title heading chunks in two documents: the linker's document first, else the first document
+    pages = dict(PAGES)
+    pages[1] = ("e", PAGES[1][1])
+    other = _table(pages)
+    assert [c for c, _ in link_titles([(1, 0.9)], "q", other, lambda c: pages[c][1], 1, 5)] == [1, 8]
+
+
+def test_invariants_on_random_rankings():
+    rng = random.Random(11)
+    names = [f"Name{i} Person" for i in range(10)]
+    for _ in range(300):
+        heads = {t: rng.randrange(100, 130) for t in names}
+        pages = {}
+        for c in range(100, 130):
+            mine = [t for t, h in heads.items() if h == c]
+            named = rng.sample(names, rng.randint(0, 3))
+            pages[c] = ("d", (mine[0] + "\n" if mine else "") + "Text " + " and ".join(named) + " " + BODY)
+        table = _table(pages)
+        n = rng.randint(1, 12)
+        ranking = list(zip(rng.sample(range(100, 130), n), sorted((rng.random() for _ in range(n)), reverse=True)))
+        query = " ".join(rng.sample(names, rng.randint(0, 2)))
+        top, k = rng.randint(0, 3), rng.randint(1, n + 3)
+        got = link_titles(ranking, query, table, lambda c: pages[c][1], top, k)
+        ids = [c for c, _ in got]
+        orig = [c for c, _ in ranking]
+        assert len(ids) == len(set(ids)) <= k
+        assert all(a >= b for (_, a), (_, b) in zip(got, got[1:]))  # never increasing
+        def linked(c):  # placed as a link: a top item before it names a title that heads it
+            before = ids[:ids.index(c)]
+            titles = [t for t, h in table.heads.items() if c in h.values() and t not in query]
+            return any(x in orig[:top] and t in pages[x][1].split("\n", 1)[-1] for x in before for t in titles)
+
+        rest = [c for c in ids if not linked(c)]
+        assert rest == [c for c in orig if c in rest]  # everything else keeps the ranking's order
+        assert all(c in orig for c in rest)
+        if top == 0:
+            assert got == ranking[:k]
+
+
+def test_hybrid_brings_in_the_bridge_passage(tmp_path):
+    import momoka
+    from tests.store.conftest import HashEmbedder
+
+    paras = [
+        "Film Zorro\nFilm Zorro is a 1999 drama film about a masked rider, directed by Jane Quimby and shot "
+        "in Spain over one summer.",
+        "Jane Quimby\nJane Quimby is a painter, photographer and writer who later made films. Her family came "
+        "from Reykjavik, where she grew up by the sea; she studied art in Paris and lived in Rome and Vienna.",
+    ]
+    for i in range(12):  # other films and people, closer to the question's words than Quimby's page
+        paras.append(f"Film Mira {i}\nFilm Mira {i} is a drama film whose director was born in town {i}; "
+                     f"the director of the film was born there.")
+    docs = [{"doc_id": f"page{i}", "title": "Films and people", "text": p} for i, p in enumerate(paras)]
+    q = "Where was the director of Film Zorro born?"
+    with momoka.Index.build(docs, store=tmp_path / "s", embedder=HashEmbedder(), progress=False) as ix:
+        plain = ix.search(q, k=2, retriever="hybrid", links=0)
+        linked = ix.search(q, k=2, retriever="hybrid")
+        assert "Film Zorro" in plain[0].text
+        assert not any("Reykjavik" in h.text for h in plain)  # the question does not reach it
+        assert "Film Zorro" in linked[0].text and "Reykjavik" in linked[1].text
+        assert linked[0].provenance["links"] == 2
+        with pytest.raises(momoka.errors.ConfigError, match="links"):
+            ix.search(q, k=2, retriever="hybrid", links=-1)
