@@ -196,21 +196,6 @@ def _top5_per_model(out: dict, docs: list, queries: list, device: str) -> dict:
     return out
 
 
-def _run_decoder(dec, ids: list[int], new: int) -> tuple[float, float, list[int]]:
-    """(prefill seconds, decode seconds, greedy tokens) of ``new`` tokens after ``ids``."""
-    import numpy as np
-
-    t0 = time.perf_counter()
-    logits = dec.start(ids)
-    t1 = time.perf_counter()
-    out = []
-    for _ in range(new):
-        tok = int(np.argmax(logits))
-        out.append(tok)
-        logits = dec.step(tok)
-    return t1 - t0, time.perf_counter() - t1, out
-
-
 def check_causal_lm(device: str, texts: list[str], prompts=(1000, 4000), new: int = 100, reps: int = 2) -> dict:
     """The causal LM on ``device`` against the CPU: log-probabilities, prefill and decode (check 4)."""
     import warnings
@@ -219,6 +204,9 @@ def check_causal_lm(device: str, texts: list[str], prompts=(1000, 4000), new: in
     from momoka.models.causal_generate import OnnxDecoder
     from momoka.models.causal_lm import CausalLM
     from momoka.models.installer import model_dir
+
+    sys.path.insert(0, str(ROOT / "bench" / "micro"))
+    from bench_models_decode import run_decoder  # prefill, then greedy steps, timed apart
 
     d = model_dir("smollm2-135m-instruct", auto_install=False)
     cpu = CausalLM(d, device="cpu", runtime="onnx")
@@ -236,10 +224,10 @@ def check_causal_lm(device: str, texts: list[str], prompts=(1000, 4000), new: in
         row: dict = {"prompt_tokens": len(ids), "new_tokens": new}
         toks = {}
         for name, lm in ((device, dev), ("cpu", cpu)):
-            _run_decoder(OnnxDecoder(lm), ids[:64], 4)  # warm-up
+            run_decoder(OnnxDecoder(lm), ids[:64], 4)  # warm-up
             best_p = best_d = float("inf")
             for _ in range(reps):
-                p, dt, toks[name] = _run_decoder(OnnxDecoder(lm), ids, new)
+                p, dt, toks[name] = run_decoder(OnnxDecoder(lm), ids, new)
                 best_p, best_d = min(best_p, p), min(best_d, dt)
             row[f"{name}_prefill_tok_per_s"] = round(len(ids) / best_p, 1)
             row[f"{name}_decode_tok_per_s"] = round(new / best_d, 1)
