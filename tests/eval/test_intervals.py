@@ -130,3 +130,9 @@ def test_eval_group_margins_equal_a_run_on_the_groups_questions_alone(shared_dat
         assert g["n"] == 15 == alone["n_questions"]
         assert g["intervals"] == alone["intervals"] and g["margins"] == alone["margins"]
     assert "per half (complete coverage at 5000 characters)" in format_report(report)
+    # one retriever: the per-value table still prints, with its intervals and no margin column
+    one = run_eval(subset(qs), ["hybrid"], store=store, group_by="half")
+    text = format_report(one)
+    assert "per half (complete coverage at 5000 characters)" in text and " - hybrid" not in text.split("per half")[1]
+    for value in ("even", "odd"):
+        assert one["groups"]["values"][value]["intervals"]["hybrid"] == groups["values"][value]["intervals"]["hybrid"]

@@ -381,7 +381,7 @@ def _format_intervals(report: dict) -> str:
            f"margins are paired "
            f"differences with {first} on the same questions\n" + format_table(header, rows))
     groups = report.get("groups")
-    if groups and len(ivs) > 1:
+    if groups:  # with one retriever too: its interval per value (margins need a second retriever)
         key = keys[0]
         header = [groups["field"], "n"] + [f"{key} {name}" for name in ivs] + [f"{name} - {first}" for name in list(ivs)[1:]]
         rows = [[value, str(g["n"])] + [_iv(g["intervals"][name][key]) for name in ivs]
