@@ -43,25 +43,29 @@ def text_of(cid: int) -> str:
     return PAGES[cid][1]
 
 
+def doc_of(cid: int) -> str:
+    return PAGES[cid][0]
+
+
 def test_hand_computed_links():
     table = _table(PAGES)
     ranking = [(1, 0.9), (3, 0.8), (2, 0.7)]
-    # item 1 names "Grace Hopper" (chunk 7, same document as the linker) and "Lima Harbour"? no: it writes
-    # "Lima." only; "Shot in Lima" is no word-start match ("shot in Lima" is lower case there)
-    got = link_titles(ranking, "who directed Film Zorro?", table, text_of, top=2, k=10)
+    # item 1 writes "Grace Hopper" (heading chunk 7 in its own document, and chunk 8 in another) and "Lima."
+    # ("Lima Harbour" and "Shot in Lima" are titles it does not write whole)
+    got = link_titles(ranking, "who directed Film Zorro?", table, text_of, doc_of, top=2, k=10)
     assert got == [(1, 0.9), (7, 0.9), (3, 0.8), (2, 0.7)]
-    assert link_titles(ranking, "who directed Film Zorro?", table, text_of, top=2, k=2) == [(1, 0.9), (7, 0.9)]
+    assert link_titles(ranking, "who directed Film Zorro?", table, text_of, doc_of, top=2, k=2) == [(1, 0.9), (7, 0.9)]
     # off, or a title the query writes, or no item in the top that names one: the ranking as it was
-    assert link_titles(ranking, "q", table, text_of, top=0, k=3) == ranking
-    assert link_titles(ranking, "Grace Hopper and Film Zorro", table, text_of, top=2, k=3) == ranking
-    assert link_titles([(3, 0.8), (2, 0.7), (1, 0.6)], "q", table, text_of, top=2, k=3) == [(3, 0.8), (2, 0.7), (1, 0.6)]
+    assert link_titles(ranking, "q", table, text_of, doc_of, top=0, k=3) == ranking
+    assert link_titles(ranking, "Grace Hopper and Film Zorro", table, text_of, doc_of, top=2, k=3) == ranking
+    assert link_titles([(3, 0.8), (2, 0.7), (1, 0.6)], "q", table, text_of, doc_of, top=2, k=3) == [(3, 0.8), (2, 0.7), (1, 0.6)]
     # a linked chunk ranked lower moves up, keeping the higher of its scores and the linker's
-    assert link_titles([(1, 0.9), (3, 0.8), (7, 0.1)], "q", table, text_of, top=1, k=3) == [
+    assert link_titles([(1, 0.9), (3, 0.8), (7, 0.1)], "q", table, text_of, doc_of, top=1, k=3) == [
         (1, 0.9), (7, 0.9), (3, 0.8)]
     # already right after (or above) its linker: unchanged
-    assert link_titles([(7, 1.0), (1, 0.9), (3, 0.8)], "q", table, text_of, top=2, k=3) == [(7, 1.0), (1, 0.9), (3, 0.8)]
+    assert link_titles([(7, 1.0), (1, 0.9), (3, 0.8)], "q", table, text_of, doc_of, top=2, k=3) == [(7, 1.0), (1, 0.9), (3, 0.8)]
     # a document filter that excludes the target
-    assert link_titles(ranking, "q", table, text_of, top=2, k=4, allowed={1, 2, 3}.__contains__) == ranking
+    assert link_titles(ranking, "q", table, text_of, doc_of, top=2, k=4, allowed={1, 2, 3}.__contains__) == ranking
 
 
 def test_own_title_common_title_and_other_document():
@@ -69,19 +73,19 @@ def test_own_title_common_title_and_other_document():
     own.update({7: ("d", f"Grace Hopper\nGrace Hopper {BODY}")})
     table = _table(own)
     # chunk 1's own title is not a link, even where another chunk of the same title exists
-    assert link_titles([(1, 1.0)], "q", table, lambda c: own[c][1], 2, 5) == [(1, 1.0)]
+    assert link_titles([(1, 1.0)], "q", table, lambda c: own[c][1], lambda c: own[c][0], 2, 5) == [(1, 1.0)]
     # a title whose rarest term is in more than 2 % of the chunks is no link
     common = _table(PAGES, df={"Grace Hopper": 21}, n=1000)
-    assert link_titles([(1, 0.9)], "q", common, text_of, 1, 5) == [(1, 0.9)]
+    assert link_titles([(1, 0.9)], "q", common, text_of, doc_of, 1, 5) == [(1, 0.9)]
     rare = _table(PAGES, df={"Grace Hopper": 20}, n=1000)
-    assert [c for c, _ in link_titles([(1, 0.9)], "q", rare, text_of, 1, 5)] == [1, 7]
+    assert [c for c, _ in link_titles([(1, 0.9)], "q", rare, text_of, doc_of, 1, 5)] == [1, 7]
     small = _table(PAGES, df={"Grace Hopper": RARE_MIN}, n=10)  # a small collection: RARE_MIN chunks
-    assert [c for c, _ in link_titles([(1, 0.9)], "q", small, text_of, 1, 5)] == [1, 7]
+    assert [c for c, _ in link_titles([(1, 0.9)], "q", small, text_of, doc_of, 1, 5)] == [1, 7]
     # a title heading chunks in two documents: the linker's document first, else the first document
     pages = dict(PAGES)
     pages[1] = ("e", PAGES[1][1])
     other = _table(pages)
-    assert [c for c, _ in link_titles([(1, 0.9)], "q", other, lambda c: pages[c][1], 1, 5)] == [1, 8]
+    assert [c for c, _ in link_titles([(1, 0.9)], "q", other, lambda c: pages[c][1], lambda c: pages[c][0], 1, 5)] == [1, 8]
 
 
 def test_invariants_on_random_rankings():
@@ -99,7 +103,7 @@ def test_invariants_on_random_rankings():
         ranking = list(zip(rng.sample(range(100, 130), n), sorted((rng.random() for _ in range(n)), reverse=True)))
         query = " ".join(rng.sample(names, rng.randint(0, 2)))
         top, k = rng.randint(0, 3), rng.randint(1, n + 3)
-        got = link_titles(ranking, query, table, lambda c: pages[c][1], top, k)
+        got = link_titles(ranking, query, table, lambda c: pages[c][1], lambda c: pages[c][0], top, k)
         ids = [c for c, _ in got]
         orig = [c for c, _ in ranking]
         assert len(ids) == len(set(ids)) <= k

@@ -16,7 +16,8 @@ it is already ranked there or above. A title links only when it
   ordinary section name such as "Evaluation" or "Dataset" is not a link).
 
 Each linked passage takes the score of the item that names it, so scores never increase down the
-list. The hybrid retriever applies it after the coverage re-rank (its ``links`` option, the number of
+list. Titles need a capital letter and are found from whitespace word starts, so text in scripts
+without case or spaces between words (Chinese, Japanese) gets no links. The hybrid retriever applies it after the coverage re-rank (its ``links`` option, the number of
 top items followed; 0 turns it off). The table of titles (:class:`TitleTable`) is built once per
 retriever from the stored chunks (their text and ``metadata["header"]``).
 """
@@ -24,6 +25,7 @@ retriever from the stored chunks (their text and ``metadata["header"]``).
 from __future__ import annotations
 
 import re
+import sys
 import types
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -77,15 +79,13 @@ class TitleTable:
     def __init__(self, chunks: Iterable[tuple[int, str, str, str | None]], doc_freq: Callable[[str], int],
                  n_chunks: int):
         self.heads: dict[str, dict[str, int]] = defaultdict(dict)  # title -> {doc id: first chunk}
-        self.own: dict[int, frozenset[str]] = {}
-        self.doc_of: dict[int, str] = {}
+        self.own: dict[int, tuple[str, ...]] = {}  # the chunks that hold a title: their titles (one string each)
         for cid, doc_id, text, header in chunks:
-            titles = chunk_titles(text, header)
-            self.doc_of[cid] = doc_id
+            titles = tuple(sys.intern(t) for t in chunk_titles(text, header))
             if titles:
-                self.own[cid] = frozenset(titles)
-            for t in titles:
-                self.heads[t].setdefault(doc_id, cid)
+                for t in titles:
+                    self.heads[t].setdefault(doc_id, cid)
+                self.own[cid] = titles
         limit = max(RARE_MIN, RARE_SHARE * n_chunks)
         self.by_word: dict[str, list[str]] = defaultdict(list)
         for t in self.heads:
@@ -111,12 +111,14 @@ class TitleTable:
 
 
 def link_titles(ranking: Sequence[tuple[int, float]], query: str, table: TitleTable, text_of: Callable[[int], str],
-                top: int, k: int, allowed: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
+                doc_of: Callable[[int], str], top: int, k: int,
+                allowed: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
     """``ranking`` (``(id, score)``, best first) with, right after each of its first ``top`` items, the passages
     that item names by title (see the module doc), in the order named, cut to ``k`` items. An item already
     placed (above, or as an earlier item's link) is not placed again, and its own links are not followed.
-    A linked passage takes the linking item's score when higher than its own. ``allowed(id)``: whether a
-    linked chunk may be returned (a document filter)."""
+    A linked passage takes the linking item's score when higher than its own. ``text_of(id)`` and
+    ``doc_of(id)``: a chunk's text and document; ``allowed(id)``: whether a linked chunk may be returned (a
+    document filter)."""
     items = list(ranking)
     if top <= 0 or not items or not len(table):
         return items[:k]
@@ -132,11 +134,11 @@ def link_titles(ranking: Sequence[tuple[int, float]], query: str, table: TitleTa
         placed.add(cid)
         if rank >= top:
             continue
-        own = table.own.get(cid, frozenset())
+        own = table.own.get(cid, ())
         for t in table.mentions(text_of(cid)):
             if t in query or t in own:
                 continue
-            target = table.head(t, table.doc_of.get(cid, ""))
+            target = table.head(t, doc_of(cid))
             if target in placed or (allowed is not None and not allowed(target)):
                 continue
             out.append(target)

@@ -237,7 +237,7 @@ class HybridRetriever(StoreRetriever):
         if self.links <= 0:
             return ranked
         table, chunks = self._title_table(), self.index.store.chunks
-        return [link_titles(r, q, table, chunks.text, self.links, k,
+        return [link_titles(r, q, table, chunks.text, chunks.doc_id, self.links, k,
                             None if a is None else set(a).__contains__)
                 for q, r, a in zip(queries, ranked, allowed)]
 
