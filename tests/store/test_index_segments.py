@@ -16,6 +16,7 @@ from momoka.chunking.context import with_header
 
 from momoka import Index
 from momoka.store import Store
+from momoka.text.model import Chunk
 from momoka.store.bm25 import tokenize
 
 from .conftest import HashEmbedder
@@ -316,3 +317,26 @@ def test_merge_factor_from_the_environment(tmp_path, monkeypatch):
         monkeypatch.setenv("MOMOKA_MERGE_FACTOR", bad)
         with pytest.raises(ConfigError, match=f"MOMOKA_MERGE_FACTOR must be an integer >= 2, not '{bad}'"):
             Store.create(tmp_path / f"b{bad}")
+
+
+def test_chunk_scan_reads_what_the_per_id_accessors_read(tmp_path, real, monkeypatch):
+    # ChunkTable.scan (one pass over every text run) against doc_id/text/metadata per id, over many segments,
+    # deleted chunks, memory-mapped texts after a reopen, and rows appended but not saved yet
+    monkeypatch.setenv("MOMOKA_MERGE_FACTOR", "1000")
+
+    def per_id(ch):
+        return [(c, ch.doc_id(c), ch.text(c), ch.metadata(c)) for c in ch.ids().tolist()]
+
+    emb = HashEmbedder()
+    ix = _build(tmp_path / "s", real[:80], 16, emb)
+    ix.delete([d["doc_id"] for d in real[3:80:7]])
+    ix.save()
+    assert len(ix.store.segments) > 2 and list(ix.store.chunks.scan()) == per_id(ix.store.chunks)
+    ix.close()
+    again = Index.open(tmp_path / "s", embedder=emb)
+    ch = again.store.chunks
+    assert list(ch.scan()) == per_id(ch)
+    ch.append([("extra", Chunk("an unsaved chunk", 0, 16, "extra", 0, 0, 0, (), {"header": "H"}, None))])
+    rows = list(ch.scan())
+    assert rows == per_id(ch) and rows[-1][1:] == ("extra", "an unsaved chunk", {"header": "H"})
+    again.close()

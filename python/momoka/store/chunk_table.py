@@ -273,6 +273,23 @@ class ChunkTable(Artifact):
         """The texts of the given chunks, in order."""
         return [self.text(int(c)) for c in ids]
 
+    def scan(self) -> Iterator[tuple[int, str, str, dict]]:
+        """Every live chunk, ascending, as ``(id, doc id, text, metadata)``, read in one pass over the stored
+        texts (what a per-id loop over :meth:`doc_id`, :meth:`text` and :meth:`metadata` gives, without their
+        per-call checks). The metadata dicts are the table's own: read them, do not change them."""
+        live = self._cols["live"].tolist()
+        doc = self._cols["doc"].tolist()
+        meta = self._load_meta()
+        empty: dict = {}
+        for t in self._texts:
+            offs = t.offsets.tolist() if isinstance(t.offsets, np.ndarray) else list(t.offsets)
+            blob = t.blob
+            for i in range(len(offs) - 1):
+                c = t.base + i
+                if c < len(live) and live[c]:
+                    yield (c, self._docs[doc[c]], bytes(blob[offs[i]:offs[i + 1]]).decode("utf-8"),
+                           meta.get(c, empty))
+
     def doc_id(self, cid: int) -> str:
         """The id of the document chunk ``cid`` belongs to."""
         return self._docs[int(self._cols["doc"][self._check(cid)])]

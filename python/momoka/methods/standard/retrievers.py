@@ -250,8 +250,8 @@ class HybridRetriever(StoreRetriever):
             ch = store.chunks
 
             def rows():
-                for cid in ch.ids().tolist():
-                    yield cid, ch.doc_id(cid), ch.text(cid), ch.metadata(cid).get("header")
+                for cid, doc_id, text, meta in ch.scan():
+                    yield cid, doc_id, text, meta.get("header")
 
             def doc_freq(title: str) -> int:
                 return min((bm.doc_freq(t) for t in bm.tokenize(title)), default=bm.n_docs)
