@@ -15,17 +15,19 @@ BODY = "was a naval battle fought in the Pacific during the Second World War bet
 
 def test_chunk_titles():
     text = f"Battle of Manila (1945)\nThe Battle of Manila {BODY}\n\nGuam\nThe island of Guam {BODY}"
-    assert chunk_titles(text, "Battles\nNaval history ::: Pacific") == [
+    assert chunk_titles(text, "Battles\nNaval history ::: Pacific", "Battles") == [
         "Naval history ::: Pacific", "Battle of Manila", "Guam"]
+    # a document without a title: every header line is a section (or title line)
+    assert chunk_titles(text, "Naval history ::: Pacific", None)[0] == "Naval history ::: Pacific"
     # a header of the document's title alone names no title; a line that ends a sentence is no title line
-    assert chunk_titles(f"It ended.\nThe Battle of Manila {BODY}", "Battles") == []
+    assert chunk_titles(f"It ended.\nThe Battle of Manila {BODY}", "Battles", "Battles") == []
     # too short, or without a capital letter, is no title
     assert chunk_titles(f"Ab\nThe Battle of Manila {BODY}\n\nsome notes\nThe Battle of Guam {BODY}", None) == []
 
 
 def _table(heads: dict[int, tuple[str, str]], df: dict[str, int] | None = None, n: int = 1000) -> TitleTable:
     """A table of chunks ``id -> (doc, text)``; a chunk's title is its first line."""
-    rows = [(cid, doc, text, None) for cid, (doc, text) in sorted(heads.items())]
+    rows = [(cid, doc, text, None, None) for cid, (doc, text) in sorted(heads.items())]
     return TitleTable(rows, lambda t: (df or {}).get(t, 1), n)
 
 

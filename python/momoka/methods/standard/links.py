@@ -17,8 +17,8 @@ it is already ranked there or above. A title links only when it
 
 Each linked passage takes the score of the item that names it, so scores never increase down the
 list. Titles need a capital letter and are found from whitespace word starts, so text in scripts
-without case or spaces between words (Chinese, Japanese) gets no links. The hybrid retriever applies it after the coverage re-rank (its ``links`` option, the number of
-top items followed; 0 turns it off). The table of titles (:class:`TitleTable`) is built once per
+without case or spaces between words (Chinese, Japanese) gets no links. The hybrid retriever applies
+it after the coverage re-rank (its ``links`` option, the number of top items followed; 0 turns it off). The table of titles (:class:`TitleTable`) is built once per
 retriever from the stored chunks (their text and ``metadata["header"]``).
 """
 
@@ -29,7 +29,6 @@ import sys
 import types
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -50,11 +49,13 @@ def _norm(title: str) -> str:
     return _PARENTHESIS.sub("", " ".join(title.split())).strip()
 
 
-def chunk_titles(text: str, header: str | None) -> list[str]:
-    """The titles a chunk holds: the lines of its contextual ``header`` after the document's title (its
-    section path and title line) and the title lines in its text (:func:`momoka.chunking.title_lines`), each
-    without a trailing parenthesis, in that order, those of at least 4 characters with a capital letter."""
-    parts = (header or "").split("\n")[1:]
+def chunk_titles(text: str, header: str | None, doc_title: str | None = None) -> list[str]:
+    """The titles a chunk holds: the lines of its contextual ``header`` but its document's title
+    (``doc_title``: its section path and title line) and the title lines in its text
+    (:func:`momoka.chunking.title_lines`), each without a trailing parenthesis, in that order, those of at
+    least 4 characters with a capital letter."""
+    own_title = " ".join((doc_title or "").split())
+    parts = [line for line in (header or "").split("\n") if line and line != own_title]
     if "\n" in text.strip():  # a title line is a line over another
         starts, ends = split_paragraphs(text)
         doc = types.SimpleNamespace(text=text, paragraphs=np.stack([starts, ends], axis=1).reshape(-1))
@@ -72,16 +73,16 @@ class TitleTable:
     """The titles of a collection's chunks: which chunk each title heads (the first chunk holding it, per
     document), each chunk's own titles, and which titles are rare enough to link (see the module doc).
 
-    ``chunks``: ``(chunk id, doc id, text, header)`` in document order; ``doc_freq(title)``: the number of
-    chunks holding the title's rarest term; ``n_chunks``: the collection's size.
+    ``chunks``: ``(chunk id, doc id, text, header, document title)`` in document order; ``doc_freq(title)``:
+    the number of chunks holding the title's rarest term; ``n_chunks``: the collection's size.
     """
 
-    def __init__(self, chunks: Iterable[tuple[int, str, str, str | None]], doc_freq: Callable[[str], int],
+    def __init__(self, chunks: Iterable[tuple[int, str, str, str | None, str | None]], doc_freq: Callable[[str], int],
                  n_chunks: int):
         self.heads: dict[str, dict[str, int]] = defaultdict(dict)  # title -> {doc id: first chunk}
         self.own: dict[int, tuple[str, ...]] = {}  # the chunks that hold a title: their titles (one string each)
-        for cid, doc_id, text, header in chunks:
-            titles = tuple(sys.intern(t) for t in chunk_titles(text, header))
+        for cid, doc_id, text, header, doc_title in chunks:
+            titles = tuple(sys.intern(t) for t in chunk_titles(text, header, doc_title))
             if titles:
                 for t in titles:
                     self.heads[t].setdefault(doc_id, cid)

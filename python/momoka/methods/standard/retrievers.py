@@ -249,9 +249,13 @@ class HybridRetriever(StoreRetriever):
             bm = store.bm25_view(self.bm25.view).index
             ch = store.chunks
 
+            doc_titles: dict[str, str | None] = {}
+
             def rows():
                 for cid, doc_id, text, meta in ch.scan():
-                    yield cid, doc_id, text, meta.get("header")
+                    if doc_id not in doc_titles:
+                        doc_titles[doc_id] = self.index.title(doc_id)
+                    yield cid, doc_id, text, meta.get("header"), doc_titles[doc_id]
 
             def doc_freq(title: str) -> int:
                 return min((bm.doc_freq(t) for t in bm.tokenize(title)), default=bm.n_docs)
