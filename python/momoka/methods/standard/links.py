@@ -89,12 +89,15 @@ class TitleTable:
                 self.own[cid] = titles
         limit = max(RARE_MIN, RARE_SHARE * n_chunks)
         self.by_word: dict[str, list[str]] = defaultdict(list)
+        self._linkable = 0
         for t in self.heads:
             if doc_freq(t) <= limit:
                 self.by_word[t.split()[0]].append(t)
+                self._linkable += 1
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self.by_word.values())
+        """The number of linkable titles."""
+        return self._linkable
 
     def mentions(self, text: str) -> list[str]:
         """The linkable titles written in ``text`` (from a word start, case-sensitive), in text order."""
