@@ -166,7 +166,8 @@ def ref_chunks(ref) -> int:
 
 
 class KillHook:
-    """An enricher object that writes its worker's pid to a file and lingers, so the test can kill it mid-batch."""
+    """An enricher object that logs every batch it runs with its worker's pid (``runs.log``), and on a worker's
+    first batch writes the pid to a file and lingers, so the test can kill it mid-batch."""
 
     name = "killhook"
 
@@ -174,16 +175,22 @@ class KillHook:
         self.folder = folder
 
     def enrich(self, index, doc_ids):
-        p = Path(self.folder) / f"{os.getpid()}.pid"
-        if not p.exists():
+        folder = Path(self.folder)
+        p = folder / f"{os.getpid()}.pid"
+        first = not p.exists()
+        if first:
             p.write_text(",".join(doc_ids))
+        with open(folder / "runs.log", "a", encoding="utf-8") as f:  # one short appended line: atomic
+            f.write(f"{os.getpid()} {','.join(doc_ids)}\n")
+        if first:
             time.sleep(1.5)
 
 
 def test_worker_killed_mid_run(cluster, corpus, reference, tmp_path):
     """Tried: SIGKILL of the first Ray worker process while it runs a batch (pid found through the
-    worker itself). Ray restarts the actor and retries the batch: the run finishes with every document,
-    nothing failed, the store verifies and equals the single-process build."""
+    worker itself). The batch runs again in another worker process (the restarted actor, or the other
+    worker when it is free first, as under load): the run finishes with every document, nothing failed,
+    the store verifies and equals the single-process build."""
     import ray.cloudpickle as cp
 
     cp.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
@@ -213,8 +220,9 @@ def test_worker_killed_mid_run(cluster, corpus, reference, tmp_path):
     with pytest.raises(ProcessLookupError):
         os.kill(killed[0], 0)
     first = (pids / f"{killed[0]}.pid").read_text()
-    again = [p for p in pids.glob("*.pid") if p.stem != str(killed[0]) and p.read_text() == first]
-    assert again, "the killed worker's batch did not run again in a restarted worker"
+    runs = [line.split(" ", 1) for line in (pids / "runs.log").read_text(encoding="utf-8").splitlines()]
+    again = [pid for pid, docs in runs if pid != str(killed[0]) and docs == first]
+    assert again, "the killed worker's batch did not run again in another worker"
     assert ix.report["failed"] == [] and sorted(ix.report["added"]) == sorted(reference.doc_ids)
     ix.close()
     assert verify_store(tmp_path / "s")["damaged"] == []
