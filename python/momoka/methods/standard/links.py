@@ -18,8 +18,9 @@ it is already ranked there or above. A title links only when it
 Each linked passage takes the score of the item that names it, so scores never increase down the
 list. Titles need a capital letter and are found from whitespace word starts, so text in scripts
 without case or spaces between words (Chinese, Japanese) gets no links. The hybrid retriever applies
-it after the coverage re-rank (its ``links`` option, the number of top items followed; 0 turns it off). The table of titles (:class:`TitleTable`) is built once per
-retriever from the stored chunks (their text and ``metadata["header"]``).
+it after the coverage re-rank (its ``links`` option, the number of top items followed; 0 turns it off).
+The table of titles (:class:`TitleTable`) is built once per retriever from the stored chunks (their
+text and ``metadata["header"]``).
 """
 
 from __future__ import annotations
