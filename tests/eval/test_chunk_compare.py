@@ -46,3 +46,65 @@ def test_classic_chunker_settles_on_a_fresh_chunker_of_that_size():
     _, size, _, spans = calibrate("fixed", DOCS, 120)
     fresh = registry.create("chunker", "fixed", size=size)
     assert spans == [[(c.start, c.end) for c in fresh(d)] for d in DOCS]
+
+
+def _planted_report(metric_by_chunker_doc, cov_by_chunker_question, question_docs):
+    chunkers = {}
+    for n, per_doc in metric_by_chunker_doc.items():
+        chunkers[n] = {"per_document": {d: {"bc": v, "cs_complete": -v} for d, v in per_doc.items()},
+                       "per_question": dict(cov_by_chunker_question[n])}
+    return {"chunkers": chunkers, "question_docs": question_docs}
+
+
+def test_metric_correlations_against_scipy():
+    import numpy as np
+    import pytest
+    from scipy.stats import pearsonr, spearmanr
+
+    from momoka.eval.chunk_compare import metric_correlations
+
+    rng = np.random.default_rng(3)
+    docs = [f"d{i}" for i in range(8)]
+    names = ["a", "b", "c", "e"]
+    qdocs = {f"q{i}": [docs[i % 8]] for i in range(24)}
+    qdocs["q24"] = ["d0", "d1"]  # a question with evidence in two documents counts for both
+    metric = {n: {d: float(rng.normal()) for d in docs} for n in names}
+    cov = {n: {q: float(rng.integers(0, 2)) for q in qdocs} for n in names}
+    corr = metric_correlations(_planted_report(metric, cov, qdocs), n_resamples=300)
+    bc = corr["metrics"]["bc"]
+    # across: Spearman over chunkers of (mean metric over documents, mean coverage over questions, each
+    # question once per document it belongs to)
+    qlist = [(q, d) for q, ds in qdocs.items() for d in ds]
+    m = [np.mean([metric[n][d] for d in docs]) for n in names]
+    c = [np.mean([cov[n][q] for q, _ in qlist]) for n in names]
+    assert bc["across"]["r"] == pytest.approx(spearmanr(m, c).statistic)
+    # within: Pearson over (document, chunker) cells, both centred on the document's mean over chunkers
+    cells_m, cells_c = [], []
+    for d in docs:
+        dm = [metric[n][d] for n in names]
+        dc = [np.mean([cov[n][q] for q, ds in qdocs.items() if d in ds]) for n in names]
+        cells_m += list(np.array(dm) - np.mean(dm))
+        cells_c += list(np.array(dc) - np.mean(dc))
+    assert bc["within"]["r"] == pytest.approx(pearsonr(cells_m, cells_c).statistic)
+    assert corr["metrics"]["cs_complete"]["within"]["r"] == pytest.approx(-bc["within"]["r"])
+    for side in ("across", "within"):
+        assert bc[side]["low"] <= bc[side]["r"] <= bc[side]["high"]
+    assert bc["documents"] == 8 and corr["questions"] == 25
+
+
+def test_metric_correlations_planted_monotone_and_too_few_chunkers():
+    import pytest
+
+    from momoka.errors import ConfigError
+    from momoka.eval.chunk_compare import metric_correlations
+
+    docs = ["x", "y", "z"]
+    qdocs = {"q1": ["x"], "q2": ["y"], "q3": ["z"], "q4": ["x"]}
+    # the better the metric on a document, the better that document's questions: r = 1 both ways, in every resample
+    metric = {"a": {d: 0.1 for d in docs}, "b": {d: 0.5 for d in docs}, "c": {d: 0.9 for d in docs}}
+    cov = {"a": {q: 0.0 for q in qdocs}, "b": {q: 0.5 for q in qdocs}, "c": {q: 1.0 for q in qdocs}}
+    bc = metric_correlations(_planted_report(metric, cov, qdocs), n_resamples=200)["metrics"]["bc"]
+    assert bc["across"]["r"] == pytest.approx(1.0) and bc["across"]["low"] == pytest.approx(1.0)
+    assert bc["within"]["r"] == pytest.approx(1.0) and bc["within"]["low"] == pytest.approx(1.0)
+    with pytest.raises(ConfigError):
+        metric_correlations(_planted_report({k: metric[k] for k in "ab"}, cov, qdocs))

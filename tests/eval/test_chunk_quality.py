@@ -97,3 +97,47 @@ def test_quality_rejects_unknown_metric_and_rule(lm):
         quality_of_chunks("ab", [(0, 1), (1, 2)], metrics=["xx"], lm=lm)
     with pytest.raises(ConfigError):
         chunk_stickiness(lm, CHUNKS, edge_rule="other")
+
+
+def test_window_runs_hand_computed():
+    from momoka.eval.chunk_quality import window_runs
+
+    spans = [(0, 10), (10, 25), (25, 40), (40, 50), (50, 70), (70, 100)]
+    # 3 windows of 40 over [0, 100): starts 0, 30, 60 -> [0, 40), [30, 70), [60, 100)
+    assert window_runs(spans, 100, 3, 40) == [[0, 1, 2], [3, 4], [5]]
+    # a short document is one window; repeated runs are kept once
+    assert window_runs(spans[:2], 25, 4, 40) == [[0, 1]]
+    assert window_runs([(0, 90), (90, 100)], 100, 2, 40) == [[1]]
+    with pytest.raises(ConfigError):
+        window_runs(spans, 100, 0, 40)
+
+
+def test_windowed_quality_is_the_metrics_of_the_windows(lm):
+    # six chunks; two windows of 110 chars: the first holds chunks 0-1, the last chunks 4-5
+    text = " ".join(CHUNKS + ["The council rebuilt it in stone.", "Grain prices fell that year.",
+                              "Sailors moved to the new docks."])
+    cuts = [0]
+    for c in CHUNKS + ["The council rebuilt it in stone.", "Grain prices fell that year."]:
+        cuts.append(cuts[-1] + len(c) + 1)
+    spans = list(zip(cuts, cuts[1:] + [len(text)]))
+    from momoka.eval.chunk_quality import window_runs
+
+    runs = window_runs(spans, len(text), 2, 110)
+    assert len(runs) == 2 and all(len(r) >= 2 for r in runs)
+    got = quality_of_chunks(text, spans, metrics=["bc", "cs"], lm=lm, group_chars=110, windows=2)
+    # BC: plain per-pair scoring of the consecutive pairs inside the windows
+    pairs = []
+    for r in runs:
+        for k in r[:-1]:
+            d, q = text[slice(*spans[k])], text[slice(*spans[k + 1])]
+            a, n = _nll(lm, q, d)
+            b, _ = _nll(lm, q)
+            pairs.append(a / b)
+    assert got["windows"] == 2
+    assert got["bc"] == pytest.approx(np.mean(pairs), rel=1e-4)
+    # CS: the mean of each window's stickiness
+    cs = [chunk_stickiness(lm, [text[slice(*spans[k])] for k in r]) for r in runs]
+    assert got["cs_complete"] == pytest.approx(np.mean([c["complete"] for c in cs]), abs=1e-6)
+    assert got["cs_sequential"] == pytest.approx(np.mean([c["sequential"] for c in cs]), abs=1e-6)
+    with pytest.raises(ConfigError):
+        quality_of_chunks(text, spans, metrics=["bc"], lm=lm, windows=2)

@@ -60,3 +60,39 @@ def test_cli_eval_chunking_bad_data_dir(tmp_path):
         capture_output=True, text=True,
     )
     assert proc.returncode != 0 and "no data set" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_cli_eval_chunking_windows_coverage_and_correlations(shared_data, tmp_path):
+    """``--windows`` samples each document for BC; each chunker gets the default retriever's coverage at
+    ``--budget`` and the report the metric's correlation with it, recomputed here with scipy."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "momoka", "eval-chunking", "--data", str(shared_data / "leval_qasper"),
+         "--chunker", "fixed,recursive,sentence", "--metrics", "bc", "--docs", "3", "--windows", "1",
+         "--group-chars", "700", "--target-chars", "300", "--budget", "2000", "--out", str(out)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "complete@2000c" in proc.stdout and "within documents" in proc.stdout
+    rep = json.loads(out.read_text())
+    assert rep["windows"] == 1 and rep["budget"] == 2000 and rep["documents"] == 3
+    qdocs = rep["question_docs"]
+    means, covs = [], []
+    for name, row in rep["chunkers"].items():
+        assert {d for ds in qdocs.values() for d in ds} <= set(row["per_document"])
+        assert all(v["windows"] == 1 for v in row["per_document"].values())
+        assert len(row["per_question"]) == row["questions"] == len(qdocs) > 0
+        assert row["complete"] == sum(row["per_question"].values()) / len(row["per_question"])
+        assert row["complete_interval"]["low"] <= row["complete"] <= row["complete_interval"]["high"]
+        docs = sorted({d for ds in qdocs.values() for d in ds})
+        means.append(np.mean([row["per_document"][d]["bc"] for d in docs]))
+        covs.append(np.mean([row["per_question"][q] for q, ds in qdocs.items() for _ in ds]))
+    corr = rep["correlations"]["metrics"]["bc"]
+    want = spearmanr(means, covs).statistic
+    if np.isnan(want):
+        assert np.isnan(corr["across"]["r"])
+    else:
+        assert abs(corr["across"]["r"] - want) < 1e-9

@@ -82,7 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--space", default="log", choices=("log", "ppl"), help="BC as a ratio of log-ppl or of ppl")
     g.add_argument("--group-chars", type=int, default=2000,
                    help="CS over runs of consecutive chunks of at most N chars (0: whole documents)")
-    g.add_argument("--no-retrieval", action="store_true", help="skip dense span recall@1/3/5 per chunker")
+    g.add_argument("--windows", type=int, default=None, metavar="N",
+                   help="BC and CS on N evenly spaced windows of --group-chars per document (whole documents "
+                   "stay indexed for retrieval), instead of every run of the document")
+    g.add_argument("--budget", type=int, default=None, metavar="CHARS",
+                   help="complete coverage of the default retriever at this many characters (default 5000), "
+                   "and its correlation with each metric over 3 or more chunkers")
+    g.add_argument("--no-retrieval", action="store_true",
+                   help="skip the retrieval columns (dense span recall@1/3/5, the default retriever's coverage)")
     g.add_argument("--evidence-mode", default=None, choices=("all", "any"),
                    help="evidence semantics for the retrieval columns (see momoka eval --help)")
     add_option_argument(p)
@@ -203,7 +210,8 @@ def _eval_chunk_quality(args: argparse.Namespace) -> int:
     ds = subset(load_dataset(args.data, evidence_mode=args.evidence_mode), docs=args.docs, max_chars=args.max_chars)
     report = compare_chunkers(ds, names, metrics=metrics, target_chars=args.target_chars, K=args.K,
                               edge_rule=args.edge_rule, space=args.space, group_chars=args.group_chars or None,
-                              retrieval=not args.no_retrieval, options=parse_options(args.option), log=say)
+                              retrieval=not args.no_retrieval, options=parse_options(args.option), log=say,
+                              windows=args.windows, **({"budget": args.budget} if args.budget else {}))
     report["max_chars"] = args.max_chars
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:

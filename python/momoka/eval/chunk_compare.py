@@ -11,7 +11,26 @@ recall@k on the same chunks (:func:`momoka.eval.runner.run_eval`).
 
 ``max_chars`` cuts every document after its last sentence ending within that
 many characters (questions whose evidence lies past the cut are dropped), to
-keep LM-heavy runs small; the report says so.
+keep LM-heavy runs small; the report says so. ``windows`` keeps whole documents
+and samples them instead: BC and CS on that many evenly spaced windows of
+``group_chars`` per document (:func:`momoka.eval.chunk_quality.window_runs`), so
+retrieval runs over the whole set while the LM work stays bounded.
+
+With retrieval on, each chunker also gets the default pipeline's retriever
+(``hybrid``) over the same chunks, scored by complete coverage at ``budget``
+characters, with its 95 % interval and each question's figure. Then
+:func:`metric_correlations` asks MoC's question of the metrics: does a chunker
+with clearer boundaries (higher BC) or less sticky chunks (lower CS) retrieve
+better? Two correlations per metric, each with a 95 % bootstrap interval over
+documents (a resampled document brings its questions with it):
+
+* ``across``: Spearman's rank correlation over the chunkers of each chunker's
+  mean metric (over documents) and its coverage (over questions);
+* ``within``: Pearson's correlation over (document, chunker) cells of the
+  metric and the coverage of the document's questions, each centred on its
+  document's mean over the chunkers, so documents that are easy for every
+  chunker count for nothing and only the chunkers' differences on one
+  document remain.
 """
 
 from __future__ import annotations
@@ -24,15 +43,22 @@ import numpy as np
 
 from ..errors import ConfigError
 from .. import registry
+from ..methods.base import DEFAULT_BUDGET, DEFAULT_CHUNKER, DEFAULT_RETRIEVER
 from ..methods.moc import dynamic_merge
+from ..progress import Progress
 from ..stats import stats_dict
 from ..text import Document, make_chunks
 from .chunk_quality import METRICS, quality_of_chunks
 from .datasets import Dataset, DocRecord
+from .intervals import DEFAULT_RESAMPLES, paired_bootstrap
 from .metrics import format_table
 
-__all__ = ["calibrate", "compare_chunkers", "fallback_note", "fallback_summary", "format_comparison", "row_name",
-           "subset"]
+__all__ = ["calibrate", "compare_chunkers", "fallback_note", "fallback_summary", "format_comparison",
+           "format_correlations", "metric_correlations", "row_name", "subset"]
+
+#: The metrics whose correlation with retrieval is taken, with the sign MoC expects (BC: clearer is better;
+#: CS: less sticky is better; DS: more dissimilar neighbours is better).
+EXPECTED_SIGN = {"bc": +1, "cs_complete": -1, "cs_sequential": -1, "ds": +1}
 
 
 def subset(ds: Dataset, *, docs: int | None = None, max_chars: int | None = None) -> Dataset:
@@ -138,8 +164,18 @@ def calibrate(name: str, docs: list, target: int, *, options: dict | None = None
 def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[str] = METRICS,
                      target_chars: int = 400, K: float = 0.8, edge_rule: str = "reference", space: str = "log",
                      group_chars: int | None = 2000, retrieval: bool = True, ks: Sequence[int] = (1, 3, 5),
-                     options: dict | None = None, lm: Any = None, embedder: Any = None, log: Any = None) -> dict:
-    """The comparison report (see the module docstring); ``options`` per chunker name."""
+                     options: dict | None = None, lm: Any = None, embedder: Any = None, log: Any = None,
+                     windows: int | None = None, budget: int = DEFAULT_BUDGET) -> dict:
+    """The comparison report (see the module docstring); ``options`` per chunker name.
+
+    ``report["chunkers"][name]`` holds the chunker's size, mean length, the metric means, their
+    per-document values (``per_document``), dense span recall@k, and the default retriever's
+    complete coverage at ``budget`` (``complete``, with ``complete_interval`` and ``per_question``).
+    With retrieval, a metric and at least three chunkers, ``report["correlations"]`` holds
+    :func:`metric_correlations`.
+    """
+    if windows is not None and (windows < 1 or not group_chars):
+        raise ConfigError(f"windows needs a positive count and group_chars, got {windows!r}, {group_chars!r}")
     say = log or (lambda msg: None)
     bad = sorted(set(metrics) - set(METRICS))
     if bad:
@@ -158,6 +194,7 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
     report: dict[str, Any] = {"data": ds.name, "documents": len(docs), "chars": sum(len(d.text) for d in docs),
                               "target_chars": target_chars, "metrics": list(metrics), "K": K,
                               "edge_rule": edge_rule, "space": space, "group_chars": group_chars,
+                              "windows": windows, "budget": budget, "retriever": DEFAULT_RETRIEVER,
                               "model": str(getattr(lm, "model_dir", None)), "chunkers": {}}
     for name in chunkers:
         t0 = time.perf_counter()
@@ -166,14 +203,21 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
             opts.setdefault("lm", lm)
         ch, size, mean, spans = calibrate(name, docs, target_chars, options=opts)
         t_chunk = time.perf_counter() - t0
-        rows = [quality_of_chunks(d.text, s, metrics=metrics, lm=lm, embedder=embedder, K=K, edge_rule=edge_rule,
-                                  space=space, group_chars=group_chars) for d, s in zip(docs, spans)]
+        rows = []
+        with Progress(f"{name} metrics", total=len(docs), unit="docs", enabled=None if metrics else False) as bar:
+            for d, s in zip(docs, spans):
+                rows.append(quality_of_chunks(d.text, s, metrics=metrics, lm=lm, embedder=embedder, K=K,
+                                              edge_rule=edge_rule, space=space, group_chars=group_chars,
+                                              windows=windows))
+                bar.update(1)
         row: dict[str, Any] = {"size": size, "mean_chars": mean, "chunks": sum(len(s) for s in spans),
                                "chunk_seconds": t_chunk, "metric_seconds": sum(r["seconds"] for r in rows)}
         for key in ("bc", "cs_complete", "cs_sequential", "ds"):
             vals = [r[key] for r in rows if key in r and not np.isnan(r[key])]
             if any(key in r for r in rows):
                 row[key] = float(np.mean(vals)) if vals else float("nan")
+        row["per_document"] = {d.doc_id: {k: r[k] for k in ("bc", "cs_complete", "cs_sequential", "ds", "windows")
+                                          if k in r} for d, r in zip(docs, rows)}
         st = getattr(ch, "stats", None)
         if st is not None:
             row["stats"] = stats_dict(st)
@@ -183,14 +227,22 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
         if retrieval and ds.questions:
             from .runner import run_eval  # start-up: momoka.eval.runner
 
-            rep = run_eval(ds, ["dense"], chunker=ch, ks=ks)
+            rep = run_eval(ds, ["dense", DEFAULT_RETRIEVER], chunker=ch, ks=ks, budgets=(budget,),
+                           keep_per_question=True)
             means = rep["retrievers"]["dense"]["item"]["means"]
             row["questions"] = rep["n_questions"]
             for k in ks:
                 row[f"span_recall@{k}"] = means[f"span_recall@{k}"]
+            key = f"complete@{budget}c"
+            row["complete"] = rep["retrievers"][DEFAULT_RETRIEVER]["item"]["means"][key]
+            row["complete_interval"] = rep["intervals"][DEFAULT_RETRIEVER][key]
+            row["per_question"] = {q: v[key] for q, v in rep["per_question"][DEFAULT_RETRIEVER].items()}
+            report["question_docs"] = rep["question_docs"]
         report["chunkers"][name] = row
         say(f"  {name}: size {size}, mean {mean:.0f} chars, {row['chunks']} chunks "
             f"({t_chunk:.0f}s chunking, {row['metric_seconds']:.0f}s metrics)")
+    if sum("per_question" in r for r in report["chunkers"].values()) >= 3 and ({"bc", "cs", "ds"} & set(metrics)):
+        report["correlations"] = metric_correlations(report)
     return report
 
 
@@ -198,20 +250,59 @@ def format_comparison(report: dict) -> str:
     """A MoC-Table-3-style table (BC, CS complete / sequence-aware, DS) with retrieval span recall beside it."""
     ks = sorted(int(k.split("@")[1]) for r in report["chunkers"].values() for k in r if k.startswith("span_recall@"))
     ks = sorted(set(ks))
+    budget = report.get("budget")
+    has_cov = any("complete" in r for r in report["chunkers"].values())
     header = ["chunker", "size", "mean chars", "chunks", "BC", "CS (complete)", "CS (seq.)", "DS"] + \
-        [f"span R@{k}" for k in ks]
+        [f"span R@{k}" for k in ks] + ([f"{report.get('retriever')} complete@{budget}c [95 %]"] if has_cov else [])
+    ref = _margin_reference(report) if has_cov else None
+    if ref is not None:
+        header.append(f"minus {ref} (points) [95 % paired]")
     rows = []
     for name, r in report["chunkers"].items():
         f = (lambda key: f"{r[key]:.4f}" if key in r and r[key] == r[key] else "-")
         rows.append([row_name(name, r.get("fallbacks")), r["size"], f"{r['mean_chars']:.0f}", r["chunks"], f("bc"), f("cs_complete"),
-                     f("cs_sequential"), f("ds")] + [f"{r.get(f'span_recall@{k}', float('nan')):.3f}" for k in ks])
+                     f("cs_sequential"), f("ds")] + [f"{r.get(f'span_recall@{k}', float('nan')):.3f}" for k in ks]
+                    + ([_with_interval(r)] if has_cov else [])
+                    + ([_margin(r, report["chunkers"][ref]) if name != ref else ""] if ref is not None else []))
     title = (f"{report['data']}: {report['documents']} documents, {report['chars']} chars, target mean "
              f"{report['target_chars']} chars; BC space={report['space']}; CS K={report['K']} "
-             f"edge_rule={report['edge_rule']}, over runs of <= {report['group_chars']} chars; "
-             f"model {report['model']}")
+             f"edge_rule={report['edge_rule']}, over "
+             + (f"{report['windows']} evenly spaced windows of {report['group_chars']} chars per document"
+                if report.get("windows") else f"runs of <= {report['group_chars']} chars")
+             + f"; model {report['model']}" + (f"; {_questions(report)} questions" if has_cov else ""))
     notes = [fallback_note(name, r["stats"]) for name, r in report["chunkers"].items()
              if isinstance(r.get("stats"), dict) and "fallback" in r["stats"]]
-    return title + "\n" + format_table(header, rows) + "".join("\n" + n for n in notes)
+    out = title + "\n" + format_table(header, rows) + "".join("\n" + n for n in notes)
+    if "correlations" in report:
+        out += "\n\n" + format_correlations(report["correlations"])
+    return out
+
+
+def _margin_reference(report: dict) -> str | None:
+    """The chunker margins are taken over: the default chunker when it is in the report, else the first."""
+    names = [n for n, r in report["chunkers"].items() if "per_question" in r]
+    if len(names) < 2:
+        return None
+    return DEFAULT_CHUNKER if DEFAULT_CHUNKER in names else names[0]
+
+
+def _margin(row: dict, ref: dict) -> str:
+    if "per_question" not in row:
+        return "-"
+    qids = sorted(ref["per_question"])
+    iv = paired_bootstrap([row["per_question"][q] for q in qids], [ref["per_question"][q] for q in qids])
+    return f"{100 * iv.mean:+.1f} [{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]"
+
+
+def _questions(report: dict) -> int:
+    return max((r.get("questions", 0) for r in report["chunkers"].values()), default=0)
+
+
+def _with_interval(row: dict) -> str:
+    if "complete" not in row:
+        return "-"
+    iv = row["complete_interval"]
+    return f"{row['complete']:.3f} [{iv['low']:.3f}, {iv['high']:.3f}]"
 
 
 def fallback_note(name: str, stats: dict) -> str:
@@ -236,3 +327,108 @@ def row_name(name: str, summary: dict | None) -> str:
     if not summary or not summary.get("fallbacks"):
         return name
     return f"{name} ({100 * summary['fallbacks'] / summary['asked']:.1f} % fallback)"
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks along the last axis, ties given their mean rank (as Spearman's correlation takes them)."""
+    order = np.argsort(x, axis=-1, kind="stable")
+    srt = np.take_along_axis(x, order, axis=-1)
+    n = x.shape[-1]
+    ranks = np.empty_like(x, dtype=np.float64)
+    for row in np.ndindex(x.shape[:-1]):
+        r = np.empty(n)
+        s = srt[row]
+        i = 0
+        while i < n:
+            j = i
+            while j + 1 < n and s[j + 1] == s[i]:
+                j += 1
+            r[i:j + 1] = (i + j) / 2 + 1
+            i = j + 1
+        ranks[row][order[row]] = r
+    return ranks
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r along the last axis (NaN where either side is constant)."""
+    x = x - x.mean(axis=-1, keepdims=True)
+    y = y - y.mean(axis=-1, keepdims=True)
+    den = np.sqrt((x * x).sum(axis=-1) * (y * y).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-12, (x * y).sum(axis=-1) / np.where(den > 1e-12, den, 1.0), np.nan)
+
+
+def metric_correlations(report: dict, *, n_resamples: int = DEFAULT_RESAMPLES // 5, confidence: float = 0.95,
+                        seed: int = 0) -> dict:
+    """Per metric, its ``across`` and ``within`` correlation with complete coverage (module docstring).
+
+    Needs a :func:`compare_chunkers` report with retrieval and at least three chunkers. Documents enter
+    when every chunker has the metric on them and at least one question's evidence lies in them (a
+    question whose evidence spans several documents counts for each). Each entry: ``r`` (on all
+    documents), ``low``/``high`` (percentile bootstrap over documents, resamples where the statistic
+    is undefined dropped and counted in ``undefined``), ``documents``, ``expected_sign``.
+    """
+    rows = report["chunkers"]
+    names = [n for n, r in rows.items() if "per_question" in r and "per_document" in r]
+    if len(names) < 3:
+        raise ConfigError(f"a correlation over chunkers needs at least 3 with retrieval, got {len(names)}")
+    qdocs = report["question_docs"]
+    qids = sorted(qdocs)
+    doc_ids = sorted({d for ds in qdocs.values() for d in ds})
+    cov = np.array([[rows[n]["per_question"][q] for q in qids] for n in names])  # chunker x question
+    member = np.array([[d in qdocs[q] for q in qids] for d in doc_ids], dtype=np.float64)  # doc x question
+    rng = np.random.default_rng(seed)
+    alpha = (1 - confidence) / 2
+    out: dict[str, Any] = {"chunkers": names, "questions": len(qids), "resamples": n_resamples, "metrics": {}}
+    for metric, sign in EXPECTED_SIGN.items():
+        vals = np.array([[rows[n]["per_document"].get(d, {}).get(metric, np.nan) for d in doc_ids] for n in names],
+                        dtype=np.float64)  # chunker x doc
+        if vals.size == 0 or np.all(np.isnan(vals)):
+            continue
+        keep = ~np.isnan(vals).any(axis=0) & (member.sum(axis=1) > 0)
+        m, mem = vals[:, keep], member[keep]
+        nd = int(keep.sum())
+        if nd < 2:
+            continue
+        # the coverage of each (chunker, document): mean over the document's questions
+        per_doc_cov = (cov @ mem.T) / mem.sum(axis=1)  # chunker x doc
+
+        def stats(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """(across, within) for document weights ``w`` (resamples x docs: how often each is drawn)."""
+            mw = (m[None] * w[:, None, :]).sum(-1) / w.sum(-1)[:, None]  # resamples x chunker
+            qw = w @ mem  # resamples x questions: how often each question is drawn
+            cw = (qw[:, None, :] * cov[None]).sum(-1) / qw.sum(-1)[:, None]
+            across = _pearson(_ranks(mw), _ranks(cw))
+            mc = m - m.mean(axis=0, keepdims=True)
+            yc = per_doc_cov - per_doc_cov.mean(axis=0, keepdims=True)
+            sw = np.sqrt(w)[:, None, :]  # a cell drawn k times counts k times in the pooled sums
+            x, y = (mc[None] * sw).reshape(len(w), -1), (yc[None] * sw).reshape(len(w), -1)
+            den = np.sqrt((x * x).sum(-1) * (y * y).sum(-1))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                within = np.where(den > 1e-12, (x * y).sum(-1) / np.where(den > 1e-12, den, 1.0), np.nan)
+            return across, within
+
+        a0, w0 = stats(np.ones((1, nd)))
+        draws = np.stack([np.bincount(rng.integers(0, nd, nd), minlength=nd) for _ in range(n_resamples)])
+        a, w = stats(draws.astype(np.float64))
+        entry = {"documents": nd, "expected_sign": sign}
+        for label, point, boot in (("across", a0[0], a), ("within", w0[0], w)):
+            ok = boot[~np.isnan(boot)]
+            lo, hi = (np.quantile(ok, [alpha, 1 - alpha]) if ok.size else (np.nan, np.nan))
+            entry[label] = {"r": float(point), "low": float(lo), "high": float(hi),
+                            "undefined": int(n_resamples - ok.size)}
+        out["metrics"][metric] = entry
+    return out
+
+
+def format_correlations(corr: dict) -> str:
+    """The correlations of :func:`metric_correlations` as a table."""
+    header = ["metric", "MoC expects", "documents", "across chunkers (Spearman) [95 %]",
+              "within documents (Pearson) [95 %]"]
+    rows = []
+    for metric, e in corr["metrics"].items():
+        f = (lambda c: f"{c['r']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]")
+        rows.append([metric, "positive" if e["expected_sign"] > 0 else "negative", e["documents"],
+                     f(e["across"]), f(e["within"])])
+    return (f"correlation with complete coverage at budget ({len(corr['chunkers'])} chunkers, {corr['questions']} "
+            f"questions; bootstrap over documents, {corr['resamples']} resamples)\n" + format_table(header, rows))

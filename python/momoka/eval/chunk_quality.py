@@ -22,6 +22,13 @@ own run gives its alone score, and :func:`quality_of_chunks` computes one table
 per document that BC and CS share (:func:`conditional_nlls`). ``group_chars``
 computes CS over runs of consecutive chunks spanning at most that many
 characters (the reference's "documents" are meta-chunker windows), mean over runs.
+
+``windows=N`` samples a long document instead of scoring all of it: N windows of
+``group_chars`` characters, evenly spaced from its start to its end
+(:func:`window_runs`), the same character windows for every chunker; BC is then the
+mean over the consecutive pairs inside the windows and CS the mean over the windows'
+runs (the chunks wholly inside each). The cost is then about N runs per document,
+whatever its length.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from ..methods.moc._common import greedy_runs
 from ..models.perplexity import edge_weight, mean_nll_given
 
 __all__ = ["EDGE_RULES", "METRICS", "boundary_clarity", "chunk_stickiness", "conditional_nlls", "dissimilarity",
-           "quality_of_chunks", "stickiness_entropy"]
+           "quality_of_chunks", "stickiness_entropy", "window_runs"]
 
 EDGE_RULES = ("reference", "paper")
 METRICS = ("bc", "cs", "ds")
@@ -74,13 +81,38 @@ def conditional_nlls(lm: Any, chunks: Sequence[str], pairs: Sequence[tuple[int, 
     return alone, cond
 
 
-def _bc(alone: np.ndarray, cond: np.ndarray, space: str) -> float:
-    n = len(alone)
-    if n < 2:
+def _bc(alone: np.ndarray, cond: np.ndarray, space: str, pairs: Sequence[tuple[int, int]] | None = None) -> float:
+    """Mean BC over ``pairs`` (context, target) of the table (None: every consecutive pair)."""
+    if pairs is None:
+        pairs = [(k, k + 1) for k in range(len(alone) - 1)]
+    if not pairs:
         return float("nan")
-    a = cond[np.arange(n - 1), np.arange(1, n)]
-    b = alone[1:]
+    i, j = np.asarray(pairs).T
+    a = cond[i, j]
+    b = alone[j]
     return float(np.mean(a / b if space == "log" else np.exp(a - b)))
+
+
+def window_runs(spans: Sequence[tuple[int, int]], length: int, windows: int, width: int) -> list[list[int]]:
+    """Indices of the spans wholly inside each of ``windows`` character windows of ``width``, evenly spaced
+    over ``[0, length)`` (the first at 0, the last ending at ``length``; one window when ``length <= width``).
+
+    Windows that overlap may share spans; a window holding no whole span is left out, and so is a
+    window holding exactly the spans of the one before it.
+    """
+    if windows < 1 or width < 1:
+        raise ConfigError(f"windows and width must be at least 1, got {windows!r} and {width!r}")
+    if length <= width:
+        starts = [0]
+    else:
+        last = length - width
+        starts = sorted({round(k * last / (windows - 1)) for k in range(windows)}) if windows > 1 else [0]
+    out: list[list[int]] = []
+    for s in starts:
+        run = [k for k, (a, b) in enumerate(spans) if a >= s and b <= s + width]
+        if run and (not out or run != out[-1]):
+            out.append(run)
+    return out
 
 
 def _check_space(space: str) -> None:
@@ -156,8 +188,14 @@ def dissimilarity(embedder: Any, chunks: Sequence[str]) -> float:
 
 def quality_of_chunks(text: str, spans: Sequence[tuple[int, int]], *, metrics: Sequence[str] = METRICS,
                       lm: Any = None, embedder: Any = None, K: float = 0.8, edge_rule: str = "reference",
-                      space: str = "log", group_chars: int | None = None, reuse_kv: bool = True) -> dict:
-    """BC, CS (complete and sequence-aware) and DS of one document's chunks ``text[a:b]``."""
+                      space: str = "log", group_chars: int | None = None, reuse_kv: bool = True,
+                      windows: int | None = None) -> dict:
+    """BC, CS (complete and sequence-aware) and DS of one document's chunks ``text[a:b]``.
+
+    With ``windows`` (and ``group_chars``, the window width) BC and CS are computed on that many evenly
+    spaced windows of the document (:func:`window_runs`; ``out["windows"]`` says how many held chunks);
+    DS stays over the whole document (it needs no LM).
+    """
     bad = sorted(set(metrics) - set(METRICS))
     if bad:
         raise ConfigError(f"unknown chunk metric(s) {bad}; choose from {', '.join(METRICS)}")
@@ -170,15 +208,24 @@ def quality_of_chunks(text: str, spans: Sequence[tuple[int, int]], *, metrics: S
     t0 = time.perf_counter()
     # one table of conditional NLLs per document: BC's consecutive pairs and CS's in-group pairs share
     # their passes, and every context pass also yields that chunk's alone score
-    groups = greedy_runs(spans, group_chars) if "cs" in metrics else []
-    pairs = [(k, k + 1) for k in range(len(chunks) - 1)] if "bc" in metrics else []
+    if windows is not None:
+        if not group_chars:
+            raise ConfigError("windows needs group_chars, the width of a window in characters")
+        runs = window_runs(spans, len(text), windows, group_chars)
+        groups = runs if "cs" in metrics else []
+        bc_pairs = sorted({(k, k + 1) for g in runs for k in g if k + 1 in g}) if "bc" in metrics else []
+        out["windows"] = len(runs)
+    else:
+        groups = greedy_runs(spans, group_chars) if "cs" in metrics else []
+        bc_pairs = [(k, k + 1) for k in range(len(chunks) - 1)] if "bc" in metrics else []
+    pairs = list(bc_pairs)
     for g in groups:
         pairs += _all_pairs(g)
     n = len(chunks)
     alone, cond = conditional_nlls(lm, chunks, pairs, reuse_kv=reuse_kv) if pairs else \
         (np.full(n, np.nan), np.full((n, n), np.nan))
     if "bc" in metrics:
-        out["bc"] = _bc(alone, cond, space)
+        out["bc"] = _bc(alone, cond, space, bc_pairs)
     if "cs" in metrics:
         cs = [_cs(alone[g], cond[np.ix_(g, g)], K, edge_rule) for g in groups]
         out["cs_complete"] = float(np.mean([c["complete"] for c in cs])) if cs else 0.0

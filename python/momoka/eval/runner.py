@@ -80,7 +80,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
              chunker_options: dict | None = None, embedder: Any = "default", progress: bool | None = None,
              budgets: Sequence[int] = (DEFAULT_BUDGET,), evidence_mode: str | None = None,
              log: Any = None, refine: str | None = None, assemble: bool = True,
-             group_by: str | None = None, headers: bool = True) -> dict:
+             group_by: str | None = None, headers: bool = True, keep_per_question: bool = False) -> dict:
     """Evaluate ``retrievers`` on ``dataset`` and return a JSON-serialisable report.
 
     Args:
@@ -118,6 +118,9 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
             each of its values (``report["groups"]``: per value its ``n``,
             ``intervals`` and ``margins``; a question without the field counts as
             ``"(none)"``).
+        keep_per_question: also return every question's figures (``report["per_question"]``:
+            per retriever, ``{qid: {metric@k or metric@Nc: value}}``, and ``report["question_docs"]``:
+            ``{qid: [doc_id, ...]}``, the documents its evidence lies in), for analyses over documents.
 
     Report: ``retrievers[name]`` holds ``item`` and ``chunk`` metric dicts
     (``means`` per k and the Momoka eq. 6 ``sums``), the mean number of
@@ -193,6 +196,10 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
     report["intervals"], report["margins"] = _intervals(per_question, [q.qid for q in questions], budgets)
     if group_by:
         report["groups"] = _groups(per_question, questions, group_by, budgets)
+    if keep_per_question:
+        report["per_question"] = {name: {q.qid: dict(rows[q.qid]) for q in questions}
+                                  for name, rows in per_question.items()}
+        report["question_docs"] = {q.qid: sorted({g[0] for g in q.gold}) for q in questions}
     return report
 
 

@@ -272,6 +272,7 @@ class ETSRefiner:
             prov.pop("assembly", None)
             items.append(Item((m,), float(score), rank, prov, corpus.title(m.doc_id)))
         return Result(query, tuple(items), name, stats).fit(self.budget, assemble=asm)
+
     def describe(self) -> dict:
         """The settings (for reports)."""
         kind = self._value_kind()
