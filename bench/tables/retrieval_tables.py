@@ -21,7 +21,8 @@ credit. Rows:
   indexed with its contextual header (``momoka.chunking.context``), as ``Index.build``
   does by default, and the default once more on a store built with ``headers=False``
   (chunks indexed alone, store ``SET-r100-noheaders``);
-* the default without its title links (``links=0``, :mod:`momoka.methods.standard.links`) and without
+* the default without its title links (``links=0``, :mod:`momoka.methods.standard.links`), without
+  the query's own title links (``query_links=False``) and without
   its query-term coverage re-rank (``coverage=0``), assembled by the default rule;
 * the default (hybrid convex w=0.6) with its context assembled
   (``momoka.methods.assemble``: touching hits merged with the whitespace
@@ -87,8 +88,10 @@ VARIANTS += [(f"hybrid convex w{w}", "hybrid", {"fusion": "convex", "dense_weigh
 COVERAGE_VARIANTS = [(f"hybrid convex w0.6 coverage {c}", "hybrid", {"fusion": "convex", "dense_weight": 0.6,
                                                                      "coverage": c}) for c in (0.0, 0.8)]
 VARIANTS += COVERAGE_VARIANTS
-#: The default without its title links (``links=0``).
-LINK_VARIANTS = [("hybrid convex w0.6 links 0", "hybrid", {"fusion": "convex", "dense_weight": 0.6, "links": 0})]
+#: The default without its title links (``links=0``), and with the items' links but not the query's.
+LINK_VARIANTS = [("hybrid convex w0.6 links 0", "hybrid", {"fusion": "convex", "dense_weight": 0.6, "links": 0}),
+                 ("hybrid convex w0.6 no query links", "hybrid", {"fusion": "convex", "dense_weight": 0.6,
+                                                                   "query_links": False})]
 VARIANTS += LINK_VARIANTS
 
 
@@ -258,6 +261,7 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
 
 
 NO_LINKS_ROW = "r100 hybrid convex w0.6 links 0 assembled"
+NO_QUERY_LINKS_ROW = "r100 hybrid convex w0.6 no query links assembled"
 #: The lead table's rows: (label, row label here).
 README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
@@ -266,6 +270,7 @@ README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                 f"{DEFAULT_ASSEMBLE_MIN_HITS} hits)**", "r100 hybrid convex w0.6 assembled"),
                ("the same without contextual headers (chunks indexed alone)", "r100 no headers hybrid convex w0.6 assembled"),
                ("the same without title links (`-o hybrid.links=0`)", NO_LINKS_ROW),
+               ("the same without the query's title links (`-o hybrid.query_links=false`)", NO_QUERY_LINKS_ROW),
                ("the same without the coverage re-rank (`-o hybrid.coverage=0`)", "r100 hybrid convex w0.6 coverage 0.0 assembled"),
                ("recursive 100, hybrid convex w=0.6, prefix (no assembly)", "r100 hybrid convex w0.6"),
                *[(f"recursive 100, hybrid convex w=0.6, assembled: {label}", f"r100 hybrid convex w0.6 assembled {label}")
@@ -295,7 +300,8 @@ def readme_table(report: dict) -> str:
             cells.append("" if row is None else f"{row['complete']:.3f} ({row['span_recall']:.3f})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (NO_HEADERS_ROW, "no headers"),
-                       (NO_LINKS_ROW, "no title links"), ("r100 hybrid convex w0.6 coverage 0.0 assembled", "no coverage"),
+                       (NO_LINKS_ROW, "no title links"), (NO_QUERY_LINKS_ROW, "no query title links"),
+                       ("r100 hybrid convex w0.6 coverage 0.0 assembled", "no coverage"),
                        (PREFIX_ROW, "the prefix fit")):
         cells = [margin_cell(report["sets"][n]["rows"], DEFAULT_ROW, peer, "complete") for n in sets]
         lines.append(f"| default minus {name}, complete (points, 95 % paired interval) | " + " | ".join(cells) + " |")

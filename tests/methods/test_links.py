@@ -59,7 +59,9 @@ def test_hand_computed_links():
     assert link_titles(ranking, "who directed Film Zorro?", table, text_of, doc_of, top=2, k=2) == [(1, 0.9), (7, 0.9)]
     # off, or a title the query writes, or no item in the top that names one: the ranking as it was
     assert link_titles(ranking, "q", table, text_of, doc_of, top=0, k=3) == ranking
-    assert link_titles(ranking, "Grace Hopper and Film Zorro", table, text_of, doc_of, top=2, k=3) == ranking
+    # a title the query writes is not followed from an item: the query places it after the first item
+    assert link_titles(ranking, "Grace Hopper and Film Zorro", table, text_of, doc_of, top=2, k=3) == [
+        (1, 0.9), (7, 0.9), (3, 0.8)]
     assert link_titles([(3, 0.8), (2, 0.7), (1, 0.6)], "q", table, text_of, doc_of, top=2, k=3) == [(3, 0.8), (2, 0.7), (1, 0.6)]
     # a linked chunk ranked lower moves up, keeping the higher of its scores and the linker's
     assert link_titles([(1, 0.9), (3, 0.8), (7, 0.1)], "q", table, text_of, doc_of, top=1, k=3) == [
@@ -68,6 +70,39 @@ def test_hand_computed_links():
     assert link_titles([(7, 1.0), (1, 0.9), (3, 0.8)], "q", table, text_of, doc_of, top=2, k=3) == [(7, 1.0), (1, 0.9), (3, 0.8)]
     # a document filter that excludes the target
     assert link_titles(ranking, "q", table, text_of, doc_of, top=2, k=4, allowed={1, 2, 3}.__contains__) == ranking
+
+
+def test_hand_computed_query_links():
+    table = _table(PAGES)
+    # the question names Film Zorro (chunk 1, ranked third): right after the first item, with its score;
+    # its own links are not followed (it was not in the top)
+    got = link_titles([(3, 0.8), (2, 0.7), (1, 0.6)], "Who directed Film Zorro?", table, text_of, doc_of, 2, 5)
+    assert got == [(3, 0.8), (1, 0.8), (2, 0.7)]
+    # two named passages, in the order named; one already within the first three stays where it is
+    got = link_titles([(3, 0.8), (2, 0.7), (9, 0.5), (7, 0.4), (1, 0.3)], "Grace Hopper or Shot in Lima?", table,
+                      text_of, doc_of, 1, 5)
+    assert got == [(3, 0.8), (7, 0.8), (2, 0.7), (9, 0.5), (1, 0.3)]
+    # named but first already, or named in another document than the first item's: that document's head
+    assert link_titles([(1, 0.9), (3, 0.8)], "Film Zorro?", table, text_of, doc_of, 1, 5)[0] == (1, 0.9)
+    pages = dict(PAGES)
+    pages[3] = ("e", PAGES[3][1])
+    other = _table(pages)
+    got = link_titles([(3, 0.8), (2, 0.7), (7, 0.1)], "Is Grace Hopper older?", other, lambda c: pages[c][1],
+                      lambda c: pages[c][0], 1, 5)
+    assert [c for c, _ in got] == [3, 8, 2, 7]
+    # a document filter that excludes it; and links off
+    assert link_titles([(3, 0.8), (1, 0.6)], "Film Zorro", table, text_of, doc_of, 1, 5,
+                       allowed={3}.__contains__) == [(3, 0.8), (1, 0.6)]
+    assert link_titles([(3, 0.8), (2, 0.7), (1, 0.6)], "Film Zorro", table, text_of, doc_of, 0, 5) == [
+        (3, 0.8), (2, 0.7), (1, 0.6)]
+
+
+def test_mentions_through_trailing_punctuation():
+    pages = {1: ("d", f"Outrage! (game)\nOutrage! {BODY}"), 2: ("d", f"Camel Up\nCamel Up {BODY}"),
+             3: ("d", f"Alien\nAlien {BODY}")}
+    table = _table(pages)
+    assert table.mentions("What are both Camel Up and Outrage!?") == ["Camel Up", "Outrage!"]
+    assert table.mentions("Was Alien, or Aliens, first?") == ["Alien"]  # "Aliens" is another word
 
 
 def test_own_title_common_title_and_other_document():
@@ -110,10 +145,12 @@ def test_invariants_on_random_rankings():
         orig = [c for c, _ in ranking]
         assert len(ids) == len(set(ids)) <= k
         assert all(a >= b for (_, a), (_, b) in zip(got, got[1:]))  # never increasing
-        def linked(c):  # placed as a link: a top item before it names a title that heads it
+        def linked(c):  # placed as a link: a top item before it names a title that heads it, or the query does
             before = ids[:ids.index(c)]
             titles = [t for t, h in table.heads.items() if c in h.values() and t not in query]
-            return any(x in orig[:top] and t in pages[x][1].split("\n", 1)[-1] for x in before for t in titles)
+            named = [t for t in table.heads if t in query and table.head(t, pages[ids[0]][0]) == c]
+            return (any(x in orig[:top] and t in pages[x][1].split("\n", 1)[-1] for x in before for t in titles)
+                    or (top > 0 and bool(named)))
 
         rest = [c for c in ids if not linked(c)]
         assert rest == [c for c in orig if c in rest]  # everything else keeps the ranking's order
@@ -146,3 +183,11 @@ def test_hybrid_brings_in_the_bridge_passage(tmp_path):
         assert linked[0].provenance["links"] == 2
         with pytest.raises(momoka.errors.ConfigError, match="links"):
             ix.search(q, k=2, retriever="hybrid", links=-1)
+        with pytest.raises(momoka.errors.ConfigError, match="query_links"):
+            ix.search(q, k=2, retriever="hybrid", query_links="no")
+
+
+def test_query_links_option():
+    table = _table(PAGES)
+    ranking = [(3, 0.8), (2, 0.7), (1, 0.6)]
+    assert link_titles(ranking, "Who directed Film Zorro?", table, text_of, doc_of, 2, 5, query_links=False) == ranking

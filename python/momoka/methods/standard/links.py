@@ -10,15 +10,25 @@ it is already ranked there or above. A title links only when it
 
 - heads a passage (:func:`chunk_titles`: a title line in the chunk, or a section or title line its
   contextual header names), has at least 4 characters and a capital letter;
-- is not written in the query (the question reaches that passage by itself) and is not a title of the
-  linking item itself (its own heading);
+- is not written in the query (those passages are placed by the query's own links, below) and is not a
+  title of the linking item itself (its own heading);
 - is rare in the collection: its rarest BM25 term is in at most ``max(2, 2 %)`` of the chunks (an
   ordinary section name such as "Evaluation" or "Dataset" is not a link).
 
 Each linked passage takes the score of the item that names it, so scores never increase down the
-list. Titles need a capital letter and are found from whitespace word starts, so text in scripts
-without case or spaces between words (Chinese, Japanese) gets no links. The hybrid retriever applies
-it after the coverage re-rank (its ``links`` option, the number of top items followed; 0 turns it off).
+list.
+
+The question itself links too: a passage whose (linkable) title the question writes ("Who is older,
+Annie Morton or Terry Richardson?") is placed right after the first item, in the order named, unless
+it already ranks that high (within the first item and the named passages); it takes the first item's
+score. A comparison question names both passages it needs, but the one its other terms favour less
+can rank far down (16th for "Terry Richardson", whose passage writes "Terrence Richardson"); its
+title is the surest sign of what it is about.
+
+Titles need a capital letter and are found from whitespace word starts, so text in scripts without
+case or spaces between words (Chinese, Japanese) gets no links. The hybrid retriever applies it after
+the coverage re-rank (its ``links`` option, the number of top items followed, 0 turning links off;
+``query_links=False`` keeps the items' links only).
 The table of titles (:class:`TitleTable`) is built once per retriever from the stored chunks (their
 text and ``metadata["header"]``).
 """
@@ -44,6 +54,7 @@ RARE_SHARE = 0.02
 RARE_MIN = 2
 _PARENTHESIS = re.compile(r"\s*\([^()]*\)$")  # "Battle of Manila (1945)" is written "Battle of Manila"
 _WORD = re.compile(r"\S+")
+_TRAILING = ".,;:!?\"')]}"  # punctuation a word may carry after a title's first word
 
 
 def _norm(title: str) -> str:
@@ -101,12 +112,19 @@ class TitleTable:
         return self._linkable
 
     def mentions(self, text: str) -> list[str]:
-        """The linkable titles written in ``text`` (from a word start, case-sensitive), in text order."""
+        """The linkable titles written in ``text`` (from a word start, case-sensitive), in text order; a
+        title's first word may carry the text's punctuation (``Outrage!?`` names ``Outrage!``)."""
         out: list[str] = []
         for m in _WORD.finditer(text):
-            for t in self.by_word.get(m.group(), ()):
-                if t not in out and text.startswith(t, m.start()):
-                    out.append(t)
+            word = m.group()
+            keys = [word]
+            while len(word) > 1 and word[-1] in _TRAILING:  # "Outrage!?" -> "Outrage!" -> "Outrage"
+                word = word[:-1]
+                keys.append(word)
+            for key in keys:
+                for t in self.by_word.get(key, ()):
+                    if t not in out and text.startswith(t, m.start()):
+                        out.append(t)
         return out
 
     def head(self, title: str, doc_id: str) -> int:
@@ -117,16 +135,28 @@ class TitleTable:
 
 def link_titles(ranking: Sequence[tuple[int, float]], query: str, table: TitleTable, text_of: Callable[[int], str],
                 doc_of: Callable[[int], str], top: int, k: int,
-                allowed: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
+                allowed: Callable[[int], bool] | None = None, *,
+                query_links: bool = True) -> list[tuple[int, float]]:
     """``ranking`` (``(id, score)``, best first) with, right after each of its first ``top`` items, the passages
     that item names by title (see the module doc), in the order named, cut to ``k`` items. An item already
     placed (above, or as an earlier item's link) is not placed again, and its own links are not followed.
-    A linked passage takes the linking item's score when higher than its own. ``text_of(id)`` and
-    ``doc_of(id)``: a chunk's text and document; ``allowed(id)``: whether a linked chunk may be returned (a
-    document filter)."""
+    A linked passage takes the linking item's score when higher than its own. Then, unless ``query_links``
+    is False, the passages ``query`` names by title are placed right after the first item (module doc).
+    ``text_of(id)`` and ``doc_of(id)``: a chunk's text and document; ``allowed(id)``: whether a linked chunk
+    may be returned (a document filter)."""
     items = list(ranking)
     if top <= 0 or not items or not len(table):
         return items[:k]
+    out, score = _item_links(items, query, table, text_of, doc_of, top, k, allowed)
+    if query_links:
+        out = _query_links(out, score, query, table, doc_of, allowed)
+    return [(c, score[c]) for c in out[:k]]
+
+
+def _item_links(items: list, query: str, table: TitleTable, text_of: Callable[[int], str],
+                doc_of: Callable[[int], str], top: int, k: int,
+                allowed: Callable[[int], bool] | None) -> tuple[list[int], dict[int, float]]:
+    """The ranking's ids with each top item's named passages right after it, and every id's score."""
     score = dict(items)
     out: list[int] = []
     placed: set[int] = set()
@@ -149,4 +179,23 @@ def link_titles(ranking: Sequence[tuple[int, float]], query: str, table: TitleTa
             out.append(target)
             placed.add(target)
             score[target] = max(score.get(target, float("-inf")), score[cid])
-    return [(c, score[c]) for c in out[:k]]
+    return out, score
+
+
+def _query_links(out: list[int], score: dict[int, float], query: str, table: TitleTable,
+                 doc_of: Callable[[int], str], allowed: Callable[[int], bool] | None) -> list[int]:
+    """``out`` with the passages ``query`` names by title right after its first item (module doc)."""
+    first = out[0]
+    named: list[int] = []
+    for t in table.mentions(query):
+        target = table.head(t, doc_of(first))
+        if target not in named and (allowed is None or allowed(target)):
+            named.append(target)
+    high = set(out[:1 + len(named)])
+    move = [c for c in named if c not in high]
+    if not move:
+        return out
+    for c in move:
+        score[c] = max(score.get(c, float("-inf")), score[first])
+    rest = [c for c in out if c not in move]
+    return rest[:1] + move + rest[1:]

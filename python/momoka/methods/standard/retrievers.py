@@ -181,6 +181,8 @@ class HybridRetriever(StoreRetriever):
         links: how many of the top items have the passages they name by title placed right after them
             (:func:`~momoka.methods.standard.links.link_titles`, after the coverage re-rank; the table
             of titles is built from the stored chunks at the first search); 0 turns it off.
+        query_links: with ``links``, the passages the query names by title are also placed right
+            after the first item (False: only the items' links).
 
     The defaults were chosen by the cross-set evaluation at equal context
     budget in the README ("Baselines and the default pipeline, at equal context budget"). On a store
@@ -191,9 +193,12 @@ class HybridRetriever(StoreRetriever):
 
     def __init__(self, index: Any, *, view: str = RAW_VIEW, bm25_view: str = RAW_VIEW, fusion: str = "convex",
                  dense_weight: float = 0.6, depth: int | None = None, rrf_k: int = RRF_K,
-                 coverage: float = DEFAULT_COVERAGE, links: int = DEFAULT_LINKS):
+                 coverage: float = DEFAULT_COVERAGE, links: int = DEFAULT_LINKS, query_links: bool = True):
         super().__init__(index)
         self.links = check_int(links, "hybrid: links", minimum=0)
+        if not isinstance(query_links, bool):
+            raise ConfigError(f"hybrid: query_links must be true or false, not {query_links!r}")
+        self.query_links = query_links
         self._titles: TitleTable | None = None
         coverage = float(coverage)
         if not coverage >= 0.0:
@@ -217,7 +222,7 @@ class HybridRetriever(StoreRetriever):
             return {"retriever": self.name, "fused": ["bm25"], "bm25_view": self.bm25.view}
         out = {"retriever": self.name, "fused": ["dense", "bm25"], "view": self.dense.view,
                "bm25_view": self.bm25.view, "fusion": self.fusion, "dense_weight": self.dense_weight,
-               "coverage": self.coverage, "links": self.links}
+               "coverage": self.coverage, "links": self.links, "query_links": self.query_links}
         if self.fusion == "rrf":
             out["rrf_k"] = self.rrf_k
         return out
@@ -238,7 +243,7 @@ class HybridRetriever(StoreRetriever):
             return ranked
         table, chunks = self._title_table(), self.index.store.chunks
         return [link_titles(r, q, table, chunks.text, chunks.doc_id, self.links, k,
-                            None if a is None else set(a).__contains__)
+                            None if a is None else set(a).__contains__, query_links=self.query_links)
                 for q, r, a in zip(queries, ranked, allowed)]
 
     def _title_table(self) -> TitleTable:
