@@ -22,7 +22,8 @@ credit. Rows:
   does by default, and the default once more on a store built with ``headers=False``
   (chunks indexed alone, store ``SET-r100-noheaders``);
 * the default without its title links (``links=0``, :mod:`momoka.methods.standard.links`), without
-  the query's own title links (``query_links=False``) and without
+  the query's own title links (``query_links=False``), without the named documents' chunks
+  first (``named_documents=0``) and without
   its query-term coverage re-rank (``coverage=0``), assembled by the default rule;
 * the default (hybrid convex w=0.6) with its context assembled
   (``momoka.methods.assemble``: touching hits merged with the whitespace
@@ -91,7 +92,9 @@ VARIANTS += COVERAGE_VARIANTS
 #: The default without its title links (``links=0``), and with the items' links but not the query's.
 LINK_VARIANTS = [("hybrid convex w0.6 links 0", "hybrid", {"fusion": "convex", "dense_weight": 0.6, "links": 0}),
                  ("hybrid convex w0.6 no query links", "hybrid", {"fusion": "convex", "dense_weight": 0.6,
-                                                                   "query_links": False})]
+                                                                   "query_links": False}),
+                 ("hybrid convex w0.6 named documents 0", "hybrid", {"fusion": "convex", "dense_weight": 0.6,
+                                                                     "named_documents": 0})]
 VARIANTS += LINK_VARIANTS
 
 
@@ -262,6 +265,7 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
 
 NO_LINKS_ROW = "r100 hybrid convex w0.6 links 0 assembled"
 NO_QUERY_LINKS_ROW = "r100 hybrid convex w0.6 no query links assembled"
+NO_NAMED_ROW = "r100 hybrid convex w0.6 named documents 0 assembled"
 #: The lead table's rows: (label, row label here).
 README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
@@ -271,6 +275,7 @@ README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("the same without contextual headers (chunks indexed alone)", "r100 no headers hybrid convex w0.6 assembled"),
                ("the same without title links (`-o hybrid.links=0`)", NO_LINKS_ROW),
                ("the same without the query's title links (`-o hybrid.query_links=false`)", NO_QUERY_LINKS_ROW),
+               ("the same without the named documents' own chunks first (`-o hybrid.named_documents=0`)", NO_NAMED_ROW),
                ("the same without the coverage re-rank (`-o hybrid.coverage=0`)", "r100 hybrid convex w0.6 coverage 0.0 assembled"),
                ("recursive 100, hybrid convex w=0.6, prefix (no assembly)", "r100 hybrid convex w0.6"),
                *[(f"recursive 100, hybrid convex w=0.6, assembled: {label}", f"r100 hybrid convex w0.6 assembled {label}")
@@ -301,6 +306,7 @@ def readme_table(report: dict) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (NO_HEADERS_ROW, "no headers"),
                        (NO_LINKS_ROW, "no title links"), (NO_QUERY_LINKS_ROW, "no query title links"),
+                       (NO_NAMED_ROW, "no named documents"),
                        ("r100 hybrid convex w0.6 coverage 0.0 assembled", "no coverage"),
                        (PREFIX_ROW, "the prefix fit")):
         cells = [margin_cell(report["sets"][n]["rows"], DEFAULT_ROW, peer, "complete") for n in sets]

@@ -191,3 +191,48 @@ def test_query_links_option():
     table = _table(PAGES)
     ranking = [(3, 0.8), (2, 0.7), (1, 0.6)]
     assert link_titles(ranking, "Who directed Film Zorro?", table, text_of, doc_of, 2, 5, query_links=False) == ranking
+
+
+def test_document_titles_mentions():
+    from momoka.methods.standard.links import DocumentTitles
+
+    titles = DocumentTitles([("d1", "Acme Corp"), ("d2", "Acme Corp Holdings"), ("d3", "Beta Ltd"),
+                             ("d4", "Report"), ("d5", "Report"), ("d6", "lower case"), ("d7", "Abc"),
+                             ("d8", None)])
+    assert len(titles) == 3  # shared, uncapitalised, short and missing titles do not count
+    assert titles.mentions("Compare Acme Corp Holdings and Beta Ltd.") == [("Acme Corp Holdings", "d2"),
+                                                                           ("Beta Ltd", "d3")]
+    assert titles.mentions("Did Acme Corp, Beta Ltd or Acme Corp grow? Report") == [("Acme Corp", "d1"),
+                                                                                      ("Beta Ltd", "d3")]
+    assert titles.mentions("acme corp and beta ltd") == []
+
+
+def test_hybrid_named_documents_come_first(tmp_path):
+    import momoka
+    from tests.store.conftest import HashEmbedder
+
+    alpha = " ".join(f"Alpha Corp revenue rose in quarter {i} as the revenue of its stores grew." for i in range(6))
+    beta = ("Beta Ltd opened a factory. Its staff grew to 400 people. "
+            "In 2020 the revenue of Beta Ltd fell by a tenth. The company moved its offices.")
+    docs = [{"doc_id": "a", "title": "Alpha Corp", "text": alpha * 3},
+            {"doc_id": "b", "title": "Beta Ltd", "text": beta},
+            {"doc_id": "c", "title": "Gamma Group", "text": "Gamma Group revenue rose. " * 20}]
+    q = "Compare the revenue of Alpha Corp in 2019 and Beta Ltd in 2020."
+    with momoka.Index.build(docs, store=tmp_path / "s", embedder=HashEmbedder(), size=20, progress=False) as ix:
+        plain = ix.search(q, k=6, retriever="hybrid", named_documents=0)
+        got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
+        # the reference: each named document's best chunk for the query without the other title, in the
+        # order named, then the plain ranking without them
+        first = [ix.search(" ".join(q.replace(other, " ").split()), k=1, retriever="hybrid", named_documents=0,
+                           doc_ids=[d])[0] for other, d in (("Beta Ltd", "a"), ("Alpha Corp", "b"))]
+        want = [h.chunk_id for h in first]
+        want += [h.chunk_id for h in plain if h.chunk_id not in want]
+        assert [h.chunk_id for h in got] == want[:6]
+        assert [h.doc_id for h in got[:2]] == ["a", "b"]
+        assert got[0].provenance["named_documents"] == 1
+        # one named document, or off: the plain ranking
+        one = ix.search("What was the revenue of Beta Ltd in 2020?", k=4, retriever="hybrid")
+        assert [h.chunk_id for h in one] == [h.chunk_id for h in ix.search(
+            "What was the revenue of Beta Ltd in 2020?", k=4, retriever="hybrid", named_documents=0)]
+        with pytest.raises(momoka.errors.ConfigError, match="named_documents"):
+            ix.search(q, k=2, retriever="hybrid", named_documents=-1)

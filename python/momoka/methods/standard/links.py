@@ -46,7 +46,7 @@ import numpy as np
 from ..._core import split_paragraphs
 from ...chunking._engine import title_lines
 
-__all__ = ["chunk_titles", "TitleTable", "link_titles", "RARE_SHARE", "RARE_MIN"]
+__all__ = ["chunk_titles", "DocumentTitles", "TitleTable", "link_titles", "RARE_SHARE", "RARE_MIN"]
 
 #: A title links only when its rarest term is in at most this share of the chunks ...
 RARE_SHARE = 0.02
@@ -199,3 +199,47 @@ def _query_links(out: list[int], score: dict[int, float], query: str, table: Tit
         score[c] = max(score.get(c, float("-inf")), score[first])
     rest = [c for c in out if c not in move]
     return rest[:1] + move + rest[1:]
+
+
+class DocumentTitles:
+    """The documents a text names by their titles (the hybrid retriever's ``named_documents``).
+
+    ``documents``: ``(doc id, title)`` pairs. A title counts when it has at least 4 characters and a capital
+    letter and no other document has the same title. :meth:`mentions` reads the text from each word start
+    (case-sensitive; a title's first word may carry punctuation, as in :meth:`TitleTable.mentions`),
+    taking the longest title that starts there and going on after it.
+    """
+
+    def __init__(self, documents: Iterable[tuple[str, str | None]]):
+        owners: dict[str, list[str]] = defaultdict(list)
+        for doc_id, title in documents:
+            t = " ".join((title or "").split())
+            if len(t) >= 4 and any(ch.isupper() for ch in t):
+                owners[t].append(doc_id)
+        self.doc_of = {t: ds[0] for t, ds in owners.items() if len(ds) == 1}
+        self.by_word: dict[str, list[str]] = defaultdict(list)
+        for t in sorted(self.doc_of, key=len, reverse=True):  # longest first
+            self.by_word[t.split()[0]].append(t)
+
+    def __len__(self) -> int:
+        return len(self.doc_of)
+
+    def mentions(self, text: str) -> list[tuple[str, str]]:
+        """``(title, doc id)`` of each document ``text`` names, in text order, each document once."""
+        out: list[tuple[str, str]] = []
+        pos = 0
+        for m in _WORD.finditer(text):
+            if m.start() < pos:
+                continue
+            word = m.group()
+            keys = [word]
+            while len(word) > 1 and word[-1] in _TRAILING:
+                word = word[:-1]
+                keys.append(word)
+            best = max((t for key in keys for t in self.by_word.get(key, ()) if text.startswith(t, m.start())),
+                       key=len, default=None)
+            if best is not None:
+                pos = m.start() + len(best)
+                if all(d != self.doc_of[best] for _, d in out):
+                    out.append((best, self.doc_of[best]))
+        return out

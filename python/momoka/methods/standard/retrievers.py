@@ -19,7 +19,7 @@ from ...store.store import RAW_VIEW
 from ..base import Result
 from ...registry import register
 from .coverage import cover_terms
-from .links import TitleTable, link_titles
+from .links import DocumentTitles, TitleTable, link_titles
 from .fusion import RRF_K, convex, rrf
 
 #: The hybrid retriever's default weight of query-term coverage (:mod:`.coverage`), chosen with the other
@@ -28,6 +28,9 @@ DEFAULT_COVERAGE = 1.5
 #: How many top items of the hybrid ranking have the passages they name by title placed after them (:mod:`.links`;
 #: measured in docs/results.md).
 DEFAULT_LINKS = 2
+#: When a query names two or more documents by title, how many chunks of each (for its part of the query)
+#: come first (measured in docs/results.md).
+DEFAULT_NAMED_DOCUMENTS = 2
 
 
 
@@ -183,6 +186,12 @@ class HybridRetriever(StoreRetriever):
             of titles is built from the stored chunks at the first search); 0 turns it off.
         query_links: with ``links``, the passages the query names by title are also placed right
             after the first item (False: only the items' links).
+        named_documents: when the query names two or more documents by their titles ("Compare the
+            debt of Acme Corp in 2018 and Beta Ltd in 2020"), each named document's best
+            ``named_documents`` chunks for the query with the other titles taken out come first,
+            the documents taken in turn (:class:`~momoka.methods.standard.links.DocumentTitles`: a
+            title of at least 4 characters with a capital letter that no other document shares);
+            0 turns it off.
 
     The defaults were chosen by the cross-set evaluation at equal context
     budget in the README ("Baselines and the default pipeline, at equal context budget"). On a store
@@ -193,8 +202,11 @@ class HybridRetriever(StoreRetriever):
 
     def __init__(self, index: Any, *, view: str = RAW_VIEW, bm25_view: str = RAW_VIEW, fusion: str = "convex",
                  dense_weight: float = 0.6, depth: int | None = None, rrf_k: int = RRF_K,
-                 coverage: float = DEFAULT_COVERAGE, links: int = DEFAULT_LINKS, query_links: bool = True):
+                 coverage: float = DEFAULT_COVERAGE, links: int = DEFAULT_LINKS, query_links: bool = True,
+                 named_documents: int = DEFAULT_NAMED_DOCUMENTS):
         super().__init__(index)
+        self.named_documents = check_int(named_documents, "hybrid: named_documents", minimum=0)
+        self._doc_titles: DocumentTitles | None = None
         self.links = check_int(links, "hybrid: links", minimum=0)
         if not isinstance(query_links, bool):
             raise ConfigError(f"hybrid: query_links must be true or false, not {query_links!r}")
@@ -222,7 +234,8 @@ class HybridRetriever(StoreRetriever):
             return {"retriever": self.name, "fused": ["bm25"], "bm25_view": self.bm25.view}
         out = {"retriever": self.name, "fused": ["dense", "bm25"], "view": self.dense.view,
                "bm25_view": self.bm25.view, "fusion": self.fusion, "dense_weight": self.dense_weight,
-               "coverage": self.coverage, "links": self.links, "query_links": self.query_links}
+               "coverage": self.coverage, "links": self.links, "query_links": self.query_links,
+               "named_documents": self.named_documents}
         if self.fusion == "rrf":
             out["rrf_k"] = self.rrf_k
         return out
@@ -230,6 +243,58 @@ class HybridRetriever(StoreRetriever):
     def rank_batch(self, queries, k, allowed):
         if self.dense is None:
             return self.bm25.rank_batch(queries, k, allowed)
+        ranked = self._rank(queries, k, allowed)
+        return self._named(queries, ranked, k, allowed) if self.named_documents > 0 else ranked
+
+    def _named(self, queries: list[str], ranked: list[list[tuple[int, float]]], k: int,
+               allowed: list) -> list[list[tuple[int, float]]]:
+        """Each ranking with, first, the best chunks of each document its query names by title (``named_documents``)."""
+        if self._doc_titles is None:
+            self._doc_titles = DocumentTitles((d, self.index.title(d)) for d in self.index.store.documents)
+        if not len(self._doc_titles):
+            return ranked
+        store = self.index.store
+        subs: list[str] = []
+        sub_allowed: list[list[int]] = []
+        owner: list[int] = []
+        for i, q in enumerate(queries):
+            named = self._doc_titles.mentions(q)
+            if len(named) < 2:
+                continue
+            for title, doc_id in named:
+                ids = store.chunk_ids_of([doc_id])
+                if allowed[i] is not None:
+                    keep = set(allowed[i])
+                    ids = [c for c in ids if c in keep]
+                if not ids:
+                    continue
+                part = q
+                for other, _ in named:
+                    if other != title:
+                        part = part.replace(other, " ")
+                subs.append(" ".join(part.split()))
+                sub_allowed.append(ids)
+                owner.append(i)
+        if not subs:
+            return ranked
+        parts: dict[int, list[list[tuple[int, float]]]] = {}
+        for i, r in zip(owner, self._rank(subs, self.named_documents, sub_allowed)):
+            parts.setdefault(i, []).append(r)
+        out = list(ranked)
+        for i, lists in parts.items():
+            top = ranked[i][0][1] if ranked[i] else max((r[0][1] for r in lists if r), default=0.0)
+            first: list[tuple[int, float]] = []
+            seen: set[int] = set()
+            for j in range(self.named_documents):
+                for r in lists:
+                    if j < len(r) and r[j][0] not in seen:
+                        first.append((r[j][0], top))
+                        seen.add(r[j][0])
+            out[i] = (first + [(c, s) for c, s in ranked[i] if c not in seen])[:k]
+        return out
+
+    def _rank(self, queries: list[str], k: int, allowed: list) -> list[list[tuple[int, float]]]:
+        """Fusion, the coverage re-rank and the title links (the ranking before ``named_documents``)."""
         d = self.depth or max(50, 4 * k)
         dense = self.dense.rank_batch(queries, d, allowed)
         sparse = self.bm25.rank_batch(queries, d, allowed)
