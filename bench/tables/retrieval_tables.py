@@ -443,7 +443,8 @@ def main(argv=None) -> int:
 def _save(report: dict, out: str | None) -> None:
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(report, indent=2))
+        # compact: the per-question figures of every row make an indented file several times larger
+        Path(out).write_text(json.dumps(report, separators=(",", ":")))
 
 
 if __name__ == "__main__":
