@@ -330,23 +330,12 @@ def row_name(name: str, summary: dict | None) -> str:
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks along the last axis, ties given their mean rank (as Spearman's correlation takes them)."""
-    order = np.argsort(x, axis=-1, kind="stable")
-    srt = np.take_along_axis(x, order, axis=-1)
-    n = x.shape[-1]
-    ranks = np.empty_like(x, dtype=np.float64)
-    for row in np.ndindex(x.shape[:-1]):
-        r = np.empty(n)
-        s = srt[row]
-        i = 0
-        while i < n:
-            j = i
-            while j + 1 < n and s[j + 1] == s[i]:
-                j += 1
-            r[i:j + 1] = (i + j) / 2 + 1
-            i = j + 1
-        ranks[row][order[row]] = r
-    return ranks
+    """Ranks (from 1) along the last axis, ties given their mean rank (as Spearman's correlation takes them)."""
+    def row(v: np.ndarray) -> np.ndarray:
+        srt = np.sort(v)
+        return (np.searchsorted(srt, v, "left") + np.searchsorted(srt, v, "right") + 1) / 2
+
+    return np.apply_along_axis(row, -1, np.asarray(x, dtype=np.float64))
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -403,10 +392,7 @@ def metric_correlations(report: dict, *, n_resamples: int = DEFAULT_RESAMPLES //
             yc = per_doc_cov - per_doc_cov.mean(axis=0, keepdims=True)
             sw = np.sqrt(w)[:, None, :]  # a cell drawn k times counts k times in the pooled sums
             x, y = (mc[None] * sw).reshape(len(w), -1), (yc[None] * sw).reshape(len(w), -1)
-            den = np.sqrt((x * x).sum(-1) * (y * y).sum(-1))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                within = np.where(den > 1e-12, (x * y).sum(-1) / np.where(den > 1e-12, den, 1.0), np.nan)
-            return across, within
+            return across, _pearson(x, y)  # each document's cells sum to zero: centred at any weights
 
         a0, w0 = stats(np.ones((1, nd)))
         draws = np.stack([np.bincount(rng.integers(0, nd, nd), minlength=nd) for _ in range(n_resamples)])
