@@ -61,6 +61,21 @@ def _norm(title: str) -> str:
     return _PARENTHESIS.sub("", " ".join(title.split())).strip()
 
 
+def _is_title(t: str) -> bool:
+    """At least 4 characters and a capital letter: what may be a title."""
+    return len(t) >= 4 and any(ch.isupper() for ch in t)
+
+
+def _word_keys(word: str) -> list[str]:
+    """A text's word and the same word without each trailing punctuation mark, longest first: the keys a
+    title's first word is looked up by ("Outrage!?" -> "Outrage!" -> "Outrage")."""
+    keys = [word]
+    while len(word) > 1 and word[-1] in _TRAILING:
+        word = word[:-1]
+        keys.append(word)
+    return keys
+
+
 def chunk_titles(text: str, header: str | None, doc_title: str | None = None) -> list[str]:
     """The titles a chunk holds: the lines of its contextual ``header`` but its document's title
     (``doc_title``: its section path and title line) and the title lines in its text
@@ -76,7 +91,7 @@ def chunk_titles(text: str, header: str | None, doc_title: str | None = None) ->
     out: list[str] = []
     for p in parts:
         t = _norm(p)
-        if len(t) >= 4 and any(ch.isupper() for ch in t) and t not in out:
+        if _is_title(t) and t not in out:
             out.append(t)
     return out
 
@@ -116,12 +131,7 @@ class TitleTable:
         title's first word may carry the text's punctuation (``Outrage!?`` names ``Outrage!``)."""
         out: list[str] = []
         for m in _WORD.finditer(text):
-            word = m.group()
-            keys = [word]
-            while len(word) > 1 and word[-1] in _TRAILING:  # "Outrage!?" -> "Outrage!" -> "Outrage"
-                word = word[:-1]
-                keys.append(word)
-            for key in keys:
+            for key in _word_keys(m.group()):
                 for t in self.by_word.get(key, ()):
                     if t not in out and text.startswith(t, m.start()):
                         out.append(t)
@@ -214,14 +224,15 @@ class DocumentTitles:
         owners: dict[str, list[str]] = defaultdict(list)
         for doc_id, title in documents:
             t = " ".join((title or "").split())
-            if len(t) >= 4 and any(ch.isupper() for ch in t):
+            if _is_title(t):
                 owners[t].append(doc_id)
         self.doc_of = {t: ds[0] for t, ds in owners.items() if len(ds) == 1}
         self.by_word: dict[str, list[str]] = defaultdict(list)
-        for t in sorted(self.doc_of, key=len, reverse=True):  # longest first
+        for t in self.doc_of:
             self.by_word[t.split()[0]].append(t)
 
     def __len__(self) -> int:
+        """The number of titles that count."""
         return len(self.doc_of)
 
     def mentions(self, text: str) -> list[tuple[str, str]]:
@@ -231,12 +242,8 @@ class DocumentTitles:
         for m in _WORD.finditer(text):
             if m.start() < pos:
                 continue
-            word = m.group()
-            keys = [word]
-            while len(word) > 1 and word[-1] in _TRAILING:
-                word = word[:-1]
-                keys.append(word)
-            best = max((t for key in keys for t in self.by_word.get(key, ()) if text.startswith(t, m.start())),
+            best = max((t for key in _word_keys(m.group()) for t in self.by_word.get(key, ())
+                        if text.startswith(t, m.start())),
                        key=len, default=None)
             if best is not None:
                 pos = m.start() + len(best)
