@@ -200,6 +200,7 @@ def _eval_chunking(args: argparse.Namespace) -> int:
 def _eval_chunk_quality(args: argparse.Namespace) -> int:
     from ..eval import load_dataset  # start-up: momoka.eval
     from ..eval.chunk_compare import compare_chunkers, format_comparison, subset  # start-up: momoka.eval.chunk_compare
+    from ..methods.base import DEFAULT_BUDGET  # start-up: momoka.methods.base
     from .. import registry  # start-up: momoka.registry (dataclasses)
 
     names = split_names([chunker_of(args)])
@@ -211,7 +212,7 @@ def _eval_chunk_quality(args: argparse.Namespace) -> int:
     report = compare_chunkers(ds, names, metrics=metrics, target_chars=args.target_chars, K=args.K,
                               edge_rule=args.edge_rule, space=args.space, group_chars=args.group_chars or None,
                               retrieval=not args.no_retrieval, options=parse_options(args.option), log=say,
-                              windows=args.windows, **({"budget": args.budget} if args.budget else {}))
+                              windows=args.windows, budget=args.budget or DEFAULT_BUDGET)
     report["max_chars"] = args.max_chars
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:

@@ -261,10 +261,10 @@ class HybridRetriever(StoreRetriever):
             named = self._doc_titles.mentions(q)
             if len(named) < 2:
                 continue
+            keep = None if allowed[i] is None else set(allowed[i])
             for title, doc_id in named:
                 ids = store.chunk_ids_of([doc_id])
-                if allowed[i] is not None:
-                    keep = set(allowed[i])
+                if keep is not None:
                     ids = [c for c in ids if c in keep]
                 if not ids:
                     continue
