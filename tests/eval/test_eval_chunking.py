@@ -96,3 +96,39 @@ def test_cli_eval_chunking_windows_coverage_and_correlations(shared_data, tmp_pa
         assert np.isnan(corr["across"]["r"])
     else:
         assert abs(corr["across"]["r"] - want) < 1e-9
+
+
+def test_compare_chunkers_passes_retriever_options(tmp_path):
+    """``-o hybrid.KEY=VALUE`` reaches the retriever that scores each chunker (and is kept in the report); a
+    chunker's own options stay with the chunker."""
+    import pytest
+
+    from momoka.errors import ConfigError
+    from momoka.eval.chunk_compare import compare_chunkers
+    from tests.store.conftest import HashEmbedder
+
+    text = ("The harbor opened in 1850. Ships carried grain and timber. Trade grew quickly. "
+            "In spring, a storm destroyed the pier. Repairs took two years. ") * 3
+    ds = Dataset("toy", tmp_path, [DocRecord("d", "Harbor", text), DocRecord("e", "Pier", text[40:])],
+                 [Question("q1", "d", "When did the harbor open?", (), (("d", 0, 26),))], evidence_mode="any")
+    import momoka.eval.runner as runner
+
+    seen = []
+    real = runner.run_eval
+
+    def spy(*a, **kw):
+        seen.append(kw.get("options"))
+        return real(*a, embedder=HashEmbedder(), **kw)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(runner, "run_eval", spy)
+    try:
+        rep = compare_chunkers(ds, ["fixed"], metrics=[], target_chars=60,
+                               options={"hybrid": {"document_weight": 0}, "fixed": {}})
+        assert seen == [{"hybrid": {"document_weight": 0}}]
+        assert rep["retriever_options"] == {"hybrid": {"document_weight": 0}}
+        assert rep["chunkers"]["fixed"]["questions"] == 1
+        with pytest.raises(ConfigError, match="document_weight"):
+            compare_chunkers(ds, ["fixed"], metrics=[], target_chars=60, options={"hybrid": {"document_weight": -1}})
+    finally:
+        mp.undo()

@@ -166,7 +166,8 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
                      group_chars: int | None = 2000, retrieval: bool = True, ks: Sequence[int] = (1, 3, 5),
                      options: dict | None = None, lm: Any = None, embedder: Any = None, log: Any = None,
                      windows: int | None = None, budget: int = DEFAULT_BUDGET) -> dict:
-    """The comparison report (see the module docstring); ``options`` per chunker name.
+    """The comparison report (see the module docstring); ``options`` per chunker name, and per retriever
+    name for the retrieval (``{"hybrid": {"document_weight": 0}}``).
 
     ``report["chunkers"][name]`` holds the chunker's size, mean length, the metric means, their
     per-document values (``per_document``), dense span recall@k, and the default retriever's
@@ -191,10 +192,12 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
     if retrieval and ds.questions_with_evidence():
         ds.require_evidence_mode()  # before any model work
     docs = [r.to_document() for r in ds.documents]
+    retriever_options = {n: dict((options or {})[n]) for n in ("dense", DEFAULT_RETRIEVER) if n in (options or {})}
     report: dict[str, Any] = {"data": ds.name, "documents": len(docs), "chars": sum(len(d.text) for d in docs),
                               "target_chars": target_chars, "metrics": list(metrics), "K": K,
                               "edge_rule": edge_rule, "space": space, "group_chars": group_chars,
                               "windows": windows, "budget": budget, "retriever": DEFAULT_RETRIEVER,
+                              "retriever_options": retriever_options,
                               "model": str(getattr(lm, "model_dir", None)), "chunkers": {}}
     for name in chunkers:
         t0 = time.perf_counter()
@@ -228,7 +231,7 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
             from .runner import run_eval  # start-up: momoka.eval.runner
 
             rep = run_eval(ds, ["dense", DEFAULT_RETRIEVER], chunker=ch, ks=ks, budgets=(budget,),
-                           keep_per_question=True)
+                           keep_per_question=True, options=retriever_options)
             means = rep["retrievers"]["dense"]["item"]["means"]
             row["questions"] = rep["n_questions"]
             for k in ks:
