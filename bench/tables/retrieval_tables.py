@@ -23,7 +23,7 @@ credit. Rows:
   (chunks indexed alone, store ``SET-r100-noheaders``);
 * the default without its title links (``links=0``, :mod:`momoka.methods.standard.links`), without
   the query's own title links (``query_links=False``), without the named documents' chunks
-  first (``named_documents=0``) and without
+  first (``named_documents=0``), without its document prior (``document_weight=0``; and with 1.0) and without
   its query-term coverage re-rank (``coverage=0``), assembled by the default rule;
 * the default (hybrid convex w=0.6) with its context assembled
   (``momoka.methods.assemble``: touching hits merged with the whitespace
@@ -96,6 +96,10 @@ LINK_VARIANTS = [("hybrid convex w0.6 links 0", "hybrid", {"fusion": "convex", "
                  ("hybrid convex w0.6 named documents 0", "hybrid", {"fusion": "convex", "dense_weight": 0.6,
                                                                      "named_documents": 0})]
 VARIANTS += LINK_VARIANTS
+#: The default without its document prior (``document_weight=0``), and with a stronger one.
+DOCUMENT_VARIANTS = [(f"hybrid convex w0.6 document weight {b}", "hybrid",
+                      {"fusion": "convex", "dense_weight": 0.6, "document_weight": b}) for b in (0.0, 1.0)]
+VARIANTS += DOCUMENT_VARIANTS
 
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
@@ -224,7 +228,7 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
             out[label] = row
             if not trail and label == DEFAULT_VARIANT:
                 out.update(assembled_rows(ix, qs, mode, res, row))
-            elif not trail and label in {v[0] for v in COVERAGE_VARIANTS + LINK_VARIANTS}:  # the default rule
+            elif not trail and label in {v[0] for v in COVERAGE_VARIANTS + LINK_VARIANTS + DOCUMENT_VARIANTS}:  # the default rule
                 fitted = [r.fit(BUDGET, keep_first=False, assemble=ix.assembler()) for r in res]
                 out[f"{label} assembled"] = score({q.qid: r.spans() for q, r in zip(qs, fitted)}, qs, mode)
         out["_store"] = {"chunks": ix.store.n_chunks, "open_or_build_seconds": built}
@@ -266,6 +270,7 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
 NO_LINKS_ROW = "r100 hybrid convex w0.6 links 0 assembled"
 NO_QUERY_LINKS_ROW = "r100 hybrid convex w0.6 no query links assembled"
 NO_NAMED_ROW = "r100 hybrid convex w0.6 named documents 0 assembled"
+NO_DOCUMENT_ROW = "r100 hybrid convex w0.6 document weight 0.0 assembled"
 #: The lead table's rows: (label, row label here).
 README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
@@ -276,6 +281,9 @@ README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("the same without title links (`-o hybrid.links=0`)", NO_LINKS_ROW),
                ("the same without the query's title links (`-o hybrid.query_links=false`)", NO_QUERY_LINKS_ROW),
                ("the same without the named documents' own chunks first (`-o hybrid.named_documents=0`)", NO_NAMED_ROW),
+               ("the same without the document prior (`-o hybrid.document_weight=0`)", NO_DOCUMENT_ROW),
+               ("the same with a stronger document prior (`-o hybrid.document_weight=1`)",
+                "r100 hybrid convex w0.6 document weight 1.0 assembled"),
                ("the same without the coverage re-rank (`-o hybrid.coverage=0`)", "r100 hybrid convex w0.6 coverage 0.0 assembled"),
                ("recursive 100, hybrid convex w=0.6, prefix (no assembly)", "r100 hybrid convex w0.6"),
                *[(f"recursive 100, hybrid convex w=0.6, assembled: {label}", f"r100 hybrid convex w0.6 assembled {label}")
@@ -306,7 +314,7 @@ def readme_table(report: dict) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for peer, name in (("peer", "P0"), ("peer ensemble", "P1"), (NO_HEADERS_ROW, "no headers"),
                        (NO_LINKS_ROW, "no title links"), (NO_QUERY_LINKS_ROW, "no query title links"),
-                       (NO_NAMED_ROW, "no named documents"),
+                       (NO_NAMED_ROW, "no named documents"), (NO_DOCUMENT_ROW, "no document prior"),
                        ("r100 hybrid convex w0.6 coverage 0.0 assembled", "no coverage"),
                        (PREFIX_ROW, "the prefix fit")):
         cells = [margin_cell(report["sets"][n]["rows"], DEFAULT_ROW, peer, "complete") for n in sets]

@@ -78,7 +78,7 @@ def test_hybrid_fusion_rules_match_a_hand_computation(tmp_path, docs, embedder):
     for ranking in (dense, bm):
         for h in ranking:
             fused[h.chunk_id] = fused.get(h.chunk_id, 0.0) + 1.0 / (60 + h.rank)
-    hy = ix.search(q, k=5, retriever="hybrid", depth=15, fusion="rrf", dense_weight=0.5, coverage=0)
+    hy = ix.search(q, k=5, retriever="hybrid", depth=15, fusion="rrf", dense_weight=0.5, coverage=0, document_weight=0)
     assert [h.score for h in hy] == pytest.approx(sorted(fused.values(), reverse=True)[:5])
     # Convex fusion (the default): w * min-max(cosine) + (1 - w) * min-max(BM25), 0 where a list lacks the chunk.
     for w in (0.6, 0.8):
@@ -87,9 +87,18 @@ def test_hybrid_fusion_rules_match_a_hand_computation(tmp_path, docs, embedder):
             lo, hi = min(h.score for h in ranking), max(h.score for h in ranking)
             for h in ranking:
                 conv[h.chunk_id] = conv.get(h.chunk_id, 0.0) + share * (h.score - lo) / (hi - lo)
-        hy = ix.search(q, k=5, retriever="hybrid", depth=15, dense_weight=w, coverage=0)
+        hy = ix.search(q, k=5, retriever="hybrid", depth=15, dense_weight=w, coverage=0, document_weight=0)
         assert [h.score for h in hy] == pytest.approx(sorted(conv.values(), reverse=True)[:5])
         assert hy[0].provenance["fusion"] == "convex"
+        # the document prior: over the fused top 15, each score plus 0.3 x its document's best
+        doc = {h.chunk_id: h.doc_id for h in (*dense, *bm)}
+        top = sorted(conv, key=lambda c: -conv[c])[:15]
+        best: dict = {}
+        for c in top:
+            best[doc[c]] = max(best.get(doc[c], 0.0), conv[c])
+        prior = sorted((conv[c] + 0.3 * best[doc[c]] for c in top), reverse=True)
+        hy = ix.search(q, k=5, retriever="hybrid", depth=15, dense_weight=w, coverage=0, document_weight=0.3)
+        assert [h.score for h in hy] == pytest.approx(prior[:5])
     with pytest.raises(ConfigError):
         ix.search(q, retriever="hybrid", fusion="max")
     with pytest.raises(ConfigError):

@@ -4,12 +4,15 @@
 * :func:`convex`: a convex combination of per-ranking min-max normalised
   scores (a chunk absent from a ranking scores 0 there), so a ranking whose
   scores are flat (a weak BM25 match) moves the fused order little, while
-  plain RRF gives every ranking the same pull whatever its scores.
+  plain RRF gives every ranking the same pull whatever its scores;
+* :func:`document_prior`: a fused ranking re-scored by how strongly its
+  items' documents match (each item's score plus a weight times the best
+  score its document has in the ranking).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...errors import ConfigError
 
@@ -57,6 +60,28 @@ def convex(rankings: Sequence[Sequence[tuple[int, float]]], k: int,
             score[cid] = score.get(cid, 0.0) + ws[r] * norm
             first.setdefault(cid, (rank, r))
     return _top(score, first, k)
+
+
+def document_prior(ranking: Sequence[tuple[int, float]], doc_of: Callable[[int], str],
+                   weight: float) -> list[tuple[int, float]]:
+    """``ranking`` (``(id, score)``, best first) re-scored as ``score(c) + weight * max score of c's document``.
+
+    The document's score is the best score any of its items has in ``ranking`` (document-aware passage
+    retrieval: a passage of the document the query is about outranks a slightly closer passage of a
+    document it is not about). ``doc_of(id)``: the item's document. Returned best first; ties keep the
+    ranking's order. ``weight`` 0 returns the ranking unchanged.
+    """
+    items = [(cid, float(s)) for cid, s in ranking]
+    if weight <= 0 or not items:
+        return items
+    docs = [doc_of(cid) for cid, _ in items]
+    best: dict[str, float] = {}
+    for d, (_, s) in zip(docs, items):
+        if d not in best or s > best[d]:
+            best[d] = s
+    scored = [(cid, s + weight * best[d]) for d, (cid, s) in zip(docs, items)]
+    order = sorted(range(len(scored)), key=lambda i: -scored[i][1])  # stable: ties keep their order
+    return [scored[i] for i in order]
 
 
 def _weights(rankings: Sequence, weights: Sequence[float] | None) -> list[float]:

@@ -20,7 +20,7 @@ from ..base import Result
 from ...registry import register
 from .coverage import cover_terms
 from .links import DocumentTitles, TitleTable, link_titles
-from .fusion import RRF_K, convex, rrf
+from .fusion import RRF_K, convex, document_prior, rrf
 
 #: The hybrid retriever's default weight of query-term coverage (:mod:`.coverage`), chosen with the other
 #: defaults by the best worst case over the shared sets (docs/results.md).
@@ -31,6 +31,9 @@ DEFAULT_LINKS = 2
 #: When a query names two or more documents by title, how many chunks of each (for its part of the query)
 #: come first (measured in docs/results.md).
 DEFAULT_NAMED_DOCUMENTS = 2
+#: The weight of a chunk's document in the hybrid ranking (:func:`.fusion.document_prior`; measured in
+#: docs/results.md).
+DEFAULT_DOCUMENT_WEIGHT = 0.3
 
 
 
@@ -176,6 +179,10 @@ class HybridRetriever(StoreRetriever):
         dense_weight: the dense ranking's share, in [0, 1].
         depth: how deep each ranking is read.
         rrf_k: the RRF constant.
+        document_weight: each fused score plus this weight times the best fused score of the chunk's
+            document (:func:`~momoka.methods.standard.fusion.document_prior`, before the coverage
+            re-rank): a chunk of the document the query is about outranks a slightly closer chunk of
+            another; 0 keeps the fused scores.
         coverage: the weight of query-term coverage in a greedy re-rank of the fused ranking
             (:func:`~momoka.methods.standard.coverage.cover_terms`: each next item is the one whose
             normalised score plus ``coverage`` times the share of the query's idf mass it adds to what
@@ -203,8 +210,13 @@ class HybridRetriever(StoreRetriever):
     def __init__(self, index: Any, *, view: str = RAW_VIEW, bm25_view: str = RAW_VIEW, fusion: str = "convex",
                  dense_weight: float = 0.6, depth: int | None = None, rrf_k: int = RRF_K,
                  coverage: float = DEFAULT_COVERAGE, links: int = DEFAULT_LINKS, query_links: bool = True,
-                 named_documents: int = DEFAULT_NAMED_DOCUMENTS):
+                 named_documents: int = DEFAULT_NAMED_DOCUMENTS,
+                 document_weight: float = DEFAULT_DOCUMENT_WEIGHT):
         super().__init__(index)
+        document_weight = float(document_weight)
+        if not document_weight >= 0.0:
+            raise ConfigError(f"hybrid: document_weight must be a weight of at least 0, not {document_weight}")
+        self.document_weight = document_weight
         self.named_documents = check_int(named_documents, "hybrid: named_documents", minimum=0)
         self._doc_titles: DocumentTitles | None = None
         self.links = check_int(links, "hybrid: links", minimum=0)
@@ -234,8 +246,8 @@ class HybridRetriever(StoreRetriever):
             return {"retriever": self.name, "fused": ["bm25"], "bm25_view": self.bm25.view}
         out = {"retriever": self.name, "fused": ["dense", "bm25"], "view": self.dense.view,
                "bm25_view": self.bm25.view, "fusion": self.fusion, "dense_weight": self.dense_weight,
-               "coverage": self.coverage, "links": self.links, "query_links": self.query_links,
-               "named_documents": self.named_documents}
+               "document_weight": self.document_weight, "coverage": self.coverage, "links": self.links,
+               "query_links": self.query_links, "named_documents": self.named_documents}
         if self.fusion == "rrf":
             out["rrf_k"] = self.rrf_k
         return out
@@ -294,7 +306,8 @@ class HybridRetriever(StoreRetriever):
         return out
 
     def _rank(self, queries: list[str], k: int, allowed: list) -> list[list[tuple[int, float]]]:
-        """Fusion, the coverage re-rank and the title links (the ranking before ``named_documents``)."""
+        """Fusion, the document prior, the coverage re-rank and the title links (the ranking before
+        ``named_documents``)."""
         d = self.depth or max(50, 4 * k)
         dense = self.dense.rank_batch(queries, d, allowed)
         sparse = self.bm25.rank_batch(queries, d, allowed)
@@ -303,6 +316,9 @@ class HybridRetriever(StoreRetriever):
             fused = [rrf([a, b], d, self.rrf_k, weights=(2 * w[0], 2 * w[1])) for a, b in zip(dense, sparse)]
         else:
             fused = [convex([a, b], d, weights=w) for a, b in zip(dense, sparse)]
+        if self.document_weight > 0:
+            doc_of = self.index.store.chunks.doc_id
+            fused = [document_prior(f, doc_of, self.document_weight) for f in fused]
         ranked = [f[:k] for f in fused] if self.coverage <= 0 else self._cover(queries, fused, k)
         if self.links <= 0:
             return ranked
@@ -367,7 +383,7 @@ def _bm25(index: Any, **options: Any) -> BM25Retriever:
 
 
 @register("retriever", "hybrid", summary="fusion of dense and BM25 (the default; options fusion=convex|rrf, "
-          "dense_weight, coverage, links)", needs=lambda o: (f"bm25/{o.get('bm25_view', RAW_VIEW)}",) + (
+          "dense_weight, document_weight, coverage, links)", needs=lambda o: (f"bm25/{o.get('bm25_view', RAW_VIEW)}",) + (
               (f"vectors/{o['view']}",) if o.get("view", RAW_VIEW) != RAW_VIEW else ()))
 def _hybrid(index: Any, **options: Any) -> HybridRetriever:
     return HybridRetriever(index, **options)
