@@ -108,3 +108,73 @@ def test_metric_correlations_planted_monotone_and_too_few_chunkers():
     assert bc["within"]["r"] == pytest.approx(1.0) and bc["within"]["low"] == pytest.approx(1.0)
     with pytest.raises(ConfigError):
         metric_correlations(_planted_report({k: metric[k] for k in "ab"}, cov, qdocs))
+
+
+def _toy_set(tmp_path):
+    from momoka.eval import Dataset, DocRecord
+
+    a = ("The harbor opened in 1850. Ships carried grain and timber to the north. Trade grew quickly after "
+         "the railway came. In spring a storm destroyed the pier. Repairs took two years and cost a fortune. ")
+    b = ("Bees visit flowers for nectar. A colony can hold fifty thousand workers. The queen lays eggs all "
+         "summer. In winter the bees cluster to keep warm. Beekeepers leave them honey to eat. ")
+    return Dataset("toy", tmp_path, [DocRecord("a", "Harbor", a * 2), DocRecord("b", "Bees", b * 2)], [])
+
+
+def _metrics(report):
+    return {n: {d: {k: v for k, v in r.items() if k != "seconds"} for d, r in row["per_document"].items()}
+            for n, row in report["chunkers"].items()}
+
+
+def test_metric_cache_resumes_a_stopped_run_and_reads_back_equal_values(tmp_path, monkeypatch):
+    """A run stopped at the second document keeps the first one's BC/CS; the rerun computes only the rest
+    and gives what an uncached run gives; a third run asks the model nothing; another K is a miss."""
+    import pytest
+
+    import momoka.eval.chunk_compare as cc
+
+    try:
+        from momoka.models import default_causal_lm
+
+        lm = default_causal_lm()
+    except Exception as exc:  # pragma: no cover - depends on the installed model
+        pytest.skip(f"default causal LM unavailable: {exc}")
+    ds = _toy_set(tmp_path)
+    opts = dict(metrics=["bc", "cs"], target_chars=120, group_chars=400, retrieval=False, lm=lm)
+    fresh = cc.compare_chunkers(ds, ["sentence"], cache=False, **opts)
+    folder = tmp_path / "cache"
+
+    real = cc.quality_of_chunks
+    seen = []
+
+    def stopped(text, spans, **kw):
+        seen.append(text)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # the run is killed on its second document
+        return real(text, spans, **kw)
+
+    monkeypatch.setattr(cc, "quality_of_chunks", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        cc.compare_chunkers(ds, ["sentence"], cache=folder, **opts)
+    assert len(list(folder.glob("*.json"))) == 1 and not list(folder.glob(".*.tmp"))
+
+    calls = []
+    monkeypatch.setattr(cc, "quality_of_chunks", lambda text, spans, **kw: calls.append(text) or real(text, spans, **kw))
+    resumed = cc.compare_chunkers(ds, ["sentence"], cache=folder, **opts)
+    assert calls == [ds.documents[1].text]  # only the document the stopped run did not finish
+    assert resumed["chunkers"]["sentence"]["cached_documents"] == 1
+    assert _metrics(resumed) == _metrics(fresh)
+    for key in ("bc", "cs_complete", "cs_sequential"):
+        assert resumed["chunkers"]["sentence"][key] == pytest.approx(fresh["chunkers"]["sentence"][key])
+
+    calls.clear()
+    again = cc.compare_chunkers(ds, ["sentence"], cache=folder, **opts)
+    assert calls == [] and again["chunkers"]["sentence"]["cached_documents"] == 2
+    assert again["chunkers"]["sentence"]["metric_seconds"] == 0.0
+    # a damaged file is computed again, not trusted
+    victim = next(folder.glob("*.json"))
+    victim.write_text("{not json")
+    cc.compare_chunkers(ds, ["sentence"], cache=folder, **opts)
+    assert len(calls) == 1
+    calls.clear()
+    cc.compare_chunkers(ds, ["sentence"], cache=folder, **{**opts, "K": 0.5})
+    assert len(calls) == 2  # another CS threshold: computed afresh

@@ -88,6 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--budget", type=int, default=None, metavar="CHARS",
                    help="complete coverage of the default retriever at this many characters (default 5000), "
                    "and its correlation with each metric over 3 or more chunkers")
+    g.add_argument("--no-metric-cache", action="store_true",
+                   help="compute every document's metrics afresh (by default each document's are kept in the "
+                   "computed cache as they are done, so a stopped run resumes where it was)")
     g.add_argument("--no-retrieval", action="store_true",
                    help="skip the retrieval columns (dense span recall@1/3/5, the default retriever's coverage)")
     g.add_argument("--evidence-mode", default=None, choices=("all", "any"),
@@ -212,7 +215,8 @@ def _eval_chunk_quality(args: argparse.Namespace) -> int:
     report = compare_chunkers(ds, names, metrics=metrics, target_chars=args.target_chars, K=args.K,
                               edge_rule=args.edge_rule, space=args.space, group_chars=args.group_chars or None,
                               retrieval=not args.no_retrieval, options=parse_options(args.option), log=say,
-                              windows=args.windows, budget=args.budget or DEFAULT_BUDGET)
+                              windows=args.windows, budget=args.budget or DEFAULT_BUDGET,
+                              cache=not args.no_metric_cache)
     report["max_chars"] = args.max_chars
     report["command"] = "momoka " + " ".join(sys.argv[1:]) if sys.argv else None
     if args.out:

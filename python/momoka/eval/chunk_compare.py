@@ -16,6 +16,11 @@ and samples them instead: BC and CS on that many evenly spaced windows of
 ``group_chars`` per document (:func:`momoka.eval.chunk_quality.window_runs`), so
 retrieval runs over the whole set while the LM work stays bounded.
 
+The metrics of each (document, chunker spans) are kept on disk as they are computed
+(:class:`MetricCache`, ``chunk-quality`` in momoka's computed cache, keyed by the model, the text, the
+spans and every metric setting), so a run that is stopped resumes at the document it was on, and a
+second run over the same chunks (another ``--budget``, more chunkers) computes only what is new.
+
 With retrieval on, each chunker also gets the default pipeline's retriever
 (``hybrid``) over the same chunks, scored by complete coverage at ``budget``
 characters, with its 95 % interval and each question's figure. Then
@@ -35,8 +40,12 @@ documents (a resampled document brings its questions with it):
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,7 +62,7 @@ from .datasets import Dataset, DocRecord
 from .intervals import DEFAULT_RESAMPLES, paired_bootstrap
 from .metrics import format_table
 
-__all__ = ["calibrate", "compare_chunkers", "fallback_note", "fallback_summary", "format_comparison",
+__all__ = ["MetricCache", "calibrate", "compare_chunkers", "fallback_note", "fallback_summary", "format_comparison",
            "format_correlations", "metric_correlations", "row_name", "subset"]
 
 #: The metrics whose correlation with retrieval is taken, with the sign MoC expects (BC: clearer is better;
@@ -161,13 +170,75 @@ def calibrate(name: str, docs: list, target: int, *, options: dict | None = None
     return ch, size, m, spans
 
 
+class MetricCache:
+    """One JSON file per (document text, chunk spans, metric settings, models): the BC / CS / DS of that
+    document's chunks as :func:`quality_of_chunks` returned them.
+
+    ``folder``: where the files go (default ``chunk-quality`` under
+    :func:`momoka.models.computed_cache_dir`: ``$MOMOKA_CACHE_DIR`` or ``momoka_home()/cache``; ``momoka
+    cache clear computed`` empties it). A file is written whole or not at all (a temporary file renamed
+    over it), so a run killed mid-write leaves no half file; an unreadable one is computed again.
+    """
+
+    def __init__(self, folder: str | os.PathLike | None = None):
+        if folder is None:
+            from ..models import computed_cache_dir  # start-up: momoka.models
+
+            folder = computed_cache_dir() / "chunk-quality"
+        self.folder = Path(folder)
+        self.hits = self.writes = 0
+
+    @staticmethod
+    def key(text: str, spans: Sequence[tuple[int, int]], settings: dict) -> str:
+        """The file name of one document's metrics: a hash of its text, its spans and ``settings``."""
+        h = hashlib.sha256()
+        h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+        h.update(b"\0" + text.encode("utf-8", "surrogatepass") + b"\0")
+        h.update(json.dumps([[int(a), int(b)] for a, b in spans]).encode())
+        return h.hexdigest()[:40]
+
+    def get(self, key: str) -> dict | None:
+        path = self.folder / f"{key}.json"
+        try:
+            out = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(out, dict):
+            return None
+        self.hits += 1
+        return out
+
+    def put(self, key: str, row: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{key}.json"
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(row, default=_jsonable), encoding="utf-8")
+        os.replace(tmp, path)
+        self.writes += 1
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
+
+
+def _model_id(model: Any) -> str | None:
+    if model is None:
+        return None
+    return str(getattr(model, "model_dir", None) or getattr(model, "model_id", None) or type(model).__name__)
+
+
 def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[str] = METRICS,
                      target_chars: int = 400, K: float = 0.8, edge_rule: str = "reference", space: str = "log",
                      group_chars: int | None = 2000, retrieval: bool = True, ks: Sequence[int] = (1, 3, 5),
                      options: dict | None = None, lm: Any = None, embedder: Any = None, log: Any = None,
-                     windows: int | None = None, budget: int = DEFAULT_BUDGET) -> dict:
+                     windows: int | None = None, budget: int = DEFAULT_BUDGET, cache: Any = True) -> dict:
     """The comparison report (see the module docstring); ``options`` per chunker name, and per retriever
     name for the retrieval (``{"hybrid": {"document_weight": 0}}``).
+
+    ``cache``: True (momoka's computed cache), a folder, or False: where each document's metrics are kept
+    (:class:`MetricCache`); ``report["chunkers"][name]["cached_documents"]`` counts those read back.
 
     ``report["chunkers"][name]`` holds the chunker's size, mean length, the metric means, their
     per-document values (``per_document``), dense span recall@k, and the default retriever's
@@ -199,6 +270,11 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
                               "windows": windows, "budget": budget, "retriever": DEFAULT_RETRIEVER,
                               "retriever_options": retriever_options,
                               "model": str(getattr(lm, "model_dir", None)), "chunkers": {}}
+    store = None if cache is False or cache is None else MetricCache(None if cache is True else cache)
+    settings = {"metrics": sorted(metrics), "K": K, "edge_rule": edge_rule, "space": space,
+                "group_chars": group_chars, "windows": windows,
+                "lm": _model_id(lm) if {"bc", "cs"} & set(metrics) else None,
+                "embedder": _model_id(embedder) if "ds" in metrics else None}
     for name in chunkers:
         t0 = time.perf_counter()
         opts = dict((options or {}).get(name, {}))
@@ -207,14 +283,24 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
         ch, size, mean, spans = calibrate(name, docs, target_chars, options=opts)
         t_chunk = time.perf_counter() - t0
         rows = []
+        hits0 = store.hits if store is not None else 0
         with Progress(f"{name} metrics", total=len(docs), unit="docs", enabled=None if metrics else False) as bar:
             for d, s in zip(docs, spans):
-                rows.append(quality_of_chunks(d.text, s, metrics=metrics, lm=lm, embedder=embedder, K=K,
-                                              edge_rule=edge_rule, space=space, group_chars=group_chars,
-                                              windows=windows))
+                key = MetricCache.key(d.text, s, settings) if store is not None and metrics else None
+                r = store.get(key) if key is not None else None
+                if r is None:
+                    r = quality_of_chunks(d.text, s, metrics=metrics, lm=lm, embedder=embedder, K=K,
+                                          edge_rule=edge_rule, space=space, group_chars=group_chars,
+                                          windows=windows)
+                    if key is not None:
+                        store.put(key, r)
+                else:
+                    r["seconds"] = 0.0  # computed by an earlier run
+                rows.append(r)
                 bar.update(1)
         row: dict[str, Any] = {"size": size, "mean_chars": mean, "chunks": sum(len(s) for s in spans),
-                               "chunk_seconds": t_chunk, "metric_seconds": sum(r["seconds"] for r in rows)}
+                               "chunk_seconds": t_chunk, "metric_seconds": sum(r["seconds"] for r in rows),
+                               "cached_documents": (store.hits - hits0) if store is not None else 0}
         for key in ("bc", "cs_complete", "cs_sequential", "ds"):
             vals = [r[key] for r in rows if key in r and not np.isnan(r[key])]
             if any(key in r for r in rows):
@@ -243,7 +329,9 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
             report["question_docs"] = rep["question_docs"]
         report["chunkers"][name] = row
         say(f"  {name}: size {size}, mean {mean:.0f} chars, {row['chunks']} chunks "
-            f"({t_chunk:.0f}s chunking, {row['metric_seconds']:.0f}s metrics)")
+            f"({t_chunk:.0f}s chunking, {row['metric_seconds']:.0f}s metrics"
+            + (f", {row['cached_documents']} documents' metrics from the cache" if row["cached_documents"] else "")
+            + ")")
     if sum("per_question" in r for r in report["chunkers"].values()) >= 3 and ({"bc", "cs", "ds"} & set(metrics)):
         report["correlations"] = metric_correlations(report)
     return report
