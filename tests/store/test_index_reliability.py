@@ -223,3 +223,21 @@ def test_long_query_message_names_the_cli_option(tmp_path, capsys):
     assert rc == 2 and "--max-query-chars" in err
     rc, out, err = _cli(capsys, "query", tmp_path / "s", q, "--retriever", "bm25", "--max-query-chars", "20000")
     assert rc == 0 and "orbit1" in out
+
+
+def test_cli_names_a_few_skipped_types_and_counts_the_rest(tmp_path, capsys):
+    """A folder with many files momoka does not read: the first ones are named, the rest counted per type,
+    and the line saying what a folder is read for comes once; a file that failed to read is always named."""
+    src = _files(tmp_path / "many")
+    for i in range(7):
+        (src / f"pic{i}.png").write_bytes(b"\x89PNG\r\n")
+    (src / "data.json").write_text("{}")
+    (src / "broken.txt").write_bytes(b"caf\xe9\n")
+    rc, out, err = _cli(capsys, "index", src, "--store", tmp_path / "s", "--no-dense")
+    lines = err.splitlines()
+    assert rc == 1 and "indexed 6 document(s)" in out and "9 skipped" in out
+    named = [ln for ln in lines if ln.startswith("momoka: warning: skipped ") and "unsupported file type" in ln]
+    assert len(named) == 3
+    assert any(ln.startswith("momoka: warning: skipped 5 more file(s) that are not documents: .png (") for ln in lines)
+    assert sum("a folder is read for" in ln for ln in lines) == 1
+    assert any("broken.txt" in ln and "--encoding latin-1" in ln for ln in lines)

@@ -204,8 +204,7 @@ def _index(args: argparse.Namespace) -> int:
     n_chunks = sum(len(ix.store.documents[d].chunk_ids) for d in added)
     pipe = ix.pipeline
     extra = [c["name"] for c in pipe["enrich"] + pipe["relate"]]
-    for src, why in report["skipped"]:
-        say(f"warning: skipped {src}: {why}")
+    _say_skipped(report["skipped"], say)
     notes = [f"{len(report[k])} {k}" for k in ("unchanged", "replaced") if report[k]]
     if report.get("redone"):
         notes.append(f"{len(report['redone'])} redone (LLM fallbacks asked again)")
@@ -220,6 +219,33 @@ def _index(args: argparse.Namespace) -> int:
             print(f"  {c['name']}: " + ", ".join(f"{k} {v}" for k, v in st.items() if isinstance(v, (int, float))))
     ix.close()
     return 1 if report["skipped"] else 0
+
+
+#: Files of types momoka does not read are named one by one up to this many; past it, a count per type.
+SKIPPED_NAMED = 5
+
+
+def _say_skipped(skipped: list, say) -> None:
+    """One warning per file that failed to read; the files of other types one by one when there are few,
+    else the first few and a count per type; then, once, what a folder is read for."""
+    from ..methods.sources import NOT_TEXT, READS, UNSUPPORTED  # start-up: momoka.methods.sources
+
+    kinds = [(src, why) for src, why in skipped if why.startswith((UNSUPPORTED, NOT_TEXT))]
+    for src, why in skipped:
+        if (src, why) not in kinds:
+            say(f"warning: skipped {src}: {why}")
+    shown = kinds if len(kinds) <= SKIPPED_NAMED else kinds[:SKIPPED_NAMED - 2]
+    for src, why in shown:
+        say(f"warning: skipped {src}: {why}")
+    if len(shown) < len(kinds):
+        count: dict[str, int] = {}
+        for src, why in kinds[len(shown):]:
+            key = why[len(UNSUPPORTED) + 1:] if why.startswith(UNSUPPORTED) else "no extension, not text"
+            count[key] = count.get(key, 0) + 1
+        say(f"warning: skipped {len(kinds) - len(shown)} more file(s) that are not documents: "
+            + ", ".join(f"{k} ({n})" for k, n in sorted(count.items(), key=lambda t: (-t[1], t[0]))))
+    if kinds:
+        say(f"note: {READS}")
 
 
 def _commit_options(ix, args: argparse.Namespace) -> None:

@@ -26,7 +26,7 @@ from ..store.store import RAW_VIEW, Store
 from .base import ADD_BATCH
 from .fallbacks import FALLBACKS_KEY, has_fallbacks, summarize
 from .indexer import Indexer, apply_batch, describe, store_template
-from .sources import content_hash, embedder_info, expand_paths, jsonable, to_document
+from .sources import READS, content_hash, embedder_info, expand_paths, jsonable, to_document
 
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
 ENGINES = ("local", "ray")
@@ -238,8 +238,8 @@ def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, en
     finally:
         embedding.cache.clear()
     if skipped and on_error == "raise":  # only unsupported files can be skipped here
-        warnings.warn(f"skipped {len(skipped)} file(s) of unsupported types, e.g. {skipped[0][0]}",
-                      UserWarning, stacklevel=3)
+        warnings.warn(f"skipped {len(skipped)} file(s) that are not documents, e.g. {skipped[0][0]} ({READS}; "
+                      "the index report's 'skipped' names each with its reason)", UserWarning, stacklevel=3)
 
 
 def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: bool) -> None:

@@ -19,8 +19,36 @@ from .. import registry
 
 #: Queries longer than this many characters are refused (InputTooLargeError).
 MAX_QUERY_CHARS = 10_000
-#: File extensions read when a directory is given.
-DOC_EXTENSIONS = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
+#: File extensions read when a directory is given (the extensions :data:`momoka.text.io.FORMATS` parses).
+DOC_EXTENSIONS = (".txt", ".text", ".md", ".markdown", ".mdown", ".mkd", ".html", ".htm", ".xhtml", ".pdf", ".docx")
+#: What a folder is read for, in words (the skip warnings end with it).
+READS = f"a folder is read for {', '.join(DOC_EXTENSIONS)} and text files without an extension"
+#: The reasons a file found in a folder is not read (``skipped`` entries start with one of them).
+UNSUPPORTED = "unsupported file type"
+NOT_TEXT = "no extension and not text (binary or empty)"
+#: Bytes of a file without a document extension read to tell text from binary.
+_SNIFF_BYTES = 64 * 1024
+
+
+def _bare_name(path: Path) -> bool:
+    """A file name without an extension (``LICENSE``, ``GPL-3``) or whose last dot starts a version
+    number (``MPL-2.0``, ``LGPL-2.1``), not a file type."""
+    return not path.suffix or path.suffix[1:].isdigit()
+
+
+def _looks_like_text(path: Path) -> bool:
+    """Whether the first bytes of ``path`` are text by :func:`momoka.text.io.check_binary` (no NUL byte,
+    few control bytes); an unreadable file is not."""
+    from ..text.io import check_binary  # start-up: momoka.text.io, only when a folder holds such a file
+    from ..errors import BinaryInputError
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+        check_binary(head, str(path))
+    except (OSError, BinaryInputError):
+        return False
+    return bool(head.strip())
 
 
 def embedder_info(embedder: Any) -> dict:
@@ -104,13 +132,14 @@ class SourceFile:
 
 
 def file_doc_id(path: Path, base: Path | None = None) -> str:
-    """The document id of a file: its path relative to ``base`` without the extension, ``/``-separated.
+    """The document id of a file: its path relative to ``base`` without the extension, ``/``-separated
+    (a version number after the last dot is part of the name: ``MPL-2.0`` keeps it).
 
     ``base`` defaults to the file's own folder (the id is then the file name without its extension).
     :func:`expand_paths` passes the common root of all the paths it was given.
     """
     rel = Path(path).relative_to(base) if base is not None else Path(Path(path).name)
-    return rel.with_suffix("").as_posix() if rel.suffix else rel.as_posix()
+    return rel.as_posix() if _bare_name(rel) else rel.with_suffix("").as_posix()
 
 
 @dataclass(frozen=True)
@@ -174,9 +203,11 @@ def _assign_ids(items: list[Any], anchors: list[Path]) -> list[Any]:
 def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: bool = False) -> list[Any]:
     """Files and directories into :class:`SourceFile` items; other items (Documents, dicts) pass unchanged.
 
-    A directory is read recursively for :data:`DOC_EXTENSIONS`. Files of other
-    types found in a directory are appended to ``skipped`` as ``(path,
-    reason)`` when a list is given. Entries are classified without being opened
+    A directory is read recursively for :data:`DOC_EXTENSIONS`, and for files
+    without an extension (or whose last dot starts a version number, ``MPL-2.0``)
+    whose first 64 KiB are text (``LICENSE``, ``COPYING``), read as plain text.
+    Files of other types found in a directory are appended to ``skipped`` as
+    ``(path, reason)`` when a list is given. Entries are classified without being opened
     (:func:`momoka._files.path_kind`): symbolic links to regular files are
     followed; dangling links, FIFOs, sockets and devices found in a directory
     are appended to ``skipped`` with what they are (or, with ``strict``, raise
@@ -208,7 +239,10 @@ def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: b
                         continue
                     what = path_kind(f)
                     if what == "file":
-                        (files if f.suffix.lower() in DOC_EXTENSIONS else other).append(f)
+                        if f.suffix.lower() in DOC_EXTENSIONS or (_bare_name(f) and _looks_like_text(f)):
+                            files.append(f)
+                        else:
+                            other.append(f)
                     elif what != "directory":
                         if strict:
                             raise InputError(f"{f} is {what}, not a regular file (found in {p})")
@@ -219,8 +253,7 @@ def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: b
                     raise InputError(f"{p} holds no documents ({', '.join(DOC_EXTENSIONS)})"
                                      + (f"; it has {len(other)} file(s) of other types, e.g. {other[0]}" if other else ""))
                 if skipped is not None:
-                    skipped.extend((f, f"unsupported file type {f.suffix or '(no extension)'} (momoka reads "
-                                       f"{', '.join(DOC_EXTENSIONS)})") for f in other)
+                    skipped.extend((f, NOT_TEXT if _bare_name(f) else f"{UNSUPPORTED} {f.suffix}") for f in other)
                 top = p.resolve()
                 anchors.append(top)
                 out.extend(_Found(f, top / f.relative_to(p)) for f in files)
