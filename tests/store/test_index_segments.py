@@ -254,8 +254,9 @@ def test_store_of_format_2_opens_and_is_written_as_one_segment(tmp_path):
         assert [t.get(i) for i in range(len(t))] == expected["nodes"]["things"]
         for q, want in expected["queries"].items():
             for r, hits in want.items():
-                # recorded before hybrid re-ranked for query-term coverage: its fused order, as then
-                opts = {"coverage": 0} if r == "hybrid" else {}
+                # recorded before hybrid re-ranked for query-term coverage and added a document prior: its
+                # fused order and scores, as then
+                opts = {"coverage": 0, "document_weight": 0} if r == "hybrid" else {}
                 got = [[h.chunk_id, h.score] for h in ix.search(q, k=3, retriever=r, **opts)]
                 assert [c for c, _ in got] == [c for c, _ in hits], (q, r)
                 np.testing.assert_allclose([s for _, s in got], [s for _, s in hits], rtol=1e-6)
