@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import path_kind
-from ..errors import ConfigError, EmptyInputError, InputError, InputTooLargeError
+from ..errors import BinaryInputError, ConfigError, EmptyInputError, InputError, InputTooLargeError
 from .. import registry
 
 #: Queries longer than this many characters are refused (InputTooLargeError).
@@ -40,7 +40,6 @@ def _looks_like_text(path: Path) -> bool:
     """Whether the first bytes of ``path`` are text by :func:`momoka.text.io.check_binary` (no NUL byte,
     few control bytes); an unreadable file is not."""
     from ..text.io import check_binary  # start-up: momoka.text.io, only when a folder holds such a file
-    from ..errors import BinaryInputError
 
     try:
         with open(path, "rb") as fh:
