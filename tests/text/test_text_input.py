@@ -157,3 +157,25 @@ def test_all_errors_are_momoka_errors():
         assert issubclass(exc, MomokaError)
     with pytest.raises(EmptyInputError):
         decode_bytes(b"")
+
+
+def test_plain_text_title_is_a_title_like_first_line(tmp_path):
+    from momoka.text.document import first_line_title
+
+    # hand-made cases: a title line, then sentences, numbers, long lines and single lines that are not
+    assert first_line_title("   Mozilla Public License Version 2.0\n==================\n\n1. Definitions") == \
+        "Mozilla Public License Version 2.0"
+    assert first_line_title("\n\n  GNU GENERAL   PUBLIC LICENSE\n  Version 3\n") == "GNU GENERAL PUBLIC LICENSE"
+    assert first_line_title("The harbor opened in 1850.\nShips came.") is None  # a sentence
+    assert first_line_title("Dear all,\nthe meeting moved.") is None
+    assert first_line_title("2024-01-05\nNotes of the day.") is None  # no letter
+    assert first_line_title("Only one line without a break") is None
+    assert first_line_title("A Title\n   \n") is None  # nothing after it
+    assert first_line_title(" ".join(["word"] * 13) + "\nbody") is None  # 13 words
+    assert first_line_title("x" * 101 + "\nbody") is None
+    assert first_line_title(" ".join(["word"] * 12) + "\nbody") == " ".join(["word"] * 12)
+    # read from a file: plain text gets it, and the explicit formats keep their own rules
+    doc = Document.from_file(write(tmp_path, "LICENSE", b"Apache License\nVersion 2.0, January 2004\n\nTERMS"))
+    assert doc.title == "Apache License" and doc.text.startswith("Apache License")
+    assert Document.from_file(write(tmp_path, "s.txt", b"It rained. Then it stopped.\nMore.")).title is None
+    assert Document.from_text("Apache License\nVersion 2.0").title is None  # text given directly: as given

@@ -21,7 +21,7 @@ from .io import read_file_bytes, read_text_file, resolve_format
 from .model import Chunk, Section
 from .segment import split_paragraphs, split_sentences_within
 
-__all__ = ["Document", "make_chunks", "page_number"]
+__all__ = ["Document", "first_line_title", "make_chunks", "page_number"]
 
 
 def page_number(page_starts: Any, offset: int) -> int:
@@ -378,7 +378,9 @@ class Document:
         :class:`~momoka.errors.BinaryInputError`, undecodable bytes
         :class:`~momoka.errors.EncodingError` (with the byte offset).
         ``doc_id`` defaults to the file name without extension; ``source`` is
-        the path.
+        the path. A plain-text file's title is its first line when that line
+        looks like one (:func:`first_line_title`), as a Markdown file's is its
+        first heading.
         """
         p = Path(path)
         fmt = resolve_format(p, format)
@@ -393,7 +395,32 @@ class Document:
             return cls.from_markdown(text, doc_id=did, source=src)
         if fmt == "html":
             return cls.from_html(text, doc_id=did, source=src)
-        return cls.from_text(text, doc_id=did, source=src)
+        return cls.from_text(text, title=first_line_title(text), doc_id=did, source=src)
+
+
+#: A plain-text file's first line is its title only when it has at most this many characters ...
+TITLE_MAX_CHARS = 100
+#: ... and at most this many words.
+TITLE_MAX_WORDS = 12
+
+
+def first_line_title(text: str) -> str | None:
+    """The title of a plain-text file: its first non-blank line (whitespace collapsed) when that line looks
+    like a title: at most :data:`TITLE_MAX_CHARS` characters and :data:`TITLE_MAX_WORDS` words, a letter in
+    it, no ``. , ; : ! ?`` at its end, and more text after it. Else None.
+
+    Licences, READMEs and reports written as plain text open with one ("Mozilla Public License Version
+    2.0", "GNU GENERAL PUBLIC LICENSE"); a file that opens with a sentence gets no title.
+    """
+    body = text.lstrip()
+    nl = body.find("\n")
+    if nl < 0 or not body[nl:].strip():
+        return None
+    line = " ".join(body[:nl].split())
+    if (not line or len(line) > TITLE_MAX_CHARS or len(line.split()) > TITLE_MAX_WORDS or line[-1] in ".,;:!?"
+            or not any(ch.isalpha() for ch in line)):
+        return None
+    return line
 
 
 def make_chunks(
