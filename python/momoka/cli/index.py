@@ -230,9 +230,11 @@ def _say_skipped(skipped: list, say) -> None:
     else the first few and a count per type; then, once, what a folder is read for."""
     from ..methods.sources import NOT_TEXT, READS, UNSUPPORTED  # start-up: momoka.methods.sources
 
-    kinds = [(src, why) for src, why in skipped if why.startswith((UNSUPPORTED, NOT_TEXT))]
+    kinds = []
     for src, why in skipped:
-        if (src, why) not in kinds:
+        if why.startswith((UNSUPPORTED, NOT_TEXT)):
+            kinds.append((src, why))
+        else:
             say(f"warning: skipped {src}: {why}")
     shown = kinds if len(kinds) <= SKIPPED_NAMED else kinds[:SKIPPED_NAMED - 2]
     for src, why in shown:
