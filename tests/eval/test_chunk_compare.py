@@ -178,3 +178,25 @@ def test_metric_cache_resumes_a_stopped_run_and_reads_back_equal_values(tmp_path
     calls.clear()
     cc.compare_chunkers(ds, ["sentence"], cache=folder, **{**opts, "K": 0.5})
     assert len(calls) == 2  # another CS threshold: computed afresh
+
+
+def test_metric_cache_that_cannot_be_written_warns_once_and_the_run_goes_on(tmp_path):
+    import warnings
+
+    import pytest
+
+    from momoka.eval.chunk_compare import MetricCache
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    cache = MetricCache(blocker / "sub")  # its folder cannot be made: a file is in the way
+    with pytest.warns(UserWarning, match="not kept"):
+        cache.put("k1", {"bc": 1.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cache.put("k2", {"bc": 2.0})  # no second warning
+    assert cache.failed and cache.writes == 0 and cache.get("k1") is None
+    ok = MetricCache(tmp_path / "c")
+    ok.put("k", {"bc": float("nan"), "windows": 2})
+    got = ok.get("k")
+    assert got["windows"] == 2 and got["bc"] != got["bc"]  # NaN survives the round trip

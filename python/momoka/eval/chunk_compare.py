@@ -44,6 +44,7 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,11 @@ def calibrate(name: str, docs: list, target: int, *, options: dict | None = None
     return ch, size, m, spans
 
 
+#: Part of every :class:`MetricCache` key: raise it when BC, CS or DS are computed differently, so no run reads
+#: metrics computed by the old code.
+METRIC_CACHE_VERSION = 1
+
+
 class MetricCache:
     """One JSON file per (document text, chunk spans, metric settings, models): the BC / CS / DS of that
     document's chunks as :func:`quality_of_chunks` returned them.
@@ -187,6 +193,7 @@ class MetricCache:
             folder = computed_cache_dir() / "chunk-quality"
         self.folder = Path(folder)
         self.hits = self.writes = 0
+        self.failed = False
 
     @staticmethod
     def key(text: str, spans: Sequence[tuple[int, int]], settings: dict) -> str:
@@ -209,11 +216,25 @@ class MetricCache:
         return out
 
     def put(self, key: str, row: dict) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Keep ``row`` under ``key``. A cache that cannot be written (read-only, full) costs only the
+        resumability: one warning, and the run goes on without it."""
+        if self.failed:
+            return
         path = self.folder / f"{key}.json"
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(row, default=_jsonable), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(row, default=_jsonable), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            self.failed = True
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            warnings.warn(f"chunk metrics are not kept in {self.folder} ({exc}); a stopped run will start over",
+                          UserWarning, stacklevel=2)
+            return
         self.writes += 1
 
 
@@ -271,7 +292,7 @@ def compare_chunkers(ds: Dataset, chunkers: Sequence[str], *, metrics: Sequence[
                               "retriever_options": retriever_options,
                               "model": str(getattr(lm, "model_dir", None)), "chunkers": {}}
     store = None if cache is False or cache is None else MetricCache(None if cache is True else cache)
-    settings = {"metrics": sorted(metrics), "K": K, "edge_rule": edge_rule, "space": space,
+    settings = {"version": METRIC_CACHE_VERSION, "metrics": sorted(metrics), "K": K, "edge_rule": edge_rule, "space": space,
                 "group_chars": group_chars, "windows": windows,
                 "lm": _model_id(lm) if {"bc", "cs"} & set(metrics) else None,
                 "embedder": _model_id(embedder) if "ds" in metrics else None}
