@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from ...errors import ConfigError
 
@@ -62,20 +62,20 @@ def convex(rankings: Sequence[Sequence[tuple[int, float]]], k: int,
     return _top(score, first, k)
 
 
-def document_prior(ranking: Sequence[tuple[int, float]], doc_of: Callable[[int], str],
+def document_prior(ranking: Sequence[tuple[int, float]], doc_of: Callable[[int], Hashable],
                    weight: float) -> list[tuple[int, float]]:
     """``ranking`` (``(id, score)``, best first) re-scored as ``score(c) + weight * max score of c's document``.
 
     The document's score is the best score any of its items has in ``ranking`` (document-aware passage
     retrieval: a passage of the document the query is about outranks a slightly closer passage of a
-    document it is not about). ``doc_of(id)``: the item's document. Returned best first; ties keep the
+    document it is not about). ``doc_of(id)``: the item's document (any key). Returned best first; ties keep the
     ranking's order. ``weight`` 0 returns the ranking unchanged.
     """
     items = [(cid, float(s)) for cid, s in ranking]
     if weight <= 0 or not items:
         return items
     docs = [doc_of(cid) for cid, _ in items]
-    best: dict[str, float] = {}
+    best: dict = {}
     for d, (_, s) in zip(docs, items):
         if d not in best or s > best[d]:
             best[d] = s

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..._validate import check_int
+from ..._validate import check_choice, check_float, check_int
 from ...chunking.context import headed, indexed_text
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
@@ -213,10 +213,7 @@ class HybridRetriever(StoreRetriever):
                  named_documents: int = DEFAULT_NAMED_DOCUMENTS,
                  document_weight: float = DEFAULT_DOCUMENT_WEIGHT):
         super().__init__(index)
-        document_weight = float(document_weight)
-        if not document_weight >= 0.0:
-            raise ConfigError(f"hybrid: document_weight must be a weight of at least 0, not {document_weight}")
-        self.document_weight = document_weight
+        self.document_weight = check_float(document_weight, "hybrid: document_weight", minimum=0)
         self.named_documents = check_int(named_documents, "hybrid: named_documents", minimum=0)
         self._doc_titles: DocumentTitles | None = None
         self.links = check_int(links, "hybrid: links", minimum=0)
@@ -224,15 +221,9 @@ class HybridRetriever(StoreRetriever):
             raise ConfigError(f"hybrid: query_links must be true or false, not {query_links!r}")
         self.query_links = query_links
         self._titles: TitleTable | None = None
-        coverage = float(coverage)
-        if not coverage >= 0.0:
-            raise ConfigError(f"hybrid: coverage must be a weight of at least 0, not {coverage}")
-        self.coverage = coverage
-        if fusion not in FUSIONS:
-            raise ConfigError(f"hybrid: fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
-        dense_weight = float(dense_weight)
-        if not 0.0 <= dense_weight <= 1.0:
-            raise ConfigError(f"hybrid: dense_weight must be in [0, 1], not {dense_weight}")
+        self.coverage = check_float(coverage, "hybrid: coverage", minimum=0)
+        check_choice(fusion, "hybrid: fusion", FUSIONS)
+        dense_weight = check_float(dense_weight, "hybrid: dense_weight", minimum=0, maximum=1)
         self.bm25 = BM25Retriever(index, view=bm25_view)
         store = index.store
         self.dense = DenseRetriever(index, view=view) if (store.has_vector_view(view) or view != RAW_VIEW) else None
@@ -317,7 +308,7 @@ class HybridRetriever(StoreRetriever):
         else:
             fused = [convex([a, b], d, weights=w) for a, b in zip(dense, sparse)]
         if self.document_weight > 0:
-            doc_of = self.index.store.chunks.doc_id
+            doc_of = self.index.store.chunks.column("doc").__getitem__  # the document's code: no id look-up
             fused = [document_prior(f, doc_of, self.document_weight) for f in fused]
         ranked = [f[:k] for f in fused] if self.coverage <= 0 else self._cover(queries, fused, k)
         if self.links <= 0:
