@@ -8,6 +8,8 @@ same thread count (``--threads``, default 2), on SmolLM2-135M-Instruct Q4_1 (the
   onnxruntime, exact fp32 activations), the decoder ``CausalLM.generate`` runs with ``runtime="onnx"``;
 * ``momoka llama``: :class:`momoka.models.causal_llama.LlamaCppDecoder`, what ``runtime="llama"`` runs
   (llama.cpp's logits, momoka's argmax);
+* ``momoka native``: :class:`momoka.models.causal_native.NativeDecoder`, what ``runtime="native"`` runs
+  (momoka's C++ decoder on the GGUF's blocks, fp32 activations, logits equal to onnx's);
 * ``llama.cpp`` (one row per setting of ``--configs``): ``llama_cpp.Llama.eval`` on the prompt, then
   ``Llama.generate(temp=0)`` with llama.cpp's own greedy sampler: the peer as its Python API runs it.
 
@@ -137,6 +139,11 @@ def main(argv: list[str] | None = None) -> dict:
     engines = {"momoka onnx": lambda ids, n: run_decoder(OnnxDecoder(lm), ids, n)}
     mdec = LlamaCppDecoder(gguf, n_ctx=lm.max_context, threads=args.threads)
     engines["momoka llama"] = lambda ids, n: run_decoder(mdec, ids, n)
+    from momoka.models.causal_native import NativeDecoder
+
+    ndec = NativeDecoder(gguf, n_ctx=lm.max_context, threads=args.threads)
+    engines["momoka native"] = lambda ids, n: run_decoder(ndec, ids, n)
+    result_kernels = ndec.simd
     for c in configs:
         llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=lm.max_context, n_threads=args.threads,
                               n_threads_batch=args.threads, verbose=False, **c)
@@ -145,6 +152,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     result = {"uptime_before": uptime(), "cpu": platform.processor() or platform.machine(),
               "threads": args.threads, "new": args.new, "llama_cpp_python": llama_cpp.__version__,
+              "native_kernels": result_kernels,
               "command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),
               "contexts": {}}
     print(result["uptime_before"], flush=True)
@@ -185,7 +193,14 @@ def main(argv: list[str] | None = None) -> dict:
         paired = {"peer": same, "per_round": per_round, "median": statistics.median(per_round)}
         print(f"paired decode ratio momoka llama / {same}, per round: "
               + ", ".join(f"{x:.2f}" for x in per_round) + f"; median {paired['median']:.2f}x")
-        for name in ("momoka onnx", "momoka llama"):
+        # the native decoder against the best llama.cpp setting of each round, round by round
+        per_round_native = sorted(
+            (n_new / a[1]) / max(n_new / runs[k][i][1] for k in peers) for i, a in enumerate(runs["momoka native"]))
+        paired["native_vs_best_per_round"] = per_round_native
+        paired["native_vs_best_median"] = statistics.median(per_round_native)
+        print("paired decode ratio momoka native / best llama.cpp setting of the round, per round: "
+              + ", ".join(f"{x:.2f}" for x in per_round_native) + f"; median {paired['native_vs_best_median']:.2f}x")
+        for name in ("momoka onnx", "momoka llama", "momoka native"):
             r = rows[name]
             ratios[name] = {"prefill": r["prefill_tok_s"] / best_pf["prefill_tok_s"],
                             "decode": r["decode_tok_s"] / best_dc["decode_tok_s"],

@@ -2,9 +2,10 @@
 
 The same tasks run, in one process, rounds interleaved, with the local causal LM (SmolLM2-135M-Instruct Q4_1)
 generating through each runtime of ``MOMOKA_LLM_RUNTIME``: ``onnx`` (momoka's KV-cache loop on onnxruntime,
-the default, "before"), ``llama`` (llama.cpp on the same GGUF, the ``llama`` extra, "after") and ``auto``
-(per call, whichever :func:`momoka.models.causal_llama.llama_is_faster` picks); log-probs run on
-onnxruntime in all three. Same threads (``--threads``, default 2), no response cache.
+"before"), ``llama`` (llama.cpp on the same GGUF, the ``llama`` extra) and ``native`` (momoka's C++ decoder
+on the same GGUF, :mod:`momoka.models.causal_native`, what the default ``auto`` runs on a CPU with AVX2 or
+AVX-512); log-probs run on onnxruntime in all three. Same threads (``--threads``, default 2), no response
+cache.
 
 * ``ask``: :class:`momoka.methods.standard.reader.LLMReader` (the ``local`` reader of ``momoka ask``) over
   the default pipeline's result at 5,000 characters (``hybrid`` on a store of the first ``--docs`` SQuAD
@@ -18,8 +19,8 @@ onnxruntime in all three. Same threads (``--threads``, default 2), no response c
   an answer), on one question's ``hybrid`` result; seconds per question. (The refiner's offline default,
   ``policy="offline"`` with the coverage value, generates nothing.)
 
-Each cell is the best of ``--reps`` rounds; the ratios are onnx time / llama time and onnx time / auto time
-(above 1 = faster than the default).
+Each cell is the best of ``--reps`` rounds; the ratios are onnx time / llama time and onnx time / native time
+(above 1 = faster than onnxruntime).
 Prints ``uptime`` before and after; ``--out FILE.json`` keeps the numbers.
 
 Run: PYTHONPATH=python python bench/micro/bench_models_runtime.py [--out bench/micro/bench_models_runtime.json]
@@ -37,7 +38,7 @@ import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-RUNTIMES = ("onnx", "llama", "auto")
+RUNTIMES = ("onnx", "llama", "native")
 
 
 def uptime() -> str:

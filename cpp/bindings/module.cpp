@@ -15,6 +15,7 @@ void register_trie(py::module_& m);           // trie.cpp: trie, unique prefix l
 void register_mcts(py::module_& m);     // mcts.cpp: the ask/tell MCTS engine
 void register_bm25(py::module_& m);     // bm25.cpp: tokenisation, BM25 index, top-k
 void register_chunking(py::module_& m);  // chunking.cpp: word starts, whitespace trimming, separator search
+void register_llama_decode(py::module_& m);  // llama_decode.cpp: the native Llama decoder
 }  // namespace momoka::bindings
 
 #ifndef MOMOKA_VERSION
@@ -22,7 +23,7 @@ void register_chunking(py::module_& m);  // chunking.cpp: word starts, whitespac
 #endif
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "momoka native core (C++17): text kernels, MCTS engine, BM25";
+  m.doc() = "momoka native core (C++17): text kernels, MCTS engine, BM25, Llama decoder";
   m.attr("__version__") = MOMOKA_VERSION;
   momoka::bindings::register_text(m);
   momoka::bindings::register_edit_distance(m);
@@ -33,4 +34,5 @@ PYBIND11_MODULE(_core, m) {
   momoka::bindings::register_mcts(m);
   momoka::bindings::register_bm25(m);
   momoka::bindings::register_chunking(m);
+  momoka::bindings::register_llama_decode(m);
 }

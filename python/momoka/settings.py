@@ -76,11 +76,13 @@ SETTINGS: dict[str, Setting] = _table(
             "momoka.models.runtime", values="cpu, cuda, gpu or cuda:N"),
     Setting("MOMOKA_THREADS", "int", None, "threads of a model session (default: onnxruntime's choice; the "
             "embedder runs this many forward passes at once)", "momoka.models.runtime", minimum=1),
-    Setting("MOMOKA_LLM_RUNTIME", "choice", "onnx", "what generates text with the local causal LM: `llama` is "
-            "llama.cpp (the `llama` extra, `llama-cpp-python`) on the GGUF the model was converted from, `onnx` "
-            "momoka's loop on onnxruntime, `auto` llama.cpp where it is installed and faster for the call "
+    Setting("MOMOKA_LLM_RUNTIME", "choice", "auto", "what generates text with the local causal LM: `native` is "
+            "momoka's C++ decoder on the GGUF the model was converted from (same logits as `onnx`, decoding "
+            "about 3x faster), `llama` llama.cpp (the `llama` extra, `llama-cpp-python`) on that GGUF, `onnx` "
+            "momoka's loop on onnxruntime, `auto` the native decoder where the GGUF is found and the CPU has "
+            "AVX2 or AVX-512, else llama.cpp where it is installed and faster for the call, else onnxruntime "
             "(log-probs always run on onnxruntime)", "momoka.models.causal_generate",
-            choices=("auto", "onnx", "llama")),
+            choices=("auto", "onnx", "llama", "native")),
     Setting("MOMOKA_RERANK_BASE_URL", "text", None, "API root of the endpoint reranker (requests go to "
             "`{url}/rerank`)", "momoka.models.rerank_endpoint", values="an http(s) URL"),
     Setting("MOMOKA_RERANK_MODEL", "text", None, "model name sent to the endpoint reranker",

@@ -59,31 +59,58 @@ class CausalGeneration(CausalSession):
     """Chat prompts and generation (part of :class:`~momoka.models.causal_lm.CausalLM`)."""
 
     _llama = None  # the LlamaCppDecoder, made on first use
+    _native = None  # the NativeDecoder, made on first use
     _gguf_missing = False  # no GGUF was found for this model (looked for once)
 
     def resolve_runtime(self) -> str:
         """The generation runtime asked for: ``runtime=`` of the constructor, else ``$MOMOKA_LLM_RUNTIME``
-        (``auto``, ``onnx`` or ``llama``; see :mod:`momoka.models.causal_llama`)."""
+        (``auto``, ``onnx``, ``llama`` or ``native``; see :mod:`momoka.models.causal_llama`)."""
         return self.runtime or settings.get_choice("MOMOKA_LLM_RUNTIME")
 
     def runtime_key(self) -> str:
-        """What generates for this model, as a cache key names it: ``"onnx"``; ``"llama"``; or ``"auto"``
-        when ``auto`` may pick llama.cpp (it is installed and the model runs on the CPU; the pick then
-        depends only on the request's prompt and token budget). ``auto`` without llama.cpp is ``"onnx"``."""
+        """What generates for this model, as a cache key names it: ``"onnx"``; ``"llama"``; ``"native"`` (also
+        for ``auto`` where the native decoder runs); or ``"auto"`` when ``auto`` may pick llama.cpp (it is
+        installed and the model runs on the CPU; the pick then depends only on the request's prompt and token
+        budget). ``auto`` with neither is ``"onnx"``."""
         runtime = self.resolve_runtime()
-        if runtime == "auto" and not (self._cpu and not self._gguf_missing and causal_llama.llama_cpp_available()):
-            return "onnx"
+        if runtime == "auto":
+            if self._native_possible():
+                return "native"
+            if not (self._cpu and not self._gguf_missing and causal_llama.llama_cpp_available()):
+                return "onnx"
         return runtime
 
-    def decoder_for(self, prompt_tokens: int, max_new_tokens: int):
-        """The decoder that runs a generation of ``prompt_tokens`` + up to ``max_new_tokens``: an
-        :class:`OnnxDecoder`, or llama.cpp's when the runtime is ``llama``, or ``auto`` and llama.cpp is
-        installed, the model runs on the CPU, its GGUF is found and
-        :func:`~momoka.models.causal_llama.llama_is_faster` holds for the call.
+    def _native_possible(self) -> bool:
+        """Whether ``auto`` runs the native decoder: the model runs on the CPU, its GGUF is found and this
+        CPU has the decoder's AVX2 or AVX-512 kernels."""
+        if not self._cpu or self._gguf_missing:
+            return False
+        if self._native is not None:
+            return True
+        from . import causal_native  # start-up: the decoder binding, only when generating
 
-        Raises ConfigError for ``llama`` without llama-cpp-python and ModelError when its GGUF is not found.
+        if causal_native.simd() == "scalar":
+            return False
+        if causal_llama.find_gguf(self.model_dir, self.config) is None:
+            self._gguf_missing = True
+            return False
+        return True
+
+    def decoder_for(self, prompt_tokens: int, max_new_tokens: int):
+        """The decoder that runs a generation of ``prompt_tokens`` + up to ``max_new_tokens``: the native
+        decoder when the runtime is ``native``, or ``auto`` and it can run (:meth:`_native_possible`); else
+        llama.cpp's when the runtime is ``llama``, or ``auto`` and llama.cpp is installed, the model runs on
+        the CPU, its GGUF is found and :func:`~momoka.models.causal_llama.llama_is_faster` holds for the
+        call; else an :class:`OnnxDecoder`.
+
+        Raises ConfigError for ``llama`` without llama-cpp-python and ModelError when the GGUF that
+        ``llama`` or ``native`` needs is not found.
         """
         runtime = self.resolve_runtime()
+        if runtime == "native" or (runtime == "auto" and self._native_possible()):
+            if self._native is None:
+                self._load_native()
+            return self._native
         if runtime == "auto":
             use = (self._cpu and not self._gguf_missing and causal_llama.llama_is_faster(prompt_tokens, max_new_tokens)
                    and causal_llama.llama_cpp_available())
@@ -95,6 +122,22 @@ class CausalGeneration(CausalSession):
                 self._load_llama(required=True)
             return self._llama
         return OnnxDecoder(self)
+
+    def _gguf_threads(self) -> int:
+        return resolve_threads(self.threads) or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                                 else os.cpu_count() or 1)
+
+    def _load_native(self) -> None:
+        from . import causal_native  # start-up: the decoder binding, only when generating
+
+        gguf = causal_llama.find_gguf(self.model_dir, self.config)
+        if gguf is None:
+            self._gguf_missing = True
+            name = (self.config.get("source") or {}).get("file", "the GGUF")
+            raise ModelError(f"the native generation runtime needs {name}, the GGUF {self.model_dir} was converted "
+                             "from; run `momoka models install` (it keeps the GGUF in the model cache) or copy "
+                             f"the file into {self.model_dir}")
+        self._native = causal_native.NativeDecoder(gguf, n_ctx=self.max_context, threads=self._gguf_threads())
 
     def _load_llama(self, *, required: bool) -> bool:
         if required and not causal_llama.llama_cpp_available():
@@ -109,9 +152,7 @@ class CausalGeneration(CausalSession):
                                  "from; run `momoka models install` (it keeps the GGUF in the model cache) or copy "
                                  f"the file into {self.model_dir}")
             return False
-        threads = resolve_threads(self.threads) or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                                   else os.cpu_count() or 1)
-        self._llama = causal_llama.LlamaCppDecoder(gguf, n_ctx=self.max_context, threads=threads)
+        self._llama = causal_llama.LlamaCppDecoder(gguf, n_ctx=self.max_context, threads=self._gguf_threads())
         return True
 
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:

@@ -10,8 +10,10 @@ differ where two candidates are nearly tied). Log-probabilities (perplexity, UPR
 on onnxruntime.
 
 Which decoder generates is ``MOMOKA_LLM_RUNTIME`` (or ``CausalLM(runtime=...)``): ``onnx``, ``llama``,
-or ``auto`` (the default): llama.cpp when ``llama_cpp`` imports, the model runs on the CPU, its GGUF is
-found, and :func:`llama_is_faster` says so for the call's prompt length and ``max_new_tokens``.
+``native`` (momoka's own C++ decoder on the GGUF, :mod:`momoka.models.causal_native`), or ``auto`` (the
+default): the native decoder when the model runs on the CPU, its GGUF is found and this CPU has its AVX2 or
+AVX-512 kernels; otherwise llama.cpp when ``llama_cpp`` imports and :func:`llama_is_faster` says so for the
+call's prompt length and ``max_new_tokens``; otherwise onnxruntime.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .runtime import sha256_file
 __all__ = ["RUNTIMES", "LlamaCppDecoder", "find_gguf", "llama_cpp_available", "llama_is_faster"]
 
 #: The values of ``MOMOKA_LLM_RUNTIME`` / ``CausalLM(runtime=...)``.
-RUNTIMES = ("auto", "onnx", "llama")
+RUNTIMES = ("auto", "onnx", "llama", "native")
 
 #: Seconds per token measured with 2 threads on the 2-core development machine (bench/micro/bench_models_decode.py,
 #: SmolLM2-135M Q4_1): prefill and decode of momoka's onnxruntime loop and of llama.cpp. Only their ratios

@@ -51,6 +51,6 @@ class CausalLM(CausalScoring, CausalGeneration):
     ``window // 2``), ``window`` the most tokens the KV cache holds (default: the
     model's context length). ``runtime`` chooses what runs :meth:`generate`:
     ``"onnx"``, ``"llama"`` (llama.cpp on the model's GGUF, the ``llama`` extra) or
-    ``"auto"`` (default: ``MOMOKA_LLM_RUNTIME``, else onnx; see
+    ``"native"`` or ``"auto"`` (default: ``MOMOKA_LLM_RUNTIME``, else auto; see
     :mod:`momoka.models.causal_llama`); scoring always runs on onnxruntime.
     """

@@ -113,6 +113,34 @@ def quant_values(raw: np.ndarray, t: int, k: int) -> tuple[np.ndarray, np.ndarra
     raise UnsupportedModelError(f"{type_name(t)} is not a block-quantised type")
 
 
+def native_matrix(raw: np.ndarray, t: int, k: int) -> dict:
+    """A tensor as the native decoder takes it (``momoka._core.LlamaDecoder``): ``rows``, ``cols`` and
+    ``codes`` ``"u4"`` (Q4_0, Q4_1: the 16 nibble bytes of each block as GGUF stores them), ``"i8"``
+    (Q8_0; Q5_0 and Q5_1 as codes minus 16, their offsets moved by ``16 d``) or ``"f32"`` (F32, F16,
+    BF16: the values, ``f``), with float32 scales ``d`` and offsets ``m`` (None when all are zero) per
+    block, so that every value is ``d * code + m`` exactly as :func:`dequantize` gives it."""
+    t = int(t)
+    rows = int(raw.shape[0])
+    out: dict = {"rows": rows, "cols": int(k)}
+    if t in (F32, F16, BF16):
+        out.update(codes="f32", f=np.ascontiguousarray(dequantize(raw, t, k), dtype=np.float32))
+        return out
+    b = _blocks(raw, t, k)
+    d = _f16(b[..., 0:2])[..., 0]
+    if t in (Q4_0, Q4_1):
+        qs = b[..., 2:18] if t == Q4_0 else b[..., 4:20]
+        m = -8.0 * d if t == Q4_0 else _f16(b[..., 2:4])[..., 0]
+        out.update(codes="u4", q=np.ascontiguousarray(qs).reshape(-1), m=np.ascontiguousarray(m, np.float32))
+    elif t == Q8_0:
+        out.update(codes="i8", q=np.ascontiguousarray(b[..., 2:34]).reshape(-1), m=None)
+    else:  # Q5_0, Q5_1: unsigned 5-bit codes, stored shifted into int8
+        q, d, m = quant_values(raw, t, k)
+        shifted = (q.astype(np.int16) - 16).astype(np.int8)
+        out.update(codes="i8", q=shifted.reshape(-1).view(np.uint8), m=np.ascontiguousarray(m + 16.0 * d, np.float32))
+    out["d"] = np.ascontiguousarray(d, np.float32)
+    return out
+
+
 def dequantize(raw: np.ndarray, t: int, k: int) -> np.ndarray:
     """Float32 values ``(rows, k)`` of the raw GGUF rows ``raw`` of type ``t``."""
     t = int(t)

@@ -72,19 +72,19 @@ def _squad_prompts(shared_data_dir, n: int) -> list[list[dict]]:
 # ------------------------------------------------------------------------------------------ the setting
 
 
-def test_runtime_setting_takes_three_values(monkeypatch):
-    assert settings.get_choice("MOMOKA_LLM_RUNTIME") == "onnx"
-    for v in ("onnx", "LLAMA", " auto "):
+def test_runtime_setting_takes_four_values(monkeypatch):
+    assert settings.get_choice("MOMOKA_LLM_RUNTIME") == "auto"
+    for v in ("onnx", "LLAMA", " auto ", "Native"):
         monkeypatch.setenv("MOMOKA_LLM_RUNTIME", v)
         assert settings.get_choice("MOMOKA_LLM_RUNTIME") == v.strip().lower()
     monkeypatch.setenv("MOMOKA_LLM_RUNTIME", "vllm")
     with pytest.raises(ConfigError) as e:
         settings.get_choice("MOMOKA_LLM_RUNTIME")
-    assert str(e.value) == "MOMOKA_LLM_RUNTIME must be auto, onnx or llama, not 'vllm'"
+    assert str(e.value) == "MOMOKA_LLM_RUNTIME must be auto, onnx, llama or native, not 'vllm'"
 
 
 def test_bad_runtime_argument(smollm_int4):
-    with pytest.raises(ConfigError, match="runtime must be one of auto, onnx, llama"):
+    with pytest.raises(ConfigError, match="runtime must be one of auto, onnx, llama, native"):
         CausalLM(smollm_int4, runtime="cpp")
 
 
@@ -131,6 +131,9 @@ def test_find_gguf_in_the_model_cache(smollm_int4, smollm_gguf, gguf_sha, tmp_pa
 
 
 def test_without_llama_cpp_auto_runs_onnx_and_llama_is_an_error(lm_onnx, monkeypatch):
+    from momoka.models import causal_native
+
+    monkeypatch.setattr(causal_native, "simd", lambda: "scalar")  # nor the native decoder (tested on its own)
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` raises ImportError
     assert not causal_llama.llama_cpp_available()
     ref = lm_onnx.generate("The capital of France is", max_new_tokens=6)
@@ -157,8 +160,11 @@ def test_llama_without_the_gguf_is_an_error(smollm_int4, monkeypatch):
 # ------------------------------------------------------------------------------------------ with llama_cpp
 
 
-def test_auto_picks_llama_where_the_rule_says(model_with_gguf):
+def test_auto_picks_llama_where_the_rule_says(model_with_gguf, monkeypatch):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python (the llama extra) is not installed")
+    from momoka.models import causal_native
+
+    monkeypatch.setattr(causal_native, "simd", lambda: "scalar")  # a CPU where auto does not run the native decoder
     lm = CausalLM(model_with_gguf, threads=2, runtime="auto")
     assert isinstance(lm.decoder_for(1000, 100), OnnxDecoder)
     assert isinstance(lm.decoder_for(1000, 512), causal_llama.LlamaCppDecoder)

@@ -1,0 +1,919 @@
+// A Llama-architecture decoder for one sequence on the CPU, over block-quantised
+// weights kept as they come (4-bit or 8-bit codes with one scale and offset per
+// block of 32): what generation needs, a prompt run once (`forward` over many
+// tokens, its logits after the last) and then one token at a time, with a
+// key/value cache that grows in place (no copy of the cache per token).
+//
+// Arithmetic: every weight is its exact value d * q + m in float32 and every
+// activation stays float32 (no 8-bit activations), so the logits are those of
+// the quantised model up to float32 summation order. Matrix products run
+// rows-parallel over `threads` threads with hand-written AVX-512 and AVX2
+// kernels chosen at run time (`Simd`), else plain loops; the model is a
+// pre-norm Llama: RMSNorm, rotary embeddings in rotate-half order (queries and
+// keys as Hugging Face lays them out), grouped-query attention, SwiGLU.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define MOMOKA_LLM_X86 1
+#include <immintrin.h>
+#else
+#define MOMOKA_LLM_X86 0
+#endif
+
+namespace momoka::llm {
+
+constexpr int kBlock = 32;  // values per quantisation block
+
+// How a matrix's codes are stored: U4 packs 32 codes of 0..15 into 16 bytes
+// (byte j: code j in its low nibble, code j + 16 in its high one, as GGUF's
+// Q4_0/Q4_1 do); I8 keeps one signed byte per code; F32 holds plain values.
+enum class Codes { U4, I8, F32 };
+
+// Kernels available on this CPU, best first.
+enum class Simd { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+
+inline Simd best_simd() {
+#if MOMOKA_LLM_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return Simd::Avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    return Simd::Avx2;
+#endif
+  return Simd::Scalar;
+}
+
+inline const char* simd_name(Simd s) {
+  return s == Simd::Avx512 ? "avx512" : s == Simd::Avx2 ? "avx2" : "scalar";
+}
+
+// A rows x cols matrix (cols a multiple of kBlock): value(r, c) =
+// d[r * nb + c / 32] * code(r, c) + m[r * nb + c / 32] (m empty: 0), or f[r * cols + c] for F32.
+struct Matrix {
+  int rows = 0, cols = 0;
+  Codes codes = Codes::F32;
+  std::vector<std::uint8_t> q;
+  std::vector<float> d, m, f;
+  std::vector<float> bias;  // rows values, or empty
+
+  int blocks() const { return cols / kBlock; }
+
+  void check(const char* name, int want_rows, int want_cols) const {
+    const std::string n(name);
+    if (rows != want_rows || cols != want_cols)
+      throw std::invalid_argument(n + ": shape " + std::to_string(rows) + "x" + std::to_string(cols) + ", expected " +
+                                  std::to_string(want_rows) + "x" + std::to_string(want_cols));
+    if (cols % kBlock) throw std::invalid_argument(n + ": columns not a multiple of 32");
+    const std::size_t nb = static_cast<std::size_t>(rows) * blocks();
+    if (codes == Codes::F32) {
+      if (f.size() != static_cast<std::size_t>(rows) * cols) throw std::invalid_argument(n + ": wrong value count");
+    } else {
+      const std::size_t per = codes == Codes::U4 ? 16 : 32;
+      if (q.size() != nb * per || d.size() != nb || (!m.empty() && m.size() != nb))
+        throw std::invalid_argument(n + ": wrong code or scale count");
+    }
+    if (!bias.empty() && bias.size() != static_cast<std::size_t>(rows))
+      throw std::invalid_argument(n + ": wrong bias length");
+  }
+
+  // The float32 value of row r, column c (the reference the kernels are tested against).
+  float at(int r, int c) const {
+    if (codes == Codes::F32) return f[static_cast<std::size_t>(r) * cols + c];
+    const std::size_t b = static_cast<std::size_t>(r) * blocks() + c / kBlock;
+    const int j = c % kBlock;
+    int code;
+    if (codes == Codes::U4) {
+      const std::uint8_t byte = q[b * 16 + (j & 15)];
+      code = j < 16 ? (byte & 15) : (byte >> 4);
+    } else {
+      code = static_cast<std::int8_t>(q[b * 32 + j]);
+    }
+    return d[b] * static_cast<float>(code) + (m.empty() ? 0.0f : m[b]);
+  }
+};
+
+struct Shape {
+  int n_layers = 0, hidden = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
+  float eps = 1e-5f, rope_theta = 10000.0f, rope_scale = 1.0f;  // positions are divided by rope_scale
+};
+
+struct Layer {
+  std::vector<float> attn_norm, ffn_norm;
+  Matrix q, k, v, o, gate, up, down;
+};
+
+// ---------------------------------------------------------------------------
+// Kernels: Y[t * ldy + r] = sum_c W(r, c) X[t * ldx + c] (+ bias) for rows [r0, r1), tokens [0, n).
+
+namespace detail {
+
+inline void matmul_scalar(const Matrix& W, const float* X, int n, int ldx, float* Y, int ldy, int r0, int r1) {
+  const int nb = W.blocks();
+  std::vector<float> w(W.cols);
+  for (int r = r0; r < r1; ++r) {
+    for (int c = 0; c < W.cols; ++c) w[c] = W.at(r, c);
+    (void)nb;
+    for (int t = 0; t < n; ++t) {
+      const float* x = X + static_cast<std::size_t>(t) * ldx;
+      float s = 0.0f;
+      for (int c = 0; c < W.cols; ++c) s += w[c] * x[c];
+      Y[static_cast<std::size_t>(t) * ldy + r] = s + (W.bias.empty() ? 0.0f : W.bias[r]);
+    }
+  }
+}
+
+#if MOMOKA_LLM_X86
+// GCC 12 reports its own reduce intrinsics' _mm512_undefined values as uninitialised.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Horizontal sums of 8 vectors at once: lane k of the result is the sum of v[k]'s 16 lanes (a transposing
+// add tree; 16 separate reductions cost about three times the instructions).
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline __m256 sum8_512(const __m512* v) {
+  __m256 a[8];
+  for (int k = 0; k < 8; ++k)
+    a[k] = _mm256_add_ps(_mm512_castps512_ps256(v[k]),
+                         _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v[k]), 1)));
+  const __m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 h0123 = _mm256_hadd_ps(h01, h23), h4567 = _mm256_hadd_ps(h45, h67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20), _mm256_permute2f128_ps(h0123, h4567, 0x31));
+}
+
+// The same for 16 vectors: lane k is the sum of v[k].
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline __m512 sum16_512(const __m512* v) {
+  const __m256 lo = sum8_512(v), hi = sum8_512(v + 8);
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+
+// AVX-512: one block is two vectors of 16, dequantised once and used by every token of a tile.
+// The codes, scales and offsets of a matrix as raw pointers, its code layout and offsets fixed at compile time.
+struct Raw {
+  const std::uint8_t* q;
+  const float* d;
+  const float* m;
+  int nb;
+};
+inline Raw raw_of(const Matrix& W) { return {W.q.data(), W.d.data(), W.m.empty() ? nullptr : W.m.data(), W.blocks()}; }
+
+template <bool U4, bool HasM>
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void block512(const Raw& W, std::size_t blk,
+                                                                               __m512& lo, __m512& hi) {
+  if (U4) {
+    const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(W.q + blk * 16)));
+    lo = _mm512_cvtepi32_ps(_mm512_and_si512(c, _mm512_set1_epi32(15)));
+    hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(c, 4));
+  } else {
+    const std::uint8_t* p = W.q + blk * 32;
+    lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
+  }
+  const __m512 d = _mm512_set1_ps(W.d[blk]);
+  if (HasM) {
+    const __m512 m = _mm512_set1_ps(W.m[blk]);
+    lo = _mm512_fmadd_ps(lo, d, m);
+    hi = _mm512_fmadd_ps(hi, d, m);
+  } else {
+    lo = _mm512_mul_ps(lo, d);
+    hi = _mm512_mul_ps(hi, d);
+  }
+}
+
+// NR rows by one token: 2 NR independent accumulators (the decode step's shape; NR 1 is used).
+template <int NR, bool U4, bool HasM>
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void rows512(const Raw& W, int r, const float* x,
+                                                                               float* out) {
+  const int nb = W.nb;
+  __m512 a0[NR], a1[NR];
+  for (int i = 0; i < NR; ++i) a0[i] = a1[i] = _mm512_setzero_ps();
+  for (int b = 0; b < nb; ++b) {
+    const __m512 x0 = _mm512_loadu_ps(x + b * kBlock), x1 = _mm512_loadu_ps(x + b * kBlock + 16);
+    for (int i = 0; i < NR; ++i) {
+      __m512 lo, hi;
+      block512<U4, HasM>(W, static_cast<std::size_t>(r + i) * nb + b, lo, hi);
+      a0[i] = _mm512_fmadd_ps(lo, x0, a0[i]);
+      a1[i] = _mm512_fmadd_ps(hi, x1, a1[i]);
+    }
+  }
+  for (int i = 0; i < NR; ++i) out[i] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i], a1[i]));
+}
+
+// NR rows by NT tokens (a prompt's shape): each activation load feeds NR products.
+template <int NR, int NT, bool U4, bool HasM>
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void tile512(const Raw& W, int r, const float* X,
+                                                                               int ldx, float* out, int ldo) {
+  const int nb = W.nb;
+  __m512 acc[NR][NT];
+  for (int i = 0; i < NR; ++i)
+    for (int t = 0; t < NT; ++t) acc[i][t] = _mm512_setzero_ps();
+  for (int b = 0; b < nb; ++b) {
+    __m512 lo[NR], hi[NR];
+    for (int i = 0; i < NR; ++i) block512<U4, HasM>(W, static_cast<std::size_t>(r + i) * nb + b, lo[i], hi[i]);
+    for (int t = 0; t < NT; ++t) {
+      const float* x = X + static_cast<std::size_t>(t) * ldx + b * kBlock;
+      const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+      for (int i = 0; i < NR; ++i) {
+        acc[i][t] = _mm512_fmadd_ps(lo[i], x0, acc[i][t]);
+        acc[i][t] = _mm512_fmadd_ps(hi[i], x1, acc[i][t]);
+      }
+    }
+  }
+  if (NT == 8 && NR == 2 && ldo == 8) {  // the full tile: all 16 sums in one add tree
+    _mm512_storeu_ps(out, sum16_512(&acc[0][0]));
+  } else if (NT == 8) {
+    for (int i = 0; i < NR; ++i) _mm256_storeu_ps(out + i * ldo, sum8_512(acc[i]));
+  } else {
+    for (int i = 0; i < NR; ++i)
+      for (int t = 0; t < NT; ++t) out[i * ldo + t] = _mm512_reduce_add_ps(acc[i][t]);
+  }
+}
+
+// Tokens in blocks of kTokenBlock (their activations stay in the L2 cache while every row passes).
+constexpr int kTokenBlock = 128;
+// Tokens per register tile of a prompt (2 rows x 8 tokens: 16 accumulators, measured fastest; 12 spills).
+constexpr int kTile = 8;
+
+template <bool U4, bool HasM>
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void matmul512(const Matrix& M, const float* X, int n,
+                                                                                int ldx, float* Y, int ldy, int r0,
+                                                                                int r1) {
+  const Raw W = raw_of(M);
+  float out[2 * kTile];
+  auto bias = [&](int r) { return M.bias.empty() ? 0.0f : M.bias[r]; };
+  if (n == 1) {
+    for (int r = r0; r < r1; ++r) {  // one row at a time (two accumulators) measured faster than 2 or 4
+      rows512<1, U4, HasM>(W, r, X, out);
+      Y[r] = out[0] + bias(r);
+    }
+    return;
+  }
+  for (int t0 = 0; t0 < n; t0 += kTokenBlock) {
+    const int t1 = std::min(n, t0 + kTokenBlock);
+    for (int r = r0; r < r1;) {
+      const int nr = r + 2 <= r1 ? 2 : 1;
+      for (int t = t0; t < t1;) {
+        const float* x = X + static_cast<std::size_t>(t) * ldx;
+        int nt;
+        if (t + kTile <= t1) {
+          nt = kTile;
+          if (nr == 2) tile512<2, kTile, U4, HasM>(W, r, x, ldx, out, kTile);
+          else tile512<1, kTile, U4, HasM>(W, r, x, ldx, out, kTile);
+        } else {
+          nt = 1;
+          if (nr == 2) tile512<2, 1, U4, HasM>(W, r, x, ldx, out, kTile);
+          else tile512<1, 1, U4, HasM>(W, r, x, ldx, out, kTile);
+        }
+        for (int i = 0; i < nr; ++i)
+          for (int j = 0; j < nt; ++j) Y[static_cast<std::size_t>(t + j) * ldy + r + i] = out[i * kTile + j] + bias(r + i);
+        t += nt;
+      }
+      r += nr;
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void matmul_avx512(const Matrix& W, const float* X,
+                                                                                    int n, int ldx, float* Y, int ldy,
+                                                                                    int r0, int r1) {
+  const bool u4 = W.codes == Codes::U4, has_m = !W.m.empty();
+  if (u4 && has_m) return matmul512<true, true>(W, X, n, ldx, Y, ldy, r0, r1);
+  if (u4) return matmul512<true, false>(W, X, n, ldx, Y, ldy, r0, r1);
+  if (has_m) return matmul512<false, true>(W, X, n, ldx, Y, ldy, r0, r1);
+  return matmul512<false, false>(W, X, n, ldx, Y, ldy, r0, r1);
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// AVX2: one block is four vectors of 8.
+template <int NT>
+__attribute__((target("avx2,fma"))) inline void tile256(const Matrix& W, int r, const float* X, int ldx, float* out) {
+  const int nb = W.blocks();
+  const std::size_t base = static_cast<std::size_t>(r) * nb;
+  const float* dd = W.d.data() + base;
+  const float* mm = W.m.empty() ? nullptr : W.m.data() + base;
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i low4 = _mm256_set1_epi32(15);
+  for (int b = 0; b < nb; ++b) {
+    __m256 w[4];
+    if (W.codes == Codes::U4) {
+      const std::uint8_t* p = W.q.data() + (base + b) * 16;
+      const __m256i c0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+      const __m256i c1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+      w[0] = _mm256_cvtepi32_ps(_mm256_and_si256(c0, low4));
+      w[1] = _mm256_cvtepi32_ps(_mm256_and_si256(c1, low4));
+      w[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(c0, 4));
+      w[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(c1, 4));
+    } else {
+      const std::uint8_t* p = W.q.data() + (base + b) * 32;
+      for (int i = 0; i < 4; ++i)
+        w[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i))));
+    }
+    const __m256 d = _mm256_set1_ps(dd[b]);
+    if (mm) {
+      const __m256 m = _mm256_set1_ps(mm[b]);
+      for (int i = 0; i < 4; ++i) w[i] = _mm256_fmadd_ps(w[i], d, m);
+    } else {
+      for (int i = 0; i < 4; ++i) w[i] = _mm256_mul_ps(w[i], d);
+    }
+    for (int t = 0; t < NT; ++t) {
+      const float* x = X + static_cast<std::size_t>(t) * ldx + b * kBlock;
+      for (int i = 0; i < 4; ++i) acc[t] = _mm256_fmadd_ps(w[i], _mm256_loadu_ps(x + 8 * i), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = hsum256(acc[t]);
+}
+
+__attribute__((target("avx2,fma"))) inline void matmul_avx2(const Matrix& W, const float* X, int n, int ldx,
+                                                             float* Y, int ldy, int r0, int r1) {
+  float out[4];
+  for (int r = r0; r < r1; ++r) {
+    const float bias = W.bias.empty() ? 0.0f : W.bias[r];
+    int t = 0;
+    for (; t + 4 <= n; t += 4) {
+      tile256<4>(W, r, X + static_cast<std::size_t>(t) * ldx, ldx, out);
+      for (int j = 0; j < 4; ++j) Y[static_cast<std::size_t>(t + j) * ldy + r] = out[j] + bias;
+    }
+    for (; t < n; ++t) {
+      tile256<1>(W, r, X + static_cast<std::size_t>(t) * ldx, ldx, out);
+      Y[static_cast<std::size_t>(t) * ldy + r] = out[0] + bias;
+    }
+  }
+}
+#endif
+
+// exp(x) in float32 by range reduction and a degree-6 polynomial (relative error
+// about 2e-7 over the float range), inlined so that the loops calling it vectorise.
+#define MOMOKA_LLM_INLINE inline __attribute__((always_inline))
+#if !(defined(__GNUC__) || defined(__clang__))
+#undef MOMOKA_LLM_INLINE
+#define MOMOKA_LLM_INLINE inline
+#endif
+
+MOMOKA_LLM_INLINE float exp_f32(float x) {
+  x = std::min(88.3762626647949f, std::max(-87.3365478515625f, x));
+  const float k = std::floor(x * 1.44269504088896341f + 0.5f);
+  const float r = (x - k * 0.693359375f) + k * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  std::int32_t bits = (static_cast<std::int32_t>(k) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// Attention of G query rows (heads sharing one key/value head; rows `D` floats apart, already
+// scaled) over cache positions [j0, j1) (rows `stride` floats apart), unnormalised: ms[2g] the
+// highest score of head g, ms[2g + 1] the sum of exp(score - highest), out[g * D ...] the values
+// weighted by those exponentials. Chunks of positions combine exactly (combine_parts).
+MOMOKA_LLM_INLINE void attend_part_generic(const float* q, int G, const float* K, const float* V, int j0, int j1, int stride,
+                                int D, float* scores, float* out, float* ms) {
+  const int n = j1 - j0;
+  for (int g = 0; g < G; ++g) {
+    const float* qg = q + static_cast<std::size_t>(g) * D;
+    float mx = -INFINITY;
+    for (int j = 0; j < n; ++j) {
+      const float* k = K + static_cast<std::size_t>(j0 + j) * stride;
+      float s = 0.0f;
+      for (int i = 0; i < D; ++i) s += qg[i] * k[i];
+      scores[j] = s;
+      mx = std::max(mx, s);
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) {
+      scores[j] = exp_f32(scores[j] - mx);
+      sum += scores[j];
+    }
+    float* o = out + static_cast<std::size_t>(g) * D;
+    for (int i = 0; i < D; ++i) o[i] = 0.0f;
+    for (int j = 0; j < n; ++j) {
+      const float* v = V + static_cast<std::size_t>(j0 + j) * stride;
+      for (int i = 0; i < D; ++i) o[i] += scores[j] * v[i];
+    }
+    ms[2 * g] = mx;
+    ms[2 * g + 1] = sum;
+  }
+}
+
+// The normalised attention output of one head from C partial results (parts D floats apart,
+// their (max, sum) pairs 2 floats apart at ms with stride ms_stride).
+inline void combine_parts(const float* parts, int part_stride, const float* ms, int ms_stride, int C, int D,
+                          float* out) {
+  float m = -INFINITY;
+  for (int c = 0; c < C; ++c)
+    if (ms[c * ms_stride + 1] > 0.0f) m = std::max(m, ms[c * ms_stride]);
+  float total = 0.0f;
+  for (int i = 0; i < D; ++i) out[i] = 0.0f;
+  for (int c = 0; c < C; ++c) {
+    const float sum = ms[c * ms_stride + 1];
+    if (!(sum > 0.0f)) continue;
+    const float w = c == 0 && C == 1 ? 1.0f : std::exp(ms[c * ms_stride] - m);
+    total += w * sum;
+    const float* p = parts + static_cast<std::size_t>(c) * part_stride;
+    for (int i = 0; i < D; ++i) out[i] += w * p[i];
+  }
+  const float inv = 1.0f / total;
+  for (int i = 0; i < D; ++i) out[i] *= inv;
+}
+
+#if MOMOKA_LLM_X86
+#define MOMOKA_LLM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
+#define MOMOKA_LLM_AVX2 __attribute__((target("avx2,fma")))
+
+// exp_f32 on 16 lanes (the same reduction and polynomial).
+MOMOKA_LLM_AVX512 inline __m512 exp512(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(88.3762626647949f), _mm512_max_ps(_mm512_set1_ps(-87.3365478515625f), x));
+  const __m512 k = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fmadd_ps(k, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, k);
+}
+
+
+// attend_part on 16 lanes: NV vectors per row (D = 16 NV), G heads in one pass over the cache, every
+// accumulator in a register.
+template <int NV, int G>
+MOMOKA_LLM_AVX512 inline void attend_part512(const float* q, const float* K, const float* V, int j0, int j1,
+                                             int stride, float* scores, float* out, float* ms) {
+  const int n = j1 - j0;
+  __m512 qv[G][NV];
+  for (int g = 0; g < G; ++g)
+    for (int i = 0; i < NV; ++i) qv[g][i] = _mm512_loadu_ps(q + g * 16 * NV + 16 * i);
+  __m512 mx[G];
+  for (int g = 0; g < G; ++g) mx[g] = _mm512_set1_ps(-INFINITY);
+  int j = 0;
+  for (; j + 16 <= n; j += 16) {
+    alignas(64) float tmp[G][16];
+    for (int u = 0; u < 16; ++u) {
+      const float* k = K + static_cast<std::size_t>(j0 + j + u) * stride;
+      __m512 kv[NV];
+      for (int i = 0; i < NV; ++i) kv[i] = _mm512_loadu_ps(k + 16 * i);
+      for (int g = 0; g < G; ++g) {
+        __m512 acc = _mm512_mul_ps(qv[g][0], kv[0]);
+        for (int i = 1; i < NV; ++i) acc = _mm512_fmadd_ps(qv[g][i], kv[i], acc);
+        tmp[g][u] = _mm512_reduce_add_ps(acc);
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const __m512 v = _mm512_load_ps(tmp[g]);
+      _mm512_storeu_ps(scores + g * n + j, v);
+      mx[g] = _mm512_max_ps(mx[g], v);
+    }
+  }
+  float m[G];
+  for (int g = 0; g < G; ++g) m[g] = _mm512_reduce_max_ps(mx[g]);
+  for (; j < n; ++j) {
+    const float* k = K + static_cast<std::size_t>(j0 + j) * stride;
+    for (int g = 0; g < G; ++g) {
+      __m512 acc = _mm512_mul_ps(qv[g][0], _mm512_loadu_ps(k));
+      for (int i = 1; i < NV; ++i) acc = _mm512_fmadd_ps(qv[g][i], _mm512_loadu_ps(k + 16 * i), acc);
+      scores[g * n + j] = _mm512_reduce_add_ps(acc);
+      m[g] = std::max(m[g], scores[g * n + j]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    float* sc = scores + g * n;
+    const __m512 mv = _mm512_set1_ps(m[g]);
+    __m512 sum = _mm512_setzero_ps();
+    for (j = 0; j < n; j += 16) {
+      const __mmask16 mask = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1);
+      const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sc + j), mv));
+      _mm512_mask_storeu_ps(sc + j, mask, e);
+      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mask, e));
+    }
+    ms[2 * g] = m[g];
+    ms[2 * g + 1] = _mm512_reduce_add_ps(sum);
+  }
+  __m512 acc[G][NV];
+  for (int g = 0; g < G; ++g)
+    for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_setzero_ps();
+  for (j = 0; j < n; ++j) {
+    const float* v = V + static_cast<std::size_t>(j0 + j) * stride;
+    __m512 vv[NV];
+    for (int i = 0; i < NV; ++i) vv[i] = _mm512_loadu_ps(v + 16 * i);
+    for (int g = 0; g < G; ++g) {
+      const __m512 p = _mm512_set1_ps(scores[g * n + j]);
+      for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_fmadd_ps(p, vv[i], acc[g][i]);
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int i = 0; i < NV; ++i) _mm512_storeu_ps(out + g * 16 * NV + 16 * i, acc[g][i]);
+}
+
+// attend_part with 16-lane kernels where D is 64 or 128 (heads in groups of at most 4 per pass).
+MOMOKA_LLM_AVX512 inline bool attend_part_avx512(const float* q, int G, const float* K, const float* V, int j0, int j1,
+                                                 int stride, int D, float* scores, float* out, float* ms) {
+  if (D != 64 && D != 128) return false;
+  const int n = j1 - j0;
+  for (int g0 = 0; g0 < G;) {
+    const int take = std::min(G - g0, D == 64 ? 4 : 2);
+    const float* qg = q + static_cast<std::size_t>(g0) * D;
+    float* og = out + static_cast<std::size_t>(g0) * D;
+    float* mg = ms + 2 * g0;
+    if (D == 64) {
+      switch (take) {
+        case 1: attend_part512<4, 1>(qg, K, V, j0, j1, stride, scores, og, mg); break;
+        case 2: attend_part512<4, 2>(qg, K, V, j0, j1, stride, scores, og, mg); break;
+        case 3: attend_part512<4, 3>(qg, K, V, j0, j1, stride, scores, og, mg); break;
+        default: attend_part512<4, 4>(qg, K, V, j0, j1, stride, scores, og, mg); break;
+      }
+    } else if (take == 1) {
+      attend_part512<8, 1>(qg, K, V, j0, j1, stride, scores, og, mg);
+    } else {
+      attend_part512<8, 2>(qg, K, V, j0, j1, stride, scores, og, mg);
+    }
+    (void)n;
+    g0 += take;
+  }
+  return true;
+}
+
+MOMOKA_LLM_AVX2 inline void attend_part_avx2(const float* q, int G, const float* K, const float* V, int j0, int j1,
+                                             int stride, int D, float* scores, float* out, float* ms) {
+  attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
+}
+
+// SwiGLU of one row range: g = silu(g) * u.
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void swiglu_avx512(float* g, const float* u, int n) {
+  for (int i = 0; i < n; ++i) g[i] = g[i] / (1.0f + exp_f32(-g[i])) * u[i];
+}
+__attribute__((target("avx2,fma"))) inline void swiglu_avx2(float* g, const float* u, int n) {
+  for (int i = 0; i < n; ++i) g[i] = g[i] / (1.0f + exp_f32(-g[i])) * u[i];
+}
+#pragma GCC diagnostic pop
+#endif
+inline void swiglu_generic(float* g, const float* u, int n) {
+  for (int i = 0; i < n; ++i) g[i] = g[i] / (1.0f + exp_f32(-g[i])) * u[i];
+}
+
+// A team of threads for one forward pass: run(f) calls f(thread, n_threads) on every thread and
+// returns when all are done (spin waits: the phases are short and follow each other).
+class Team {
+ public:
+  explicit Team(int threads) : n_(std::max(1, threads)) {
+    for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { loop(t); });
+  }
+  ~Team() {
+    stop_.store(true, std::memory_order_release);
+    gen_.fetch_add(1, std::memory_order_acq_rel);
+    for (auto& w : workers_) w.join();
+  }
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+
+  int size() const { return n_; }
+
+  template <class F>
+  void run(F&& f) {
+    using G = std::remove_reference_t<F>;
+    if (n_ == 1) {
+      f(0, 1);
+      return;
+    }
+    fn_ = [](void* c, int t, int n) { (*static_cast<G*>(c))(t, n); };
+    ctx_ = static_cast<void*>(&f);
+    done_.store(0, std::memory_order_release);
+    gen_.fetch_add(1, std::memory_order_acq_rel);
+    call(0);
+    while (done_.load(std::memory_order_acquire) < n_ - 1) pause();
+    if (error_) {
+      std::exception_ptr e = error_;
+      error_ = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+
+ private:
+  static void pause() {
+#if MOMOKA_LLM_X86
+    _mm_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+  void call(int t) {
+    try {
+      fn_(ctx_, t, n_);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  void loop(int t) {
+    unsigned seen = 0;
+    for (;;) {
+      unsigned g;
+      while ((g = gen_.load(std::memory_order_acquire)) == seen) pause();
+      seen = g;
+      if (stop_.load(std::memory_order_acquire)) return;
+      call(t);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+
+  int n_;
+  std::vector<std::thread> workers_;
+  std::atomic<unsigned> gen_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+  void (*fn_)(void*, int, int) = nullptr;
+  void* ctx_ = nullptr;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace detail
+
+// Y = X W^T for n tokens (rows of X, ldx apart) into Y (ldy apart), rows [r0, r1) of W, with the given kernels.
+inline void matmul(Simd simd, const Matrix& W, const float* X, int n, int ldx, float* Y, int ldy, int r0, int r1) {
+  if (W.codes == Codes::F32) {
+    detail::matmul_scalar(W, X, n, ldx, Y, ldy, r0, r1);
+    return;
+  }
+#if MOMOKA_LLM_X86
+  if (simd == Simd::Avx512) return detail::matmul_avx512(W, X, n, ldx, Y, ldy, r0, r1);
+  if (simd == Simd::Avx2) return detail::matmul_avx2(W, X, n, ldx, Y, ldy, r0, r1);
+#endif
+  detail::matmul_scalar(W, X, n, ldx, Y, ldy, r0, r1);
+}
+
+class Decoder {
+ public:
+  // `embed`: the token embedding (vocab x hidden); `head`: the output head, or empty (rows 0) for
+  // the embedding's transpose (tied weights). `n_ctx`: the most tokens a sequence holds.
+  Decoder(Shape shape, std::vector<Layer> layers, Matrix embed, Matrix head, std::vector<float> out_norm, int n_ctx,
+          int threads, Simd simd)
+      : s_(shape), layers_(std::move(layers)), embed_(std::move(embed)), head_(std::move(head)),
+        out_norm_(std::move(out_norm)), n_ctx_(n_ctx), threads_(std::max(1, threads)), simd_(simd) {
+    if (s_.n_layers <= 0 || s_.hidden <= 0 || s_.n_heads <= 0 || s_.n_kv_heads <= 0 || s_.head_dim <= 0 ||
+        s_.n_heads % s_.n_kv_heads || s_.head_dim * s_.n_heads != s_.hidden || s_.head_dim % 2 || s_.ffn <= 0 ||
+        s_.vocab <= 0)
+      throw std::invalid_argument("inconsistent model shape");
+    if (static_cast<int>(layers_.size()) != s_.n_layers) throw std::invalid_argument("wrong number of layers");
+    if (n_ctx_ <= 0) throw std::invalid_argument("n_ctx must be positive");
+    if (simd_ > best_simd()) throw std::invalid_argument(std::string("this CPU has no ") + simd_name(simd_) + " kernels");
+    const int H = s_.hidden, KV = s_.n_kv_heads * s_.head_dim;
+    for (auto& L : layers_) {
+      L.q.check("attn_q", H, H);
+      L.k.check("attn_k", KV, H);
+      L.v.check("attn_v", KV, H);
+      L.o.check("attn_output", H, H);
+      L.gate.check("ffn_gate", s_.ffn, H);
+      L.up.check("ffn_up", s_.ffn, H);
+      L.down.check("ffn_down", H, s_.ffn);
+      if (static_cast<int>(L.attn_norm.size()) != H || static_cast<int>(L.ffn_norm.size()) != H)
+        throw std::invalid_argument("norm weights of the wrong length");
+    }
+    embed_.check("token_embd", s_.vocab, H);
+    if (head_.rows) head_.check("output", s_.vocab, H);
+    if (static_cast<int>(out_norm_.size()) != H) throw std::invalid_argument("output norm of the wrong length");
+    K_.resize(s_.n_layers);
+    V_.resize(s_.n_layers);
+    const int half = s_.head_dim / 2;
+    inv_freq_.resize(half);
+    for (int i = 0; i < half; ++i)
+      inv_freq_[i] = static_cast<float>(1.0 / std::pow(static_cast<double>(s_.rope_theta), 2.0 * i / s_.head_dim) /
+                                        s_.rope_scale);
+  }
+
+  const Shape& shape() const { return s_; }
+  int n_past() const { return n_past_; }
+  int n_ctx() const { return n_ctx_; }
+  Simd simd() const { return simd_; }
+  int threads() const { return threads_; }
+
+  // Forget the sequence (the cache's memory is kept).
+  void reset() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    n_past_ = 0;
+  }
+
+  // Append `n` tokens and write the logits after the last one into `logits` (vocab floats). Calls
+  // from several threads run one after another (the cache is the one sequence's).
+  void forward(const std::int32_t* ids, int n, float* logits) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (n <= 0) throw std::invalid_argument("no tokens to run");
+    if (n_past_ + n > n_ctx_)
+      throw std::length_error("the sequence would hold " + std::to_string(n_past_ + n) + " tokens, more than n_ctx " +
+                              std::to_string(n_ctx_));
+    for (int t = 0; t < n; ++t)
+      if (ids[t] < 0 || ids[t] >= s_.vocab)
+        throw std::out_of_range("token id " + std::to_string(ids[t]) + " outside the vocabulary");
+    const int H = s_.hidden, F = s_.ffn, D = s_.head_dim, KV = s_.n_kv_heads * D;
+    const int total = n_past_ + n;
+    grow(total);
+    const std::size_t nn = static_cast<std::size_t>(n);
+    x_.assign(nn * H, 0.0f);
+    h_.resize(nn * H);
+    q_.resize(nn * H);
+    kv_.resize(nn * 2 * KV);
+    att_.resize(nn * H);
+    ff_.resize(nn * 2 * F);
+    for (int t = 0; t < n; ++t)
+      for (int c = 0; c < H; ++c) x_[static_cast<std::size_t>(t) * H + c] = embed_.at(ids[t], c);
+    rope_table(n_past_, n);
+    detail::Team team(threads_);
+    const int T = team.size();
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    const int G = s_.n_heads / s_.n_kv_heads;
+    const int C = n == 1 ? T : 1;  // chunks of positions per (token, key/value head)
+    const int units = n * s_.n_kv_heads * C;
+    scores_.resize(static_cast<std::size_t>(T) * G * total);
+    part_.resize(static_cast<std::size_t>(units) * G * D);
+    ms_.resize(static_cast<std::size_t>(units) * G * 2);
+    for (int l = 0; l < s_.n_layers; ++l) {
+      Layer& L = layers_[l];
+      rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n);
+      // queries, keys, values: one row range over the three matrices
+      team.run([&](int t, int nt) {
+        const int rows = H + 2 * KV;
+        const int a = rows * t / nt, b = rows * (t + 1) / nt;
+        span(L.q, 0, H, a, b, h_.data(), n, H, q_.data(), H);
+        span(L.k, H, H + KV, a, b, h_.data(), n, H, kv_.data(), 2 * KV);
+        span(L.v, H + KV, H + 2 * KV, a, b, h_.data(), n, H, kv_.data() + KV, 2 * KV);
+      });
+      for (int t = 0; t < n; ++t) {
+        const int pos = n_past_ + t;
+        float* q = q_.data() + static_cast<std::size_t>(t) * H;
+        const float* k = kv_.data() + static_cast<std::size_t>(t) * 2 * KV;
+        for (int hh = 0; hh < s_.n_heads; ++hh) rope(q + hh * D, t);
+        for (int i = 0; i < H; ++i) q[i] *= scale;
+        for (int hh = 0; hh < s_.n_kv_heads; ++hh) {  // the cache is head-major: one head's positions in a row
+          float* kc = K_[l].data() + (static_cast<std::size_t>(hh) * cap_ + pos) * D;
+          float* vc = V_[l].data() + (static_cast<std::size_t>(hh) * cap_ + pos) * D;
+          std::memcpy(kc, k + hh * D, sizeof(float) * D);
+          std::memcpy(vc, k + KV + hh * D, sizeof(float) * D);
+          rope(kc, t);
+        }
+      }
+      // attention: units of (token, key/value head, chunk of positions), each head group in one pass over
+      // the cache; one token's positions are split into a chunk per thread, combined after
+      team.run([&](int t, int nt) {
+        float* sc = scores_.data() + static_cast<std::size_t>(t) * G * total;
+        for (int u = t; u < units; u += nt) {
+          const int tok = u / (s_.n_kv_heads * C), kvh = (u / C) % s_.n_kv_heads, c = u % C;
+          const int len = n_past_ + tok + 1;
+          attend_part(q_.data() + static_cast<std::size_t>(tok) * H + kvh * G * D, G, K_[l].data() + static_cast<std::size_t>(kvh) * cap_ * D,
+                      V_[l].data() + static_cast<std::size_t>(kvh) * cap_ * D, len * c / C, len * (c + 1) / C, D, sc,
+                      part_.data() + static_cast<std::size_t>(u) * G * D, ms_.data() + static_cast<std::size_t>(u) * G * 2);
+        }
+      });
+      for (int tok = 0; tok < n; ++tok)
+        for (int kvh = 0; kvh < s_.n_kv_heads; ++kvh)
+          for (int g = 0; g < G; ++g) {
+            const std::size_t u0 = (static_cast<std::size_t>(tok) * s_.n_kv_heads + kvh) * C;
+            detail::combine_parts(part_.data() + u0 * G * D + g * D, G * D, ms_.data() + u0 * G * 2 + 2 * g, G * 2, C,
+                                  D, att_.data() + static_cast<std::size_t>(tok) * H + (kvh * G + g) * D);
+          }
+      team.run([&](int t, int nt) {
+        matmul(simd_, L.o, att_.data(), n, H, h_.data(), H, H * t / nt, H * (t + 1) / nt);
+      });
+      for (std::size_t i = 0; i < nn * H; ++i) x_[i] += h_[i];
+      rmsnorm(x_.data(), L.ffn_norm.data(), h_.data(), n);
+      // gate and up for the same rows on one thread, then SwiGLU in place
+      team.run([&](int t, int nt) {
+        const int a = F * t / nt, b = F * (t + 1) / nt;
+        matmul(simd_, L.gate, h_.data(), n, H, ff_.data(), 2 * F, a, b);
+        matmul(simd_, L.up, h_.data(), n, H, ff_.data() + F, 2 * F, a, b);
+        for (int tok = 0; tok < n; ++tok) {
+          float* g = ff_.data() + static_cast<std::size_t>(tok) * 2 * F;
+          const float* u = g + F;
+          swiglu(g + a, u + a, b - a);
+        }
+      });
+      team.run([&](int t, int nt) {
+        matmul(simd_, L.down, ff_.data(), n, 2 * F, h_.data(), H, H * t / nt, H * (t + 1) / nt);
+      });
+      for (std::size_t i = 0; i < nn * H; ++i) x_[i] += h_[i];
+    }
+    n_past_ = total;
+    // the output head, for the last token only
+    rmsnorm(x_.data() + (nn - 1) * H, out_norm_.data(), h_.data(), 1);
+    const Matrix& W = head_.rows ? head_ : embed_;
+    team.run([&](int t, int nt) {
+      matmul(simd_, W, h_.data(), 1, H, logits, s_.vocab, s_.vocab * t / nt, s_.vocab * (t + 1) / nt);
+    });
+  }
+
+ private:
+  void grow(int total) {
+    const int KV = s_.n_kv_heads * s_.head_dim;
+    if (total <= cap_) return;
+    int cap = std::max(cap_ * 2, 256);
+    cap = std::min(std::max(cap, total), n_ctx_);
+    const int D = s_.head_dim;
+    for (int l = 0; l < s_.n_layers; ++l)
+      for (auto* cache : {&K_[l], &V_[l]}) {
+        std::vector<float> next(static_cast<std::size_t>(cap) * KV);
+        for (int h = 0; h < s_.n_kv_heads && n_past_ > 0; ++h)
+          std::memcpy(next.data() + static_cast<std::size_t>(h) * cap * D,
+                      cache->data() + static_cast<std::size_t>(h) * cap_ * D, sizeof(float) * n_past_ * D);
+        cache->swap(next);
+      }
+    cap_ = cap;
+  }
+
+  // rows [lo, hi) of a stacked row space that W occupies as [w0, w1): the overlap, written at W's row index.
+  void span(const Matrix& W, int w0, int w1, int lo, int hi, const float* X, int n, int ldx, float* Y, int ldy) const {
+    const int a = std::max(lo, w0), b = std::min(hi, w1);
+    if (a < b) matmul(simd_, W, X, n, ldx, Y, ldy, a - w0, b - w0);
+  }
+
+  void rmsnorm(const float* x, const float* w, float* out, int n) const {
+    const int H = s_.hidden;
+    for (int t = 0; t < n; ++t) {
+      const float* xi = x + static_cast<std::size_t>(t) * H;
+      float* o = out + static_cast<std::size_t>(t) * H;
+      float ss = 0.0f;
+      for (int c = 0; c < H; ++c) ss += xi[c] * xi[c];
+      const float inv = 1.0f / std::sqrt(ss / H + s_.eps);
+      for (int c = 0; c < H; ++c) o[c] = xi[c] * inv * w[c];
+    }
+  }
+
+  // the cosines and sines of positions [pos0, pos0 + n) (rope_ rows of head_dim: half cosines, half sines)
+  void rope_table(int pos0, int n) {
+    const int half = s_.head_dim / 2;
+    rope_.resize(static_cast<std::size_t>(n) * s_.head_dim);
+    for (int t = 0; t < n; ++t)
+      for (int i = 0; i < half; ++i) {
+        const float a = static_cast<float>(pos0 + t) * inv_freq_[i];
+        rope_[static_cast<std::size_t>(t) * s_.head_dim + i] = std::cos(a);
+        rope_[static_cast<std::size_t>(t) * s_.head_dim + half + i] = std::sin(a);
+      }
+  }
+
+  // rotate-half rotary embedding of one head of the batch's token t (in place)
+  void rope(float* v, int t) const {
+    const int half = s_.head_dim / 2;
+    const float* cs = rope_.data() + static_cast<std::size_t>(t) * s_.head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float c = cs[i], s = cs[half + i];
+      const float x1 = v[i], x2 = v[i + half];
+      v[i] = x1 * c - x2 * s;
+      v[i + half] = x2 * c + x1 * s;
+    }
+  }
+
+  void attend_part(const float* q, int G, const float* K, const float* V, int j0, int j1, int stride, float* scores,
+                   float* out, float* ms) const {
+    const int D = s_.head_dim;
+#if MOMOKA_LLM_X86
+    if (simd_ == Simd::Avx512 && detail::attend_part_avx512(q, G, K, V, j0, j1, stride, D, scores, out, ms)) return;
+    if (simd_ == Simd::Avx2) return detail::attend_part_avx2(q, G, K, V, j0, j1, stride, D, scores, out, ms);
+#endif
+    detail::attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
+  }
+
+  void swiglu(float* g, const float* u, int n) const {
+#if MOMOKA_LLM_X86
+    if (simd_ == Simd::Avx512) return detail::swiglu_avx512(g, u, n);
+    if (simd_ == Simd::Avx2) return detail::swiglu_avx2(g, u, n);
+#endif
+    detail::swiglu_generic(g, u, n);
+  }
+
+  Shape s_;
+  std::vector<Layer> layers_;
+  Matrix embed_, head_;
+  std::vector<float> out_norm_;
+  int n_ctx_, threads_;
+  Simd simd_;
+  int n_past_ = 0, cap_ = 0;
+  std::mutex mutex_;
+  std::vector<std::vector<float>> K_, V_;  // per layer: kv heads x capacity x head_dim
+  std::vector<float> inv_freq_, rope_, part_, ms_, x_, h_, q_, kv_, att_, ff_, scores_;
+};
+
+}  // namespace momoka::llm

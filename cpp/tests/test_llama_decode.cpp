@@ -1,0 +1,94 @@
+// The native decoder's matrix kernels (llama_decode.hpp) against a double-precision product of the
+// matrix's own element values (Matrix::at: d * code + m, read one element at a time), for every kernel
+// set this CPU has, on codes and scales from a fixed generator, at token counts that hit every tile and
+// remainder; and the exp used by softmax and SwiGLU against std::exp.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "check.hpp"
+#include "momoka/llama_decode.hpp"
+
+namespace {
+
+using momoka::llm::Codes;
+using momoka::llm::Matrix;
+using momoka::llm::Simd;
+
+Matrix random_matrix(Codes codes, bool offsets, int rows, int cols, std::mt19937& rng) {
+  Matrix w;
+  w.rows = rows;
+  w.cols = cols;
+  w.codes = codes;
+  const int nb = rows * (cols / 32);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  w.q.resize(static_cast<std::size_t>(nb) * (codes == Codes::U4 ? 16 : 32));
+  for (auto& b : w.q) b = static_cast<std::uint8_t>(byte(rng));
+  for (int i = 0; i < nb; ++i) w.d.push_back(scale(rng));
+  if (offsets)
+    for (int i = 0; i < nb; ++i) w.m.push_back(4 * scale(rng));
+  return w;
+}
+
+void check_kernels(Codes codes, bool offsets) {
+  std::mt19937 rng(7);
+  const int rows = 13, cols = 96;
+  const Matrix w = random_matrix(codes, offsets, rows, cols, rng);
+  w.check("random", rows, cols);
+  std::normal_distribution<float> normal;
+  for (const int n : {1, 2, 8, 9, 17, 131}) {
+    std::vector<float> x(static_cast<std::size_t>(n) * cols);
+    for (auto& v : x) v = normal(rng);
+    for (int level = 0; level <= static_cast<int>(momoka::llm::best_simd()); ++level) {
+      std::vector<float> y(static_cast<std::size_t>(n) * rows, -1.0f);
+      momoka::llm::matmul(static_cast<Simd>(level), w, x.data(), n, cols, y.data(), rows, 0, rows);
+      for (int t = 0; t < n; ++t)
+        for (int r = 0; r < rows; ++r) {
+          double ref = 0.0;
+          for (int c = 0; c < cols; ++c) ref += static_cast<double>(w.at(r, c)) * x[static_cast<std::size_t>(t) * cols + c];
+          CHECK_NEAR(y[static_cast<std::size_t>(t) * rows + r], ref, 1e-4 + 1e-5 * std::fabs(ref));
+        }
+    }
+  }
+}
+
+}  // namespace
+
+MOMOKA_TEST(four_bit_codes_with_offsets) { check_kernels(Codes::U4, true); }
+MOMOKA_TEST(four_bit_codes_without_offsets) { check_kernels(Codes::U4, false); }
+MOMOKA_TEST(eight_bit_codes) { check_kernels(Codes::I8, false); }
+MOMOKA_TEST(eight_bit_codes_with_offsets) { check_kernels(Codes::I8, true); }
+
+MOMOKA_TEST(element_values_by_hand) {
+  Matrix w;
+  w.rows = 1;
+  w.cols = 32;
+  w.codes = Codes::U4;
+  w.q.assign(16, 0);
+  w.q[0] = 0x3A;  // code 0 is 10, code 16 is 3
+  w.d = {0.5f};
+  w.m = {-1.0f};
+  CHECK_NEAR(w.at(0, 0), 4.0, 0.0);
+  CHECK_NEAR(w.at(0, 16), 0.5, 0.0);
+  CHECK_NEAR(w.at(0, 1), -1.0, 0.0);
+}
+
+MOMOKA_TEST(exp_against_std) {
+  for (float x = -80.0f; x < 80.0f; x += 0.37f)
+    CHECK_NEAR(momoka::llm::detail::exp_f32(x) / std::exp(static_cast<double>(x)), 1.0, 1e-6);
+}
+
+MOMOKA_TEST(bad_shapes_are_refused) {
+  Matrix w;
+  w.rows = 2;
+  w.cols = 40;
+  CHECK_THROWS(w.check("m", 2, 40), std::invalid_argument, "not a multiple of 32");
+  w.cols = 32;
+  w.codes = Codes::U4;
+  w.q.assign(16, 0);
+  w.d = {1.0f};
+  CHECK_THROWS(w.check("m", 2, 32), std::invalid_argument, "wrong code or scale count");
+  CHECK_THROWS(w.check("m", 3, 32), std::invalid_argument, "expected 3x32");
+}

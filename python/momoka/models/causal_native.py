@@ -1,0 +1,127 @@
+"""Generation on momoka's native decoder: the GGUF's block-quantised weights run as they are, in C++.
+
+:class:`NativeDecoder` is a *decoder* of :class:`~momoka.models.causal_lm.CausalLM`'s one token loop
+(the interface of :mod:`momoka.models.causal_llama`: :meth:`~NativeDecoder.start` runs a prompt and
+returns the logits after its last token, :meth:`~NativeDecoder.step` one more token). It reads the GGUF
+file the model was converted from and keeps each weight's codes, with one float32 scale and offset per
+block of 32 (``cpp/include/momoka/llama_decode.hpp``):
+
+- every weight is its exact value ``d * q + m`` and every activation float32 (no 8-bit activations, unlike
+  llama.cpp), so its logits are the quantised model's up to float32 summation order, as the onnxruntime
+  graph's are;
+- the key/value cache grows in place (the onnxruntime loop concatenates the whole cache into new tensors
+  at every token), the matrix products run row-parallel on ``threads`` threads with AVX-512 or AVX2
+  kernels chosen at run time (:func:`simd`), and a prompt runs as one batch whose tokens share each
+  dequantised weight block;
+- only the last token's logits are computed.
+
+Log-probabilities (perplexity, UPR, ETS, MoC) stay on onnxruntime.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import _core
+from ..errors import InputTooLargeError, ModelError
+from . import gguf_quant as gq
+from .gguf import GGUFModel, _unpermute_rows, read_dims
+
+__all__ = ["NativeDecoder", "load_weights", "simd"]
+
+#: The weights of a Llama block, by GGUF tensor name (``blk.{i}.{name}.weight``).
+LAYER_MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+
+
+def simd() -> str:
+    """The best kernels the native decoder has on this CPU: ``"avx512"``, ``"avx2"`` or ``"scalar"``."""
+    return _core.llama_simd()
+
+
+def load_weights(gguf: str | os.PathLike) -> tuple[dict, list[dict], dict, dict | None, np.ndarray]:
+    """``(shape, layers, embed, head, out_norm)`` of a Llama GGUF as :class:`momoka._core.LlamaDecoder` takes
+    them (:func:`momoka.models.gguf_quant.native_matrix` per matrix; queries' and keys' rows in
+    rotate-half order, as the onnxruntime converter lays them out). Raises ModelError (or its
+    UnsupportedModelError) for a file the converter would refuse."""
+    m = GGUFModel(gguf)
+    dims = read_dims(m)
+
+    def matrix(name: str, heads: int | None = None) -> dict:
+        raw, qtype, k = m.raw(name)
+        if heads is not None:
+            raw = _unpermute_rows(raw, heads)
+        out = gq.native_matrix(raw, qtype, k)
+        bias = name[: -len(".weight")] + ".bias"
+        if m.has(bias):
+            braw, btype, bk = m.raw(bias)
+            out["bias"] = np.ascontiguousarray(gq.dequantize(braw, btype, bk).reshape(-1), np.float32)
+        return out
+
+    def vector(name: str) -> np.ndarray:
+        raw, qtype, k = m.raw(name)
+        return np.ascontiguousarray(gq.dequantize(raw, qtype, k).reshape(-1), np.float32)
+
+    layers = []
+    for i in range(dims.n_layers):
+        p = f"blk.{i}"
+        layer = {"attn_norm": vector(f"{p}.attn_norm.weight"), "ffn_norm": vector(f"{p}.ffn_norm.weight")}
+        for name in LAYER_MATRICES:
+            heads = dims.n_heads if name == "attn_q" else dims.n_kv_heads if name == "attn_k" else None
+            layer[name] = matrix(f"{p}.{name}.weight", heads)
+        layers.append(layer)
+    shape = {"n_layers": dims.n_layers, "hidden": dims.hidden, "n_heads": dims.n_heads,
+             "n_kv_heads": dims.n_kv_heads, "head_dim": dims.head_dim, "ffn": dims.ffn, "vocab": dims.vocab,
+             "eps": dims.eps, "rope_theta": dims.rope_theta, "rope_scale": dims.rope_linear_factor}
+    head = matrix("output.weight") if m.has("output.weight") else None
+    return shape, layers, matrix("token_embd.weight"), head, vector("output_norm.weight")
+
+
+class NativeDecoder:
+    """Next-token logits from the native decoder for one sequence at a time (see the module doc).
+
+    ``gguf`` is the model file, ``n_ctx`` the most tokens a sequence holds, ``threads`` the threads of
+    its matrix products and attention; ``simd`` forces a kernel set (``"auto"``: the best, :func:`simd`).
+    """
+
+    def __init__(self, gguf: str | os.PathLike, *, n_ctx: int, threads: int, simd: str = "auto"):
+        t0 = time.perf_counter()
+        shape, layers, embed, head, out_norm = load_weights(gguf)
+        try:
+            self._dec = _core.LlamaDecoder(shape, layers, embed, head, out_norm, int(n_ctx), int(threads), simd)
+        except ValueError as exc:
+            raise ModelError(f"the native decoder cannot run {Path(gguf).name}: {exc}") from exc
+        self.n_vocab = int(shape["vocab"])
+        self.n_ctx = int(n_ctx)
+        self.load_seconds = time.perf_counter() - t0
+
+    @property
+    def simd(self) -> str:
+        """The kernel set in use."""
+        return self._dec.simd
+
+    @property
+    def threads(self) -> int:
+        """The threads in use."""
+        return self._dec.threads
+
+    def _run(self, ids) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        if self._dec.n_past + len(ids) > self.n_ctx:
+            raise InputTooLargeError(f"the sequence would hold {self._dec.n_past + len(ids)} tokens, more than the "
+                                     f"model's context of {self.n_ctx}")
+        if len(ids) and (ids.min() < 0 or ids.max() >= self.n_vocab):
+            raise ModelError(f"token id outside the vocabulary of {self.n_vocab}")
+        return self._dec.forward(ids.astype(np.int32))
+
+    def start(self, ids: list[int]) -> np.ndarray:
+        """Forget the previous sequence, run ``ids`` and return the logits after its last token."""
+        self._dec.reset()
+        return self._run(ids)
+
+    def step(self, token: int) -> np.ndarray:
+        """Append ``token`` to the sequence and return the logits after it."""
+        return self._run([int(token)])
