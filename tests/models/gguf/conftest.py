@@ -186,3 +186,21 @@ class NumpyLlama:
 @pytest.fixture(scope="session")
 def numpy_llama(gguf_reader) -> NumpyLlama:
     return NumpyLlama(gguf_reader)
+
+
+@pytest.fixture(scope="module")
+def model_with_gguf(smollm_int4, smollm_gguf, tmp_path_factory) -> Path:
+    """The int4 conversion with its GGUF beside it (links), the layout ``find_gguf`` accepts in a model folder."""
+    d = tmp_path_factory.mktemp("smollm-with-gguf")
+    for f in Path(smollm_int4).iterdir():
+        (d / f.name).symlink_to(f.resolve())
+    (d / Path(smollm_gguf).name).symlink_to(Path(smollm_gguf).resolve())
+    return d
+
+
+@pytest.fixture(scope="module")
+def lm_onnx(model_with_gguf):
+    """That model generating on onnxruntime (the exact reference of the other runtimes)."""
+    from momoka.models.causal_lm import CausalLM
+
+    return CausalLM(model_with_gguf, threads=2, runtime="onnx")

@@ -28,24 +28,9 @@ MIN_AGREEMENT = 0.90
 
 
 @pytest.fixture(scope="module")
-def model_with_gguf(smollm_int4, smollm_gguf, tmp_path_factory) -> Path:
-    """The int4 conversion with its GGUF beside it (links), the layout ``find_gguf`` accepts in a model folder."""
-    d = tmp_path_factory.mktemp("smollm-with-gguf")
-    for f in Path(smollm_int4).iterdir():
-        (d / f.name).symlink_to(f.resolve())
-    (d / Path(smollm_gguf).name).symlink_to(Path(smollm_gguf).resolve())
-    return d
-
-
-@pytest.fixture(scope="module")
 def lm_llama(model_with_gguf):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python (the llama extra) is not installed")
     return CausalLM(model_with_gguf, threads=2, runtime="llama")
-
-
-@pytest.fixture(scope="module")
-def lm_onnx(model_with_gguf):
-    return CausalLM(model_with_gguf, threads=2, runtime="onnx")
 
 
 def _squad_prompts(shared_data_dir, n: int) -> list[list[dict]]:

@@ -4,13 +4,12 @@ References: the matrix kernels against numpy's float64 product with the weights 
 :func:`momoka.models.gguf_quant.dequantize` (the converter's reader, no shared kernel), for every kernel
 set this CPU has, token counts that hit every tile and remainder, and each GGUF block type; the whole
 decoder against momoka's onnxruntime graph of the same GGUF (an independent forward pass: ONNX operators,
-MatMulNBits), logits after a prompt and after each further token; greedy generation against the exact
-onnxruntime argmax of the same prefix.
+MatMulNBits) and against the float64 numpy forward pass of ``conftest.NumpyLlama`` (the gguf package's
+dequantisation, llama.cpp's row order and rope), logits after a prompt and after each further token;
+greedy generation against the exact onnxruntime argmax of the same prefix.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,20 +83,6 @@ def native(smollm_gguf):
     return NativeDecoder(smollm_gguf, n_ctx=512, threads=2)
 
 
-@pytest.fixture(scope="module")
-def model_with_gguf(smollm_int4, smollm_gguf, tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("smollm-native")
-    for f in Path(smollm_int4).iterdir():
-        (d / f.name).symlink_to(f.resolve())
-    (d / Path(smollm_gguf).name).symlink_to(Path(smollm_gguf).resolve())
-    return d
-
-
-@pytest.fixture(scope="module")
-def lm_onnx(model_with_gguf):
-    return CausalLM(model_with_gguf, threads=2, runtime="onnx")
-
-
 def _ids(lm, n: int) -> list[int]:
     text = ("The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region "
             "in France. They were descended from Norse raiders and pirates from Denmark, Iceland and Norway. ") * 8
@@ -115,6 +100,18 @@ def test_logits_match_the_onnx_graph(native, lm_onnx):
         a, b = onnx.step(tok), native.step(tok)
         assert np.abs(a - b).max() < 1e-3 * np.abs(a).max()
         assert a.argmax() == b.argmax()
+
+
+def test_logits_match_the_float64_numpy_reference(native, lm_onnx, numpy_llama):
+    # the gguf package's own dequantisation, llama.cpp's row order and adjacent-pair rope, float64
+    ids = _ids(lm_onnx, 24)
+    ref = numpy_llama.logits(np.asarray(ids))
+    got = native.start(ids[:20])
+    assert np.abs(got - ref[19]).max() < 1e-3 * np.abs(ref[19]).max()
+    for i in range(20, 24):
+        got = native.step(ids[i])
+        assert np.abs(got - ref[i]).max() < 1e-3 * np.abs(ref[i]).max()
+        assert int(got.argmax()) == int(ref[i].argmax())
 
 
 def test_a_prompt_in_one_run_equals_it_token_by_token(native, lm_onnx):
