@@ -88,7 +88,7 @@ void register_llama_decode(py::module_& m) {
         return y;
       },
       py::arg("matrix"), py::arg("x"), py::arg("simd") = "auto",
-      "x @ W.T for a matrix given as the decoder takes it (a test and benchmark entry point).");
+      "x @ W.T for a matrix given as the decoder takes it (a test entry point: the matrix is copied in on every call).");
 
   py::class_<llm::Decoder>(m, "LlamaDecoder")
       .def(py::init([](const py::dict& shape, const py::list& layers, const py::dict& embed, py::object head,

@@ -219,7 +219,7 @@ def levenshtein_cdist(queries: Sequence, choices: Sequence, max_distance: int = 
 def levenshtein_pairwise(a: Sequence, b: Sequence, max_distance: int = -1, threads: int = 0) -> NDArray[np.int64]: ...
 
 def llama_matmul(matrix: dict, x: ArrayLike, simd: str = 'auto') -> NDArray[np.float32]:
-    """x @ W.T for a matrix given as the decoder takes it (a test and benchmark entry point)."""
+    """x @ W.T for a matrix given as the decoder takes it (a test entry point: the matrix is copied in on every call)."""
     ...
 
 def llama_simd() -> str:

@@ -121,11 +121,9 @@ struct Layer {
 namespace detail {
 
 inline void matmul_scalar(const Matrix& W, const float* X, int n, int ldx, float* Y, int ldy, int r0, int r1) {
-  const int nb = W.blocks();
   std::vector<float> w(W.cols);
   for (int r = r0; r < r1; ++r) {
     for (int c = 0; c < W.cols; ++c) w[c] = W.at(r, c);
-    (void)nb;
     for (int t = 0; t < n; ++t) {
       const float* x = X + static_cast<std::size_t>(t) * ldx;
       float s = 0.0f;
@@ -192,23 +190,18 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void block512(co
   }
 }
 
-// NR rows by one token: 2 NR independent accumulators (the decode step's shape; NR 1 is used).
-template <int NR, bool U4, bool HasM>
-__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void rows512(const Raw& W, int r, const float* x,
-                                                                               float* out) {
-  const int nb = W.nb;
-  __m512 a0[NR], a1[NR];
-  for (int i = 0; i < NR; ++i) a0[i] = a1[i] = _mm512_setzero_ps();
-  for (int b = 0; b < nb; ++b) {
-    const __m512 x0 = _mm512_loadu_ps(x + b * kBlock), x1 = _mm512_loadu_ps(x + b * kBlock + 16);
-    for (int i = 0; i < NR; ++i) {
-      __m512 lo, hi;
-      block512<U4, HasM>(W, static_cast<std::size_t>(r + i) * nb + b, lo, hi);
-      a0[i] = _mm512_fmadd_ps(lo, x0, a0[i]);
-      a1[i] = _mm512_fmadd_ps(hi, x1, a1[i]);
-    }
+// One row by one token (the decode step's shape), with two independent accumulators: one row at a time
+// was measured faster than two or four rows sharing the activation loads.
+template <bool U4, bool HasM>
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline float row512(const Raw& W, int r, const float* x) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  for (int b = 0; b < W.nb; ++b) {
+    __m512 lo, hi;
+    block512<U4, HasM>(W, static_cast<std::size_t>(r) * W.nb + b, lo, hi);
+    a0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + b * kBlock), a0);
+    a1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + b * kBlock + 16), a1);
   }
-  for (int i = 0; i < NR; ++i) out[i] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i], a1[i]));
+  return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
 }
 
 // NR rows by NT tokens (a prompt's shape): each activation load feeds NR products.
@@ -254,10 +247,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void matmul512(c
   float out[2 * kTile];
   auto bias = [&](int r) { return M.bias.empty() ? 0.0f : M.bias[r]; };
   if (n == 1) {
-    for (int r = r0; r < r1; ++r) {  // one row at a time (two accumulators) measured faster than 2 or 4
-      rows512<1, U4, HasM>(W, r, X, out);
-      Y[r] = out[0] + bias(r);
-    }
+    for (int r = r0; r < r1; ++r) Y[r] = row512<U4, HasM>(W, r, X) + bias(r);
     return;
   }
   for (int t0 = 0; t0 < n; t0 += kTokenBlock) {
@@ -430,7 +420,7 @@ inline void combine_parts(const float* parts, int part_stride, const float* ms, 
   for (int c = 0; c < C; ++c) {
     const float sum = ms[c * ms_stride + 1];
     if (!(sum > 0.0f)) continue;
-    const float w = c == 0 && C == 1 ? 1.0f : std::exp(ms[c * ms_stride] - m);
+    const float w = std::exp(ms[c * ms_stride] - m);
     total += w * sum;
     const float* p = parts + static_cast<std::size_t>(c) * part_stride;
     for (int i = 0; i < D; ++i) out[i] += w * p[i];
@@ -535,7 +525,6 @@ MOMOKA_LLM_AVX512 inline void attend_part512(const float* q, const float* K, con
 MOMOKA_LLM_AVX512 inline bool attend_part_avx512(const float* q, int G, const float* K, const float* V, int j0, int j1,
                                                  int stride, int D, float* scores, float* out, float* ms) {
   if (D != 64 && D != 128) return false;
-  const int n = j1 - j0;
   for (int g0 = 0; g0 < G;) {
     const int take = std::min(G - g0, D == 64 ? 4 : 2);
     const float* qg = q + static_cast<std::size_t>(g0) * D;
@@ -553,7 +542,6 @@ MOMOKA_LLM_AVX512 inline bool attend_part_avx512(const float* q, int G, const fl
     } else {
       attend_part512<8, 2>(qg, K, V, j0, j1, stride, scores, og, mg);
     }
-    (void)n;
     g0 += take;
   }
   return true;

@@ -60,7 +60,8 @@ class CausalGeneration(CausalSession):
 
     _llama = None  # the LlamaCppDecoder, made on first use
     _native = None  # the NativeDecoder, made on first use
-    _gguf_missing = False  # no GGUF was found for this model (looked for once)
+    _gguf_path = None  # the GGUF this model was converted from (looked for once: each look checks its sha256)
+    _gguf_missing = False  # no GGUF was found for this model
 
     def resolve_runtime(self) -> str:
         """The generation runtime asked for: ``runtime=`` of the constructor, else ``$MOMOKA_LLM_RUNTIME``
@@ -80,21 +81,34 @@ class CausalGeneration(CausalSession):
                 return "onnx"
         return runtime
 
+    def _gguf(self):
+        """The GGUF file this model was converted from, or None (:func:`~momoka.models.causal_llama.find_gguf`,
+        looked for once per model)."""
+        if self._gguf_path is None and not self._gguf_missing:
+            self._gguf_path = causal_llama.find_gguf(self.model_dir, self.config)
+            self._gguf_missing = self._gguf_path is None
+        return self._gguf_path
+
+    def _required_gguf(self, runtime: str):
+        """:meth:`_gguf`, or a ModelError saying what the ``runtime`` needs and how to get it."""
+        gguf = self._gguf()
+        if gguf is None:
+            name = (self.config.get("source") or {}).get("file", "the GGUF")
+            raise ModelError(f"the {runtime} generation runtime needs {name}, the GGUF {self.model_dir} was "
+                             "converted from; run `momoka models install` (it keeps the GGUF in the model cache) "
+                             f"or copy the file into {self.model_dir}")
+        return gguf
+
     def _native_possible(self) -> bool:
         """Whether ``auto`` runs the native decoder: the model runs on the CPU, its GGUF is found and this
         CPU has the decoder's AVX2 or AVX-512 kernels."""
-        if not self._cpu or self._gguf_missing:
-            return False
         if self._native is not None:
             return True
+        if not self._cpu:
+            return False
         from . import causal_native  # start-up: the decoder binding, only when generating
 
-        if causal_native.simd() == "scalar":
-            return False
-        if causal_llama.find_gguf(self.model_dir, self.config) is None:
-            self._gguf_missing = True
-            return False
-        return True
+        return causal_native.simd() != "scalar" and self._gguf() is not None
 
     def decoder_for(self, prompt_tokens: int, max_new_tokens: int):
         """The decoder that runs a generation of ``prompt_tokens`` + up to ``max_new_tokens``: the native
@@ -109,7 +123,10 @@ class CausalGeneration(CausalSession):
         runtime = self.resolve_runtime()
         if runtime == "native" or (runtime == "auto" and self._native_possible()):
             if self._native is None:
-                self._load_native()
+                from . import causal_native  # start-up: the decoder binding, only when generating
+
+                self._native = causal_native.NativeDecoder(self._required_gguf("native"), n_ctx=self.max_context,
+                                                           threads=self._gguf_threads())
             return self._native
         if runtime == "auto":
             use = (self._cpu and not self._gguf_missing and causal_llama.llama_is_faster(prompt_tokens, max_new_tokens)
@@ -124,33 +141,16 @@ class CausalGeneration(CausalSession):
         return OnnxDecoder(self)
 
     def _gguf_threads(self) -> int:
+        """Threads of the GGUF runtimes: ``threads=``, else ``MOMOKA_THREADS``, else the CPUs this process may use."""
         return resolve_threads(self.threads) or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                                  else os.cpu_count() or 1)
-
-    def _load_native(self) -> None:
-        from . import causal_native  # start-up: the decoder binding, only when generating
-
-        gguf = causal_llama.find_gguf(self.model_dir, self.config)
-        if gguf is None:
-            self._gguf_missing = True
-            name = (self.config.get("source") or {}).get("file", "the GGUF")
-            raise ModelError(f"the native generation runtime needs {name}, the GGUF {self.model_dir} was converted "
-                             "from; run `momoka models install` (it keeps the GGUF in the model cache) or copy "
-                             f"the file into {self.model_dir}")
-        self._native = causal_native.NativeDecoder(gguf, n_ctx=self.max_context, threads=self._gguf_threads())
 
     def _load_llama(self, *, required: bool) -> bool:
         if required and not causal_llama.llama_cpp_available():
             raise ConfigError("the llama generation runtime needs llama-cpp-python: pip install 'momoka[llama]' "
                               "(or set MOMOKA_LLM_RUNTIME=onnx)")
-        gguf = causal_llama.find_gguf(self.model_dir, self.config)
+        gguf = self._required_gguf("llama") if required else self._gguf()
         if gguf is None:
-            self._gguf_missing = True
-            if required:
-                name = (self.config.get("source") or {}).get("file", "the GGUF")
-                raise ModelError(f"the llama generation runtime needs {name}, the GGUF {self.model_dir} was converted "
-                                 "from; run `momoka models install` (it keeps the GGUF in the model cache) or copy "
-                                 f"the file into {self.model_dir}")
             return False
         self._llama = causal_llama.LlamaCppDecoder(gguf, n_ctx=self.max_context, threads=self._gguf_threads())
         return True

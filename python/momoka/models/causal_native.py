@@ -21,7 +21,6 @@ Log-probabilities (perplexity, UPR, ETS, MoC) stay on onnxruntime.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -88,15 +87,13 @@ class NativeDecoder:
     """
 
     def __init__(self, gguf: str | os.PathLike, *, n_ctx: int, threads: int, simd: str = "auto"):
-        t0 = time.perf_counter()
         shape, layers, embed, head, out_norm = load_weights(gguf)
         try:
             self._dec = _core.LlamaDecoder(shape, layers, embed, head, out_norm, int(n_ctx), int(threads), simd)
         except ValueError as exc:
             raise ModelError(f"the native decoder cannot run {Path(gguf).name}: {exc}") from exc
         self.n_vocab = int(shape["vocab"])
-        self.n_ctx = int(n_ctx)
-        self.load_seconds = time.perf_counter() - t0
+        self.n_ctx = self._dec.n_ctx
 
     @property
     def simd(self) -> str:
