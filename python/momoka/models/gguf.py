@@ -1,7 +1,7 @@
 """GGUF to ONNX conversion without torch.
 
-:func:`convert_gguf` reads a GGUF file (llama.cpp's model format) with the
-``gguf`` package and numpy, and writes a directory that
+:func:`convert_gguf` reads a GGUF file (llama.cpp's model format) with
+:class:`~momoka.models.gguf_file.GGUFFile` and numpy, and writes a directory that
 :class:`momoka.models.causal_lm.CausalLM` loads:
 
 * ``model.onnx`` (+ ``model.onnx.data``): a Llama-architecture graph with a KV
@@ -40,6 +40,7 @@ import numpy as np
 from .._files import sha256_file
 from ..errors import ConfigError, ModelError, UnsupportedModelError
 from . import gguf_quant as gq
+from .gguf_file import GGUFFile
 
 WEIGHTS = ("fp32", "int8", "int4")
 SUPPORTED_ARCHITECTURES = ("llama",)
@@ -47,55 +48,33 @@ FORMAT_VERSION = 2
 MODEL_FILE = "model.onnx"
 
 ProgressFn = Callable[[int, int, str], None]
+_MISSING = object()
 
 
 
 
 class GGUFModel:
-    """Metadata and raw tensors of a GGUF file, checked for completeness."""
+    """Metadata and raw tensors of a GGUF file, checked for completeness (read by
+    :class:`~momoka.models.gguf_file.GGUFFile`: metadata decoded on first use, tensors memory-mapped)."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise ModelError(f"GGUF file not found: {self.path}")
-        try:
-            from gguf import GGUFReader  # start-up: gguf
-        except ImportError as exc:  # pragma: no cover - declared dependency
-            raise ModelError("the 'gguf' package is required to read GGUF files") from exc
-        size = self.path.stat().st_size
-        try:
-            reader = GGUFReader(str(self.path), "r")
-        except Exception as exc:  # the reader raises assorted errors on bad bytes
-            raise ModelError(f"{self.path.name} is not a readable GGUF file (corrupted or truncated): {exc}") from exc
-        self.reader = reader
-        self._fields = reader.fields
-        self._meta: dict[str, object] = {}
-        self.tensors = {}
-        for t in reader.tensors:
-            end = int(t.data_offset) + int(t.n_bytes)
-            if end > size:
-                raise ModelError(
-                    f"{self.path.name} is truncated: tensor {t.name!r} ends at byte {end} "
-                    f"but the file has {size} bytes"
-                )
-            self.tensors[t.name] = t
+        self.file = GGUFFile(path)
+        self.path = self.file.path
+        self.tensors = self.file.tensors
         self.arch = str(self.get("general.architecture", ""))
 
     def get(self, key: str, default=None, *, required: bool = False):
         """A metadata value (decoded on first use); ``required`` raises ModelError when missing."""
-        if key in self._meta:
-            return self._meta[key]
-        field = self._fields.get(key)
-        if field is None:
+        value = self.file.get(key, _MISSING)
+        if value is _MISSING:
             if required:
                 raise ModelError(f"{self.path.name}: GGUF metadata {key!r} is missing")
             return default
-        try:
-            value = field.contents()
-        except Exception as exc:
-            raise ModelError(f"{self.path.name}: unreadable metadata field {key!r}: {exc}") from exc
-        self._meta[key] = value
         return value
+
+    def length(self, key: str) -> int | None:
+        """The number of elements of an array metadata value, without decoding it (None when not an array)."""
+        return self.file.array_length(key)
 
     def arch_key(self, suffix: str, default=None, *, required: bool = False):
         """``{architecture}.{suffix}`` metadata."""
@@ -110,7 +89,7 @@ class GGUFModel:
         gq.check_supported(qtype, name)
         k = int(t.shape[0])
         rows = int(np.prod([int(s) for s in t.shape[1:]])) if len(t.shape) > 1 else 1
-        data = np.asarray(t.data).view(np.uint8).reshape(rows, -1)
+        data = self.file.data(name).reshape(rows, -1)
         if data.shape[1] != gq.row_bytes(qtype, k):
             raise ModelError(f"{self.path.name}: tensor {name!r} has an inconsistent size")
         return data, qtype, k
@@ -158,7 +137,9 @@ def read_dims(m: GGUFModel):
     factor = float(m.arch_key("rope.scaling.factor", 1.0) or 1.0)
     if scaling not in ("none", "linear"):
         raise UnsupportedModelError(f"rope scaling {scaling!r} is not supported (supported: none, linear)")
-    tokens = m.get("tokenizer.ggml.tokens", required=True)
+    n_tokens = m.length("tokenizer.ggml.tokens")
+    if n_tokens is None:
+        raise ModelError(f"{m.path.name}: GGUF metadata 'tokenizer.ggml.tokens' is missing")
     return LlamaDims(
         n_layers=n_layers,
         hidden=hidden,
@@ -166,7 +147,7 @@ def read_dims(m: GGUFModel):
         n_kv_heads=n_kv,
         head_dim=head_dim,
         ffn=int(m.arch_key("feed_forward_length", required=True)),
-        vocab=int(m.arch_key("vocab_size", len(tokens))),
+        vocab=int(m.arch_key("vocab_size", n_tokens)),
         eps=float(m.arch_key("attention.layer_norm_rms_epsilon", 1e-5)),
         rope_theta=float(m.arch_key("rope.freq_base", 10000.0)),
         rope_linear_factor=factor if scaling == "linear" else 1.0,

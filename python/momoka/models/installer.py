@@ -343,7 +343,7 @@ def _embed_check(model: Path):
 
 def _converter_available() -> bool:
     try:
-        import gguf  # optional: gguf, probed: the GGUF reader the converter uses  # # noqa: F401
+        import gguf  # optional: gguf, probed: the GGML type table the converter's reader falls back on  # # noqa: F401
     except ImportError:
         return False
     return True
