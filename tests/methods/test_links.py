@@ -198,12 +198,12 @@ def test_document_titles_mentions():
 
     titles = DocumentTitles([("d1", "Acme Corp"), ("d2", "Acme Corp Holdings"), ("d3", "Beta Ltd"),
                              ("d4", "Report"), ("d5", "Report"), ("d6", "lower case"), ("d7", "Abc"),
-                             ("d8", None)])
-    assert len(titles) == 3  # shared, uncapitalised, short and missing titles do not count
-    assert titles.mentions("Compare Acme Corp Holdings and Beta Ltd.") == [("Acme Corp Holdings", "d2"),
-                                                                           ("Beta Ltd", "d3")]
-    assert titles.mentions("Did Acme Corp, Beta Ltd or Acme Corp grow? Report") == [("Acme Corp", "d1"),
-                                                                                      ("Beta Ltd", "d3")]
+                             ("d8", None), ("d9", "Beta  Ltd")])
+    assert len(titles) == 4  # uncapitalised, short and missing titles do not count; namesakes count once
+    assert titles.mentions("Compare Acme Corp Holdings and Beta Ltd.") == [("Acme Corp Holdings", ("d2",)),
+                                                                           ("Beta Ltd", ("d3", "d9"))]
+    assert titles.mentions("Did Acme Corp, Beta Ltd or Acme Corp grow? Report") == [
+        ("Acme Corp", ("d1",)), ("Beta Ltd", ("d3", "d9")), ("Report", ("d4", "d5"))]
     assert titles.mentions("acme corp and beta ltd") == []
 
 
@@ -236,3 +236,26 @@ def test_hybrid_named_documents_come_first(tmp_path):
             "What was the revenue of Beta Ltd in 2020?", k=4, retriever="hybrid", named_documents=0)]
         with pytest.raises(momoka.errors.ConfigError, match="named_documents"):
             ix.search(q, k=2, retriever="hybrid", named_documents=-1)
+
+
+def test_hybrid_named_documents_with_namesakes(tmp_path):
+    """Two documents of one title (two companies of one name) are named together: the first place goes to the
+    best chunk of either for the query without the other title, as a search restricted to both finds it."""
+    import momoka
+    from tests.store.conftest import HashEmbedder
+
+    docs = [{"doc_id": "a1", "title": "Alpha Corp", "text": "Alpha Corp sells shoes. Its revenue rose. " * 8},
+            {"doc_id": "a2", "title": "Alpha Corp", "text": "Alpha Corp was founded in 1990 in Oslo by two engineers. "
+                                                            "It makes pumps. " * 3},
+            {"doc_id": "b", "title": "Beta Ltd", "text": "Beta Ltd was founded in 2001 in Lyon. It makes paint. " * 3},
+            {"doc_id": "c", "title": "Gamma Group", "text": "Gamma Group was founded in 1990. Gamma Group grew. " * 20}]
+    q = "When were Alpha Corp and Beta Ltd founded?"
+    with momoka.Index.build(docs, store=tmp_path / "s", embedder=HashEmbedder(), size=20, progress=False) as ix:
+        plain = ix.search(q, k=6, retriever="hybrid", named_documents=0)
+        got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
+        first = [ix.search(" ".join(q.replace(other, " ").split()), k=1, retriever="hybrid", named_documents=0,
+                           doc_ids=ds)[0] for other, ds in (("Beta Ltd", ["a1", "a2"]), ("Alpha Corp", ["b"]))]
+        want = [h.chunk_id for h in first]
+        want += [h.chunk_id for h in plain if h.chunk_id not in want]
+        assert [h.chunk_id for h in got] == want[:6]
+        assert got[0].doc_id in ("a1", "a2") and got[1].doc_id == "b"

@@ -215,7 +215,8 @@ class DocumentTitles:
     """The documents a text names by their titles (the hybrid retriever's ``named_documents``).
 
     ``documents``: ``(doc id, title)`` pairs. A title counts when it has at least 4 characters and a capital
-    letter and no other document has the same title. :meth:`mentions` reads the text from each word start
+    letter; the documents that share it (namesakes: two companies of one name, one company's reports of
+    several years) are named together. :meth:`mentions` reads the text from each word start
     (case-sensitive; a title's first word may carry punctuation, as in :meth:`TitleTable.mentions`),
     taking the longest title that starts there and going on after it.
     """
@@ -226,18 +227,19 @@ class DocumentTitles:
             t = " ".join((title or "").split())
             if _is_title(t):
                 owners[t].append(doc_id)
-        self.doc_of = {t: ds[0] for t, ds in owners.items() if len(ds) == 1}
+        self.docs_of: dict[str, tuple[str, ...]] = {t: tuple(ds) for t, ds in owners.items()}
         self.by_word: dict[str, list[str]] = defaultdict(list)
-        for t in self.doc_of:
+        for t in self.docs_of:
             self.by_word[t.split()[0]].append(t)
 
     def __len__(self) -> int:
         """The number of titles that count."""
-        return len(self.doc_of)
+        return len(self.docs_of)
 
-    def mentions(self, text: str) -> list[tuple[str, str]]:
-        """``(title, doc id)`` of each document ``text`` names, in text order, each document once."""
-        out: list[tuple[str, str]] = []
+    def mentions(self, text: str) -> list[tuple[str, tuple[str, ...]]]:
+        """``(title, doc ids)`` of each title ``text`` names, in text order, each title once (the doc ids: every
+        document of that title, in the order given)."""
+        out: list[tuple[str, tuple[str, ...]]] = []
         pos = 0
         for m in _WORD.finditer(text):
             if m.start() < pos:
@@ -247,6 +249,6 @@ class DocumentTitles:
                        key=len, default=None)
             if best is not None:
                 pos = m.start() + len(best)
-                if all(d != self.doc_of[best] for _, d in out):
-                    out.append((best, self.doc_of[best]))
+                if all(t != best for t, _ in out):
+                    out.append((best, self.docs_of[best]))
         return out

@@ -197,8 +197,8 @@ class HybridRetriever(StoreRetriever):
             debt of Acme Corp in 2018 and Beta Ltd in 2020"), each named document's best
             ``named_documents`` chunks for the query with the other titles taken out come first,
             the documents taken in turn (:class:`~momoka.methods.standard.links.DocumentTitles`: a
-            title of at least 4 characters with a capital letter that no other document shares);
-            0 turns it off.
+            title of at least 4 characters with a capital letter; documents sharing a title are named
+            together, and the best chunks of any of them come first); 0 turns it off.
 
     The defaults were chosen by the cross-set evaluation at equal context
     budget in the README ("Baselines and the default pipeline, at equal context budget"). On a store
@@ -265,8 +265,8 @@ class HybridRetriever(StoreRetriever):
             if len(named) < 2:
                 continue
             keep = None if allowed[i] is None else set(allowed[i])
-            for title, doc_id in named:
-                ids = store.chunk_ids_of([doc_id])
+            for title, doc_ids in named:
+                ids = store.chunk_ids_of(list(doc_ids))
                 if keep is not None:
                     ids = [c for c in ids if c in keep]
                 if not ids:
