@@ -9,7 +9,9 @@ same thread count (``--threads``, default 2), on SmolLM2-135M-Instruct Q4_1 (the
 * ``momoka llama``: :class:`momoka.models.causal_llama.LlamaCppDecoder`, what ``runtime="llama"`` runs
   (llama.cpp's logits, momoka's argmax);
 * ``momoka native``: :class:`momoka.models.causal_native.NativeDecoder`, what ``runtime="native"`` runs
-  (momoka's C++ decoder on the GGUF's blocks, fp32 activations, logits equal to onnx's);
+  (momoka's C++ decoder on the GGUF's blocks, fp32 activations, logits equal to onnx's), with the best kernels
+  of this CPU and, with ``--native-kernels avx2``, also forced to the AVX2 ones (what a CPU without AVX-512
+  runs; the other engines keep this CPU's best kernels, so that row is a lower bound for such a machine);
 * ``llama.cpp`` (one row per setting of ``--configs``): ``llama_cpp.Llama.eval`` on the prompt, then
   ``Llama.generate(temp=0)`` with llama.cpp's own greedy sampler: the peer as its Python API runs it.
 
@@ -116,6 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--reps", type=int, default=3, help="rounds; the best is kept (and the median of paired ratios)")
     ap.add_argument("--ask", default="1250,100", help="prompt and new tokens of the end-to-end ask row ('' to skip)")
     ap.add_argument("--configs", default=None, help="llama.cpp settings as JSON list (default: the four in the file)")
+    ap.add_argument("--native-kernels", default="", help="the native decoder also with these kernel sets, forced "
+                    "(comma-separated, e.g. avx2: how a CPU without AVX-512 runs it)")
     ap.add_argument("--out", default=None, help="write the numbers to this JSON file")
     args = ap.parse_args(argv)
 
@@ -144,6 +148,9 @@ def main(argv: list[str] | None = None) -> dict:
     ndec = NativeDecoder(gguf, n_ctx=lm.max_context, threads=args.threads)
     engines["momoka native"] = lambda ids, n: run_decoder(ndec, ids, n)
     result_kernels = ndec.simd
+    for kernels in [k for k in args.native_kernels.split(",") if k and k != ndec.simd]:
+        kdec = NativeDecoder(gguf, n_ctx=lm.max_context, threads=args.threads, simd=kernels)
+        engines[f"momoka native ({kdec.simd} kernels)"] = lambda ids, n, kdec=kdec: run_decoder(kdec, ids, n)
     for c in configs:
         llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=lm.max_context, n_threads=args.threads,
                               n_threads_batch=args.threads, verbose=False, **c)

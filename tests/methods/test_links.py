@@ -207,6 +207,17 @@ def test_document_titles_mentions():
     assert titles.mentions("acme corp and beta ltd") == []
 
 
+def _named_first(ix, q: str, parts, k: int = 6) -> list[int]:
+    """The reference ranking of ``named_documents=1``: for each ``(other title, doc ids)`` in ``parts``, the best
+    chunk of those documents for ``q`` with the other title taken out, in that order, then the plain ranking
+    without them."""
+    plain = ix.search(q, k=k, retriever="hybrid", named_documents=0)
+    first = [ix.search(" ".join(q.replace(other, " ").split()), k=1, retriever="hybrid", named_documents=0,
+                       doc_ids=list(ds))[0] for other, ds in parts]
+    want = [h.chunk_id for h in first]
+    return (want + [h.chunk_id for h in plain if h.chunk_id not in want])[:k]
+
+
 def test_hybrid_named_documents_come_first(tmp_path):
     import momoka
     from tests.store.conftest import HashEmbedder
@@ -219,15 +230,8 @@ def test_hybrid_named_documents_come_first(tmp_path):
             {"doc_id": "c", "title": "Gamma Group", "text": "Gamma Group revenue rose. " * 20}]
     q = "Compare the revenue of Alpha Corp in 2019 and Beta Ltd in 2020."
     with momoka.Index.build(docs, store=tmp_path / "s", embedder=HashEmbedder(), size=20, progress=False) as ix:
-        plain = ix.search(q, k=6, retriever="hybrid", named_documents=0)
         got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
-        # the reference: each named document's best chunk for the query without the other title, in the
-        # order named, then the plain ranking without them
-        first = [ix.search(" ".join(q.replace(other, " ").split()), k=1, retriever="hybrid", named_documents=0,
-                           doc_ids=[d])[0] for other, d in (("Beta Ltd", "a"), ("Alpha Corp", "b"))]
-        want = [h.chunk_id for h in first]
-        want += [h.chunk_id for h in plain if h.chunk_id not in want]
-        assert [h.chunk_id for h in got] == want[:6]
+        assert [h.chunk_id for h in got] == _named_first(ix, q, (("Beta Ltd", ["a"]), ("Alpha Corp", ["b"])))
         assert [h.doc_id for h in got[:2]] == ["a", "b"]
         assert got[0].provenance["named_documents"] == 1
         # one named document, or off: the plain ranking
@@ -251,11 +255,6 @@ def test_hybrid_named_documents_with_namesakes(tmp_path):
             {"doc_id": "c", "title": "Gamma Group", "text": "Gamma Group was founded in 1990. Gamma Group grew. " * 20}]
     q = "When were Alpha Corp and Beta Ltd founded?"
     with momoka.Index.build(docs, store=tmp_path / "s", embedder=HashEmbedder(), size=20, progress=False) as ix:
-        plain = ix.search(q, k=6, retriever="hybrid", named_documents=0)
         got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
-        first = [ix.search(" ".join(q.replace(other, " ").split()), k=1, retriever="hybrid", named_documents=0,
-                           doc_ids=ds)[0] for other, ds in (("Beta Ltd", ["a1", "a2"]), ("Alpha Corp", ["b"]))]
-        want = [h.chunk_id for h in first]
-        want += [h.chunk_id for h in plain if h.chunk_id not in want]
-        assert [h.chunk_id for h in got] == want[:6]
+        assert [h.chunk_id for h in got] == _named_first(ix, q, (("Beta Ltd", ["a1", "a2"]), ("Alpha Corp", ["b"])))
         assert got[0].doc_id in ("a1", "a2") and got[1].doc_id == "b"
