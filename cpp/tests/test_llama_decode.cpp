@@ -1,7 +1,8 @@
 // The native decoder's matrix kernels (llama_decode.hpp) against a double-precision product of the
 // matrix's own element values (Matrix::at: d * code + m, read one element at a time), for every kernel
 // set this CPU has, on codes and scales from a fixed generator, at token counts that hit every tile and
-// remainder; and the exp used by softmax and SwiGLU against std::exp.
+// remainder; attention against a double-precision softmax; and the exp used by softmax and SwiGLU against
+// std::exp.
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -54,7 +55,52 @@ void check_kernels(Codes codes, bool offsets) {
   }
 }
 
+// Attention of G heads over one key/value head against a double-precision softmax, for every kernel set:
+// head sizes with vector kernels (64, 128) and one without (40), position counts around the 8- and 16-lane
+// widths, a part starting past the cache's first row.
+void check_attention(int D, int G, int n) {
+  std::mt19937 rng(static_cast<unsigned>(D * 1000 + G * 100 + n));
+  std::normal_distribution<float> normal;
+  const int j0 = 3, stride = D + 16, rows = j0 + n;
+  std::vector<float> q(static_cast<std::size_t>(G) * D), K(static_cast<std::size_t>(rows) * stride),
+      V(static_cast<std::size_t>(rows) * stride);
+  for (auto& v : q) v = 0.3f * normal(rng);
+  for (auto& v : K) v = normal(rng);
+  for (auto& v : V) v = normal(rng);
+  for (int level = 0; level <= static_cast<int>(momoka::llm::best_simd()); ++level) {
+    std::vector<float> scores(static_cast<std::size_t>(G) * n), out(static_cast<std::size_t>(G) * D), ms(2 * G);
+    momoka::llm::attend_part(static_cast<Simd>(level), q.data(), G, K.data(), V.data(), j0, j0 + n, stride, D,
+                             scores.data(), out.data(), ms.data());
+    for (int g = 0; g < G; ++g) {
+      std::vector<double> s(n);
+      double mx = -INFINITY;
+      for (int j = 0; j < n; ++j) {
+        double dot = 0.0;
+        for (int i = 0; i < D; ++i)
+          dot += static_cast<double>(q[static_cast<std::size_t>(g) * D + i]) * K[static_cast<std::size_t>(j0 + j) * stride + i];
+        s[j] = dot;
+        mx = std::max(mx, dot);
+      }
+      double sum = 0.0;
+      for (int j = 0; j < n; ++j) sum += std::exp(s[j] - mx);
+      CHECK_NEAR(ms[2 * g], mx, 1e-4 * (1.0 + std::fabs(mx)));
+      CHECK_NEAR(ms[2 * g + 1], sum, 1e-4 * sum);
+      for (int i = 0; i < D; ++i) {
+        double o = 0.0;
+        for (int j = 0; j < n; ++j) o += std::exp(s[j] - mx) * V[static_cast<std::size_t>(j0 + j) * stride + i];
+        CHECK_NEAR(out[static_cast<std::size_t>(g) * D + i], o, 1e-4 * (1.0 + std::fabs(o)));
+      }
+    }
+  }
+}
+
 }  // namespace
+
+MOMOKA_TEST(attention_against_double_softmax) {
+  for (const int D : {40, 64, 128})
+    for (const int G : {1, 3, 5})
+      for (const int n : {1, 7, 8, 17, 33}) check_attention(D, G, n);
+}
 
 MOMOKA_TEST(four_bit_codes_with_offsets) { check_kernels(Codes::U4, true); }
 MOMOKA_TEST(four_bit_codes_without_offsets) { check_kernels(Codes::U4, false); }

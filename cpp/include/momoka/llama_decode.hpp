@@ -292,38 +292,55 @@ __attribute__((target("avx2,fma"))) inline float hsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// AVX2: one block is four vectors of 8.
+// AVX2: one block is four vectors of 8, dequantised once and used by every token of a tile.
+__attribute__((target("avx2,fma"))) inline void block256(const Matrix& W, std::size_t blk, __m256* w) {
+  if (W.codes == Codes::U4) {
+    const std::uint8_t* p = W.q.data() + blk * 16;
+    const __m256i low4 = _mm256_set1_epi32(15);
+    const __m256i c0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m256i c1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+    w[0] = _mm256_cvtepi32_ps(_mm256_and_si256(c0, low4));
+    w[1] = _mm256_cvtepi32_ps(_mm256_and_si256(c1, low4));
+    w[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(c0, 4));
+    w[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(c1, 4));
+  } else {
+    const std::uint8_t* p = W.q.data() + blk * 32;
+    for (int i = 0; i < 4; ++i)
+      w[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i))));
+  }
+  const __m256 d = _mm256_set1_ps(W.d[blk]);
+  if (!W.m.empty()) {
+    const __m256 m = _mm256_set1_ps(W.m[blk]);
+    for (int i = 0; i < 4; ++i) w[i] = _mm256_fmadd_ps(w[i], d, m);
+  } else {
+    for (int i = 0; i < 4; ++i) w[i] = _mm256_mul_ps(w[i], d);
+  }
+}
+
+// One row by one token (the decode step's shape): four independent accumulators, one per vector of a block,
+// so the products do not wait on each other.
+__attribute__((target("avx2,fma"))) inline float row256(const Matrix& W, int r, const float* x) {
+  const int nb = W.blocks();
+  const std::size_t base = static_cast<std::size_t>(r) * nb;
+  __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int b = 0; b < nb; ++b) {
+    __m256 w[4];
+    block256(W, base + b, w);
+    for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(w[i], _mm256_loadu_ps(x + b * kBlock + 8 * i), a[i]);
+  }
+  return hsum256(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+}
+
+// One row by NT tokens (a prompt's shape): each dequantised block feeds NT tokens' products.
 template <int NT>
 __attribute__((target("avx2,fma"))) inline void tile256(const Matrix& W, int r, const float* X, int ldx, float* out) {
   const int nb = W.blocks();
   const std::size_t base = static_cast<std::size_t>(r) * nb;
-  const float* dd = W.d.data() + base;
-  const float* mm = W.m.empty() ? nullptr : W.m.data() + base;
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi32(15);
   for (int b = 0; b < nb; ++b) {
     __m256 w[4];
-    if (W.codes == Codes::U4) {
-      const std::uint8_t* p = W.q.data() + (base + b) * 16;
-      const __m256i c0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-      const __m256i c1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
-      w[0] = _mm256_cvtepi32_ps(_mm256_and_si256(c0, low4));
-      w[1] = _mm256_cvtepi32_ps(_mm256_and_si256(c1, low4));
-      w[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(c0, 4));
-      w[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(c1, 4));
-    } else {
-      const std::uint8_t* p = W.q.data() + (base + b) * 32;
-      for (int i = 0; i < 4; ++i)
-        w[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i))));
-    }
-    const __m256 d = _mm256_set1_ps(dd[b]);
-    if (mm) {
-      const __m256 m = _mm256_set1_ps(mm[b]);
-      for (int i = 0; i < 4; ++i) w[i] = _mm256_fmadd_ps(w[i], d, m);
-    } else {
-      for (int i = 0; i < 4; ++i) w[i] = _mm256_mul_ps(w[i], d);
-    }
+    block256(W, base + b, w);
     for (int t = 0; t < NT; ++t) {
       const float* x = X + static_cast<std::size_t>(t) * ldx + b * kBlock;
       for (int i = 0; i < 4; ++i) acc[t] = _mm256_fmadd_ps(w[i], _mm256_loadu_ps(x + 8 * i), acc[t]);
@@ -332,19 +349,27 @@ __attribute__((target("avx2,fma"))) inline void tile256(const Matrix& W, int r, 
   for (int t = 0; t < NT; ++t) out[t] = hsum256(acc[t]);
 }
 
+// Tokens per AVX2 tile: 8 accumulators, 4 weight vectors and an activation fill 13 of the 16 registers.
+constexpr int kTile256 = 8;
+
 __attribute__((target("avx2,fma"))) inline void matmul_avx2(const Matrix& W, const float* X, int n, int ldx,
                                                              float* Y, int ldy, int r0, int r1) {
-  float out[4];
-  for (int r = r0; r < r1; ++r) {
-    const float bias = W.bias.empty() ? 0.0f : W.bias[r];
-    int t = 0;
-    for (; t + 4 <= n; t += 4) {
-      tile256<4>(W, r, X + static_cast<std::size_t>(t) * ldx, ldx, out);
-      for (int j = 0; j < 4; ++j) Y[static_cast<std::size_t>(t + j) * ldy + r] = out[j] + bias;
-    }
-    for (; t < n; ++t) {
-      tile256<1>(W, r, X + static_cast<std::size_t>(t) * ldx, ldx, out);
-      Y[static_cast<std::size_t>(t) * ldy + r] = out[0] + bias;
+  auto bias = [&](int r) { return W.bias.empty() ? 0.0f : W.bias[r]; };
+  if (n == 1) {
+    for (int r = r0; r < r1; ++r) Y[r] = row256(W, r, X) + bias(r);
+    return;
+  }
+  float out[kTile256];
+  for (int t0 = 0; t0 < n; t0 += kTokenBlock) {  // the block's activations stay in the L2 cache for every row
+    const int t1 = std::min(n, t0 + kTokenBlock);
+    for (int r = r0; r < r1; ++r) {
+      const float br = bias(r);
+      int t = t0;
+      for (; t + kTile256 <= t1; t += kTile256) {
+        tile256<kTile256>(W, r, X + static_cast<std::size_t>(t) * ldx, ldx, out);
+        for (int j = 0; j < kTile256; ++j) Y[static_cast<std::size_t>(t + j) * ldy + r] = out[j] + br;
+      }
+      for (; t < t1; ++t) Y[static_cast<std::size_t>(t) * ldy + r] = row256(W, r, X + static_cast<std::size_t>(t) * ldx) + br;
     }
   }
 }
@@ -547,9 +572,81 @@ MOMOKA_LLM_AVX512 inline bool attend_part_avx512(const float* q, int G, const fl
   return true;
 }
 
+// exp_f32 on 8 lanes (the same reduction, polynomial and exponent bits).
+MOMOKA_LLM_AVX2 inline __m256 exp256(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), _mm256_max_ps(_mm256_set1_ps(-87.3365478515625f), x));
+  const __m256 k = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fmadd_ps(k, _mm256_set1_ps(2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+// attend_part of one head on 8 lanes (D = 8 NV): the query in registers, each score a dot product with two
+// accumulators, the exponentials 8 at a time, the weighted values in NV accumulators.
+template <int NV>
+MOMOKA_LLM_AVX2 inline void attend_head256(const float* q, const float* K, const float* V, int j0, int j1, int stride,
+                                           float* scores, float* out, float* ms) {
+  const int n = j1 - j0;
+  __m256 qv[NV];
+  for (int i = 0; i < NV; ++i) qv[i] = _mm256_loadu_ps(q + 8 * i);
+  float mx = -INFINITY;
+  for (int j = 0; j < n; ++j) {
+    const float* k = K + static_cast<std::size_t>(j0 + j) * stride;
+    __m256 a0 = _mm256_mul_ps(qv[0], _mm256_loadu_ps(k));
+    __m256 a1 = NV > 1 ? _mm256_mul_ps(qv[1], _mm256_loadu_ps(k + 8)) : _mm256_setzero_ps();
+    for (int i = 2; i + 1 < NV; i += 2) {
+      a0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k + 8 * i), a0);
+      a1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k + 8 * i + 8), a1);
+    }
+    if (NV > 2 && NV % 2) a0 = _mm256_fmadd_ps(qv[NV - 1], _mm256_loadu_ps(k + 8 * (NV - 1)), a0);
+    const float sc = hsum256(_mm256_add_ps(a0, a1));
+    scores[j] = sc;
+    mx = std::max(mx, sc);
+  }
+  const __m256 mv = _mm256_set1_ps(mx);
+  __m256 sum = _mm256_setzero_ps();
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(scores + j), mv));
+    _mm256_storeu_ps(scores + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  float total = hsum256(sum);
+  for (; j < n; ++j) {
+    scores[j] = exp_f32(scores[j] - mx);
+    total += scores[j];
+  }
+  __m256 acc[NV];
+  for (int i = 0; i < NV; ++i) acc[i] = _mm256_setzero_ps();
+  for (j = 0; j < n; ++j) {
+    const float* v = V + static_cast<std::size_t>(j0 + j) * stride;
+    const __m256 pj = _mm256_set1_ps(scores[j]);
+    for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * i), acc[i]);
+  }
+  for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
+  ms[0] = mx;
+  ms[1] = total;
+}
+
+// attend_part with 8-lane kernels where D is 64 or 128 (one head per pass: the key/value rows stay in the
+// cache for the next head of the group); other head sizes take the plain loops.
 MOMOKA_LLM_AVX2 inline void attend_part_avx2(const float* q, int G, const float* K, const float* V, int j0, int j1,
                                              int stride, int D, float* scores, float* out, float* ms) {
-  attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
+  if (D != 64 && D != 128) return attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
+  for (int g = 0; g < G; ++g) {  // one head at a time: the scores buffer is reused, as the plain loops do
+    const float* qg = q + static_cast<std::size_t>(g) * D;
+    float* og = out + static_cast<std::size_t>(g) * D;
+    if (D == 64) attend_head256<8>(qg, K, V, j0, j1, stride, scores, og, ms + 2 * g);
+    else attend_head256<16>(qg, K, V, j0, j1, stride, scores, og, ms + 2 * g);
+  }
 }
 
 // SwiGLU of one row range: g = silu(g) * u.
@@ -654,6 +751,20 @@ inline void matmul(Simd simd, const Matrix& W, const float* X, int n, int ldx, f
   if (simd == Simd::Avx2) return detail::matmul_avx2(W, X, n, ldx, Y, ldy, r0, r1);
 #endif
   detail::matmul_scalar(W, X, n, ldx, Y, ldy, r0, r1);
+}
+
+// Attention of G query heads (rows D floats apart, already scaled) sharing one key/value head over cache
+// positions [j0, j1) (rows `stride` floats apart), unnormalised, with the given kernels: ms[2g] the highest
+// score of head g, ms[2g + 1] the sum of exp(score - highest), out[g * D ...] the values weighted by those
+// exponentials (combine_parts normalises and joins parts). `scores` holds at least min(G, 4) * (j1 - j0)
+// floats.
+inline void attend_part(Simd simd, const float* q, int G, const float* K, const float* V, int j0, int j1, int stride,
+                        int D, float* scores, float* out, float* ms) {
+#if MOMOKA_LLM_X86
+  if (simd == Simd::Avx512 && detail::attend_part_avx512(q, G, K, V, j0, j1, stride, D, scores, out, ms)) return;
+  if (simd == Simd::Avx2) return detail::attend_part_avx2(q, G, K, V, j0, j1, stride, D, scores, out, ms);
+#endif
+  detail::attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
 }
 
 class Decoder {
@@ -876,12 +987,7 @@ class Decoder {
 
   void attend_part(const float* q, int G, const float* K, const float* V, int j0, int j1, int stride, float* scores,
                    float* out, float* ms) const {
-    const int D = s_.head_dim;
-#if MOMOKA_LLM_X86
-    if (simd_ == Simd::Avx512 && detail::attend_part_avx512(q, G, K, V, j0, j1, stride, D, scores, out, ms)) return;
-    if (simd_ == Simd::Avx2) return detail::attend_part_avx2(q, G, K, V, j0, j1, stride, D, scores, out, ms);
-#endif
-    detail::attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
+    momoka::llm::attend_part(simd_, q, G, K, V, j0, j1, stride, s_.head_dim, scores, out, ms);
   }
 
   void swiglu(float* g, const float* u, int n) const {
