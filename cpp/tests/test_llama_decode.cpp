@@ -94,7 +94,63 @@ void check_attention(int D, int G, int n) {
   }
 }
 
+// A prompt's attention in blocks of rows (attend_rows, where the kernels have it) against the same double
+// softmax: R rows of causal lengths len0 + row / G over one key/value head, every kernel set that has it.
+void check_attention_rows(int D, int G, int B, int len0) {
+  std::mt19937 rng(static_cast<unsigned>(D * 7 + G * 11 + B * 13 + len0));
+  std::normal_distribution<float> normal;
+  const int R = B * G, L = len0 + B;
+  std::vector<float> q(static_cast<std::size_t>(R) * D), K(static_cast<std::size_t>(L) * D), V(K.size());
+  for (auto& v : q) v = 0.3f * normal(rng);
+  for (auto& v : K) v = normal(rng);
+  for (auto& v : V) v = normal(rng);
+  const std::size_t lds = (static_cast<std::size_t>(L) + 15) / 16 * 16;
+  for (int level = 0; level <= static_cast<int>(momoka::llm::best_simd()); ++level) {
+    std::vector<float> S(R * lds, 123.0f), kt(16 * static_cast<std::size_t>(D)), out(static_cast<std::size_t>(R) * D),
+        ms(2 * static_cast<std::size_t>(R));
+    std::vector<const float*> qs(R);
+    std::vector<float*> outs(R), mss(R);
+    std::vector<int> lens(R);
+    for (int r = 0; r < R; ++r) {
+      qs[r] = q.data() + static_cast<std::size_t>(r) * D;
+      outs[r] = out.data() + static_cast<std::size_t>(r) * D;
+      mss[r] = ms.data() + 2 * r;
+      lens[r] = len0 + r / G + 1;
+    }
+    if (!momoka::llm::attend_rows(static_cast<Simd>(level), qs.data(), lens.data(), R, K.data(), V.data(), D, S.data(),
+                                  lds, kt.data(), outs.data(), mss.data()))
+      continue;
+    for (int r = 0; r < R; ++r) {
+      const int n = lens[r];
+      std::vector<double> s(n);
+      double mx = -INFINITY;
+      for (int j = 0; j < n; ++j) {
+        double dot = 0.0;
+        for (int i = 0; i < D; ++i) dot += static_cast<double>(q[static_cast<std::size_t>(r) * D + i]) * K[static_cast<std::size_t>(j) * D + i];
+        s[j] = dot;
+        mx = std::max(mx, dot);
+      }
+      double sum = 0.0;
+      for (int j = 0; j < n; ++j) sum += std::exp(s[j] - mx);
+      CHECK_NEAR(ms[2 * r], mx, 1e-4 * (1.0 + std::fabs(mx)));
+      CHECK_NEAR(ms[2 * r + 1], sum, 1e-4 * sum);
+      for (int i = 0; i < D; ++i) {
+        double o = 0.0;
+        for (int j = 0; j < n; ++j) o += std::exp(s[j] - mx) * V[static_cast<std::size_t>(j) * D + i];
+        CHECK_NEAR(out[static_cast<std::size_t>(r) * D + i], o, 1e-4 * (1.0 + std::fabs(o)));
+      }
+    }
+  }
+}
+
 }  // namespace
+
+MOMOKA_TEST(attention_rows_against_double_softmax) {
+  for (const int D : {40, 64, 128})
+    for (const int G : {1, 3})
+      for (const int B : {1, 5, 8})
+        for (const int len0 : {0, 9, 16, 37}) check_attention_rows(D, G, B, len0);
+}
 
 MOMOKA_TEST(attention_against_double_softmax) {
   for (const int D : {40, 64, 128})

@@ -572,6 +572,114 @@ MOMOKA_LLM_AVX512 inline bool attend_part_avx512(const float* q, int G, const fl
   return true;
 }
 
+// A 16 x 16 block of floats transposed in registers: r[c] becomes column c of the rows r[0..15].
+MOMOKA_LLM_AVX512 inline void transpose16(__m512* r) {
+  __m512 t[16], u[16], v[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // u[4i + k], 128-bit lane L: column 4L + k of rows 4i .. 4i + 3
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 4; ++k) {
+      v[8 * i + k] = _mm512_shuffle_f32x4(u[8 * i + k], u[8 * i + 4 + k], 0x88);
+      v[8 * i + 4 + k] = _mm512_shuffle_f32x4(u[8 * i + k], u[8 * i + 4 + k], 0xdd);
+    }
+  for (int k = 0; k < 8; ++k) {
+    r[k] = _mm512_shuffle_f32x4(v[k], v[8 + k], 0x88);
+    r[8 + k] = _mm512_shuffle_f32x4(v[k], v[8 + k], 0xdd);
+  }
+}
+
+// Attention of R query rows sharing one key/value head, row r over cache positions [0, len[r]) (a prompt's
+// causal rows), unnormalised as attend_part leaves it (out[r], ms[r][0..1]). The keys are read once for all
+// rows: 16 positions at a time, transposed in registers, so each score is a sum of broadcast products with
+// no horizontal sum; the values once per group of rows. S holds R rows of lds >= max len rounded up to 16
+// floats; kt 16 D floats.
+template <int NV>
+MOMOKA_LLM_AVX512 inline void attend_rows512(const float* const* q, const int* len, int R, const float* K,
+                                             const float* V, float* S, std::size_t lds, float* kt, float* const* out,
+                                             float* const* ms) {
+  constexpr int D = 16 * NV;
+  int L = 0;
+  for (int r = 0; r < R; ++r) L = std::max(L, len[r]);
+  for (int j0 = 0; j0 < L; j0 += 16) {
+    const int m = std::min(16, L - j0);
+    for (int c = 0; c < NV; ++c) {
+      __m512 rows[16];
+      for (int u = 0; u < 16; ++u)
+        rows[u] = u < m ? _mm512_loadu_ps(K + static_cast<std::size_t>(j0 + u) * D + 16 * c) : _mm512_setzero_ps();
+      transpose16(rows);
+      for (int d = 0; d < 16; ++d) _mm512_storeu_ps(kt + static_cast<std::size_t>(16 * c + d) * 16, rows[d]);
+    }
+    for (int r0 = 0; r0 < R; r0 += 8) {  // 8 rows at once: 8 independent accumulators
+      const float* qp[8];
+      __m512 acc[8];
+      for (int i = 0; i < 8; ++i) {
+        qp[i] = q[std::min(r0 + i, R - 1)];
+        acc[i] = _mm512_setzero_ps();
+      }
+      for (int d = 0; d < D; ++d) {
+        const __m512 kd = _mm512_loadu_ps(kt + static_cast<std::size_t>(d) * 16);
+        for (int i = 0; i < 8; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(qp[i][d]), kd, acc[i]);
+      }
+      for (int i = 0; i < 8 && r0 + i < R; ++i) _mm512_storeu_ps(S + static_cast<std::size_t>(r0 + i) * lds + j0, acc[i]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {  // each row's softmax over its own positions; zeros after them
+    float* sc = S + static_cast<std::size_t>(r) * lds;
+    const int n = len[r];
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 16 <= n; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(sc + j));
+    float mval = _mm512_reduce_max_ps(mx);
+    for (; j < n; ++j) mval = std::max(mval, sc[j]);
+    const __m512 mv = _mm512_set1_ps(mval);
+    __m512 sum = _mm512_setzero_ps();
+    for (j = 0; j < L; j += 16) {
+      const int left = n - j;
+      const __mmask16 mask = left >= 16 ? static_cast<__mmask16>(0xFFFF)
+                                        : left > 0 ? static_cast<__mmask16>((1u << left) - 1) : static_cast<__mmask16>(0);
+      const __m512 e = _mm512_maskz_mov_ps(mask, exp512(_mm512_sub_ps(_mm512_loadu_ps(sc + j), mv)));
+      _mm512_storeu_ps(sc + j, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    ms[r][0] = mval;
+    ms[r][1] = _mm512_reduce_add_ps(sum);
+  }
+  constexpr int RG = NV == 4 ? 6 : 2;  // rows per pass over the values: RG x NV accumulators in registers
+  for (int r0 = 0; r0 < R; r0 += RG) {
+    int Lg = 0;
+    const float* pr[RG];
+    for (int i = 0; i < RG; ++i) {
+      const int r = std::min(r0 + i, R - 1);
+      pr[i] = S + static_cast<std::size_t>(r) * lds;
+      Lg = std::max(Lg, len[r]);
+    }
+    __m512 acc[RG][NV];
+    for (int i = 0; i < RG; ++i)
+      for (int c = 0; c < NV; ++c) acc[i][c] = _mm512_setzero_ps();
+    for (int j = 0; j < Lg; ++j) {
+      const float* v = V + static_cast<std::size_t>(j) * D;
+      __m512 vv[NV];
+      for (int c = 0; c < NV; ++c) vv[c] = _mm512_loadu_ps(v + 16 * c);
+      for (int i = 0; i < RG; ++i) {
+        const __m512 pj = _mm512_set1_ps(pr[i][j]);
+        for (int c = 0; c < NV; ++c) acc[i][c] = _mm512_fmadd_ps(pj, vv[c], acc[i][c]);
+      }
+    }
+    for (int i = 0; i < RG && r0 + i < R; ++i)
+      for (int c = 0; c < NV; ++c) _mm512_storeu_ps(out[r0 + i] + 16 * c, acc[i][c]);
+  }
+}
+
 // exp_f32 on 8 lanes (the same reduction, polynomial and exponent bits).
 MOMOKA_LLM_AVX2 inline __m256 exp256(__m256 x) {
   x = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), _mm256_max_ps(_mm256_set1_ps(-87.3365478515625f), x));
@@ -767,6 +875,24 @@ inline void attend_part(Simd simd, const float* q, int G, const float* K, const 
   detail::attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
 }
 
+// Attention of R query rows (rows of D floats) sharing one key/value head (cache rows of D floats), row r over
+// positions [0, len[r]), unnormalised as attend_part leaves it: out[r] the weighted values, ms[r][0..1] the
+// highest score and the sum of exponentials. `S` holds R rows of `lds` floats (lds >= the longest len rounded
+// up to 16), `kt` 16 D floats. False (nothing done) where these kernels do not apply: the AVX-512 kernels for D
+// of 64 or 128 only.
+inline bool attend_rows(Simd simd, const float* const* q, const int* len, int R, const float* K, const float* V, int D,
+                        float* S, std::size_t lds, float* kt, float* const* out, float* const* ms) {
+#if MOMOKA_LLM_X86
+  if (simd == Simd::Avx512 && D == 64) return detail::attend_rows512<4>(q, len, R, K, V, S, lds, kt, out, ms), true;
+  if (simd == Simd::Avx512 && D == 128) return detail::attend_rows512<8>(q, len, R, K, V, S, lds, kt, out, ms), true;
+#endif
+  (void)simd; (void)q; (void)len; (void)R; (void)K; (void)V; (void)D; (void)S; (void)lds; (void)kt; (void)out; (void)ms;
+  return false;
+}
+
+// Prompt tokens whose queries share one pass over a key/value head's cache in a prompt's attention.
+constexpr int kRowsBlock = 8;
+
 class Decoder {
  public:
   // `embed`: the token embedding (vocab x hidden); `head`: the output head, or empty (rows 0) for
@@ -851,6 +977,14 @@ class Decoder {
     scores_.resize(static_cast<std::size_t>(T) * G * total);
     part_.resize(static_cast<std::size_t>(units) * G * D);
     ms_.resize(static_cast<std::size_t>(units) * G * 2);
+    // a prompt's attention in blocks of tokens whose queries share each pass over a key/value head, where
+    // the kernels have it (attend_rows with no rows says whether they apply)
+    const bool by_rows = n > 1 && attend_rows(simd_, nullptr, nullptr, 0, nullptr, nullptr, D, nullptr, 0, nullptr,
+                                              nullptr, nullptr);
+    const int rows_max = kRowsBlock * G;
+    const std::size_t lds = (static_cast<std::size_t>(total) + 15) / 16 * 16;
+    const std::size_t per_thread = static_cast<std::size_t>(rows_max) * lds + 16 * static_cast<std::size_t>(D);
+    if (by_rows) rows_.resize(static_cast<std::size_t>(T) * per_thread);
     for (int l = 0; l < s_.n_layers; ++l) {
       Layer& L = layers_[l];
       rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n);
@@ -877,8 +1011,32 @@ class Decoder {
         }
       }
       // attention: units of (token, key/value head, chunk of positions), each head group in one pass over
-      // the cache; one token's positions are split into a chunk per thread, combined after
-      team.run([&](int t, int nt) {
+      // the cache; one token's positions are split into a chunk per thread, combined after. A prompt's units
+      // are (block of kRowsBlock tokens, key/value head) where attend_rows applies.
+      if (by_rows) {
+        team.run([&](int t, int nt) {
+          float* S = rows_.data() + static_cast<std::size_t>(t) * per_thread;
+          float* kt = S + static_cast<std::size_t>(rows_max) * lds;
+          std::vector<const float*> qs(rows_max);
+          std::vector<float*> outs(rows_max), mss(rows_max);
+          std::vector<int> lens(rows_max);
+          const int blocks = (n + kRowsBlock - 1) / kRowsBlock;
+          for (int u = t; u < blocks * s_.n_kv_heads; u += nt) {
+            const int t0 = (u / s_.n_kv_heads) * kRowsBlock, kvh = u % s_.n_kv_heads;
+            int R = 0;
+            for (int tok = t0; tok < std::min(n, t0 + kRowsBlock); ++tok)
+              for (int g = 0; g < G; ++g, ++R) {
+                const std::size_t unit = static_cast<std::size_t>(tok) * s_.n_kv_heads + kvh;  // one chunk each
+                qs[R] = q_.data() + static_cast<std::size_t>(tok) * H + (kvh * G + g) * D;
+                lens[R] = n_past_ + tok + 1;
+                outs[R] = part_.data() + unit * G * D + g * D;
+                mss[R] = ms_.data() + unit * G * 2 + 2 * g;
+              }
+            attend_rows(simd_, qs.data(), lens.data(), R, K_[l].data() + static_cast<std::size_t>(kvh) * cap_ * D,
+                        V_[l].data() + static_cast<std::size_t>(kvh) * cap_ * D, D, S, lds, kt, outs.data(), mss.data());
+          }
+        });
+      } else team.run([&](int t, int nt) {
         float* sc = scores_.data() + static_cast<std::size_t>(t) * G * total;
         for (int u = t; u < units; u += nt) {
           const int tok = u / (s_.n_kv_heads * C), kvh = (u / C) % s_.n_kv_heads, c = u % C;
@@ -1007,7 +1165,7 @@ class Decoder {
   int n_past_ = 0, cap_ = 0;
   std::mutex mutex_;
   std::vector<std::vector<float>> K_, V_;  // per layer: kv heads x capacity x head_dim
-  std::vector<float> inv_freq_, rope_, part_, ms_, x_, h_, q_, kv_, att_, ff_, scores_;
+  std::vector<float> inv_freq_, rope_, part_, ms_, x_, h_, q_, kv_, att_, ff_, scores_, rows_;
 };
 
 }  // namespace momoka::llm
