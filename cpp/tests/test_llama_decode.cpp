@@ -55,6 +55,29 @@ void check_kernels(Codes codes, bool offsets) {
   }
 }
 
+// One query row's unnormalised attention (out: D floats, ms: highest score and sum of exponentials) against a
+// double-precision softmax over cache rows 0 .. n-1 (`stride` floats apart).
+void check_row(const float* q, const float* K, const float* V, int stride, int n, int D, const float* out,
+               const float* ms) {
+  std::vector<double> s(n);
+  double mx = -INFINITY;
+  for (int j = 0; j < n; ++j) {
+    double dot = 0.0;
+    for (int i = 0; i < D; ++i) dot += static_cast<double>(q[i]) * K[static_cast<std::size_t>(j) * stride + i];
+    s[j] = dot;
+    mx = std::max(mx, dot);
+  }
+  double sum = 0.0;
+  for (int j = 0; j < n; ++j) sum += std::exp(s[j] - mx);
+  CHECK_NEAR(ms[0], mx, 1e-4 * (1.0 + std::fabs(mx)));
+  CHECK_NEAR(ms[1], sum, 1e-4 * sum);
+  for (int i = 0; i < D; ++i) {
+    double o = 0.0;
+    for (int j = 0; j < n; ++j) o += std::exp(s[j] - mx) * V[static_cast<std::size_t>(j) * stride + i];
+    CHECK_NEAR(out[i], o, 1e-4 * (1.0 + std::fabs(o)));
+  }
+}
+
 // Attention of G heads over one key/value head against a double-precision softmax, for every kernel set:
 // head sizes with vector kernels (64, 128) and one without (40), position counts around the 8- and 16-lane
 // widths, a part starting past the cache's first row.
@@ -71,26 +94,10 @@ void check_attention(int D, int G, int n) {
     std::vector<float> scores(static_cast<std::size_t>(G) * n), out(static_cast<std::size_t>(G) * D), ms(2 * G);
     momoka::llm::attend_part(static_cast<Simd>(level), q.data(), G, K.data(), V.data(), j0, j0 + n, stride, D,
                              scores.data(), out.data(), ms.data());
-    for (int g = 0; g < G; ++g) {
-      std::vector<double> s(n);
-      double mx = -INFINITY;
-      for (int j = 0; j < n; ++j) {
-        double dot = 0.0;
-        for (int i = 0; i < D; ++i)
-          dot += static_cast<double>(q[static_cast<std::size_t>(g) * D + i]) * K[static_cast<std::size_t>(j0 + j) * stride + i];
-        s[j] = dot;
-        mx = std::max(mx, dot);
-      }
-      double sum = 0.0;
-      for (int j = 0; j < n; ++j) sum += std::exp(s[j] - mx);
-      CHECK_NEAR(ms[2 * g], mx, 1e-4 * (1.0 + std::fabs(mx)));
-      CHECK_NEAR(ms[2 * g + 1], sum, 1e-4 * sum);
-      for (int i = 0; i < D; ++i) {
-        double o = 0.0;
-        for (int j = 0; j < n; ++j) o += std::exp(s[j] - mx) * V[static_cast<std::size_t>(j0 + j) * stride + i];
-        CHECK_NEAR(out[static_cast<std::size_t>(g) * D + i], o, 1e-4 * (1.0 + std::fabs(o)));
-      }
-    }
+    for (int g = 0; g < G; ++g)
+      check_row(q.data() + static_cast<std::size_t>(g) * D, K.data() + static_cast<std::size_t>(j0) * stride,
+                V.data() + static_cast<std::size_t>(j0) * stride, stride, n, D, out.data() + static_cast<std::size_t>(g) * D,
+                ms.data() + 2 * g);
   }
 }
 
@@ -120,26 +127,8 @@ void check_attention_rows(int D, int G, int B, int len0) {
     if (!momoka::llm::attend_rows(static_cast<Simd>(level), qs.data(), lens.data(), R, K.data(), V.data(), D, S.data(),
                                   lds, kt.data(), outs.data(), mss.data()))
       continue;
-    for (int r = 0; r < R; ++r) {
-      const int n = lens[r];
-      std::vector<double> s(n);
-      double mx = -INFINITY;
-      for (int j = 0; j < n; ++j) {
-        double dot = 0.0;
-        for (int i = 0; i < D; ++i) dot += static_cast<double>(q[static_cast<std::size_t>(r) * D + i]) * K[static_cast<std::size_t>(j) * D + i];
-        s[j] = dot;
-        mx = std::max(mx, dot);
-      }
-      double sum = 0.0;
-      for (int j = 0; j < n; ++j) sum += std::exp(s[j] - mx);
-      CHECK_NEAR(ms[2 * r], mx, 1e-4 * (1.0 + std::fabs(mx)));
-      CHECK_NEAR(ms[2 * r + 1], sum, 1e-4 * sum);
-      for (int i = 0; i < D; ++i) {
-        double o = 0.0;
-        for (int j = 0; j < n; ++j) o += std::exp(s[j] - mx) * V[static_cast<std::size_t>(j) * D + i];
-        CHECK_NEAR(out[static_cast<std::size_t>(r) * D + i], o, 1e-4 * (1.0 + std::fabs(o)));
-      }
-    }
+    for (int r = 0; r < R; ++r)
+      check_row(qs[r], K.data(), V.data(), D, lens[r], D, outs[r], mss[r]);
   }
 }
 
