@@ -55,19 +55,26 @@ class TensorInfo:
     n_bytes: int
 
 
-def _type_size(qtype: int, name: str) -> tuple[int, int]:
-    """(values per block, bytes per block) of a GGML type: momoka's table for the types it runs, the ``gguf``
-    package's for the others (so that a file of another type still opens, and is refused by name later)."""
-    if qtype in gq.BLOCK_BYTES:
-        return gq.QK, gq.BLOCK_BYTES[qtype]
-    if qtype in (gq.F32, gq.F16, gq.BF16):
-        return 1, 4 if qtype == gq.F32 else 2
+def _tensor_bytes(qtype: int, shape: tuple[int, ...], name: str) -> int:
+    """Bytes of a tensor: :func:`~momoka.models.gguf_quant.row_bytes` per row for the types momoka runs, the
+    ``gguf`` package's block table for the others (so that a file of another type still opens, and is refused
+    by name when its tensor is read)."""
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    k = shape[0] if shape else 1
+    if qtype in gq.SUPPORTED:
+        block = gq.QK if qtype in gq.BLOCK_BYTES else 1
+        if k % block:
+            raise ModelError(f"tensor {name!r} has rows of {k} values, not whole blocks of {block}")
+        return n // k * gq.row_bytes(qtype, k) if k else 0
     try:
         from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType  # start-up: gguf (types momoka does not run)
 
-        return GGML_QUANT_SIZES[GGMLQuantizationType(qtype)]
+        block, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType(qtype)]
     except (ImportError, ValueError, KeyError):
         raise ModelError(f"tensor {name!r} has an unknown GGML type {qtype}") from None
+    if n % block:
+        raise ModelError(f"tensor {name!r} of {n} values is not whole blocks of {block}")
+    return n // block * block_bytes
 
 
 class _Cursor:
@@ -195,11 +202,11 @@ class GGUFFile:
         data_start = -(-cur.pos // align) * align
         self.tensors: dict[str, TensorInfo] = {}
         for tname, qtype, shape, offset in infos:
-            block, block_bytes = _type_size(qtype, tname)
-            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-            if n % block:
-                raise ModelError(f"{name} is corrupted: tensor {tname!r} of {n} values is not whole blocks of {block}")
-            info = TensorInfo(tname, int(qtype), shape, data_start + offset, n // block * block_bytes)
+            try:
+                n_bytes = _tensor_bytes(int(qtype), shape, tname)
+            except ModelError as exc:
+                raise ModelError(f"{name} is corrupted: {exc}") from None
+            info = TensorInfo(tname, int(qtype), shape, data_start + offset, n_bytes)
             end = info.data_offset + info.n_bytes
             if end > size:
                 raise ModelError(f"{name} is truncated: tensor {tname!r} ends at byte {end} but the file has "
