@@ -875,19 +875,21 @@ inline void attend_part(Simd simd, const float* q, int G, const float* K, const 
   detail::attend_part_generic(q, G, K, V, j0, j1, stride, D, scores, out, ms);
 }
 
+// Whether attend_rows has kernels for this kernel set and head size: the AVX-512 ones, for D of 64 or 128.
+inline bool attend_rows_apply(Simd simd, int D) { return MOMOKA_LLM_X86 && simd == Simd::Avx512 && (D == 64 || D == 128); }
+
 // Attention of R query rows (rows of D floats) sharing one key/value head (cache rows of D floats), row r over
 // positions [0, len[r]), unnormalised as attend_part leaves it: out[r] the weighted values, ms[r][0..1] the
 // highest score and the sum of exponentials. `S` holds R rows of `lds` floats (lds >= the longest len rounded
-// up to 16), `kt` 16 D floats. False (nothing done) where these kernels do not apply: the AVX-512 kernels for D
-// of 64 or 128 only.
+// up to 16), `kt` 16 D floats. Only where attend_rows_apply(simd, D); false (nothing done) elsewhere.
 inline bool attend_rows(Simd simd, const float* const* q, const int* len, int R, const float* K, const float* V, int D,
                         float* S, std::size_t lds, float* kt, float* const* out, float* const* ms) {
+  if (!attend_rows_apply(simd, D)) return false;
 #if MOMOKA_LLM_X86
-  if (simd == Simd::Avx512 && D == 64) return detail::attend_rows512<4>(q, len, R, K, V, S, lds, kt, out, ms), true;
-  if (simd == Simd::Avx512 && D == 128) return detail::attend_rows512<8>(q, len, R, K, V, S, lds, kt, out, ms), true;
+  if (D == 64) detail::attend_rows512<4>(q, len, R, K, V, S, lds, kt, out, ms);
+  else detail::attend_rows512<8>(q, len, R, K, V, S, lds, kt, out, ms);
 #endif
-  (void)simd; (void)q; (void)len; (void)R; (void)K; (void)V; (void)D; (void)S; (void)lds; (void)kt; (void)out; (void)ms;
-  return false;
+  return true;
 }
 
 // Prompt tokens whose queries share one pass over a key/value head's cache in a prompt's attention.
@@ -978,9 +980,8 @@ class Decoder {
     part_.resize(static_cast<std::size_t>(units) * G * D);
     ms_.resize(static_cast<std::size_t>(units) * G * 2);
     // a prompt's attention in blocks of tokens whose queries share each pass over a key/value head, where
-    // the kernels have it (attend_rows with no rows says whether they apply)
-    const bool by_rows = n > 1 && attend_rows(simd_, nullptr, nullptr, 0, nullptr, nullptr, D, nullptr, 0, nullptr,
-                                              nullptr, nullptr);
+    // the kernels have it
+    const bool by_rows = n > 1 && attend_rows_apply(simd_, D);
     const int rows_max = kRowsBlock * G;
     const std::size_t lds = (static_cast<std::size_t>(total) + 15) / 16 * 16;
     const std::size_t per_thread = static_cast<std::size_t>(rows_max) * lds + 16 * static_cast<std::size_t>(D);
