@@ -27,9 +27,11 @@ credit. Rows:
   its query-term coverage re-rank (``coverage=0``), assembled by the default rule;
 * the default (hybrid convex w=0.6) with its context assembled
   (``momoka.methods.assemble``: touching hits merged with the whitespace
-  between them, a hit widened to its paragraph by the default rule, items
-  that do not fit skipped), as ``momoka query`` returns it, and under each
-  other widening rule of ASSEMBLE_RULES; with the warm milliseconds per query
+  between them, a hit widened to its paragraph by the default rule, the first
+  hit that does not fit cut to its best run of sentences when that run fills
+  half of what is left, other items that do not fit skipped), as ``momoka
+  query`` returns it, and under each other rule of ASSEMBLE_RULES (among them
+  the default without that cut); with the warm milliseconds per query
   of ``Index.search`` at the budget, with and without assembly (the first
   LATENCY_QUESTIONS questions, one at a time).
 
@@ -74,7 +76,7 @@ from momoka import Index  # noqa: E402
 from momoka.eval import evaluate_retrieval, load_dataset  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
 from momoka.methods.base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS,  # noqa: E402
-                                 DEFAULT_BUDGET)
+                                 DEFAULT_ASSEMBLE_TRIM, DEFAULT_BUDGET)
 
 SETS = ("squad_v1_dev_half_a", "hotpotqa_dev500_long", "dragonball_finance_en", "leval_nq", "leval_qasper")
 #: As the sets' READMEs describe their evidence (the others are answer occurrences: "any", inferred).
@@ -104,10 +106,14 @@ VARIANTS += DOCUMENT_VARIANTS
 
 #: The Momoka-RAG rows of ``--trail``: (label, retriever, options).
 #: ``paths_referee``: the same stores' paths searched again with the paths preset ``referee`` (in memory).
-#: The default's variant label, and the other widening rules tried on it: (label, cap, min_hits, extra).
+#: The default's variant label, and the other assembly rules tried on it: (label, cap, min_hits, extra, trim).
 DEFAULT_VARIANT = "hybrid convex w0.6"
-ASSEMBLE_RULES = [("merge only", 0, 1, 0), ("cap 1000", 1000, 1, 0), ("cap 2500", 2500, 1, 0),
-                  ("cap 1000, 2 hits", 1000, 2, 0), ("extra 300", 0, 1, 300), ("cap 2500, 2 hits, extra 300", 2500, 2, 300)]
+_T = DEFAULT_ASSEMBLE_TRIM
+NO_TRIM_RULE = "no trimming"
+ASSEMBLE_RULES = [("merge only", 0, 1, 0, _T), ("cap 1000", 1000, 1, 0, _T), ("cap 2500", 2500, 1, 0, _T),
+                  ("cap 1000, 2 hits", 1000, 2, 0, _T), ("extra 300", 0, 1, 300, _T),
+                  ("cap 2500, 2 hits, extra 300", 2500, 2, 300, _T),
+                  (NO_TRIM_RULE, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_EXTRA, 0)]
 LATENCY_QUESTIONS = 50
 TRAIL_VARIANTS = [("base", "dense", {}), ("mm", "mm", {}), ("hybrid", "hybrid", {}),
                   ("momoka preset=paper (Algorithm 1)", "trail", {"preset": "paper"}),
@@ -241,17 +247,17 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
     """The default's rankings ``res`` assembled at each cap (scored strictly within the budget), and the warm
     ms per query of ``Index.search`` with and without assembly."""
     out = {}
-    rules = [("", DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_EXTRA)] + \
-        [(f" {label}", c, h, x) for label, c, h, x in ASSEMBLE_RULES]
-    for label, cap, min_hits, extra in rules:
-        asm = ix.assembler(cap, min_hits=min_hits, extra=extra)
+    rules = [("", DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_TRIM)] + \
+        [(f" {label}", c, h, x, t) for label, c, h, x, t in ASSEMBLE_RULES]
+    for label, cap, min_hits, extra, trim in rules:
+        asm = ix.assembler(cap, min_hits=min_hits, extra=extra, trim=trim)
         t = time.perf_counter()
         fitted = [r.fit(BUDGET, keep_first=False, assemble=asm) for r in res]
         dt = (time.perf_counter() - t) / len(qs)
         row = score({q.qid: r.spans() for q, r in zip(qs, fitted)}, qs, mode)
         row["ms_per_question"] = plain["ms_per_question"] + 1000 * dt
         row["assembled"] = {k: float(np.mean([r.stats[f"assembled_{k}"] for r in fitted]))
-                            for k in ("widened", "merged", "skipped")}
+                            for k in ("widened", "merged", "trimmed", "skipped")}
         out[f"{DEFAULT_VARIANT} assembled{label}"] = row
     lat = {}
     for on in (False, True):
@@ -276,7 +282,8 @@ README_ROWS = [("P0: LangChain recursive 1000/200 + MiniLM cosine", "peer"),
                ("P1: LangChain ensemble, BM25 + dense, RRF", "peer ensemble"),
                (f"**momoka default: recursive 100, contextual headers, hybrid convex w=0.6, assembled (widened to the paragraph when it adds "
                 f"at most {DEFAULT_ASSEMBLE_EXTRA} characters, or spans at most {DEFAULT_ASSEMBLE_CAP:,} and holds "
-                f"{DEFAULT_ASSEMBLE_MIN_HITS} hits)**", "r100 hybrid convex w0.6 assembled"),
+                f"{DEFAULT_ASSEMBLE_MIN_HITS} hits; the first hit that does not fit cut to its best sentences)**",
+                "r100 hybrid convex w0.6 assembled"),
                ("the same without contextual headers (chunks indexed alone)", "r100 no headers hybrid convex w0.6 assembled"),
                ("the same without title links (`-o hybrid.links=0`)", NO_LINKS_ROW),
                ("the same without the query's title links (`-o hybrid.query_links=false`)", NO_QUERY_LINKS_ROW),
@@ -316,7 +323,7 @@ def readme_table(report: dict) -> str:
                        (NO_LINKS_ROW, "no title links"), (NO_QUERY_LINKS_ROW, "no query title links"),
                        (NO_NAMED_ROW, "no named documents"), (NO_DOCUMENT_ROW, "no document prior"),
                        ("r100 hybrid convex w0.6 coverage 0.0 assembled", "no coverage"),
-                       (PREFIX_ROW, "the prefix fit")):
+                       (f"{DEFAULT_ROW} {NO_TRIM_RULE}", "no trimming"), (PREFIX_ROW, "the prefix fit")):
         cells = [margin_cell(report["sets"][n]["rows"], DEFAULT_ROW, peer, "complete") for n in sets]
         lines.append(f"| default minus {name}, complete (points, 95 % paired interval) | " + " | ".join(cells) + " |")
     for key, what in (("search_ms", "ms per query, warm, Index.search at the budget: prefix / assembled (median)"),):

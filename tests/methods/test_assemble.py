@@ -5,12 +5,15 @@ texts (not on the assembler's interval arithmetic or the chunk table's
 arrays): a hit's paragraph is found by scanning every chunk, "touching" means
 only whitespace of the document lies between two spans, and the whitespace
 between two returned spans is returned (and counted) when a chunk ends where
-it begins and the document's next chunk starts where it ends.
+it begins and the document's next chunk starts where it ends. A trimmed hit's
+run of sentences is found by trying every run and tokenising its whole text,
+its weight computed here from the BM25 view's document frequencies.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from importlib import resources
 
 import pytest
@@ -19,9 +22,10 @@ from hypothesis import strategies as st
 
 from momoka import Index
 from momoka.errors import ConfigError
-from momoka.methods.base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, Item, Member,
-                                 Result)
+from momoka.methods.base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS,
+                                 DEFAULT_ASSEMBLE_TRIM, DEFAULT_ASSEMBLE_TRIM_FILL, Item, Member, Result)
 from momoka.text import Document
+from momoka.text.segment import split_sentences
 
 SETS = ("hotpotqa_dev500_long", "squad_v1_dev_half_a")
 
@@ -44,9 +48,30 @@ def corpus(shared_data):
     ix.close()
 
 
+def best_run(item: Item, left: int, taken: dict, bm, query: set):
+    """The trimmed run of ``item`` by brute force: ``(doc, start, end)`` or None."""
+    best = None
+    for k, m in enumerate(item.members):
+        starts, ends = split_sentences(m.text)
+        sents = [(m.start + a, m.start + b) for a, b in zip(starts.tolist(), ends.tolist())]
+        for i in range(len(sents)):
+            for j in range(i, len(sents)):
+                a, b = sents[i][0], sents[j][1]
+                if b - a > left or any(p in taken.get(m.doc_id, set()) for p in range(a, b)):
+                    continue
+                held = set(bm.tokenize(m.text[a - m.start:b - m.start])) & query
+                n = bm.n_docs
+                w = math.fsum(math.log(1 + (n - bm.doc_freq(t) + 0.5) / (bm.doc_freq(t) + 0.5)) for t in held)
+                key = (-w, b - a, k, a)
+                if held and (best is None or key < best[0]):
+                    best = (key, (m.doc_id, a, b))
+    return None if best is None else best[1]
+
+
 def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True,
-              min_hits: int = 2, extra: int = 0):
-    """The assembly, slowly: ``(covered chars per doc, hit groups as sets of ranks, widened ranks, skipped)``."""
+              min_hits: int = 2, extra: int = 0, trim: int = 0, bm=None, fill: float = 0.5):
+    """The assembly, slowly: ``(covered chars per doc, hit groups as sets of ranks, widened ranks, skipped,
+    trimmed ranks)``."""
     def family(cid):
         c = chunks[cid]
         return [i for i, o in chunks.items() if o.doc_id == c.doc_id and o.paragraph == c.paragraph]
@@ -75,7 +100,8 @@ def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, 
         return out
 
     taken: dict[str, set] = {}
-    accepted, widened, skipped = [], set(), 0
+    accepted, widened, skipped, trimmed, tried = [], set(), 0, set(), 0
+    query = set(bm.tokenize(result.query)) if trim and bm is not None else set()
     for n, item in enumerate(result.items):
         base = [(m.doc_id, m.start, m.end) for m in item.members]
         wide, grew = [], False
@@ -86,18 +112,28 @@ def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, 
                 grew = True
             else:
                 wide.append((m.doc_id, m.start, m.end))
-        for spans, is_wide in ([(wide, True)] if grew else []) + [(base, False)]:
+        choices = ([(wide, "wide")] if grew else []) + [(base, "")]
+        if query and tried < trim:
+            choices.append((None, "trim"))
+        for spans, how in choices:
+            if how == "trim":  # the first `trim` hits that fit neither way, each tried once
+                tried += 1
+                left = budget - sum(len(v) for v in taken.values())
+                run = best_run(item, left, taken, bm, query)
+                if run is None or run[2] - run[1] < fill * left:
+                    skipped += 1
+                    break
+                spans = [run]
             grown = {d: set(v) for d, v in taken.items()}
             for d, s, e in spans:
                 grown.setdefault(d, set()).update(range(s, e))
             grown = {d: joined(d, v) for d, v in grown.items()}
             new = sum(len(v) for v in grown.values()) - sum(len(v) for v in taken.values())
             used = sum(len(v) for v in taken.values())
-            if used + new <= budget or (keep_first and n == 0 and not is_wide):
+            if used + new <= budget or (keep_first and n == 0 and not how):
                 taken = grown
                 accepted.append((item.rank, spans))
-                if is_wide:
-                    widened.add(item.rank)
+                {"wide": widened, "trim": trimmed}.get(how, set()).add(item.rank)
                 break
         else:
             skipped += 1
@@ -112,12 +148,13 @@ def reference(result: Result, budget: int, cap: int, texts: dict, chunks: dict, 
                 for r in joined:
                     group[r] = joined
     groups = {frozenset(g) for g in group.values()}
-    return taken, groups, widened, skipped
+    return taken, groups, widened, skipped, trimmed
 
 
 def check(out: Result, result: Result, budget: int, cap: int, texts: dict, chunks: dict, keep_first: bool = True,
-          min_hits: int = 2, extra: int = 0):
-    taken, groups, widened, skipped = reference(result, budget, cap, texts, chunks, keep_first, min_hits, extra)
+          min_hits: int = 2, extra: int = 0, trim: int = 0, bm=None, fill: float = 0.5):
+    taken, groups, widened, skipped, trimmed = reference(result, budget, cap, texts, chunks, keep_first, min_hits,
+                                                         extra, trim, bm, fill)
     got: dict[str, set] = {}
     for it in out:
         for a, b in zip(it.members, it.members[1:]):
@@ -136,7 +173,9 @@ def check(out: Result, result: Result, budget: int, cap: int, texts: dict, chunk
     assert total <= budget or (keep_first and total == result.items[0].n_chars)
     assert {frozenset(it.provenance["assembly"]["hits"]) for it in out} == groups
     assert {r for it in out for r in it.provenance["assembly"]["widened"]} == widened
+    assert {r for it in out for r in it.provenance["assembly"]["trimmed"]} == trimmed
     assert out.stats["assembled_skipped"] == skipped and out.stats["assembled_widened"] == len(widened)
+    assert out.stats["assembled_trimmed"] == len(trimmed)
     assert [it.rank for it in out] == list(range(1, len(out) + 1))
     assert [min(it.provenance["assembly"]["hits"]) for it in out] == \
         sorted(min(it.provenance["assembly"]["hits"]) for it in out)    # in order of their best hit
@@ -146,16 +185,21 @@ QUERIES = ["where is the lighthouse and who keeps it?", "which battle occurred f
            "what year was the university founded?", "harbor light storm keeper", "the river and the city"]
 
 
-@pytest.mark.parametrize("budget,cap,min_hits,extra", [
-    (5000, 2500, 1, 0), (1500, 2500, 1, 0), (5000, 1000, 2, 0), (800, 600, 1, 0), (5000, 0, 1, 0), (300, 2500, 1, 0),
-    (5000, 0, 1, 300), (5000, 1000, 2, 300), (2000, 2500, 3, 150), (5000, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS,
-                                                                     DEFAULT_ASSEMBLE_EXTRA)])
-def test_assembled_search_matches_the_reference(corpus, budget, cap, min_hits, extra):
+@pytest.mark.parametrize("budget,cap,min_hits,extra,trim,fill", [
+    (5000, 2500, 1, 0, 0, 0.5), (1500, 2500, 1, 0, 0, 0.5), (5000, 1000, 2, 0, 0, 0.5), (800, 600, 1, 0, 0, 0.5),
+    (5000, 0, 1, 0, 0, 0.5), (300, 2500, 1, 0, 0, 0.5), (5000, 0, 1, 300, 0, 0.5), (5000, 1000, 2, 300, 0, 0.5),
+    (2000, 2500, 3, 150, 0, 0.5), (1500, 0, 1, 0, 1, 0.0), (800, 600, 1, 0, 3, 0.5), (300, 0, 1, 0, 2, 0.3),
+    (2000, 1000, 2, 300, 1, 1.0), (1200, 0, 1, 0, 10, 0.0),
+    (5000, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_TRIM,
+     DEFAULT_ASSEMBLE_TRIM_FILL)])
+def test_assembled_search_matches_the_reference(corpus, budget, cap, min_hits, extra, trim, fill):
     ix, texts, chunks = corpus
-    asm = ix.assembler(cap, min_hits=min_hits, extra=extra)
+    asm = ix.assembler(cap, min_hits=min_hits, extra=extra, trim=trim, trim_fill=fill)
+    bm = ix.store.bm25_view("raw").index
     for q in QUERIES:
         ranked = ix.search(q, k=ix.depth_for(budget), retriever="bm25")
-        check(ranked.fit(budget, assemble=asm), ranked, budget, cap, texts, chunks, min_hits=min_hits, extra=extra)
+        check(ranked.fit(budget, assemble=asm), ranked, budget, cap, texts, chunks, min_hits=min_hits, extra=extra,
+              trim=trim, bm=bm, fill=fill)
 
 
 def test_assembly_widens_and_merges_on_real_documents(corpus):
@@ -164,6 +208,7 @@ def test_assembly_widens_and_merges_on_real_documents(corpus):
     outs = [r.fit(5000, assemble=ix.assembler(2500)) for r in ranked]
     assert sum(o.stats["assembled_widened"] for o in outs) > 0              # the cases the reference checks occur
     assert sum(o.stats["assembled_merged"] for o in outs) > 0
+    assert sum(r.fit(1500, assemble=ix.assembler(trim=1, trim_fill=0)).stats["assembled_trimmed"] for r in ranked) > 0
     default = [ix.search(q, budget=5000, retriever="bm25") for q in QUERIES]
     assert all(o.stats["assembled_cap"] == DEFAULT_ASSEMBLE_CAP and "assembled_merged" in o.stats for o in default)
     plain = [ix.search(q, budget=5000, retriever="bm25", assemble=False) for q in QUERIES]
@@ -231,10 +276,60 @@ def test_overlapping_members_are_cut_to_exact_tails_by_hand():
     assert len(res.fit(10, keep_first=False, assemble=asm)) == 1          # c (5 chars) fits after a is skipped
     with pytest.raises(ConfigError):
         res.fit(0, assemble=asm)
-    for bad in ({"cap": -1}, {"min_hits": 0}, {"extra": -5}, {"extra": True}):
+    for bad in ({"cap": -1}, {"min_hits": 0}, {"extra": -5}, {"extra": True}, {"trim": -1}, {"trim_fill": 1.5},
+                {"trim_fill": -0.1}):
         with pytest.raises(ConfigError):
             Assembler(_NoChunks(), lambda c: None, **bad)
     check(res.fit(22, assemble=asm), res, 22, 0, texts, {})
+
+
+def test_trimming_by_hand():
+    text = ("The harbor is quiet. The lighthouse keeper lives alone on the rock. Storms come in winter. "
+            "The keeper lights the lamp at dusk.")
+    other = "A ferry crosses the bay twice a day. It carries mail, bread and the doctor. Nobody else comes."
+    ix = Index.build([Document.from_text(text, doc_id="a"), Document.from_text(other, doc_id="b")], embedder=None,
+                     progress=False)
+    try:
+        (cid,) = ix.store.documents["a"].chunk_ids
+        (ferry,) = ix.store.documents["b"].chunk_ids
+        res = ix.result("lighthouse keeper", [(cid, 1.0)], "t")
+        keeper = "The lighthouse keeper lives alone on the rock."         # both terms: the heaviest run
+        assert len(keeper) == 46
+        out = res.fit(80, keep_first=False, assemble=ix.assembler(trim=1))
+        assert [m.text for it in out for m in it.members] == [keeper]   # runs 2-4 hold as much but are longer
+        assert out[0].chunk_id == -1 and out[0].provenance["assembly"]["trimmed"] == [1]
+        assert out.stats["assembled_trimmed"] == 1 and out.stats["assembled_skipped"] == 0
+        assert text[out[0].start:out[0].end] == keeper
+        out = res.fit(100, keep_first=False, assemble=ix.assembler(trim=1))  # 46 of 100 left: below half
+        assert len(out) == 0 and out.stats["assembled_skipped"] == 1 and out.stats["assembled_trimmed"] == 0
+        assert res.fit(100, keep_first=False, assemble=ix.assembler(trim=1, trim_fill=0.46))[0].text == keeper
+        out = res.fit(40, keep_first=False, assemble=ix.assembler(trim=1))   # only "keeper" fits
+        assert [m.text for it in out for m in it.members] == ["The keeper lights the lamp at dusk."]
+        out = res.fit(30, keep_first=False, assemble=ix.assembler(trim=1))   # no run with a query term fits
+        assert len(out) == 0 and out.stats["assembled_skipped"] == 1 and out.stats["assembled_trimmed"] == 0
+        assert len(res.fit(80, keep_first=False, assemble=ix.assembler(trim=0))) == 0
+        assert ix.result("winter storms", [(cid, 1.0)], "t").fit(
+            40, keep_first=False, assemble=ix.assembler(trim=1))[0].text == "Storms come in winter."
+        assert len(ix.result("volcano", [(cid, 1.0)], "t").fit(80, keep_first=False,
+                                                               assemble=ix.assembler(trim=1))) == 0
+        out = res.fit(80, assemble=ix.assembler(trim=1))                    # keep-first: the best hit whole
+        assert out[0].n_chars == len(text) and out.stats["assembled_trimmed"] == 0
+        # a run never holds text already taken: "Storms come in winter." is, so the run starts after it
+        s0 = text.index("Storms")
+        taken = Item((Member(-1, "a", s0, s0 + 22, text[s0:s0 + 22]),), 3.0, 1)
+        whole = ix.result("q", [(cid, 1.0)], "t").items[0]
+        both = Result("storms keeper lamp", (taken, Item(whole.members, 1.0, 2)), "t")
+        out = both.fit(22 + 60, keep_first=False, assemble=ix.assembler(trim=1))
+        assert [it.text for it in out] == ["Storms come in winter.", "The keeper lights the lamp at dusk."]
+        assert out[1].provenance["assembly"]["trimmed"] == [2] and out[0].provenance["assembly"]["trimmed"] == []
+        # only the first `trim` hits that do not fit are tried: the ferry (no query term) uses up trim=1
+        two = ix.result("lighthouse keeper", [(ferry, 2.0), (cid, 1.0)], "t")
+        out = two.fit(80, keep_first=False, assemble=ix.assembler(trim=1))
+        assert len(out) == 0 and out.stats["assembled_skipped"] == 2
+        out = two.fit(80, keep_first=False, assemble=ix.assembler(trim=2))
+        assert [it.text for it in out] == [keeper] and out[0].provenance["assembly"]["trimmed"] == [2]
+    finally:
+        ix.close()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -252,9 +347,14 @@ def test_random_rankings_match_the_reference(corpus, data):
     keep_first = data.draw(st.booleans())
     min_hits = data.draw(st.integers(1, 3))
     extra = data.draw(st.sampled_from([0, 100, 300, 10 ** 6]))
-    res = ix.result("q", [(c, 1.0 - i / 100) for i, c in enumerate(picks)], "t")
-    out = res.fit(budget, keep_first=keep_first, assemble=ix.assembler(cap, min_hits=min_hits, extra=extra))
-    check(out, res, budget, cap, texts, chunks, keep_first, min_hits, extra)
+    trim = data.draw(st.sampled_from([0, 1, 2, 5]))
+    fill = data.draw(st.sampled_from([0.0, 0.5, 0.9]))
+    query = data.draw(st.sampled_from(QUERIES))
+    res = ix.result(query, [(c, 1.0 - i / 100) for i, c in enumerate(picks)], "t")
+    out = res.fit(budget, keep_first=keep_first, assemble=ix.assembler(cap, min_hits=min_hits, extra=extra, trim=trim,
+                                                                       trim_fill=fill))
+    check(out, res, budget, cap, texts, chunks, keep_first, min_hits, extra, trim, ix.store.bm25_view("raw").index,
+          fill)
     # every hit that is not returned was too long for what is left at the end
     got = {(m.doc_id, p) for it in out for m in it.members for p in range(m.start, m.end)}
     left = budget - sum(it.n_chars for it in out)

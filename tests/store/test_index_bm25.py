@@ -106,6 +106,16 @@ def test_lucene_idf_variant():
     assert ix.get_scores("a c")[2] == pytest.approx(want, rel=1e-12)
 
 
+def test_term_weight_by_hand():
+    ix = BM25()  # okapi scoring: the weight is Lucene's positive idf all the same
+    ix.add_tokens([["a", "b"], ["a"], ["c", "c", "a"], ["d"]])
+    assert ix.term_weight("a") == pytest.approx(math.log(1 + 1.5 / 3.5), rel=1e-12)   # df 3 of 4
+    assert ix.term_weight("c") == pytest.approx(math.log(1 + 3.5 / 1.5), rel=1e-12)   # df 1
+    assert ix.term_weight("zz") == pytest.approx(math.log(1 + 4.5 / 0.5), rel=1e-12)  # df 0
+    ix.delete([0])                                                                   # live documents only
+    assert ix.term_weight("b") == pytest.approx(math.log(1 + 3.5 / 0.5), rel=1e-12)
+
+
 def test_batch_threads_and_mask_agree_with_single_queries():
     rng = np.random.default_rng(0)
     docs = [" ".join(rng.choice(WORDS, size=rng.integers(3, 40))) for _ in range(300)]

@@ -132,8 +132,9 @@ def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
                    f"{DEFAULT_BUDGET}; 0: no budget, k items)")
     p.add_argument("--no-assemble", dest="assemble", action="store_false",
                    help="keep the longest prefix of the ranking that fits the budget; by default the context is "
-                   "assembled: hits that touch merged into one passage, no text twice, and an item that does not "
-                   "fit what is left skipped (the next ones still fill the budget)")
+                   "assembled: hits that touch merged into one passage, no text twice, the first item that does "
+                   "not fit what is left cut to its sentences that best match the query, later ones skipped (the "
+                   "next ones still fill the budget)")
 
 
 def _k_budget(args: argparse.Namespace) -> dict:
@@ -356,9 +357,13 @@ def print_result(result, as_json: bool, page_of=None) -> None:
         if kind and kind != "chunk":
             head += f"  ({kind})"
         asm = it.provenance.get("assembly") or {}
-        if asm.get("widened") or len(asm.get("hits", ())) > 1:
-            head += f"  (hits {', '.join(f'#{r}' for r in asm['hits'])}" + \
-                (f"; widened to paragraph: {', '.join(f'#{r}' for r in asm['widened'])})" if asm["widened"] else ")")
+        if asm.get("widened") or asm.get("trimmed") or len(asm.get("hits", ())) > 1:
+            notes = [f"hits {', '.join(f'#{r}' for r in asm['hits'])}"]
+            if asm.get("widened"):
+                notes.append(f"widened to paragraph: {', '.join(f'#{r}' for r in asm['widened'])}")
+            if asm.get("trimmed"):
+                notes.append(f"cut to its best sentences: {', '.join(f'#{r}' for r in asm['trimmed'])}")
+            head += f"  ({'; '.join(notes)})"
         print(head)
         text = " ".join(it.text.split())
         print("    " + (text if len(text) <= 400 else text[:400] + " ..."))

@@ -13,8 +13,19 @@ as fragments, or not at all when one long item ends the prefix.
   around it, as LlamaIndex's sentence-window retriever) or it spans at most
   ``cap`` characters and holds at least ``min_hits`` hits of the ranking (as
   LlamaIndex's auto-merging retriever); otherwise the hit is taken alone;
-* a hit (widened or not) that does not fit what is left is **skipped**, and
-  the fill goes on with the next one;
+* the first hit that does not fit what is left (widened or not) is
+  **trimmed** when it can be: cut to its run of whole sentences that fits
+  what is left, overlaps no text already taken and holds the greatest weight
+  of the question's terms (the sum of
+  :meth:`~momoka.store.bm25.BM25.term_weight` over the distinct BM25 tokens
+  of the query it holds; ties: the shorter run, then the earlier), taken
+  when that run holds a query term and fills at least ``trim_fill`` of what
+  is left. The budget's tail then goes to the best sentences of the best
+  hit left out instead of to smaller, lower-ranked hits; a run that would
+  fill little of it is not worth the hits it pushes out. ``trim`` sets how
+  many of the first hits that do not fit are tried so (0: none);
+* a hit that does not fit and is not trimmed is **skipped**, and the fill
+  goes on with the next one;
 * hits of one document that overlap or touch (only whitespace between them)
   are **merged** into one item, and no character is returned twice: a chunk
   already covered is dropped, one that overlaps covered text is cut to its
@@ -35,8 +46,11 @@ defaults (:data:`DEFAULT_ASSEMBLE_CAP`, :data:`DEFAULT_ASSEMBLE_MIN_HITS`,
 :data:`DEFAULT_ASSEMBLE_EXTRA`) were chosen on the shared sets by the best worst
 case (docs/results.md). An assembled item lists its members
 in document order; ``provenance["assembly"]`` names the ranks of the hits it
-holds (``hits``) and those widened (``widened``); the result's ``stats``
-count them (``assembled_widened``, ``assembled_merged``, ``assembled_skipped``).
+holds (``hits``), those widened (``widened``) and those trimmed
+(``trimmed``; a trimmed run is a member with ``chunk_id`` -1 unless it is a
+whole stored chunk of a composite item); the result's
+``stats`` count them (``assembled_widened``, ``assembled_merged``,
+``assembled_trimmed``, ``assembled_skipped``).
 
 The parent and adjacency tables are built once per state of the chunk table,
 with numpy (:meth:`momoka.Index.assembler` caches them).
@@ -44,16 +58,19 @@ with numpy (:meth:`momoka.Index.assembler` caches them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .._validate import check_int
-from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, Item, Member, Result,
-                   check_budget)
+from .._validate import check_float, check_int
+from ..text.segment import split_sentences
+from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_TRIM,
+                   DEFAULT_ASSEMBLE_TRIM_FILL, Item, Member, Result, check_budget)
 
-__all__ = ["DEFAULT_ASSEMBLE_CAP", "DEFAULT_ASSEMBLE_EXTRA", "DEFAULT_ASSEMBLE_MIN_HITS", "Assembler"]
+__all__ = ["DEFAULT_ASSEMBLE_CAP", "DEFAULT_ASSEMBLE_EXTRA", "DEFAULT_ASSEMBLE_MIN_HITS", "DEFAULT_ASSEMBLE_TRIM",
+           "DEFAULT_ASSEMBLE_TRIM_FILL", "Assembler"]
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -118,13 +135,26 @@ class Assembler:
         extra: widen a hit to its paragraph whenever that adds at most this
             many characters to it (0: never). With ``cap`` and ``extra`` 0 no
             hit is widened; merging and skipping still apply.
+        trim: how many of the first hits that do not fit are tried for a
+            cut to their best run of sentences (0: none).
+        trim_fill: the least share of what is left of the budget (0 to 1)
+            that run must fill to be taken.
+        terms: ``() -> BM25`` giving the index whose tokens and
+            :meth:`~momoka.store.bm25.BM25.term_weight` score those runs
+            (called at each assembly, so it follows the store; it may
+            return None); None: no hit is trimmed.
     """
 
     def __init__(self, chunks: Any, member: Callable[[int], Member], cap: int = DEFAULT_ASSEMBLE_CAP, *,
-                 min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS, extra: int = DEFAULT_ASSEMBLE_EXTRA):
+                 min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS, extra: int = DEFAULT_ASSEMBLE_EXTRA,
+                 trim: int = DEFAULT_ASSEMBLE_TRIM, trim_fill: float = DEFAULT_ASSEMBLE_TRIM_FILL,
+                 terms: Callable[[], Any] | None = None):
         self.cap = check_int(cap, "the assembly cap", minimum=0)
         self.min_hits = check_int(min_hits, "the assembly min_hits", minimum=1)
         self.extra = check_int(extra, "the assembly extra", minimum=0)
+        self.trim = check_int(trim, "the assembly trim", minimum=0)
+        self.trim_fill = check_float(trim_fill, "the assembly trim_fill", minimum=0.0, maximum=1.0)
+        self._terms = terms
         self._member = member
         live = np.asarray(chunks.column("live"), dtype=bool)
         ids = np.flatnonzero(live).astype(np.int64)
@@ -249,6 +279,47 @@ class Assembler:
                 out.append(m)
         return tuple(out) if grew else None
 
+    def _trimmed(self, item: Item, left: int, taken: dict[str, list[tuple[int, int]]], query: set[str],
+                 bm25: Any, weights: dict[str, float]) -> tuple[Member, ...] | None:
+        """The run of whole sentences of one of ``item``'s members that fits ``left`` characters, overlaps no
+        ``taken`` text and holds the greatest weight of ``query`` terms (ties: shorter, then earlier); None when
+        no run holds a query term."""
+        best: tuple[float, int, int, int, Member] | None = None  # (-weight, length, member number, start, member)
+        for k, m in enumerate(item.members):
+            if not m.text:
+                continue
+            starts, ends = split_sentences(m.text)
+            busy = taken.get(m.doc_id, [])
+            runs: list[tuple[int, int, set[str]] | None] = []  # absolute spans; None: overlaps taken text
+            for s, e in zip(starts.tolist(), ends.tolist()):
+                a, b = m.start + s, m.start + e
+                clash = any(a < y and x < b for x, y in busy)
+                runs.append(None if clash else (a, b, set(bm25.tokenize(m.text[s:e])) & query))
+            for i, first in enumerate(runs):
+                if first is None:
+                    continue
+                held: set[str] = set()
+                for j in range(i, len(runs)):
+                    run = runs[j]
+                    if run is None or run[1] - first[0] > left:
+                        break
+                    held |= run[2]
+                    if not held:
+                        continue
+                    for t in held:
+                        if t not in weights:
+                            weights[t] = bm25.term_weight(t)
+                    key = (-math.fsum(weights[t] for t in held), run[1] - first[0], k, first[0])
+                    if best is None or key < best[:4]:
+                        best = (*key, m)
+        if best is None:
+            return None
+        _, _, _, a, m = best
+        b = a + best[1]
+        if (a, b) == (m.start, m.end):  # the whole member (of a composite item): still the stored chunk
+            return (m,)
+        return (Member(-1, m.doc_id, a, b, m.text[a - m.start:b - m.start], m.section),)
+
     # -- assembly -------------------------------------------------------------
 
     def __call__(self, result: Result, budget: int, *, keep_first: bool = True) -> Result:
@@ -261,34 +332,52 @@ class Assembler:
         taken: dict[str, list[tuple[int, int]]] = {}
         accepted: list[tuple[int, tuple[Member, ...]]] = []  # (hit number, members)
         widened: set[int] = set()
-        used = skipped = 0
+        trimmed: set[int] = set()
+        used = skipped = tried = 0
         hits = self._hits_per_paragraph(result) if self.cap or self.extra else {}
+        bm25 = self._terms() if self.trim and self._terms is not None else None
+        query = set(bm25.tokenize(result.query)) if bm25 is not None else set()
+        weights: dict[str, float] = {}
         for i, item in enumerate(result.items):
             wide = self._widened(item, hits)
-            choices = ((wide, True), (item.members, False)) if wide is not None else ((item.members, False),)
-            for members, is_wide in choices:
+            choices = [(wide, "wide"), (item.members, "")] if wide is not None else [(item.members, "")]
+            if query and tried < self.trim:
+                choices.append((None, "trim"))
+            placed = False
+            for members, how in choices:
+                if how == "trim":
+                    tried += 1
+                    left = budget - used
+                    members = self._trimmed(item, left, taken, query, bm25, weights)
+                    if members is None or members[0].end - members[0].start < self.trim_fill * left:
+                        break
                 by_doc: dict[str, list[tuple[int, int]]] = {}
                 for m in members:
                     by_doc.setdefault(m.doc_id, []).append((m.start, m.end))
                 grown = {d: self._join(d, taken.get(d, []) + sp) for d, sp in by_doc.items()}
                 new = sum(_total(g) - _total(taken.get(d, [])) for d, g in grown.items())
-                if used + new <= budget or (keep_first and i == 0 and not is_wide):
+                if used + new <= budget or (keep_first and i == 0 and not how):
                     used += new
                     taken.update(grown)
                     accepted.append((i, members))
-                    if is_wide:
+                    if how == "wide":
                         widened.add(i)
+                    elif how == "trim":
+                        trimmed.add(i)
+                    placed = True
                     break
-            else:
+            if not placed:
                 skipped += 1
-        items = self._items(result, accepted, widened)
+        items = self._items(result, accepted, widened, trimmed)
         stats = {**result.stats, "budget": budget, "assembled_cap": self.cap, "assembled_min_hits": self.min_hits,
-                 "assembled_extra": self.extra, "assembled_widened": len(widened),
+                 "assembled_extra": self.extra, "assembled_trim": self.trim, "assembled_trim_fill": self.trim_fill,
+                 "assembled_widened": len(widened),
                  "assembled_merged": sum(1 for it in items if len(it.provenance["assembly"]["hits"]) > 1),
-                 "assembled_skipped": skipped}
+                 "assembled_trimmed": len(trimmed), "assembled_skipped": skipped}
         return Result(result.query, tuple(items), result.retriever, stats)
 
-    def _items(self, result: Result, accepted: list[tuple[int, tuple[Member, ...]]], widened: set[int]) -> list[Item]:
+    def _items(self, result: Result, accepted: list[tuple[int, tuple[Member, ...]]], widened: set[int],
+               trimmed: set[int]) -> list[Item]:
         """Cut the accepted members to disjoint exact spans and group them into items (touching = one item)."""
         sets = _Sets()
         by_doc: dict[str, list[tuple[int, int, int, Member]]] = {}
@@ -332,6 +421,8 @@ class Assembler:
             prov = {**first.provenance, "assembly": {"hits": [result.items[i].rank for i in hits[root]],
                                                      "widened": [result.items[i].rank for i in hits[root]
                                                                  if i in widened],
+                                                     "trimmed": [result.items[i].rank for i in hits[root]
+                                                                 if i in trimmed],
                                                      "chunks": [m.chunk_id for m in pieces if m.chunk_id >= 0]}}
             items.append(Item(_fuse(pieces), first.score, rank, prov, first.title))
         return items

@@ -41,11 +41,18 @@ DEFAULT_RETRIEVER = "hybrid"
 DEFAULT_ASSEMBLE_CAP = 1000
 DEFAULT_ASSEMBLE_MIN_HITS = 2
 DEFAULT_ASSEMBLE_EXTRA = 300
+#: Context assembly tries this many of the first hits that do not fit what is left of the budget for a cut to their
+#: best run of sentences (the one holding the most weight of the question's terms) instead of skipping them, and takes
+#: the run when it fills at least :data:`DEFAULT_ASSEMBLE_TRIM_FILL` of what is left (docs/results.md).
+DEFAULT_ASSEMBLE_TRIM = 1
+DEFAULT_ASSEMBLE_TRIM_FILL = 0.5
 
 __all__ = [
     "DEFAULT_ASSEMBLE_CAP",
     "DEFAULT_ASSEMBLE_EXTRA",
     "DEFAULT_ASSEMBLE_MIN_HITS",
+    "DEFAULT_ASSEMBLE_TRIM",
+    "DEFAULT_ASSEMBLE_TRIM_FILL",
     "DEFAULT_BUDGET",
     "DEFAULT_CHUNKER",
     "DEFAULT_CHUNK_SIZE",

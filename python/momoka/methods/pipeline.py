@@ -38,8 +38,8 @@ from ..text.document import page_number
 from .. import registry
 from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
-    ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_BUDGET,
-    DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
+    ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_TRIM,
+    DEFAULT_ASSEMBLE_TRIM_FILL, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member, Result, check_budget)
 from .context import Corpus, stored_document
 from .engine import ENGINES, check_engine, check_share  # noqa: F401 (ENGINES re-exported)
 from .indexer import EMBED_BATCH, Embedding, Indexer  # noqa: F401 (EMBED_BATCH re-exported)
@@ -540,9 +540,10 @@ class Index:
         reads). With ``assemble`` (default) the context is assembled
         (:mod:`momoka.methods.assemble`, its default widening rule):
         touching hits merged with the whitespace between them, a hit widened
-        to its paragraph where the rule says, an item that does not fit
+        to its paragraph where the rule says, the first item that does not
+        fit cut to its sentences that best match the query, later ones
         skipped, no character twice (``result.fit(budget,
-        assemble=index.assembler(cap, min_hits=..., extra=...))`` for other
+        assemble=index.assembler(cap, min_hits=..., extra=..., trim=...))`` for other
         settings); ``assemble=False`` keeps the longest prefix of the ranking that
         fits. ``doc_ids`` restricts the search to these documents; ``options``
         go to the retriever (e.g. ``view="titled"`` for ``dense``). A BM25-only
@@ -572,10 +573,12 @@ class Index:
         return [res.fit(budget, assemble=asm) for res in out]
 
     def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP, *, min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS,
-                  extra: int = DEFAULT_ASSEMBLE_EXTRA):
-        """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks with these widening settings
-        (built once per state of the chunk table): ``result.fit(budget, assemble=index.assembler())``."""
-        return self.results.assembler(cap, min_hits=min_hits, extra=extra)
+                  extra: int = DEFAULT_ASSEMBLE_EXTRA, trim: int = DEFAULT_ASSEMBLE_TRIM,
+                  trim_fill: float = DEFAULT_ASSEMBLE_TRIM_FILL):
+        """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks with these widening and
+        trimming settings (built once per state of the chunk table): ``result.fit(budget,
+        assemble=index.assembler())``."""
+        return self.results.assembler(cap, min_hits=min_hits, extra=extra, trim=trim, trim_fill=trim_fill)
 
     def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
             k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, Item, Member, Result,
-                   check_budget)
+from ..store.store import RAW_VIEW
+from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_TRIM,
+                   DEFAULT_ASSEMBLE_TRIM_FILL, Item, Member, Result, check_budget)
 
 
 class Results:
@@ -56,19 +57,27 @@ class Results:
         return (id(chunks), chunks.n_slots, self.store.n_chunks)
 
     def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP, *, min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS,
-                  extra: int = DEFAULT_ASSEMBLE_EXTRA):
-        """The :class:`~momoka.methods.assemble.Assembler` over the store's chunks with these widening settings
-        (built once per state of the chunk table)."""
+                  extra: int = DEFAULT_ASSEMBLE_EXTRA, trim: int = DEFAULT_ASSEMBLE_TRIM,
+                  trim_fill: float = DEFAULT_ASSEMBLE_TRIM_FILL):
+        """The :class:`~momoka.methods.assemble.Assembler` over the store's chunks with these widening and
+        trimming settings (built once per state of the chunk table); it trims with the raw BM25 view's tokens
+        and term weights (no hit is trimmed in a store without that view)."""
         from .assemble import Assembler  # start-up: momoka.methods.assemble
 
         key = self._chunk_state()
         if self._assemblers[0] != key:
             self._assemblers = (key, {})
         made = self._assemblers[1]
-        rule = (cap, min_hits, extra)
+        rule = (cap, min_hits, extra, trim, trim_fill)
         if rule not in made:
-            made[rule] = Assembler(self.store.chunks, self.member, cap, min_hits=min_hits, extra=extra)
+            made[rule] = Assembler(self.store.chunks, self.member, cap, min_hits=min_hits, extra=extra, trim=trim,
+                                   trim_fill=trim_fill, terms=self._terms)
         return made[rule]
+
+    def _terms(self) -> Any:
+        """The raw BM25 view's index (None when the store has none): what an assembler trims hits with."""
+        store = self.store
+        return store.bm25_view(RAW_VIEW).index if store.has_bm25_view(RAW_VIEW) else None
 
     def depth_for(self, budget: int) -> int:
         """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""

@@ -19,6 +19,7 @@ optionally English stopwords are dropped and ASCII words Porter-stemmed.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -127,6 +128,13 @@ class BM25:
     def doc_freq(self, term: str) -> int:
         """Number of live documents containing the (already tokenised) ``term``."""
         return self._ix.doc_freq(term)
+
+    def term_weight(self, term: str) -> float:
+        """How rare the (already tokenised) ``term`` is: ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over live
+        documents (Lucene's idf, positive for every term, unlike okapi's), the weight query-term coverage
+        (:func:`~momoka.methods.standard.coverage.cover_terms`) and context assembly's trimming give it."""
+        n, df = self._ix.n_docs, self._ix.doc_freq(term)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     def tokenize(self, text: str) -> list[str]:
         """Tokens of ``text`` under this index's settings."""

@@ -7,7 +7,6 @@ texts; an enricher may add others, e.g. Momoka's ``"titled"``) and returns one
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -342,23 +341,18 @@ class HybridRetriever(StoreRetriever):
 
     def _cover(self, queries: list[str], fused: list[list[tuple[int, float]]], k: int) -> list[list[tuple[int, float]]]:
         """:func:`cover_terms` over each fused list, the terms being the BM25 view's tokens of each chunk's
-        indexed text (tokenised once per chunk for the whole batch) and the idf BM25's (okapi, no floor)."""
+        indexed text (tokenised once per chunk for the whole batch) and their weights
+        :meth:`~momoka.store.bm25.BM25.term_weight`."""
         store = self.index.store
         bv = store.bm25_view(self.bm25.view)
         bm = bv.index
         with_headers = headed(bv.source)
-        n = max(1, bm.n_docs)
         terms: dict[int, set[str]] = {}
         for f in fused:
             for cid, _ in f:
                 if cid not in terms:
                     terms[cid] = set(bm.tokenize(indexed_text(store.chunks.get(cid), with_headers)))
-
-        def idf(term: str) -> float:
-            df = bm.doc_freq(term)
-            return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-        return [cover_terms(f, set(bm.tokenize(q)), terms.__getitem__, idf, self.coverage, k)
+        return [cover_terms(f, set(bm.tokenize(q)), terms.__getitem__, bm.term_weight, self.coverage, k)
                 for q, f in zip(queries, fused)]
 
 @register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",),
