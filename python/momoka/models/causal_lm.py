@@ -52,5 +52,9 @@ class CausalLM(CausalScoring, CausalGeneration):
     model's context length). ``runtime`` chooses what runs :meth:`generate`:
     ``"onnx"``, ``"llama"`` (llama.cpp on the model's GGUF, the ``llama`` extra) or
     ``"native"`` or ``"auto"`` (default: ``MOMOKA_LLM_RUNTIME``, else auto; see
-    :mod:`momoka.models.causal_llama`); scoring always runs on onnxruntime.
+    :mod:`momoka.models.causal_llama`); scoring always runs on onnxruntime. On the
+    CPU the ONNX graph is opened at the first scoring or onnxruntime generation
+    call (a damaged graph raises ModelError then), so a model that only
+    generates on the native decoder or llama.cpp never opens it; on a GPU it is
+    opened here.
     """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, ModelError
 from .causal_llama import RUNTIMES
-from .runtime import open_session, resolve_device
+from .runtime import open_session, resolve_device, resolve_providers
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -117,19 +118,19 @@ class CausalSession:
         onnx_path = self.model_dir / self.config.get("onnx_file", "model.onnx")
         if not onnx_path.is_file():
             raise ModelError(f"{onnx_path} is missing")
-        try:
-            self.session = open_session(onnx_path, opts, device)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            raise ModelError(f"cannot load {onnx_path} (corrupted or incompatible): {exc}") from exc
-        self._check_io()
-        self.providers = self.session.get_providers()
-        self._cpu = self.providers[0] == "CPUExecutionProvider"
-        # where the I/O-bound path keeps the KV cache (onnxruntime's OrtDevice names)
-        on_cuda = self.providers[0] == "CUDAExecutionProvider"
-        self._device_type = "cuda" if on_cuda else "cpu"
-        self._device_id = int(resolve_device(device).partition(":")[2] or 0) if on_cuda else 0
+        self._onnx_path, self._opts, self._device = onnx_path, opts, device
+        self._present = [f"present.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")]
+        self._past = [f"past_key_values.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")]
+        resolve_providers(device)  # an unknown or unusable device fails here, not at the first forward pass
+        # where the forward pass runs and the I/O-bound path keeps the KV cache (onnxruntime's OrtDevice names)
+        resolved = resolve_device(device)
+        self._cpu = resolved == "cpu"
+        self._device_type = "cpu" if self._cpu else "cuda"
+        self._device_id = 0 if self._cpu else int(resolved.partition(":")[2] or 0)
+        self._session = None
+        self._opening = threading.Lock()
+        if not self._cpu:  # a GPU runs everything through the graph: open it (and check the CUDA provider) now
+            self._open()
 
         tok = self.tokenizer
         self.bos_id = (self.config.get("bos_token") or {}).get("id")
@@ -142,10 +143,35 @@ class CausalSession:
         stops = {self.eos_id, eot, tok.token_to_id("<|im_end|>"), tok.token_to_id("<|eot_id|>")}
         self.stop_ids = {s for s in stops if s is not None}
 
+    @property
+    def session(self):
+        """The onnxruntime session, opened on first use on the CPU: generation on the native decoder or
+        llama.cpp never needs it (opening it costs about 0.35 s)."""
+        if self._session is None:
+            with self._opening:
+                if self._session is None:
+                    self._open()
+        return self._session
+
+    @property
+    def providers(self) -> list[str]:
+        """The session's execution providers, best first (opens the session)."""
+        return self.session.get_providers()
+
+    def _open(self) -> None:
+        try:
+            session = open_session(self._onnx_path, self._opts, self._device)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise ModelError(f"cannot load {self._onnx_path} (corrupted or incompatible): {exc}") from exc
+        self._check_io(session)
+        self._session = session
+
     # ------------------------------------------------------------------ basics
-    def _check_io(self) -> None:
-        names = {i.name for i in self.session.get_inputs()}
-        outs = {o.name for o in self.session.get_outputs()}
+    def _check_io(self, session) -> None:
+        names = {i.name for i in session.get_inputs()}
+        outs = {o.name for o in session.get_outputs()}
         need = {"input_ids", "attention_mask", "position_ids"}
         need |= {f"past_key_values.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")}
         need_out = {"logits"} | {f"present.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")}
@@ -155,8 +181,6 @@ class CausalSession:
                 f"{self.model_dir}: the ONNX graph's inputs/outputs do not match a KV-cache causal LM "
                 f"(missing {', '.join(missing[:4])}{'...' if len(missing) > 4 else ''})"
             )
-        self._present = [f"present.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")]
-        self._past = [f"past_key_values.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (no BOS added; special-token markup is recognised)."""

@@ -272,8 +272,9 @@ def test_load_errors(tmp_path, smollm_int4):
     for f in ("config.json", "tokenizer.json"):
         shutil.copy(smollm_int4 / f, d / f)
     (d / "model.onnx").write_bytes(b"\x00garbage" * 64)
+    lm = CausalLM(d)  # on the CPU the graph is opened when first needed (native generation never needs it)
     with pytest.raises(ModelError, match="corrupted"):
-        CausalLM(d)
+        lm.perplexity(["The cat sat."])
     # a valid ONNX graph whose inputs are not those of a KV-cache causal LM
     from onnx import TensorProto, helper, save_model
 
@@ -282,7 +283,9 @@ def test_load_errors(tmp_path, smollm_int4):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
     save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), str(d / "model.onnx"))
     with pytest.raises(ModelError, match="do not match"):
-        CausalLM(d)
+        CausalLM(d).token_logprobs("Hi")
+    with pytest.raises(ModelError, match="do not match"):  # generation on onnxruntime opens it too
+        CausalLM(d, runtime="onnx").generate("Hello", max_new_tokens=2)
     # an unknown device name
     with pytest.raises(ConfigError, match="device"):
         CausalLM(smollm_int4, device="tpu")

@@ -164,6 +164,26 @@ def test_generation_follows_the_exact_argmax(model_with_gguf, lm_onnx):
     assert res.token_ids == ref.token_ids and res.text == ref.text
 
 
+def test_native_generation_never_opens_the_onnx_graph(model_with_gguf, lm_onnx, tmp_path):
+    # the same model with its graph replaced by garbage: the native decoder generates as before, and the
+    # damaged graph is reported when something needs it (scoring), not when the model is opened
+    d = tmp_path / "damaged"
+    d.mkdir()
+    for f in model_with_gguf.iterdir():
+        if f.name == "model.onnx":
+            (d / f.name).write_bytes(b"not an onnx graph" * 64)
+        else:
+            (d / f.name).symlink_to(f.resolve())
+    lm = CausalLM(d, threads=2, runtime="native")
+    res = lm.generate("The capital of France is", max_new_tokens=6)
+    assert res.token_ids == lm_onnx.generate("The capital of France is", max_new_tokens=6).token_ids
+    assert lm._session is None
+    with pytest.raises(ModelError, match="corrupted or incompatible"):
+        lm.perplexity(["The cat sat on the mat."])
+    with pytest.raises(ModelError, match="corrupted or incompatible"):  # and again: nothing half-opened
+        lm.token_logprobs("Hello")
+
+
 def test_auto_runs_the_native_decoder_where_it_can(model_with_gguf, smollm_int4, monkeypatch):
     auto = CausalLM(model_with_gguf, threads=2, runtime="auto")
     if causal_native.simd() == "scalar":
