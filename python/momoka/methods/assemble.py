@@ -43,8 +43,9 @@ as fragments, or not at all when one long item ends the prefix.
 Characters are counted as the members' lengths, joined whitespace included.
 With tails known, a widened paragraph comes back as the whole paragraph. The
 defaults (:data:`DEFAULT_ASSEMBLE_CAP`, :data:`DEFAULT_ASSEMBLE_MIN_HITS`,
-:data:`DEFAULT_ASSEMBLE_EXTRA`) were chosen on the shared sets by the best worst
-case (docs/results.md). An assembled item lists its members
+:data:`DEFAULT_ASSEMBLE_EXTRA`, :data:`DEFAULT_ASSEMBLE_TRIM`,
+:data:`DEFAULT_ASSEMBLE_TRIM_FILL`) were chosen on the shared sets by the best
+worst case (docs/results.md). An assembled item lists its members
 in document order; ``provenance["assembly"]`` names the ranks of the hits it
 holds (``hits``), those widened (``widened``) and those trimmed
 (``trimmed``; a trimmed run is a member with ``chunk_id`` -1 unless it is a
