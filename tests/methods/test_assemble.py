@@ -332,6 +332,26 @@ def test_trimming_by_hand():
         ix.close()
 
 
+def test_the_bm25_index_is_looked_up_only_when_a_hit_does_not_fit(corpus):
+    ix, _, _ = corpus
+    calls = []
+
+    def terms():
+        calls.append(1)
+        return ix.store.bm25_view("raw").index
+
+    from momoka.methods.assemble import Assembler
+
+    asm = Assembler(ix.store.chunks, ix.results.member, terms=terms)
+    ranked = ix.search(QUERIES[0], k=3, retriever="bm25")
+    asm(ranked, 10 ** 6)                                  # everything fits: a dense-only search loads no BM25
+    assert calls == []
+    out = asm(ranked, ranked[0].n_chars + 1, keep_first=False)   # the second hit does not fit
+    assert len(calls) == 1 and out.stats["assembled_skipped"] + out.stats["assembled_trimmed"] >= 1
+    out = Assembler(ix.store.chunks, ix.results.member, terms=lambda: None)(ranked, 5)  # no index: none trimmed
+    assert out.stats["assembled_trimmed"] == 0 and out.stats["assembled_skipped"] == len(ranked) - 1
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_rankings_match_the_reference(corpus, data):

@@ -336,17 +336,24 @@ class Assembler:
         trimmed: set[int] = set()
         used = skipped = tried = 0
         hits = self._hits_per_paragraph(result) if self.cap or self.extra else {}
-        bm25 = self._terms() if self.trim and self._terms is not None else None
-        query = set(bm25.tokenize(result.query)) if bm25 is not None else set()
+        can_trim = bool(self.trim) and self._terms is not None
+        bm25: Any = None  # the BM25 index and the query's tokens, looked up at the first hit that does not fit
+        query: set[str] = set()
         weights: dict[str, float] = {}
         for i, item in enumerate(result.items):
             wide = self._widened(item, hits)
             choices = [(wide, "wide"), (item.members, "")] if wide is not None else [(item.members, "")]
-            if query and tried < self.trim:
+            if can_trim and tried < self.trim:
                 choices.append((None, "trim"))
             placed = False
             for members, how in choices:
                 if how == "trim":
+                    if bm25 is None:
+                        bm25 = self._terms()
+                        query = set(bm25.tokenize(result.query)) if bm25 is not None else set()
+                        if not query:  # no index to weigh terms by, or a query without a term: nothing to trim
+                            can_trim = False
+                            break
                     tried += 1
                     left = budget - used
                     members = self._trimmed(item, left, taken, query, bm25, weights)
