@@ -172,9 +172,8 @@ class CausalSession:
     def _check_io(self, session) -> None:
         names = {i.name for i in session.get_inputs()}
         outs = {o.name for o in session.get_outputs()}
-        need = {"input_ids", "attention_mask", "position_ids"}
-        need |= {f"past_key_values.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")}
-        need_out = {"logits"} | {f"present.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")}
+        need = {"input_ids", "attention_mask", "position_ids", *self._past}
+        need_out = {"logits", *self._present}
         missing = sorted(need - names) + sorted(need_out - outs)
         if missing:
             raise ModelError(
