@@ -89,12 +89,6 @@ def jsonl(rows: Iterable[dict]) -> bytes:
 
 
 
-
-def file_record(path: Path) -> dict:
-    """``{"bytes", "sha256"}`` of a written file, as the manifest lists it."""
-    return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
-
-
 def check_json(value: object, what: str) -> None:
     """:class:`InputError` naming ``what`` unless ``value`` is JSON-serialisable."""
     try:

@@ -8,8 +8,11 @@ is listed in the manifest with its size and sha256, and the manifest carries the
   graph's: a damaged graph is rebuilt from the vectors on first use, with a
   warning, whatever the damage); the sha256 of the
   files read at open (documents, chunk columns, vectors), smallest first, up
-  to :data:`VERIFY_ON_OPEN_BYTES` in total (``MOMOKA_VERIFY_MB`` changes it;
-  the rest get their size and array headers checked);
+  to :data:`VERIFY_ON_OPEN_BYTES` in total (``MOMOKA_VERIFY_MB`` changes it);
+- every read of the rest: the block checksums of :mod:`momoka.store._blocks`,
+  for the files read whole at open when they are loaded, and for memory-mapped
+  chunk texts and vector rows each 64 KiB block the first time it is read, so
+  damage anywhere is an error however large the store;
 - first use: the sha256 of every file read lazily (HNSW graphs, BM25 indexes,
   relations, node tables, chunk metadata) before it is parsed;
 - ``momoka store verify DIR`` (:func:`verify_store`): everything.
@@ -86,9 +89,10 @@ def missing(root: Path, path: str | os.PathLike) -> StoreCorruptedError:
                                "or rebuild the store (momoka index ... --overwrite)", p)
 
 
-def _check_files(root: Path, files) -> None:
+def _check_files(root: Path, files) -> set[str]:
     root = Path(root)
     eager = []
+    verified: set[str] = set()
     for rel, rec, label, inner in files:
         size = (root / rel).stat().st_size
         if size != rec.get("bytes") and inner.startswith("hnsw/"):
@@ -104,14 +108,18 @@ def _check_files(root: Path, files) -> None:
         left -= size
         if rec.get("sha256") and sha256_file(root / rel) != rec["sha256"]:
             raise damaged(root, rel, label, "does not match its sha256")
+        verified.add(rel)
+    return verified
 
 
-def check_on_open(root: Path, segments: list[dict]) -> None:
+def check_on_open(root: Path, segments: list[dict]) -> set[str]:
     """Sizes of every file and sha256 of the eagerly read ones within the budget (see the module docstring).
 
+    Returns the files (paths in the store) whose sha256 was verified; the others are verified
+    block by block as they are read (:mod:`momoka.store._blocks`).
     FileNotFoundError passes (a writer may have replaced the generation: the caller retries).
     """
-    _check_files(root, _files(segments))
+    return _check_files(root, _files(segments))
 
 
 def check_on_open_v2(root: Path, gen: str, entries: list[dict]) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import StoreCorruptedError, StoreError
+from ._blocks import BlockCheck
 from ._io import sha256_file, write_npy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,14 +36,35 @@ def write_tombstones(folder: Path, rel: str, ids) -> list[str]:
 
 
 class Part:
-    """The files one artifact has in one segment: ``folder`` (the segment's folder) and their records."""
+    """The files one artifact has in one segment: ``folder`` (the segment's folder) and their records.
 
-    __slots__ = ("segment", "folder", "files")
+    ``unchecked``: the files not verified when the store was opened, which :meth:`check`
+    verifies block by block as they are read (None: every file is trusted, e.g. just written).
+    """
 
-    def __init__(self, segment: str, folder: Path, files: dict[str, dict]):
+    __slots__ = ("segment", "folder", "files", "unchecked", "_checks")
+
+    def __init__(self, segment: str, folder: Path, files: dict[str, dict], unchecked: frozenset[str] | None = None):
         self.segment = segment
         self.folder = Path(folder)
         self.files = {k: dict(v) for k, v in files.items()}
+        self.unchecked = unchecked
+        self._checks: dict[str, BlockCheck] = {}
+
+    def check(self, rel: str, what: str = "") -> BlockCheck | None:
+        """The block check of file ``rel`` when it still needs verifying as it is read, else None."""
+        if not self.unchecked or rel not in self.unchecked or rel not in self.files:
+            return None
+        c = self._checks.get(rel)
+        if c is None:
+            c = self._checks[rel] = BlockCheck(self.folder / rel, self.files[rel], what)
+        return c
+
+    def check_whole(self, rel: str, what: str = "") -> None:
+        """Verify file ``rel`` whole (it is about to be read whole) unless it was verified at open."""
+        c = self.check(rel, what)
+        if c is not None:
+            c.whole()
 
     def has(self, rel: str) -> bool:
         """True when the part has file ``rel``."""

@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import InputError, StoreCorruptedError
 from ..text.model import Chunk
 from ._io import check_json, jsonl, write_file, write_npy
+from ._blocks import BlockCheck
 from .artifact import Artifact, Part, write_tombstones
 
 #: Column name -> dtype.
@@ -66,16 +67,37 @@ def _intern(values: list, index: dict, value: Any) -> int:
 
 
 class _Texts:
-    """The texts of a run of rows: a UTF-8 blob (bytes, bytearray or memory map) and rows + 1 offsets."""
+    """The texts of a run of rows: a UTF-8 blob (bytes, bytearray or memory map) and rows + 1 offsets.
 
-    __slots__ = ("base", "offsets", "blob")
+    ``check``: the blob's block check when it is read from a store file not verified at open
+    (each block is verified the first time a text in it is read)."""
 
-    def __init__(self, base: int, offsets, blob):
-        self.base, self.offsets, self.blob = base, offsets, blob
+    __slots__ = ("base", "offsets", "blob", "check")
+
+    def __init__(self, base: int, offsets, blob, check: BlockCheck | None = None):
+        self.base, self.offsets, self.blob, self.check = base, offsets, blob, check
 
     def get(self, cid: int) -> str:
         i = cid - self.base
-        return bytes(self.blob[int(self.offsets[i]) : int(self.offsets[i + 1])]).decode("utf-8")
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        if self.check is not None:
+            self.check.span(lo, hi)
+        return _decode(bytes(self.blob[lo:hi]), self.check)
+
+    def verify(self) -> None:
+        """Verify the whole blob (it is about to be read whole)."""
+        if self.check is not None:
+            self.check.whole()
+
+
+def _decode(raw: bytes, check: BlockCheck | None) -> str:
+    """A stored text; undecodable bytes are a StoreCorruptedError, never a traceback."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"store file {check.path}" if check is not None else "a store's chunk texts"
+        raise StoreCorruptedError(f"{where} is corrupted: a chunk text is not valid UTF-8 ({exc.reason}); rebuild the "
+                                  "store (momoka index ... --overwrite) or restore it from a backup") from None
 
 
 class ChunkTable(Artifact):
@@ -120,6 +142,10 @@ class ChunkTable(Artifact):
             base = part.folder
             try:
                 if part.has(ROWS_FILE):
+                    what = self._what()
+                    for rel in [f"chunks/{k}.npy" for k in COLUMNS] + ["chunks/text_offsets.npy", "chunks/docs.json",
+                                                                         "chunks/sections.json", TAIL_FILE, TAILS_FILE]:
+                        part.check_whole(rel, what)
                     got = {k: np.load(base / f"chunks/{k}.npy", allow_pickle=False) for k in COLUMNS}
                     offsets = np.load(base / "chunks/text_offsets.npy", mmap_mode="r", allow_pickle=False)
                     docs = json.loads((base / "chunks/docs.json").read_text(encoding="utf-8"))
@@ -138,9 +164,10 @@ class ChunkTable(Artifact):
                         cols[k].append(np.asarray(got[k], dtype=COLUMNS[k]))
                     tails.append(self._load_tails(part, rows))
                     blob = np.memmap(base / "chunks/text.bin", dtype=np.uint8, mode="r") if size else b""
-                    self._texts.append(_Texts(n, offsets, blob))
+                    self._texts.append(_Texts(n, offsets, blob, part.check("chunks/text.bin", what)))
                     n += rows
                 if part.has(DELETED_FILE):
+                    part.check_whole(DELETED_FILE, self._what())
                     d = np.load(base / DELETED_FILE, allow_pickle=False).astype(np.int64)
                     if len(d) and (d.min() < 0 or d.max() >= n):
                         raise ValueError("tombstones of chunks that do not exist")
@@ -282,12 +309,13 @@ class ChunkTable(Artifact):
         meta = self._load_meta()
         empty: dict = {}
         for t in self._texts:
+            t.verify()
             offs = t.offsets.tolist() if isinstance(t.offsets, np.ndarray) else list(t.offsets)
             blob = t.blob
             for i in range(len(offs) - 1):
                 c = t.base + i
                 if c < len(live) and live[c]:
-                    yield (c, self._docs[doc[c]], bytes(blob[offs[i]:offs[i + 1]]).decode("utf-8"),
+                    yield (c, self._docs[doc[c]], _decode(bytes(blob[offs[i]:offs[i + 1]]), t.check),
                            meta.get(c, empty))
 
     def doc_id(self, cid: int) -> str:

@@ -70,7 +70,8 @@ from pathlib import Path
 from .._version import __version__
 from ..errors import InputError, StoreCorruptedError, StoreError
 from ..text.model import Chunk
-from ._io import file_record, fsync_dir, jsonl, write_file
+from ._blocks import file_record
+from ._io import fsync_dir, jsonl, write_file
 from .artifact import Part
 from .delta import apply_delta
 from .documents import TrackedMeta
@@ -143,6 +144,10 @@ class Store(ArtifactRegistry):
         self._lock: _Lock | None = None
         self._lease: Lease | None = None  # on the generation this store loaded (see refresh)
         self._dirty = False
+        # Files (paths in the store) verified when the loaded generation was opened, and the segments it
+        # held; files of other segments were written by this object. None: nothing was read from disk.
+        self._verified: set[str] | None = None
+        self._opened: set[str] = set()
 
     # ------------------------------------------------------------------ create / open
 
@@ -303,8 +308,8 @@ class Store(ArtifactRegistry):
             return
         segments = [dict(sg, parts={k: dict(v) for k, v in (sg.get("parts") or {}).items()})
                     for sg in manifest.get("segments") or []]
-        check_on_open(root, segments)  # FileNotFoundError: handled by _attach()
-        documents = self._read_documents(root, segments)
+        verified = check_on_open(root, segments)  # FileNotFoundError: handled by _attach()
+        documents = self._read_documents(root, segments, verified)
         hnsw = manifest.get("hnsw")
         chunks, artifacts = ChunkTable(self), {k: {} for k in KINDS}
         makers = {"vectors": lambda e: VectorView(self, e["name"], embedder=e["embedder"],
@@ -324,34 +329,46 @@ class Store(ArtifactRegistry):
                     raise StoreError(f"store {root} has an artifact of unknown kind {kind!r} ({name!r}); upgrade momoka")
         except (KeyError, TypeError) as exc:
             raise StoreCorruptedError(f"store {root} is corrupted: a bad artifact entry in the manifest ({exc})") from None
-        chunks.load_parts(self._parts_of(chunks.key, root, segments))
+        chunks.load_parts(self._parts_of(chunks.key, root, segments, verified))
         for arts in artifacts.values():
             for art in arts.values():
-                art.load_parts(self._parts_of(art.key, root, segments))
+                art.load_parts(self._parts_of(art.key, root, segments, verified))
         counts = manifest.get("counts") or {}
         if chunks.n_slots != counts.get("slots", chunks.n_slots) or len(documents) != counts.get(
                 "documents", len(documents)):
             raise StoreCorruptedError(f"store {root} is corrupted: the chunk table or documents disagree with the manifest")
         self.documents, self.chunks, self._artifacts, self.segments = documents, chunks, artifacts, segments
+        self._verified, self._opened = verified, {sg["name"] for sg in segments}
         self._docs_dirty, self._docs_deleted = set(), set()
         self._track()
 
     @staticmethod
-    def _parts_of(key: str, root: Path, segments: list[dict]) -> list[Part]:
-        """The parts artifact ``key`` has in ``segments`` (folders of the store ``root``), oldest first."""
-        return [Part(sg["name"], root / sg["name"], sg["parts"][key]) for sg in segments if key in sg["parts"]]
+    def _parts_of(key: str, root: Path, segments: list[dict], verified: set[str] | None = None) -> list[Part]:
+        """The parts artifact ``key`` has in ``segments`` (folders of the store ``root``), oldest first.
 
-    def _read_documents(self, root: Path, segments: list[dict]) -> dict[str, DocEntry]:
+        ``verified``: the files (paths in the store) verified at open; the parts check the others
+        block by block as they are read (None: every file trusted)."""
+        def unchecked(sg: dict) -> frozenset[str] | None:
+            if verified is None:
+                return None
+            return frozenset(rel for rel in sg["parts"][key] if f"{sg['name']}/{rel}" not in verified)
+        return [Part(sg["name"], root / sg["name"], sg["parts"][key], unchecked(sg))
+                for sg in segments if key in sg["parts"]]
+
+    def _read_documents(self, root: Path, segments: list[dict], verified: set[str] | None = None
+                        ) -> dict[str, DocEntry]:
         """The document entries: every segment's, oldest first (a later entry or tombstone wins)."""
         documents: dict[str, DocEntry] = {}
-        for part in self._parts_of(DOCS, root, segments):
+        for part in self._parts_of(DOCS, root, segments, verified):
             p = part.folder / DOCS_DELETED
             try:
                 if part.has(DOCS_DELETED):
+                    part.check_whole(DOCS_DELETED, " (documents)")
                     for d in json.loads(p.read_text(encoding="utf-8")):
                         documents.pop(str(d), None)
                 if part.has(DOCS_FILE):
                     p = part.folder / DOCS_FILE
+                    part.check_whole(DOCS_FILE, " (documents)")
                     with open(p, encoding="utf-8") as f:
                         for line in f:
                             e = DocEntry.from_dict(json.loads(line))
@@ -688,8 +705,12 @@ class Store(ArtifactRegistry):
 
     def _point_parts(self) -> None:
         """Point every artifact at its parts in the current segments (after a save or merge)."""
+        trusted = None
+        if self._verified is not None:  # what was verified at open, and what this object wrote since
+            trusted = set(self._verified) | {f"{sg['name']}/{rel}" for sg in self.segments if sg["name"] not in self._opened
+                                             for files in sg["parts"].values() for rel in files}
         for art in self._all():
-            art.set_parts(self._parts_of(art.key, self.path, self.segments))
+            art.set_parts(self._parts_of(art.key, self.path, self.segments, trusted))
 
     def _write_documents(self, folder: Path, ids: Iterable[str], deleted: Iterable[str]) -> list[str]:
         """The document entries ``ids`` (those present) and tombstones ``deleted`` into a segment folder."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
+from ._blocks import BlockCheck
 from ._io import check_native_write, fsync_file, write_npy
 from .artifact import Artifact, Part, StoreWarning, write_tombstones
 
@@ -86,12 +87,22 @@ def _mark_deleted(graph, label: int) -> None:
 class _VPart:
     """The vectors of one segment (``part`` set) or the unsaved ones (``part`` None)."""
 
-    __slots__ = ("ids", "rows", "n", "graph", "part")
+    __slots__ = ("ids", "rows", "n", "graph", "part", "check")
 
-    def __init__(self, ids: np.ndarray, rows: np.ndarray, part: Part | None = None):
+    def __init__(self, ids: np.ndarray, rows: np.ndarray, part: Part | None = None, check: BlockCheck | None = None):
         self.ids, self.rows, self.n = ids, rows, len(ids)
         self.graph = None  # hnswlib.Index once read or built
         self.part = part
+        self.check = check  # the rows file's block check while it is not verified (memory-mapped rows)
+
+    def verify(self, rows: np.ndarray | None = None) -> None:
+        """Verify the blocks of the rows file holding ``rows`` (indices; every row when None) before they are read."""
+        if self.check is None:
+            return
+        if rows is None:
+            self.check.whole()
+        else:
+            self.check.rows(rows, int(getattr(self.rows, "offset", 0)), int(self.rows.strides[0]))
 
     def append(self, ids: np.ndarray, rows: np.ndarray) -> None:
         """Add rows to an in-memory part (capacity doubles, so many small adds stay linear)."""
@@ -151,15 +162,17 @@ class VectorView(Artifact):
         for part in parts:
             try:
                 if part.has(f_del):
+                    part.check_whole(f_del, self._what())
                     self._drop(np.load(part.folder / f_del, allow_pickle=False).astype(np.int64))
                 if part.has(f_ids):
+                    part.check_whole(f_ids, self._what())
                     ids = np.load(part.folder / f_ids, allow_pickle=False).astype(np.int64)
                     rows = np.load(part.folder / f_rows, mmap_mode="r", allow_pickle=False)
                     srt = np.sort(ids)  # (np.unique would import numpy.ma: 20 ms of every CLI query)
                     if (rows.ndim != 2 or rows.shape != (len(ids), self.dim) or rows.dtype != DTYPES[self.dtype]
                             or (len(ids) and srt[0] < 0) or bool((srt[1:] == srt[:-1]).any())):
                         raise ValueError(f"rows {rows.shape} {rows.dtype} for {len(ids)} ids, dim {self.dim} {self.dtype}")
-                    vp = _VPart(ids, rows, part)
+                    vp = _VPart(ids, rows, part, part.check(f_rows, self._what()))
                     vp.graph = graphs.get(part.segment)
                     self._place(vp)
             except FileNotFoundError:
@@ -223,6 +236,7 @@ class VectorView(Artifact):
     def _build_graph(self, vp: _VPart, live: np.ndarray):
         """A graph of the part's live rows (one thread up to DETERMINISTIC_ROWS: the same rows, the same graph)."""
         ix = self._new_graph(len(live))
+        vp.verify()
         rows, ids = vp.rows[: vp.n], vp.ids[: vp.n]
         if len(live) != vp.n:
             rows, ids = rows[live], ids[live]
@@ -324,7 +338,9 @@ class VectorView(Artifact):
         wp, wr = self._where_p[ids], self._where_r[ids]
         for pi in np.unique(wp).tolist():
             m = wp == pi
-            out[m] = self._parts[pi].rows[wr[m]]
+            vp = self._parts[pi]
+            vp.verify(wr[m])
+            out[m] = vp.rows[wr[m]]
         return out
 
     def _exact(self, q: np.ndarray, cand: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -377,6 +393,8 @@ class VectorView(Artifact):
         saved = tuple((pi, self._parts[pi].part.segment) for pi in parts if self._parts[pi].part is not None)
         if getattr(self, "_stacked", (None,))[0] != saved:
             vps = [self._parts[pi] for pi, _ in saved]
+            for vp in vps:
+                vp.verify()
             ids = np.concatenate([vp.ids[: vp.n] for vp in vps] or [np.zeros(0, np.int64)])
             owner = np.concatenate([np.full(vp.n, pi, np.int32) for (pi, _), vp in zip(saved, vps)]
                                    or [np.zeros(0, np.int32)])
