@@ -118,8 +118,8 @@ SETTINGS: dict[str, Setting] = _table(
             "momoka.store.segments", minimum=2),
     Setting("MOMOKA_MERGE_BACKGROUND", "flag", True, "merges of segments run in a background thread of the "
             "writer (off: in the save, each as a commit of its own)", "momoka.store.segments"),
-    Setting("MOMOKA_VERIFY_MB", "float", 64.0, "MiB of eagerly read store files whose checksums are verified "
-            "on every open (the rest on first use)", "momoka.store._verify", minimum=0, unit="MiB"),
+    Setting("MOMOKA_VERIFY_MB", "float", 64.0, "MiB of eagerly read store files whose sha256 is verified "
+            "on every open (the rest block by block as it is read)", "momoka.store._verify", minimum=0, unit="MiB"),
     Setting("MOMOKA_MAX_INPUT_BYTES", "int", 100 * 1024 * 1024, "bytes: input files larger than this are refused "
             "(`InputTooLargeError`)", "momoka.text.io", minimum=0),
     # progress and evaluation
