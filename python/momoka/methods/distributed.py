@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +182,7 @@ def _shippable(index) -> tuple[Any, Any, dict]:
 
 def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any, workers: int | None = None,
                  address: str | None = None, llm_concurrency: int | None = None,
-                 batch: int | None = None) -> None:
+                 batch: int | None = None, replace: Collection[str] = ()) -> None:
     """Run ``docs`` through the pipeline on Ray workers and commit their outputs into ``index`` in order.
 
     Called by :meth:`Index.add` with ``engine="ray"`` (the documents are parsed and checked there).
@@ -190,6 +191,7 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     Fills ``index.report``: ``added``, ``skipped``, ``failed`` (doc ids whose batch failed after
     every retry), ``embedded`` (texts embedded by the workers) and ``timing`` (the writer's seconds
     applying outputs, ``apply_s``, and committing, ``commit_s``; the workers' seconds, ``worker_s``).
+    ``replace``: stored documents indexed again, each deleted in the batch that adds its new version.
     """
     ray = connect(address)
     from ray.exceptions import RayActorError, RayTaskError  # optional: ray
@@ -263,7 +265,7 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
                     pr.update(len(b))
                     continue
                 t_w = time.perf_counter()
-                report["added"].extend(apply_batch(index, out))
+                report["added"].extend(apply_batch(index, out, replace=replace))
                 t_c = time.perf_counter()
                 commits.added(len(report["added"]))
                 t_e = time.perf_counter()

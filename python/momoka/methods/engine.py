@@ -146,7 +146,8 @@ def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding:
     """The documents of ``sources`` to index and their content hashes; fills a new ``index.report``.
 
     Documents already in the index are sorted as :meth:`Index.add` says (``existing``); those
-    to index again are deleted from the store here, their raw vectors kept in the embedding cache.
+    to index again (``report["replaced"]``, ``report["redone"]``) stay in the store until :func:`add`
+    applies their new versions.
     """
     if existing not in ("error", "skip", "replace"):
         raise ConfigError(f"existing must be 'error', 'skip' or 'replace', not {existing!r}")
@@ -204,15 +205,19 @@ def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding:
 
 def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, engine: str,
         workers: int | None = None, address: str | None = None) -> None:
-    """Index ``docs`` into ``index`` batch by batch (see :meth:`Index.add`); fills ``index.report``."""
+    """Index ``docs`` into ``index`` batch by batch (see :meth:`Index.add`); fills ``index.report``.
+
+    A document indexed again (replaced or redone) is deleted in the batch that adds its new version
+    (:func:`~momoka.methods.indexer.apply_batch`), so every commit, and every reader, holds it in its old
+    or its new version, whatever fails or is killed in between; one whose new version is not added (a
+    failure, or skipped) keeps its old version and leaves ``replaced``/``redone``.
+    """
     report, skipped = index.report, index.report["skipped"]
     embedding = index.embedding
     embedding.cache.clear()
-    again = report["replaced"] + report["redone"]
-    if again:
-        if engine == "local":
-            embedding.keep(index.store, again)
-        index.store.delete(again)
+    again = set(report["replaced"] + report["redone"])
+    if again and engine == "local":
+        embedding.keep(index.store, sorted(again))
     commits = Commits(index, commit)
     # the fallback tallies of this process's stages (Ray workers keep their own: records only)
     stages = [] if engine == "ray" or not docs else llm_stages(
@@ -221,7 +226,8 @@ def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, en
         if engine == "ray":
             from .distributed import add_with_ray  # start-up: momoka.methods.distributed
 
-            add_with_ray(index, docs, hashes, on_error=on_error, commits=commits, workers=workers, address=address)
+            add_with_ray(index, docs, hashes, on_error=on_error, commits=commits, workers=workers, address=address,
+                         replace=again)
         else:
             indexer = Indexer.of(index)
             step = max(1, min(ADD_BATCH, index.commit_docs)) if commits.enabled else max(len(docs), 1)
@@ -229,7 +235,8 @@ def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, en
                 for i in range(0, len(docs), step):
                     batch = docs[i : i + step]
                     delta = indexer.run(batch, hashes, on_error, skipped)
-                    report["added"].extend(apply_batch(index, {"delta": delta, "settings": indexer.settings()}))
+                    report["added"].extend(apply_batch(index, {"delta": delta, "settings": indexer.settings()},
+                                                       replace=again))
                     indexer.template = store_template(index.store)  # with any artifact the batch created
                     pr.update(len(batch))
                     commits.added(len(report["added"]))
@@ -237,6 +244,10 @@ def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, en
         commits.finish()
     finally:
         embedding.cache.clear()
+        if again:  # those whose new version was not added are still there in their old one
+            added = set(report["added"])
+            for key in ("replaced", "redone"):
+                report[key] = [d for d in report[key] if d in added]
     if skipped and on_error == "raise":  # only unsupported files can be skipped here
         warnings.warn(f"skipped {len(skipped)} file(s) that are not documents, e.g. {skipped[0][0]} ({READS}; "
                       "the index report's 'skipped' names each with its reason)", UserWarning, stacklevel=3)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -342,15 +342,20 @@ def describe(comp: Any) -> dict | None:
     return jsonable(fn()) if callable(fn) else None
 
 
-def apply_batch(index: Any, out: dict) -> list[str]:
+def apply_batch(index: Any, out: dict, replace: Collection[str] = ()) -> list[str]:
     """Write one batch's output (``{"delta", "settings"}``) into ``index``'s store; returns the doc ids added.
 
     :meth:`Store.apply <momoka.store.store.Store.apply>` renumbers the batch's chunk and node ids to
     follow the store's (the store is then the same whichever process indexed the batch, ids
     included); artifacts the store lacks are created as the batch's scratch store had them. The
-    components' settings are recorded in the manifest's pipeline.
+    components' settings are recorded in the manifest's pipeline. ``replace``: ids of stored documents
+    being indexed again; those of this batch are deleted as it is applied (the delta's ``deletes``), so
+    a commit never holds the deletion of a document without its new version.
     """
-    added = index.store.apply(out["delta"])
+    delta = out["delta"]
+    if replace:
+        delta.deletes = [d for d in delta.doc_ids if d in replace and d in index.store.documents]
+    added = index.store.apply(delta)
     for kind, name, recorded in out["settings"]:
         index.record_settings(kind, name, recorded)
     index.store.mark_dirty()

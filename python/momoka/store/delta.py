@@ -37,7 +37,9 @@ class Delta:
     "id_fields", "doc_fields", "rows"}``. ``stored``: local chunk id -> id of that chunk in the
     store, for chunks of documents already there (they are not in ``chunks``); ``updates``: doc id
     (already in the store) -> the metadata keys the batch set, with their values; ``chunk_meta``:
-    local chunk id (in ``stored``) -> the chunk metadata keys the batch set.
+    local chunk id (in ``stored``) -> the chunk metadata keys the batch set. ``deletes``: ids of documents
+    in the store that the batch replaces: they are deleted when the batch is applied, so one commit holds
+    both the deletion and the new version (a reader sees the old version or the new one, never neither).
     """
 
     documents: list[dict] = field(default_factory=list)
@@ -49,6 +51,7 @@ class Delta:
     stored: dict[int, int] = field(default_factory=dict)
     updates: dict[str, dict] = field(default_factory=dict)
     chunk_meta: dict[int, dict] = field(default_factory=dict)
+    deletes: list[str] = field(default_factory=list)
 
     @classmethod
     def of_store(cls, store) -> Delta:
@@ -123,6 +126,9 @@ def _shift(value: Any, f) -> Any:
 def apply_delta(store, delta: Delta) -> list[str]:
     """Add a batch's changes to ``store``, renumbering its ids; returns the doc ids added.
 
+    The documents of ``delta.deletes`` are deleted first, in the same in-memory change: the next
+    save commits the deletions and the new versions together.
+
     Node tables whose rows hold ids must declare them (``id_fields``), else :class:`ConfigError`
     (before anything is added): no generic mapping can find ids in undeclared fields.
     """
@@ -133,7 +139,7 @@ def apply_delta(store, delta: Delta) -> list[str]:
                           "but declare no id_fields (add_node_table(..., id_fields=...)); index with the local "
                           "engine, or add that component afterwards (momoka index PATHS --store DIR --relate NAME, "
                           "without --engine ray)")
-    lost = sorted(d for d in delta.updates if d not in store.documents)
+    lost = sorted(d for d in [*delta.updates, *delta.deletes] if d not in store.documents)
     gone = sorted(g for g in delta.stored.values() if g not in store.chunks)
     if lost or gone:
         raise InputError(f"the batch changes what the store no longer has: documents {lost[:5]}, chunks {gone[:5]} "
@@ -141,6 +147,8 @@ def apply_delta(store, delta: Delta) -> list[str]:
     for name, e in delta.nodes.items():  # the tables first: their sizes are the offsets of the batch's node ids
         if not store.has_node_table(name):
             store.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
+    if delta.deletes:  # a replace: the old versions go in the same change as the new ones come
+        store.delete(delta.deletes)
     offset = {f"nodes/{n}": len(store.node_table(n)) for n in delta.nodes}
     ids_per_doc = store.add_documents(delta.documents, [[c for _, c in cs] for cs in delta.chunks])
     gid = {int(local): int(g) for local, g in delta.stored.items()}
