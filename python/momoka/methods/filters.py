@@ -135,8 +135,9 @@ class Where:
             return None
         types = folders = titles = pages = None
         if "type" in where:
+            names = _strings("type", where["type"])
             try:
-                types = frozenset(resolve_format("x", t) for t in _strings("type", where["type"]))
+                types = frozenset(resolve_format("x", t) for t in names)
             except ConfigError:
                 raise ConfigError(f"unknown document type in {where['type']!r}; the types are {', '.join(TYPES)} "
                                   "(md, txt and htm also)") from None
