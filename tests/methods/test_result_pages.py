@@ -240,3 +240,28 @@ def test_cli_where_and_pages(corpus, capsys):
     assert main(["ask", store, "how many boats near the harbor?", "--retriever", "bm25", "--pages", "2", "--json"]) == 0
     ans = json.loads(capsys.readouterr().out)
     assert ans["context"] and all(c["doc_id"] == "manual" and c["page"] == 2 for c in ans["context"])
+
+
+@pytest.mark.models
+def test_hybrid_with_dense_fills_its_budget_with_matching_passages(corpus, tmp_path):
+    """The default retriever on a store with vectors: a page range over the ranking, a budget filled from it."""
+    from momoka.errors import ModelNotInstalledError
+
+    src = corpus[0].parent / "src"
+    try:
+        ix = Index.build([src], store=tmp_path / "dense", chunker="recursive", size=40, progress=False)
+    except (ImportError, ModelNotInstalledError) as exc:
+        pytest.skip(f"default embedder unavailable: {exc}")
+    with ix:
+        matching = sum(len(ix.member(c).text) for c in ix.store.documents["manual"].chunk_ids
+                       if _on(ix.member(c), 2, 5))
+        for q in QUESTIONS:
+            res = ix.search(q, budget=500, where={"page": "2-5"})
+            assert res and res.stats["where"]["read"] >= 1
+            for it in res:
+                for m in it.members:
+                    first, last = expected_pages(m.text)
+                    assert m.doc_id == "manual" and (m.page, m.page_end) == (first, last) and last >= 2 and first <= 5
+            # filled: as much as the budget takes of the matching text, up to one chunk short of it
+            assert sum(it.n_chars for it in res) >= min(matching, 500) - max(
+                len(ix.member(c).text) for c in ix.store.documents["manual"].chunk_ids)
