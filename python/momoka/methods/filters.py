@@ -44,7 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .._validate import check_int
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..text.io import FORMATS, resolve_format
 from .base import Result
 
@@ -205,7 +205,7 @@ def filtered_search(retriever: Any, index: Any, queries: Sequence[str], depth: i
         if doc_ids is not None:
             raise ConfigError("give doc_ids or per_query_doc_ids, not both")
         if len(per_query_doc_ids) != len(queries):
-            raise InputError("per_query_doc_ids needs one entry per query")
+            raise ConfigError("per_query_doc_ids needs one entry per query")
         scopes = [_scope(allowed, f, store) for f in per_query_doc_ids]
     else:
         scopes = [_scope(allowed, doc_ids, store)] * len(queries)
