@@ -1,9 +1,10 @@
 """A query server over a store that follows its commits (``momoka serve``).
 
 ``POST /search`` takes a JSON object ``{"query", "k", "budget", "retriever",
-"options", "doc_ids"}`` (only ``query`` is required) and answers
+"options", "doc_ids", "where"}`` (only ``query`` is required; ``where``: the
+metadata filter of :mod:`momoka.methods.filters`) and answers
 ``{"query", "retriever", "generation", "hits": [{"rank", "doc_id", "start",
-"end", "text", "score", "title", "section", "spans"}], "ms"}``; ``GET
+"end", "text", "score", "title", "section", "page", "page_end", "spans"}], "ms"}``; ``GET
 /health`` answers the store path, its generation, documents and chunks. Every
 error is JSON ``{"error": message}`` with a status: 400 bad input (and a
 retriever the store cannot serve), 404 unknown path, 405 wrong method, 503
@@ -48,7 +49,7 @@ __all__ = ["DEFAULT_PORT", "QueryServer"]
 #: The port ``momoka serve`` listens on unless told.
 DEFAULT_PORT = 8765
 #: Fields a ``/search`` request may carry.
-FIELDS = ("query", "k", "budget", "retriever", "options", "doc_ids")
+FIELDS = ("query", "k", "budget", "retriever", "options", "doc_ids", "where")
 #: The query the warm-up search of a new snapshot runs (it reads the lazily loaded parts).
 WARM_QUERY = "warm up"
 
@@ -211,10 +212,10 @@ class QueryServer:
             k, budget = self.k, self.budget
         t0 = time.perf_counter()
         res = snap.index.search(query, k=k, retriever=retriever, budget=budget, doc_ids=doc_ids,
-                                **{**self.options.get(retriever, {}), **options})
+                                where=body.get("where"), **{**self.options.get(retriever, {}), **options})
         hits = [{"rank": it.rank, "doc_id": it.doc_id, "start": it.start, "end": it.end, "text": it.text,
-                 "score": it.score, "title": it.title, "section": list(it.section),
-                 "spans": [list(s) for s in it.spans]} for it in res]
+                 "score": it.score, "title": it.title, "section": list(it.section), "page": it.page,
+                 "page_end": it.page_end, "spans": [list(s) for s in it.spans]} for it in res]
         return {"query": query, "retriever": retriever, "generation": snap.generation, "hits": hits,
                 "ms": round((time.perf_counter() - t0) * 1000, 3)}
 

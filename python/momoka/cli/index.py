@@ -84,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_retriever_argument(p)
     add_option_argument(p)
     p.add_argument("--doc", action="append", default=None, help="restrict to this doc id (repeatable)")
+    _add_where(p)
     p.add_argument("--max-query-chars", type=int, default=None, metavar="N",
                    help="accept queries up to N characters (default 10000)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -105,6 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reader name (default: llm with an endpoint, else evidence; local: the local model)")
     p.add_argument("--refine", default=None, metavar="NAME",
                    help="refine the retrieved items before reading (ets: evidence sentences by tree search)")
+    _add_where(p)
     add_option_argument(p)
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
     p.add_argument("--estimate", action="store_true",
@@ -135,6 +137,37 @@ def _add_k_budget(p: argparse.ArgumentParser, what: str) -> None:
                    "assembled: hits that touch merged into one passage, no text twice, the first item that does "
                    "not fit what is left cut to its sentences that best match the query, later ones skipped (the "
                    "next ones still fill the budget)")
+
+
+def _add_where(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--where", action="append", default=None, metavar="KEY=VALUE",
+                   help="search only passages whose document matches (repeatable; all must hold, a key repeated "
+                   "matches any of its values): type=pdf|docx|html|markdown|text, folder=PATH (the document id's "
+                   "or file's folder), title=TITLE, page=3-7")
+    p.add_argument("--pages", default=None, metavar="A-B",
+                   help="search only passages on these pages of PDFs (1-based: 3, 3-7, 3-); the same as "
+                   "--where page=A-B")
+
+
+def _where(args: argparse.Namespace) -> dict | None:
+    """The ``where`` filter of :meth:`Index.search` from ``--where KEY=VALUE`` and ``--pages``."""
+    out: dict = {}
+    for it in args.where or []:
+        key, eq, value = it.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ConfigError(f"--where takes KEY=VALUE (e.g. type=pdf), not {it!r}")
+        if key != "page":
+            out.setdefault(key, []).append(value)
+        elif "page" in out:
+            raise ConfigError("give one page range (--where page=A-B or --pages A-B)")
+        else:
+            out["page"] = value
+    if args.pages is not None:
+        if "page" in out:
+            raise ConfigError("give one page range (--where page=A-B or --pages A-B)")
+        out["page"] = args.pages
+    return out or None
 
 
 def _k_budget(args: argparse.Namespace) -> dict:
@@ -333,22 +366,24 @@ def _ask_estimate(args: argparse.Namespace, kb: dict) -> int:
     return 0
 
 
-def cite(doc_id: str, start: int, end: int, page_of=None) -> str:
-    """``doc [start:end]``, with ``p. N`` before the offsets where ``page_of(doc_id, start)`` gives a page."""
-    page = page_of(doc_id, start) if page_of is not None else None
-    return f"{doc_id} {'' if page is None else f'p. {page} '}[{start}:{end}]"
+def cite(span) -> str:
+    """``doc [start:end]`` of a member or citation, with ``p. N`` (``pp. N-M`` across pages) before the offsets
+    when it has a page."""
+    page, last = span.page, span.page_end
+    where = "" if page is None else (f"p. {page} " if last in (None, page) else f"pp. {page}-{last} ")
+    return f"{span.doc_id} {where}[{span.start}:{span.end}]"
 
 
-def print_result(result, as_json: bool, page_of=None) -> None:
-    """Print a :class:`~momoka.methods.base.Result` (or its JSON); ``page_of`` (e.g. ``Index.page_of``) adds
-    the page of each span of a paged document."""
+def print_result(result, as_json: bool) -> None:
+    """Print a :class:`~momoka.methods.base.Result` (or its JSON), with the page of each span of a paged
+    document."""
     if as_json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return
     if not len(result):
         print("no matching passages")
     for it in result:
-        spans = ", ".join(cite(d, s, e, page_of) for d, s, e in it.spans)
+        spans = ", ".join(cite(m) for m in it.members)
         head = f"#{it.rank}  score {it.score:.4f}  {spans}"
         sec = " > ".join(it.section)
         if sec:
@@ -376,9 +411,9 @@ def _query(args: argparse.Namespace) -> int:
     ix = Index.open(args.store)
     if args.max_query_chars:
         ix.max_query_chars = args.max_query_chars
-    res = ix.search(args.question, retriever=args.retriever, doc_ids=args.doc, **_k_budget(args),
+    res = ix.search(args.question, retriever=args.retriever, doc_ids=args.doc, where=_where(args), **_k_budget(args),
                     **opts.pop(args.retriever, {}))
-    print_result(res, args.json, ix.page_of)
+    print_result(res, args.json)
     return 0
 
 
@@ -391,7 +426,8 @@ def _ask(args: argparse.Namespace) -> int:
         return _ask_estimate(args, kb)
     ix = Index.open(args.store)
     ans = ix.ask(args.question, retriever=args.retriever, reader=args.reader, refine=args.refine,
-                 k=kb["k"], budget=kb["budget"], assemble=kb["assemble"], options=parse_options(args.option))
+                 k=kb["k"], budget=kb["budget"], assemble=kb["assemble"], options=parse_options(args.option),
+                 where=_where(args))
     if args.json:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=2))
         return 0
@@ -399,7 +435,7 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"Evidence: the {len(ans.citations)} sentences of the retrieved passages that best match the question, "
               "quoted from the documents (no answer was generated):")
         for c in ans.citations:
-            print(f"[{c.number}] {cite(c.doc_id, c.start, c.end, ix.page_of)}  \"{' '.join(c.text.split())}\"")
+            print(f"[{c.number}] {cite(c)}  \"{' '.join(c.text.split())}\"")
         say(f"searched {len(ans.context)} passage(s); --reader local answers with the local model, "
             "--llm-url with an endpoint")
         return 0
@@ -409,7 +445,7 @@ def _ask(args: argparse.Namespace) -> int:
     for c in ans.context:
         mark = "*" if c.number in cited else " "
         snippet = " ".join(c.text.split())
-        print(f"{mark}[{c.number}] {cite(c.doc_id, c.start, c.end, ix.page_of)}  {snippet[:160]}{' ...' if len(snippet) > 160 else ''}")
+        print(f"{mark}[{c.number}] {cite(c)}  {snippet[:160]}{' ...' if len(snippet) > 160 else ''}")
     if ans.cited_by == "overlap":
         say("the answer named no passage; * marks the passages holding most of its words")
     elif not ans.citations:

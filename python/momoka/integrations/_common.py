@@ -21,17 +21,26 @@ def open_index(index: Any) -> Any:
     return index
 
 
-def prepare(index: Any, retriever: str, k: int, options: dict) -> None:
-    """Check ``k`` and build the retriever once now, so a bad name or option fails at construction."""
+def prepare(index: Any, retriever: str, k: int, options: dict, where: dict | None = None) -> None:
+    """Check ``k`` and ``where`` and build the retriever once now, so a bad name, option or filter fails at
+    construction."""
     check_int(k, "k", minimum=1)
+    if where is not None:
+        from ..methods.filters import Where  # start-up: momoka.methods.filters
+
+        Where.parse(where)
     build = getattr(index, "retriever", None)
     if callable(build):
         build(retriever, **options)
 
 
-def search(index: Any, query: str, k: int, retriever: str, doc_ids: Sequence[str] | None, options: dict):
-    """``index.search(query, k, retriever, doc_ids=..., **options)``: momoka's ranked :class:`Result`."""
-    return index.search(query, k, retriever, doc_ids=doc_ids, **options)
+def search(index: Any, query: str, k: int, retriever: str, doc_ids: Sequence[str] | None, options: dict,
+           where: dict | None = None):
+    """``index.search(query, k, retriever, doc_ids=..., where=..., **options)``: momoka's ranked :class:`Result`
+    (``where``: the metadata filter of :mod:`momoka.methods.filters`)."""
+    if where is None:
+        return index.search(query, k, retriever, doc_ids=doc_ids, **options)
+    return index.search(query, k, retriever, doc_ids=doc_ids, where=where, **options)
 
 
 def item_id(item: Any) -> str:
@@ -46,10 +55,30 @@ def item_metadata(item: Any, retriever: str) -> dict:
     (for a single-chunk item, ``document.text[start:end]`` is exactly the text
     returned); ``spans`` lists ``[doc_id, start, end]`` of every member (a
     Trail composite has several); ``score`` and ``rank`` are momoka's;
-    ``retriever`` is the registered name asked.
+    ``retriever`` is the registered name asked. Each adapter adds the page of
+    a PDF passage in its framework's convention (:func:`langchain_pages`,
+    :func:`llama_index_pages`).
     """
     return {
         "doc_id": item.doc_id, "start": item.start, "end": item.end, "section": list(item.section),
         "score": float(item.score), "rank": item.rank, "retriever": retriever, "chunk_id": item.chunk_id,
         "title": item.title, "spans": [list(s) for s in item.spans],
     }
+
+
+def langchain_pages(item: Any) -> dict:
+    """LangChain's page keys for an item of a document with pages: ``page``, 0-based, as LangChain's PDF
+    loaders (``PyPDFLoader``, ``PyMuPDFLoader``) set it on every ``Document``, and ``page_end``, the last
+    page, 0-based too; ``{}`` for a document without pages (as LangChain's loaders of other formats)."""
+    if item.page is None:
+        return {}
+    return {"page": item.page - 1, "page_end": item.page_end - 1}
+
+
+def llama_index_pages(item: Any) -> dict:
+    """LlamaIndex's page keys for an item of a document with pages: ``page_label``, the 1-based page number
+    as a string, as LlamaIndex's PDF readers set it on every node, and ``page_end_label``, the last page
+    the same way; ``{}`` for a document without pages."""
+    if item.page is None:
+        return {}
+    return {"page_label": str(item.page), "page_end_label": str(item.page_end)}

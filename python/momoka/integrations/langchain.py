@@ -8,7 +8,11 @@
 Each returned ``langchain_core.documents.Document`` holds the item's text as
 ``page_content`` and, in ``metadata``, ``doc_id``, ``start``, ``end``,
 ``section``, ``score``, ``rank``, ``retriever``, ``chunk_id``, ``title`` and
-``spans`` (see :func:`momoka.integrations._common.item_metadata`). Documents
+``spans`` (see :func:`momoka.integrations._common.item_metadata`), and for a
+PDF passage ``page`` and ``page_end``, **0-based** as LangChain's PDF loaders
+number pages (``metadata["page"] + 1`` is the page momoka prints; a document
+without pages has neither key). ``where`` filters the search on metadata
+(:mod:`momoka.methods.filters`; its ``page`` range is 1-based). Documents
 come in momoka's rank order. ``ainvoke`` runs the search in a worker thread,
 so the event loop is never blocked.
 """
@@ -42,6 +46,8 @@ class MomokaRetriever(BaseRetriever):
         k: how many items to return.
         options: options for that retriever (e.g. ``{"view": "titled"}`` for ``dense``).
         doc_ids: restrict every search to these documents (None: all).
+        where: a metadata filter on every search (``{"type": "pdf", "page": [3, 7]}``;
+            :mod:`momoka.methods.filters`, pages 1-based).
 
     Unknown retriever names, bad options and a store that lacks what the
     retriever needs raise :mod:`momoka.errors` exceptions at construction.
@@ -54,16 +60,18 @@ class MomokaRetriever(BaseRetriever):
     k: int = 5
     options: dict = Field(default_factory=dict)
     doc_ids: list[str] | None = None
+    where: dict | None = None
 
     def __init__(self, index: Any = None, **data: Any) -> None:
         if index is None:
             index = data.pop("index", None)
         super().__init__(index=_common.open_index(index), **data)
-        _common.prepare(self.index, self.retriever, self.k, self.options)
+        _common.prepare(self.index, self.retriever, self.k, self.options, self.where)
 
     def _documents(self, query: str) -> list[Document]:
-        result = _common.search(self.index, query, self.k, self.retriever, self.doc_ids, self.options)
-        return [Document(page_content=item.text, metadata=_common.item_metadata(item, self.retriever),
+        result = _common.search(self.index, query, self.k, self.retriever, self.doc_ids, self.options, self.where)
+        return [Document(page_content=item.text,
+                         metadata={**_common.item_metadata(item, self.retriever), **_common.langchain_pages(item)},
                          id=_common.item_id(item)) for item in result]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

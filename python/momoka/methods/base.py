@@ -94,6 +94,12 @@ class Member:
 
     ``chunk_id`` is the store's id (-1 for a span that is not a stored chunk,
     e.g. a sentence picked by a refiner); ``text == document.text[start:end]``.
+    ``section`` is the path of headings the span lies under (Markdown, HTML,
+    Word, a PDF's outline; empty otherwise). ``page`` and ``page_end`` are the
+    1-based numbers of the pages holding the first and the last character of
+    the span's text (equal when it lies on one page) for a document with pages
+    (a PDF), ``None`` otherwise; :meth:`momoka.Index.search` sets them on every
+    member (:meth:`momoka.methods.results.Results.pages` computes them).
     """
 
     chunk_id: int
@@ -102,6 +108,8 @@ class Member:
     end: int
     text: str
     section: tuple[str, ...] = ()
+    page: int | None = field(default=None, compare=False)
+    page_end: int | None = field(default=None, compare=False)
 
     @property
     def span(self) -> tuple[str, int, int]:
@@ -111,7 +119,7 @@ class Member:
     def to_dict(self) -> dict:
         """A JSON-serialisable view."""
         return {"chunk_id": self.chunk_id, "doc_id": self.doc_id, "start": self.start, "end": self.end,
-                "section": list(self.section), "text": self.text}
+                "section": list(self.section), "page": self.page, "page_end": self.page_end, "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,8 @@ class Item:
     ``title`` is the document title shown with it (None when unknown).
 
     A single-chunk item reads as that chunk: ``doc_id``, ``start``, ``end``,
-    ``text``, ``chunk_id`` and ``section`` are those of the first member.
+    ``text``, ``chunk_id``, ``section``, ``page`` and ``page_end`` are those of
+    the first member (``page``: 1-based, ``None`` for a document without pages).
     """
 
     members: tuple[Member, ...]
@@ -163,6 +172,16 @@ class Item:
         return self.members[0].section
 
     @property
+    def page(self) -> int | None:
+        """The first member's first page (1-based; None for a document without pages)."""
+        return self.members[0].page
+
+    @property
+    def page_end(self) -> int | None:
+        """The first member's last page (1-based; equal to :attr:`page` when it lies on one page)."""
+        return self.members[0].page_end
+
+    @property
     def span(self) -> tuple[str, int, int]:
         """The first member's ``(doc_id, start, end)``."""
         return self.members[0].span
@@ -188,8 +207,9 @@ class Item:
 
     def to_dict(self) -> dict:
         """A JSON-serialisable view."""
-        return {"rank": self.rank, "score": self.score, "title": self.title,
-                "provenance": dict(self.provenance), "members": [m.to_dict() for m in self.members]}
+        return {"rank": self.rank, "score": self.score, "title": self.title, "page": self.page,
+                "page_end": self.page_end, "provenance": dict(self.provenance),
+                "members": [m.to_dict() for m in self.members]}
 
 
 @dataclass(frozen=True)
@@ -265,17 +285,26 @@ class Result(Sequence):
 
 @dataclass(frozen=True)
 class Citation:
-    """A passage an answer cites: its number in the reader's context and its exact span."""
+    """A passage an answer cites: its number in the reader's context and its exact span.
+
+    ``section``, ``page`` and ``page_end`` are as for :class:`Member`: the
+    heading path of the passage it quotes, and the 1-based pages of its first
+    and last character in a document with pages (None otherwise), set by
+    :meth:`momoka.Index.ask` on every citation and context passage.
+    """
 
     number: int
     doc_id: str
     start: int
     end: int
     text: str
+    section: tuple[str, ...] = ()
+    page: int | None = field(default=None, compare=False)
+    page_end: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict:
         return {"number": self.number, "doc_id": self.doc_id, "start": self.start, "end": self.end,
-                "text": self.text}
+                "section": list(self.section), "page": self.page, "page_end": self.page_end, "text": self.text}
 
 
 @dataclass(frozen=True)

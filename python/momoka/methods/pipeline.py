@@ -34,7 +34,6 @@ import numpy as np
 from .. import settings
 from ..errors import ConfigError, InputError, MissingArtifactError
 from ..store.store import RAW_VIEW, Store, check_embedder, read_manifest
-from ..text.document import page_number
 from .. import registry
 from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
@@ -391,11 +390,9 @@ class Index:
     def page_of(self, doc_id: str, offset: int) -> int | None:
         """The page number (1-based) of ``offset`` in document ``doc_id``; ``None`` when it has no pages
         (only PDFs have them)."""
-        entry = self.store.documents.get(doc_id)
-        if entry is None:
+        if self.store.documents.get(doc_id) is None:
             raise InputError(f"unknown document id {doc_id!r}")
-        pages = entry.metadata.get("pages")
-        return page_number([p[0] for p in pages], offset) if pages else None
+        return self.results.pages(doc_id, offset, offset + 1)[0]
 
     def record_settings(self, kind: str, name: str, settings: dict) -> None:
         """Record what enricher/relator ``name`` reports (its ``describe()``) in the pipeline of the manifest."""
@@ -531,8 +528,8 @@ class Index:
         return self._retrievers[key]
 
     def search(self, query: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
-               budget: int | None = None, doc_ids: Iterable[str] | str | None = None, assemble: bool = True,
-               **options: Any):
+               budget: int | None = None, doc_ids: Iterable[str] | str | None = None, where: dict | None = None,
+               assemble: bool = True, **options: Any):
         """The best items for ``query`` from retriever ``retriever`` (a :class:`~momoka.methods.base.Result`).
 
         ``k``: at most this many items (default 5 without a budget).
@@ -546,32 +543,40 @@ class Index:
         skipped, no character twice (``result.fit(budget,
         assemble=index.assembler(cap, min_hits=..., extra=..., trim=...))`` for other
         settings); ``assemble=False`` keeps the longest prefix of the ranking that
-        fits. ``doc_ids`` restricts the search to these documents; ``options``
-        go to the retriever (e.g. ``view="titled"`` for ``dense``). A BM25-only
-        index answers ``hybrid`` with BM25 alone.
+        fits. ``doc_ids`` restricts the search to these documents; ``where``
+        filters on metadata before the budget is filled (``{"type": "pdf",
+        "folder": "docs", "title": ..., "page": (3, 7)}``: the grammar, how it
+        is applied and its limits are in :mod:`momoka.methods.filters`);
+        ``options`` go to the retriever (e.g. ``view="titled"`` for ``dense``).
+        A BM25-only index answers ``hybrid`` with BM25 alone. Every member of
+        every item carries its ``section`` and, in a document with pages (a
+        PDF), its ``page`` and ``page_end`` (1-based).
         """
-        return self.search_batch([query], k, retriever, budget=budget, doc_ids=doc_ids, assemble=assemble,
-                                 **options)[0]
+        return self.search_batch([query], k, retriever, budget=budget, doc_ids=doc_ids, where=where,
+                                 assemble=assemble, **options)[0]
 
     def search_batch(self, queries: Sequence[str], k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
                      budget: int | None = None, doc_ids: Iterable[str] | str | None = None,
-                     per_query_doc_ids: Sequence[Any] | None = None, assemble: bool = True,
-                     **options: Any) -> list:
+                     per_query_doc_ids: Sequence[Any] | None = None, where: dict | None = None,
+                     assemble: bool = True, **options: Any) -> list:
         """:meth:`search` for many queries (one batch for the retriever).
 
         ``per_query_doc_ids`` gives one document filter per query (a doc id, a
-        list of ids, or None) instead of ``doc_ids`` for all.
+        list of ids, or None) instead of ``doc_ids`` for all; ``where`` applies
+        to every query.
         """
+        from .filters import filtered_search  # start-up: momoka.methods.filters
+
         r = self.retriever(retriever, **options)
         depth = self.search_depth(k, budget)
-        if per_query_doc_ids is not None:
+        if per_query_doc_ids is not None and where is None:
             out = r.retrieve_batch(queries, depth, doc_ids=doc_ids, per_query_doc_ids=per_query_doc_ids)
         else:
-            out = r.retrieve_batch(queries, depth, doc_ids=doc_ids)
-        if budget is None:
-            return out
-        asm = self.assembler() if assemble else None
-        return [res.fit(budget, assemble=asm) for res in out]
+            out = filtered_search(r, self, queries, depth, where, doc_ids, per_query_doc_ids)
+        if budget is not None:
+            asm = self.assembler() if assemble else None
+            out = [res.fit(budget, assemble=asm) for res in out]
+        return [self.results.locate(res) for res in out]
 
     def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP, *, min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS,
                   extra: int = DEFAULT_ASSEMBLE_EXTRA, trim: int = DEFAULT_ASSEMBLE_TRIM,
@@ -583,7 +588,7 @@ class Index:
 
     def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
             k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,
-            options: dict[str, dict] | None = None, assemble: bool = True):
+            options: dict[str, dict] | None = None, assemble: bool = True, where: dict | None = None):
         """Retrieve for ``question`` and answer it: an :class:`~momoka.methods.base.Answer`.
 
         ``reader``: a registered reader; ``None`` is ``llm`` when an endpoint is
@@ -596,17 +601,22 @@ class Index:
         as :meth:`search` does unless ``assemble=False``. ``refine``: a
         refiner run on the result first (``ets``). ``options``: per component
         name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
+        ``where``: a metadata filter on the retrieval, as for :meth:`search`. Every citation and
+        context passage of the answer carries its ``section`` and, in a document with pages, its
+        ``page`` and ``page_end``.
         """
         from .standard.reader import default_reader, make_reader  # start-up: momoka.methods.standard.reader
 
         opts = {n: dict(o) for n, o in (options or {}).items()}
         reader = reader or default_reader()
-        res = self.search(question, k=k, retriever=retriever, budget=budget, assemble=assemble,
+        res = self.search(question, k=k, retriever=retriever, budget=budget, where=where, assemble=assemble,
                           **opts.pop(retriever, {}))
         if refine:
             res = registry.create("refiner", refine, embedder=self.embedder, corpus=Corpus(self),
                                   **opts.pop(refine, {})).refine(question, res)
-        return make_reader(reader, opts.pop(reader, {}), budget, lambda: self.embedder).answer(question, res)
+            res = self.results.locate(res)
+        answer = make_reader(reader, opts.pop(reader, {}), budget, lambda: self.embedder).answer(question, res)
+        return self.results.locate_answer(answer)
 
     def search_depth(self, k: int | None = None, budget: int | None = None) -> int:
         """How many items :meth:`search` asks its retriever for: ``k`` when given, else :meth:`depth_for`

@@ -9,13 +9,15 @@ table (the assemblers, the mean chunk length) is computed once per state of that
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..store.store import RAW_VIEW
+from ..text.document import page_number
 from .base import (DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_TRIM,
-                   DEFAULT_ASSEMBLE_TRIM_FILL, Item, Member, Result, check_budget)
+                   DEFAULT_ASSEMBLE_TRIM_FILL, Answer, Item, Member, Result, check_budget)
 
 
 class Results:
@@ -29,11 +31,68 @@ class Results:
         """Forget what was derived from the chunk table (after the store moved to another commit)."""
         self._mean_chunk: tuple = (None, 1.0)  # (chunk-table state, mean chunk length): see depth_for
         self._assemblers: tuple = (None, {})  # (chunk-table state, {rule: Assembler}): see assembler
+        self._page_starts: dict = {}  # doc id -> (its stored page spans, their start offsets): see pages
 
     def member(self, chunk_id: int) -> Member:
-        """The :class:`~momoka.methods.base.Member` for a stored chunk."""
+        """The :class:`~momoka.methods.base.Member` for a stored chunk (with its pages, :meth:`pages`)."""
         doc_id, start, end, text, section = self.store.chunks.row(int(chunk_id))
-        return Member(int(chunk_id), doc_id, start, end, text, section)
+        page, page_end = self.pages(doc_id, start, end, text)
+        return Member(int(chunk_id), doc_id, start, end, text, section, page, page_end)
+
+    # ------------------------------------------------------------------ pages
+
+    def pages(self, doc_id: str, start: int, end: int, text: str | None = None) -> tuple[int | None, int | None]:
+        """``(first, last)``: the 1-based numbers of the pages holding the first and the last character of the
+        span ``[start, end)`` of document ``doc_id``, or ``(None, None)`` when the document has no pages
+        (only PDFs have them) or is not in the store.
+
+        With ``text`` (the span's text), leading and trailing whitespace is not counted, so a passage that
+        begins with the blank line between two pages is on the page of its first word. This is the one place
+        momoka computes a page: results, citations, the CLI, the server and the adapters all read it from here.
+        """
+        entry = self.store.documents.get(doc_id)
+        spans = entry.metadata.get("pages") if entry is not None else None
+        if not spans:
+            return None, None
+        cached = self._page_starts.get(doc_id)
+        if cached is None or cached[0] is not spans:  # a replaced document has a new list of spans
+            cached = (spans, np.asarray([s for s, _ in spans], dtype=np.int64))
+            self._page_starts[doc_id] = cached
+        if text:
+            lead, kept = len(text) - len(text.lstrip()), len(text.strip())
+            if kept:
+                start, end = start + lead, start + lead + kept
+        first = page_number(cached[1], start)
+        return first, max(first, page_number(cached[1], max(start, end - 1)))
+
+    def _paged(self, m: Any) -> Any:
+        """``m`` (a Member or a Citation) with its pages set from :meth:`pages`."""
+        page, page_end = self.pages(m.doc_id, m.start, m.end, m.text)
+        return m if (page, page_end) == (m.page, m.page_end) else replace(m, page=page, page_end=page_end)
+
+    def locate(self, result: Result) -> Result:
+        """``result`` with the pages (:meth:`pages`) of every member of every item set (an item made of spans
+        that are not stored chunks, e.g. assembled or refined ones, gets them here)."""
+        items = []
+        for it in result.items:
+            members = tuple(self._paged(m) for m in it.members)
+            items.append(it if all(a is b for a, b in zip(members, it.members)) else replace(it, members=members))
+        return Result(result.query, tuple(items), result.retriever, result.stats)
+
+    def locate_answer(self, answer: Answer) -> Answer:
+        """``answer`` with the pages of every citation and context passage set (:meth:`pages`), and the section
+        of a citation that has none taken from the context passage holding its first character."""
+        context = tuple(self._paged(c) for c in answer.context)
+
+        def section(c: Any) -> Any:
+            if c.section:
+                return c
+            home = next((p for p in context if p.doc_id == c.doc_id and p.start <= c.start < max(p.end, p.start + 1)),
+                        None)
+            return c if home is None or not home.section else replace(c, section=home.section)
+
+        citations = tuple(self._paged(section(c)) for c in answer.citations)
+        return replace(answer, citations=citations, context=context)
 
     def title(self, doc_id: str) -> str | None:
         """The document's title as stored (None when it has none)."""

@@ -91,7 +91,7 @@ def budget_context(result: Result, max_chars: int | None) -> list[Citation]:
                 return out
             seen.add(m.span)
             text = m.text if out or max_chars is None else m.text[:max_chars]
-            out.append(Citation(len(out) + 1, m.doc_id, m.start, m.start + len(text), text))
+            out.append(Citation(len(out) + 1, m.doc_id, m.start, m.start + len(text), text, m.section))
             used += len(text)
     return out
 
@@ -104,7 +104,7 @@ def _cut(context: list[Citation], chars: int) -> list[Citation]:
         if room <= 0:
             break
         text = c.text[:room]
-        out.append(Citation(c.number, c.doc_id, c.start, c.start + len(text), text))
+        out.append(Citation(c.number, c.doc_id, c.start, c.start + len(text), text, c.section))
     return out
 
 
