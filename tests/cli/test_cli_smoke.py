@@ -229,6 +229,9 @@ def test_quickstart_and_ask_with_the_local_model(data_slice, tmp_path, capsys):
     store = tmp_path / "qs"
     out = _run(capsys, "quickstart", "--store", str(store))
     assert "#1  score" in out
+    # it answers the question too: the example's sentence on the automation, quoted (read off the example)
+    answer = out.split("answer (offline", 1)[1]
+    assert '"The Kessel Point Light was automated in 1986."' in answer.split("next:")[0]
     from momoka.examples import QUICKSTART_DOCUMENT, QUICKSTART_QUESTION
     from momoka.text import Document
 

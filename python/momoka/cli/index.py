@@ -119,7 +119,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "quickstart", help="index a bundled example document and answer a question about it",
         description="Index momoka's bundled example document (installing the default embedder on first "
-        "use) and print the passages that answer a question about it.")
+        "use), print the passages that answer a question about it and quote the sentences that best answer it "
+        "(offline: nothing is generated).")
     p.add_argument("question", nargs="?", default=None, help="your own question about the example")
     p.add_argument("--store", default=None, help="where to keep the example store (default: a temporary folder)")
     p.add_argument("-k", type=int, default=3, help="number of passages (default 3)")
@@ -478,6 +479,10 @@ def _quickstart(args: argparse.Namespace) -> int:
         print(f"document: {QUICKSTART_DOCUMENT}")
         print(f"question: {question}\n")
         print_result(ix.search(question, k=args.k, retriever="hybrid"), False)
+        ans = ix.ask(question)  # offline: the sentences that best answer it, quoted (nothing is generated)
+        print("\nanswer (offline: the sentences of those passages that best answer the question, quoted):")
+        for c in ans.citations:
+            print(f"[{c.number}] {cite(c)}  \"{' '.join(c.text.split())}\"")
         print("\nnext: momoka index YOUR_FILES --store my.store && momoka query my.store \"your question\""
               "\n      momoka ask my.store \"your question\"   (quotes the evidence; --llm-url URL: an endpoint answers)")
     finally:
