@@ -254,21 +254,30 @@ class _Walk:
         else:
             self.other.append(f)
 
-    def _scan(self, folder: Path, real: str, chain: tuple, pending: list, linked: bool = False) -> None:
+    def _entries(self, folder: Path, real: str) -> list:
+        """The entries of ``folder`` by name (hidden ones left out), marking it read; [] when it cannot be read
+        (reported)."""
         self.visited.add(real)
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
         except OSError as exc:
             self._skip(folder, f"a folder that cannot be read ({exc.strerror}): not read")
-            return
-        for e in entries:
-            if e.name.startswith("."):
-                continue  # hidden files and folders are not read
+            return []
+
+    def _scan(self, folder: Path, real: str, chain: tuple, pending: list, linked: bool = False) -> None:
+        """Read ``folder`` (resolved: ``real``; the folders above it: ``chain``) depth first in name order,
+        without following links to folders (put on ``pending``). Iterative, so any depth is read."""
+        stack = [(iter(self._entries(folder, real)), folder, real, chain)]
+        while stack:
+            it, folder, real, chain = stack[-1]
+            e = next(it, None)
+            if e is None:
+                stack.pop()
+                continue
             f = folder / e.name
             what = path_kind(f)
-            link = e.is_symlink()
-            if link and what in ("file", "directory"):
+            if e.is_symlink() and what in ("file", "directory"):
                 target = os.path.realpath(f)
                 if what == "directory":
                     pending.append((f, target, real, chain))
@@ -281,7 +290,7 @@ class _Walk:
             elif what == "directory":
                 sub = os.path.join(real, e.name)
                 if sub not in self.visited:
-                    self._scan(f, sub, chain + (sub,), pending, linked)
+                    stack.append((iter(self._entries(f, sub)), f, sub, chain + (sub,)))
             elif self.strict:
                 raise InputError(f"{f} is {what}, not a regular file (found in {self.top})")
             else:
