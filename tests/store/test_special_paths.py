@@ -59,16 +59,23 @@ def test_path_kind_names_each_thing_without_opening_it(tmp_path):
     assert path_kind("/dev/null") == "a character device"
 
 
-def test_a_folder_with_a_dangling_link_and_a_fifo_warns_for_each_and_follows_the_good_link(tmp_path):
-    # issue 30, failure 3: these were dropped without a word (exit 0)
+def test_a_folder_with_a_dangling_link_and_a_fifo_warns_for_each(tmp_path):
+    # issue 30, failure 3: these were dropped without a word (exit 0); issue 51, item 6: the link to a file
+    # outside the folder used to be read (a link to /etc/passwd got indexed): reported, not followed
     d = _folder(tmp_path)
     p = _cli(tmp_path, "index", d, "--store", tmp_path / "s", "--no-dense")
     assert p.returncode == 1, p.stderr  # indexed, with files skipped (the documented status)
     warn = sorted(ln for ln in p.stderr.splitlines() if ln.startswith("momoka: warning:"))
     assert warn == [f"momoka: warning: skipped {d / 'gone.txt'}: a dangling symbolic link, not a regular file: "
                     "not read",
+                    f"momoka: warning: skipped {d / 'link.txt'}: a link to {os.path.realpath(tmp_path / 'outside.txt')}, "
+                    "outside the folders and files given: not followed (--follow-links or follow_links=True follows it)",
                     f"momoka: warning: skipped {d / 'pipe.txt'}: a FIFO (named pipe), not a regular file: not read"]
     with Index.open(tmp_path / "s") as ix:
+        assert sorted(ix.doc_ids) == ["a"]
+    p = _cli(tmp_path, "index", d, "--store", tmp_path / "s2", "--no-dense", "--follow-links")
+    assert p.returncode == 1, p.stderr
+    with Index.open(tmp_path / "s2") as ix:
         assert sorted(ix.doc_ids) == ["a", "link"]
         link_text = " ".join(ix.store.chunks.text(c) for c in ix.store.documents["link"].chunk_ids)
     assert link_text == "Bananas grow in bunches. They are yellow."  # the link's target was read
@@ -77,6 +84,7 @@ def test_a_folder_with_a_dangling_link_and_a_fifo_warns_for_each_and_follows_the
 def test_on_error_stop_stops_on_a_fifo_in_a_folder(tmp_path):
     d = _folder(tmp_path)
     (d / "gone.txt").unlink()
+    (d / "link.txt").unlink()  # a link out of the folder stops it too (tests/store/test_links.py)
     p = _cli(tmp_path, "index", d, "--store", tmp_path / "s", "--no-dense", "--on-error", "stop")
     assert p.returncode == 2
     assert p.stderr.strip().splitlines()[-1] == (f"momoka: error: {d / 'pipe.txt'} is a FIFO (named pipe), not a "
@@ -111,7 +119,7 @@ def test_python_add_raises_by_default_and_reports_with_skip(tmp_path):
     d = _folder(tmp_path)
     with pytest.raises(InputError, match=r"gone.txt is a dangling symbolic link"):
         Index.build([d], embedder=None, chunker="paragraph")
-    ix = Index.build([d], embedder=None, chunker="paragraph", on_error="skip")
+    ix = Index.build([d], embedder=None, chunker="paragraph", on_error="skip", follow_links=True)
     assert sorted(ix.doc_ids) == ["a", "link"]
     assert sorted((Path(p).name, why) for p, why in ix.report["skipped"]) == [
         ("gone.txt", "a dangling symbolic link, not a regular file: not read"),

@@ -55,8 +55,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="re-index documents whose text changed since they were indexed (identical ones are "
                         "always skipped)")
     p.add_argument("--on-error", choices=("skip", "stop"), default="skip",
-                   help="a file that cannot be read: skip it with a warning (default; exit status 1 when any "
-                        "was skipped) or stop before indexing anything")
+                   help="a file that cannot be read, or a link not followed: skip it with a warning (default; exit "
+                        "status 1 when any was skipped) or stop before indexing anything")
+    p.add_argument("--follow-links", action="store_true",
+                   help="also follow symbolic links whose target is outside the PATHS given. Links in a folder: "
+                        "those to files and folders inside the PATHS given are followed (a link to a folder that "
+                        "contains it, a loop, is not); the others are skipped with a warning naming each, "
+                        "unless --follow-links")
     p.add_argument("--encoding", default="utf-8", help="text encoding of the files (default utf-8)")
     p.add_argument("--commit-every", type=int, default=None, metavar="N",
                    help="commit a generation every N documents (default 256) or --commit-seconds, so an "
@@ -226,14 +231,15 @@ def _index(args: argparse.Namespace) -> int:
             ix.extend(enrich=new_e, relate=new_r, commit=True)
             ix.save()
         ix.add(args.paths, existing="replace" if args.replace else "skip", on_error=on_error,
-               encoding=args.encoding, commit=True, **engine)
+               encoding=args.encoding, commit=True, follow_links=args.follow_links, **engine)
         ix.save()
     else:
         ix = Index.build(args.paths, store=store, chunker=chunker_of(args), size=args.size,
                          embedder=None if args.no_dense else (args.embedder or "default"), enrich=enrich_specs, relate=relate_specs,
                          vector_dtype="float16" if args.float16 else "float32", overwrite=args.overwrite,
                          on_error=on_error, encoding=args.encoding, commit_docs=args.commit_every,
-                         commit_seconds=args.commit_seconds, headers=args.headers, **engine, **chunker_opts)
+                         commit_seconds=args.commit_seconds, headers=args.headers, follow_links=args.follow_links,
+                         **engine, **chunker_opts)
     report = ix.report
     added = report["added"]
     n_chunks = sum(len(ix.store.documents[d].chunk_ids) for d in added)
@@ -305,7 +311,7 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
     # start-up: momoka.methods.sources
     from ..methods.sources import expand_paths, jsonable, load_embedder, resolve_chunker, to_document
 
-    docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths)]
+    docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths, follow_links=args.follow_links)]
     name = chunker_of(args)
     # its tokenizer and input limit only: no model is run
     emb = None if args.no_dense else load_embedder(args.embedder)

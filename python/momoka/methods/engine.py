@@ -142,7 +142,8 @@ def recorded_component(pipeline: dict, kind: str, name: str) -> Any:
     return registry.create(kind_name, name, **opts)
 
 
-def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str) -> tuple[list, dict]:
+def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str,
+            follow_links: bool = False) -> tuple[list, dict]:
     """The documents of ``sources`` to index and their content hashes; fills a new ``index.report``.
 
     Documents already in the index are sorted as :meth:`Index.add` says (``existing``); those
@@ -159,7 +160,7 @@ def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding:
     skipped: list[tuple[str, str]] = []
     unsupported: list = []
     items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), unsupported,
-                         strict=on_error == "raise")
+                         strict=on_error == "raise", follow_links=follow_links)
     skipped.extend((str(p), why) for p, why in unsupported)
     if not items:
         raise EmptyInputError("no documents to add")

@@ -152,6 +152,7 @@ class Index:
         address: str | None = None,
         llm_max_failed: float | None = None,
         headers: bool = True,
+        follow_links: bool = False,
         **extra_chunker_params: Any,
     ) -> Index:
         """Chunk, embed, enrich, relate and index ``sources``; save to ``store`` when given.
@@ -169,7 +170,7 @@ class Index:
             bm25: BM25 parameters of the raw view (see :data:`momoka.store.store.DEFAULT_BM25`).
             vector_dtype: ``"float32"`` or ``"float16"`` for the raw vectors.
             overwrite: replace an existing store at ``store``.
-            on_error, encoding: as for :meth:`add`.
+            on_error, encoding, follow_links: as for :meth:`add`.
             commit_docs, commit_seconds: commit every this many documents or seconds
                 (default :attr:`commit_docs`, :attr:`commit_seconds`).
             engine, workers, address: ``engine="ray"`` runs the per-document work on Ray
@@ -206,7 +207,7 @@ class Index:
             if commit_seconds:
                 index.commit_seconds = float(commit_seconds)
             index.add(sources, on_error=on_error, encoding=encoding, commit=store is not None, engine=engine,
-                      workers=workers, address=address, llm_max_failed=llm_max_failed)
+                      workers=workers, address=address, llm_max_failed=llm_max_failed, follow_links=follow_links)
             if store is not None and index.store.dirty:
                 index.save()
         except BaseException:
@@ -327,7 +328,7 @@ class Index:
     def add(self, sources: Iterable[Any], *, progress: bool | None = None, existing: str = "error",
             on_error: str = "raise", encoding: str = "utf-8", commit: bool = False, engine: str = "local",
             workers: int | None = None, address: str | None = None,
-            llm_max_failed: float | None = None) -> list[str]:
+            llm_max_failed: float | None = None, follow_links: bool = False) -> list[str]:
         """Chunk, embed and add documents, then run the pipeline's enrichers and relators on them.
 
         Accepts the forms of :meth:`build`. Returns the added doc ids (also in
@@ -351,6 +352,11 @@ class Index:
         records which of its outputs are fallbacks (:mod:`momoka.methods.fallbacks`).
         ``on_error``: a file that cannot be read or chunked raises
         (``"raise"``, nothing added) or is skipped and reported (``"skip"``).
+        Symbolic links found in a folder follow one rule
+        (:func:`~momoka.methods.sources.expand_paths`): links to files and folders
+        inside the paths given are followed (a loop is not), a link whose target
+        is elsewhere is not, unless ``follow_links``; a link not followed is
+        skipped and reported like an unreadable file (``on_error``).
         ``commit=True`` saves a generation every :attr:`commit_docs` documents or
         :attr:`commit_seconds` seconds and at the end (a store with a directory
         only), so an interruption loses at most the documents since the last
@@ -366,7 +372,8 @@ class Index:
             self.progress = progress
         check_engine(engine)
         self.store.ensure_writable()
-        docs, hashes = engine_.collect(self, sources, existing=existing, on_error=on_error, encoding=encoding)
+        docs, hashes = engine_.collect(self, sources, existing=existing, on_error=on_error, encoding=encoding,
+                                       follow_links=bool(follow_links))
         if llm_max_failed is not None:
             check_share(llm_max_failed)
             self.llm_max_failed = llm_max_failed

@@ -147,6 +147,7 @@ class _Found:
 
     path: Path
     full: Path
+    linked: bool = False  # reached through a link found in a folder
 
 
 def _absolute(p: Path) -> Path:
@@ -181,7 +182,11 @@ def _assign_ids(items: list[Any], anchors: list[Path]) -> list[Any]:
     for it in found:
         key = _file_key(it.path)
         if key in seen:
-            warnings.warn(f"{it.path} is the same file as {seen[key].path}; it is indexed once", UserWarning,
+            first = seen[key]
+            if first.linked and not it.linked:  # the path read without a link gives the id
+                first, it = it, first
+                seen[key] = first
+            warnings.warn(f"{it.path} is the same file as {first.path}; it is indexed once", UserWarning,
                           stacklevel=3)
             dropped.add(id(it))
         else:
@@ -199,19 +204,132 @@ def _assign_ids(items: list[Any], anchors: list[Path]) -> list[Any]:
             for it in items if id(it) not in dropped]
 
 
-def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: bool = False) -> list[Any]:
+#: Why a link found in a folder is not followed (``skipped`` entries start with one of them).
+LINK_OUTSIDE = "outside the folders and files given: not followed (--follow-links or follow_links=True follows it)"
+LINK_LOOP = "a folder that contains it (a loop): not followed"
+
+
+def _inside(target: str, roots: tuple[set, list]) -> bool:
+    """Whether the resolved path ``target`` is one of the files given or inside one of the folders given."""
+    files, folders = roots
+    return target in files or any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in folders)
+
+
+class _Walk:
+    """One folder given to :func:`expand_paths`, read by the link rule (see there).
+
+    ``files``: the documents found (as seen from the folder given); ``other``: files of other types;
+    ``odd``: ``(path, why)`` of everything found and not read (with ``strict``, the first raises).
+    """
+
+    def __init__(self, top: Path, roots: tuple[set, list], follow_links: bool, strict: bool):
+        self.top, self.roots, self.follow, self.strict = top, roots, follow_links, strict
+        self.visited: set[str] = set()  # the folders read (resolved paths)
+        self.files: list[Path] = []
+        self.linked: list[Path] = []  # documents reached through a link: after the others
+        self.other: list[Path] = []
+        self.odd: list[tuple[Path, str]] = []
+        # links to folders, (link, target, the link's folder resolved, the folders above it as reached): read after
+        # every folder reached without a link
+        pending: list[tuple[Path, str, str, tuple]] = []
+        real = os.path.realpath(top)
+        self._scan(top, real, (real,), pending)
+        while pending:
+            seen, target, here, chain = pending.pop(0)
+            if target in chain or here.startswith(target.rstrip(os.sep) + os.sep):
+                self._skip(seen, f"a link to {target}, {LINK_LOOP}")
+            elif not (self.follow or _inside(target, roots)):
+                self._skip(seen, f"a link to {target}, {LINK_OUTSIDE}")
+            elif target not in self.visited:  # else its files are read already, under the path first read
+                self._scan(seen, target, chain + (target,), pending, linked=True)
+
+    def _skip(self, path: Path, why: str) -> None:
+        if self.strict:
+            raise InputError(f"{path} is {why} (found in {self.top})")
+        self.odd.append((path, why))
+
+    def _file(self, f: Path, linked: bool) -> None:
+        if f.suffix.lower() in DOC_EXTENSIONS or (_bare_name(f) and _looks_like_text(f)):
+            (self.linked if linked else self.files).append(f)
+        else:
+            self.other.append(f)
+
+    def _entries(self, folder: Path, real: str) -> list:
+        """The entries of ``folder`` by name (hidden ones left out), marking it read; [] when it cannot be read
+        (reported)."""
+        self.visited.add(real)
+        try:
+            with os.scandir(folder) as it:
+                return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError as exc:
+            self._skip(folder, f"a folder that cannot be read ({exc.strerror}): not read")
+            return []
+
+    def _scan(self, folder: Path, real: str, chain: tuple, pending: list, linked: bool = False) -> None:
+        """Read ``folder`` (resolved: ``real``; the folders above it: ``chain``) depth first in name order,
+        without following links to folders (put on ``pending``). Iterative, so any depth is read."""
+        stack = [(iter(self._entries(folder, real)), folder, real, chain)]
+        while stack:
+            it, folder, real, chain = stack[-1]
+            e = next(it, None)
+            if e is None:
+                stack.pop()
+                continue
+            f = folder / e.name
+            what = path_kind(f)
+            if e.is_symlink() and what in ("file", "directory"):
+                target = os.path.realpath(f)
+                if what == "directory":
+                    pending.append((f, target, real, chain))
+                elif self.follow or _inside(target, self.roots):
+                    self._file(f, linked=True)
+                else:
+                    self._skip(f, f"a link to {target}, {LINK_OUTSIDE}")
+            elif what == "file":
+                self._file(f, linked=linked)
+            elif what == "directory":
+                sub = os.path.join(real, e.name)
+                if sub not in self.visited:
+                    stack.append((iter(self._entries(f, sub)), f, sub, chain + (sub,)))
+            elif self.strict:
+                raise InputError(f"{f} is {what}, not a regular file (found in {self.top})")
+            else:
+                self.odd.append((f, f"{what}, not a regular file: not read"))
+
+
+def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: bool = False,
+                 follow_links: bool = False) -> list[Any]:
     """Files and directories into :class:`SourceFile` items; other items (Documents, dicts) pass unchanged.
 
     A directory is read recursively for :data:`DOC_EXTENSIONS`, and for files
     without an extension (or whose last dot starts a version number, ``MPL-2.0``)
-    whose first 64 KiB are text (``LICENSE``, ``COPYING``), read as plain text.
-    Files of other types found in a directory are appended to ``skipped`` as
-    ``(path, reason)`` when a list is given. Entries are classified without being opened
-    (:func:`momoka._files.path_kind`): symbolic links to regular files are
-    followed; dangling links, FIFOs, sockets and devices found in a directory
-    are appended to ``skipped`` with what they are (or, with ``strict``, raise
-    :class:`InputError`). A directory without any document, and a path given
-    that is missing or not a regular file or directory, raise :class:`InputError`.
+    whose first 64 KiB are text (``LICENSE``, ``COPYING``), read as plain text;
+    names starting with ``.`` are not read. Files of other types found in a
+    directory are appended to ``skipped`` as ``(path, reason)`` when a list is
+    given. Entries are classified without being opened
+    (:func:`momoka._files.path_kind`): dangling links, FIFOs, sockets and devices
+    found in a directory are appended to ``skipped`` with what they are (or, with
+    ``strict``, raise :class:`InputError`). A directory without any document, and a
+    path given that is missing or not a regular file or directory, raise
+    :class:`InputError`.
+
+    Symbolic links found in a directory follow one rule (the paths given are
+    always read, links or not):
+
+    * a link whose target (resolved) is one of the files given or inside one of
+      the directories given is followed: a link to a file is read, a link to a
+      folder is read like a folder, after every folder reached without a link; a
+      folder already read (through its own path or another link) is not read
+      twice, so each file is indexed once, under the path first read;
+    * a link to a folder that contains it (the link's own folder or one above
+      it, as reached: a loop) is not followed, and reported;
+    * a link whose target is elsewhere is reported and not followed, unless
+      ``follow_links`` (``momoka index --follow-links``): then it is followed too,
+      loops still excepted.
+
+    A link not followed is appended to ``skipped`` as ``(path, "a link to TARGET,
+    ...")`` (with ``strict``: raises :class:`InputError`); nothing is left out
+    without a word.
 
     Document ids (:func:`file_doc_id`) are the files' paths without the
     extension, relative to the common root of the given paths (a directory
@@ -220,42 +338,41 @@ def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: b
     typed: ``docs/`` alone gives ``report`` and ``x/report`` for
     ``docs/report.md`` and ``docs/x/report.md``, a single file ``y/report.md``
     gives ``report``, and ``a/README.txt`` with ``b/README.txt`` give
-    ``a/README`` and ``b/README``. One file given twice (the same path twice,
-    two spellings of it, a file inside a directory also given) is indexed once,
-    with a warning. Two files that would differ only by their extension keep
-    it in their ids (``notes.md``, ``notes.txt``).
+    ``a/README`` and ``b/README``. A file read through a followed link to a folder
+    has the id of its path through the link. One file given twice (the same path twice,
+    two spellings of it, a file inside a directory also given, a link to a file)
+    is indexed once, with a warning. Two files that would differ only by their
+    extension keep it in their ids (``notes.md``, ``notes.txt``).
     """
+    items = list(items)
+    given = [Path(it) for it in items if isinstance(it, (str, os.PathLike))]
+    kinds = {id(p): path_kind(p) for p in given}
+    roots = ({os.path.realpath(p) for p in given if kinds[id(p)] == "file"},
+             [os.path.realpath(p) for p in given if kinds[id(p)] == "directory"])
     out: list[Any] = []
     anchors: list[Path] = []
+    k = 0
     for it in items:
         if isinstance(it, (str, os.PathLike)):
-            p = Path(it)
-            kind = path_kind(p)
+            p = given[k]
+            kind = kinds[id(p)]
+            k += 1
             if kind == "directory":
-                files, other, odd = [], [], []
-                for f in sorted(p.rglob("*")):
-                    if any(part.startswith(".") for part in f.relative_to(p).parts):
-                        continue
-                    what = path_kind(f)
-                    if what == "file":
-                        if f.suffix.lower() in DOC_EXTENSIONS or (_bare_name(f) and _looks_like_text(f)):
-                            files.append(f)
-                        else:
-                            other.append(f)
-                    elif what != "directory":
-                        if strict:
-                            raise InputError(f"{f} is {what}, not a regular file (found in {p})")
-                        odd.append((f, f"{what}, not a regular file: not read"))
+                walk = _Walk(p, roots, follow_links, strict)
+                files, other = walk.files + walk.linked, walk.other
                 if skipped is not None:
-                    skipped.extend(odd)
+                    skipped.extend(walk.odd)
                 if not files:
                     raise InputError(f"{p} holds no documents ({', '.join(DOC_EXTENSIONS)})"
-                                     + (f"; it has {len(other)} file(s) of other types, e.g. {other[0]}" if other else ""))
+                                     + (f"; it has {len(other)} file(s) of other types, e.g. {other[0]}" if other else "")
+                                     + (f"; {len(walk.odd)} thing(s) not read, e.g. {walk.odd[0][0]}: {walk.odd[0][1]}"
+                                        if walk.odd else ""))
                 if skipped is not None:
                     skipped.extend((f, NOT_TEXT if _bare_name(f) else f"{UNSUPPORTED} {f.suffix}") for f in other)
                 top = p.resolve()
                 anchors.append(top)
-                out.extend(_Found(f, top / f.relative_to(p)) for f in files)
+                out.extend(_Found(f, top / f.relative_to(p)) for f in walk.files)
+                out.extend(_Found(f, top / f.relative_to(p), linked=True) for f in walk.linked)
             elif kind == "file":
                 full = _absolute(p)
                 anchors.append(full.parent)

@@ -107,8 +107,9 @@ def test_titles_from_the_llm_and_fallbacks(tmp_path):
         return Reply("x" * 300)
 
     docs = [
-        Document.from_text("Zebras cross the river each year. They follow the rain.", doc_id="z"),
-        Document.from_text("Ledger entries for the quarter. Revenue rose.", doc_id="l", title=None),
+        # (the titles' words occur in their documents: an LLM title must be grounded in its document)
+        Document.from_text("Zebras migrate across the Serengeti each year. They follow the rain.", doc_id="z"),
+        Document.from_text("Ledger entries of Acme Corp for the quarter. Revenue rose.", doc_id="l", title=None),
         Document.from_markdown("# The Heading Here\n\nBody text follows. More.", doc_id="h"),
         Document.from_text("First sentence is the fallback. Second one is not.", doc_id="s"),
     ]

@@ -29,7 +29,7 @@ from ..standard.retrievers import DenseRetriever
 from .llm_chunking import LLMChunker
 from .map import DOC_RECORD_KEY, TITLE_KEY, TITLE_SOURCE_KEY, MomokaMap
 from .referees import REFEREES
-from .title import TITLE_MODES, TitleStats, estimate_titles, make_titles, with_title
+from .title import TITLE_MODES, TitleLedger, TitleStats, estimate_titles, make_titles, with_title
 from .trail import TrailRetriever
 
 #: The vector view of title-prefixed chunks and the relation of paths.
@@ -48,11 +48,14 @@ class TitleEnricher:
         llm: the LLM client for ``"llm"`` titles (default ``client_from_env()``).
         view: name of the vector view written (default ``"titled"``).
 
-    LLM titles follow the rule of :mod:`momoka.methods.fallbacks`: ``fallbacks``
+    LLM titles are checked before they are kept (one short line, grounded in the
+    document's own words, not the same title as an unrelated document's: see
+    :mod:`momoka.methods.momoka.title`; ``ledger`` remembers the titles of earlier
+    batches) and follow the rule of :mod:`momoka.methods.fallbacks`: ``fallbacks``
     counts the documents whose title fell back, each batch stops above
     ``--llm-max-failed`` before writing anything, and each document records
-    whether its title is a fallback. ``stats``: the :class:`~momoka.methods.momoka.title.TitleStats` of
-    every batch merged (None before the first).
+    whether its title is a fallback (a rerun asks it again). ``stats``: the
+    :class:`~momoka.methods.momoka.title.TitleStats` of every batch merged (None before the first).
     """
 
     name = "title"
@@ -64,6 +67,7 @@ class TitleEnricher:
         self.stats: TitleStats | None = None
         self.fallbacks = FallbackTally("title", "title", "titles",
                                        "those documents got their own title, first heading or first sentence")
+        self.ledger = TitleLedger()
 
     @property
     def effective_mode(self) -> str:
@@ -87,7 +91,7 @@ class TitleEnricher:
                 self._llm = client_from_env()
             llm = self._llm
         docs = [index.document(d) for d in doc_ids]
-        titles, sources, st = make_titles(docs, mode=mode, llm=llm, fallbacks=self.fallbacks)
+        titles, sources, st = make_titles(docs, mode=mode, llm=llm, fallbacks=self.fallbacks, ledger=self.ledger)
         self.fallbacks.check()
         self.stats = st if self.stats is None else self.stats.merge(st)
         store = index.store
