@@ -57,7 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--on-error", choices=("skip", "stop"), default="skip",
                    help="a file that cannot be read: skip it with a warning (default; exit status 1 when any "
                         "was skipped) or stop before indexing anything")
-    p.add_argument("--encoding", default="utf-8", help="text encoding of the files (default utf-8)")
+    p.add_argument("--encoding", default=None,
+                   help="text encoding of every file (default: each file's own: its byte order mark, an HTML "
+                        "page's declared charset, else UTF-8, else a guess with a warning)")
     p.add_argument("--commit-every", type=int, default=None, metavar="N",
                    help="commit a generation every N documents (default 256) or --commit-seconds, so an "
                         "interrupted run loses at most that much; rerun the command to finish it")
