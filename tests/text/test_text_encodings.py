@@ -140,3 +140,17 @@ def test_cli_indexes_a_latin1_html_page_without_a_flag(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     text = "".join(m["text"] for m in out["items"][0]["members"])
     assert "crème brûlée délicieuse" in text
+
+
+def test_unknown_or_utf16_labels(tmp_path):
+    p = tmp_path / "odd.html"
+    p.write_bytes(f'<meta charset="x-no-such-charset"><p>{FRENCH}</p>'.encode())
+    with pytest.warns(UserWarning, match="unknown charset 'x-no-such-charset'; ignored"):
+        assert Document.from_file(p).text == FRENCH
+    # a page whose "utf-16" label was readable as ASCII is not UTF-16 (browsers read it as UTF-8)
+    p.write_bytes(f'<meta charset="utf-16"><p>{FRENCH}</p>'.encode())
+    assert _no_warnings(lambda: Document.from_file(p)).text == FRENCH
+    # a declaration in a plain-text file is text, not a declaration
+    t = tmp_path / "note.txt"
+    t.write_bytes(f'<meta charset="iso-8859-1">\n\n{FRENCH}'.encode())
+    assert _no_warnings(lambda: Document.from_file(t)).text.endswith(FRENCH)

@@ -51,6 +51,9 @@ __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "FORMATS",
     "max_input_bytes",
+    "bom_encoding",
+    "decode_bytes",
+    "declared_encoding",
     "read_file_bytes",
     "read_text_file",
     "resolve_format",
@@ -195,7 +198,7 @@ codecs.register_error("_momoka_c1", _c1)
 PREFER_CP1252_CHAOS = 0.15
 
 
-def _guess(data: bytes, name: str) -> str | None:
+def _guess(data: bytes) -> str | None:
     """charset-normalizer's guess for ``data`` (windows-1252 preferred among likely guesses), or None."""
     from charset_normalizer import from_bytes  # start-up: charset_normalizer, only for a file that is not UTF-8
 
@@ -237,7 +240,7 @@ def _auto(data: bytes, name: str, format: str | None) -> str:
             warnings.warn(f"{name}: declares {declared} but is not ({fallback}); read as utf-8", UserWarning,
                           stacklevel=3)
         return text
-    guess = _guess(data, name)
+    guess = _guess(data)
     if guess is None:  # the EncodingError with the offset of the first byte that is not UTF-8
         return _decode(data, "utf-8", name)
     text = _text_of(data, guess, name)
