@@ -144,13 +144,18 @@ def test_one_bad_file_does_not_abort_a_directory(tmp_path, capsys):
     (src / "report.pdf").write_bytes(b"%PDF-1.4")  # a PDF cut off after its header
     s = tmp_path / "s"
     # tried: a folder with an empty file, an invalid UTF-8 file, a damaged PDF and an unsupported type among
-    # good files
-    rc, out, err = _cli(capsys, "index", src, "--store", s, "--no-dense")
+    # good files (read strictly as UTF-8, as --encoding says)
+    rc, out, err = _cli(capsys, "index", src, "--store", s, "--no-dense", "--encoding", "utf-8")
     assert rc == 1 and "indexed 6 document(s)" in out and "4 skipped" in out
     for name, why in (("empty.txt", "empty"), ("bad.txt", "--encoding latin-1"), ("report.pdf", "damaged PDF"),
                       ("slides.pptx", "unsupported")):
         line = next(ln for ln in err.splitlines() if name in ln)
         assert line.startswith("momoka: warning: skipped") and why in line
+    # without --encoding the file that is not UTF-8 is read in the encoding guessed for it, with a warning
+    rc, out, err = _cli(capsys, "index", src, "--store", tmp_path / "s1", "--no-dense")
+    assert rc == 1 and "indexed 7 document(s)" in out and "3 skipped" in out
+    line = next(ln for ln in err.splitlines() if "bad.txt" in ln)
+    assert line.startswith("momoka: warning:") and "is not UTF-8 and declares no encoding; read as" in line
     # --on-error stop: nothing indexed, exit 2
     rc, out, err = _cli(capsys, "index", src, "--store", tmp_path / "s2", "--no-dense", "--on-error", "stop")
     assert rc == 2 and not (tmp_path / "s2" / "manifest.json").exists()
@@ -233,7 +238,7 @@ def test_cli_names_a_few_skipped_types_and_counts_the_rest(tmp_path, capsys):
         (src / f"pic{i}.png").write_bytes(b"\x89PNG\r\n")
     (src / "data.json").write_text("{}")
     (src / "broken.txt").write_bytes(b"caf\xe9\n")
-    rc, out, err = _cli(capsys, "index", src, "--store", tmp_path / "s", "--no-dense")
+    rc, out, err = _cli(capsys, "index", src, "--store", tmp_path / "s", "--no-dense", "--encoding", "utf-8")
     lines = err.splitlines()
     assert rc == 1 and "indexed 6 document(s)" in out and "9 skipped" in out
     named = [ln for ln in lines if ln.startswith("momoka: warning: skipped ") and "unsupported file type" in ln]

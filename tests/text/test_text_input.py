@@ -79,25 +79,26 @@ def test_binary_file(tmp_path):
 
 def test_invalid_utf8_reports_byte_offset(tmp_path):
     # a Latin-1 encoded "café" after 10 ASCII bytes: the invalid byte 0xE9 is at offset 13
+    # (an encoding given is used strictly; without one, such a file is guessed: tests/text/test_text_encodings.py)
     data = b"0123456789caf\xe9 au lait"
     with pytest.raises(EncodingError) as ei:
-        Document.from_file(write(tmp_path, "l1.txt", data))
+        Document.from_file(write(tmp_path, "l1.txt", data), encoding="utf-8")
     assert ei.value.offset == 13
     assert "byte offset 13" in str(ei.value)
     # the same bytes decode with the right encoding
     assert Document.from_file(tmp_path / "l1.txt", encoding="latin-1").text == data.decode("latin-1")
     # a truncated multi-byte sequence at the end
     with pytest.raises(EncodingError) as ei:
-        Document.from_file(write(tmp_path, "trunc.txt", "abc \u20ac".encode()[:-1]))
+        Document.from_file(write(tmp_path, "trunc.txt", "abc \u20ac".encode()[:-1]), encoding="utf-8")
     assert ei.value.offset == 4
     # a UTF-8 BOM is skipped; offsets after it count the BOM bytes
     assert Document.from_file(write(tmp_path, "bom.txt", b"\xef\xbb\xbfHello.")).text == "Hello."
     with pytest.raises(EncodingError) as ei:
-        Document.from_file(write(tmp_path, "bom2.txt", b"\xef\xbb\xbfab\xff"))
+        Document.from_file(write(tmp_path, "bom2.txt", b"\xef\xbb\xbfab\xff"), encoding="utf-8")
     assert ei.value.offset == 5
     # UTF-16 read as UTF-8: a clear hint instead of a binary / NUL error
     with pytest.raises(EncodingError, match="utf-16"):
-        Document.from_file(write(tmp_path, "u16.txt", "hi there".encode("utf-16")))
+        Document.from_file(write(tmp_path, "u16.txt", "hi there".encode("utf-16")), encoding="utf-8")
     assert Document.from_file(tmp_path / "u16.txt", encoding="utf-16").text == "hi there"
     with pytest.raises(ConfigError):
         Document.from_file(tmp_path / "u16.txt", encoding="no-such-codec")

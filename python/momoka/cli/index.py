@@ -62,7 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "those to files and folders inside the PATHS given are followed (a link to a folder that "
                         "contains it, a loop, is not); the others are skipped with a warning naming each, "
                         "unless --follow-links")
-    p.add_argument("--encoding", default="utf-8", help="text encoding of the files (default utf-8)")
+    p.add_argument("--encoding", default=None,
+                   help="text encoding of every file (default: each file's own: its byte order mark, an HTML "
+                        "page's declared charset, else UTF-8, else a guess with a warning)")
     p.add_argument("--commit-every", type=int, default=None, metavar="N",
                    help="commit a generation every N documents (default 256) or --commit-seconds, so an "
                         "interrupted run loses at most that much; rerun the command to finish it")

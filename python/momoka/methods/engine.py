@@ -142,7 +142,7 @@ def recorded_component(pipeline: dict, kind: str, name: str) -> Any:
     return registry.create(kind_name, name, **opts)
 
 
-def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str,
+def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str | None,
             follow_links: bool = False) -> tuple[list, dict]:
     """The documents of ``sources`` to index and their content hashes; fills a new ``index.report``.
 

@@ -144,7 +144,7 @@ class Index:
         overwrite: bool = False,
         progress: bool | None = None,
         on_error: str = "raise",
-        encoding: str = "utf-8",
+        encoding: str | None = None,
         commit_docs: int | None = None,
         commit_seconds: float | None = None,
         engine: str = "local",
@@ -326,7 +326,7 @@ class Index:
     # ------------------------------------------------------------------ changes
 
     def add(self, sources: Iterable[Any], *, progress: bool | None = None, existing: str = "error",
-            on_error: str = "raise", encoding: str = "utf-8", commit: bool = False, engine: str = "local",
+            on_error: str = "raise", encoding: str | None = None, commit: bool = False, engine: str = "local",
             workers: int | None = None, address: str | None = None,
             llm_max_failed: float | None = None, follow_links: bool = False) -> list[str]:
         """Chunk, embed and add documents, then run the pipeline's enrichers and relators on them.
@@ -350,6 +350,9 @@ class Index:
         ``$MOMOKA_LLM_MAX_FAILED``, else 0.25); below it, each stage with
         unusable answers gives one warning with their share, and each document
         records which of its outputs are fallbacks (:mod:`momoka.methods.fallbacks`).
+        ``encoding``: the text encoding of every file; None (default) reads each file's own: its byte order
+        mark, an HTML file's declared charset, else UTF-8, else charset-normalizer's guess with a warning
+        (:mod:`momoka.text.io`).
         ``on_error``: a file that cannot be read or chunked raises
         (``"raise"``, nothing added) or is skipped and reported (``"skip"``).
         Symbolic links found in a folder follow one rule

@@ -386,10 +386,11 @@ def expand_paths(items: Iterable[Any], skipped: list | None = None, *, strict: b
     return _assign_ids(out, anchors)
 
 
-def to_document(item: Any, encoding: str = "utf-8"):
+def to_document(item: Any, encoding: str | None = None):
     """A :class:`momoka.text.Document` from a :class:`SourceFile`, a path, a Document, a dict or an eval DocRecord.
 
-    Files are read with ``encoding``; a bare path gets the id :func:`file_doc_id` gives it.
+    Files are read with ``encoding`` (None: each file's own, see :mod:`momoka.text.io`); a bare path gets the
+    id :func:`file_doc_id` gives it, which depends on the path only.
     """
     from ..text import Document  # start-up: momoka.text
 

@@ -15,12 +15,26 @@ Tokenisation (native, on the str's own storage): lowercased maximal runs of
 letters and digits of any script; CJK ideographs, kana and Thai/Lao/Khmer/
 Myanmar/Tibetan characters are one token each; fullwidth ASCII is folded;
 optionally English stopwords are dropped and ASCII words Porter-stemmed.
+
+Before tokenising, every text indexed and every query is folded by
+:func:`fold_compatibility` (in Python, only where a text is not already in
+NFKC form): a letter, mark or decimal digit with a compatibility or
+canonical-singleton decomposition becomes its NFKC form (the ligature
+U+FB01 "ﬁ" becomes "fi", "ſ" "s", the math letter "𝐀" "A", "µ" "μ"),
+then the text is composed (NFC, so "e" + U+0301 matches "é"). Symbols,
+punctuation and other numbers keep their form ("™", "²", "½" stay
+separators, as before), and ASCII text is never changed, so its tokens are
+the native tokeniser's. The stored text and its offsets are not touched:
+only the tokens see the folded text.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -49,11 +63,32 @@ def _stopwords(stopwords) -> list[str]:
     return [w.lower() for w in words]
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@functools.lru_cache(maxsize=8192)
+def _fold_char(c: str) -> str:
+    cat = unicodedata.category(c)
+    if cat[0] in "LM" or cat == "Nd":
+        return unicodedata.normalize("NFKC", c)
+    return c
+
+
+def fold_compatibility(text: str) -> str:
+    """``text`` as search sees it: compatibility letters, marks and digits folded (NFKC of each), then
+    composed (NFC); see the module docstring. ASCII and NFKC-normal text comes back unchanged (the same
+    object)."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    return unicodedata.normalize("NFC", _NON_ASCII.sub(lambda m: _fold_char(m.group()), text))
+
+
 def tokenize(text: str, *, lowercase: bool = True, stem: bool = False, stopwords=None) -> list[str]:
-    """Tokenise ``text`` exactly as :class:`BM25` does (see the module docstring)."""
+    """Tokenise ``text`` exactly as :class:`BM25` does (:func:`fold_compatibility`, then the native
+    tokeniser; see the module docstring)."""
     if not isinstance(text, str):
         raise InputError(f"text must be str, got {type(text).__name__}")
-    return _core.bm25_tokenize(text, lowercase, stem, _stopwords(stopwords))
+    return _core.bm25_tokenize(fold_compatibility(text), lowercase, stem, _stopwords(stopwords))
 
 
 class BM25:
@@ -140,7 +175,7 @@ class BM25:
         """Tokens of ``text`` under this index's settings."""
         if not isinstance(text, str):
             raise InputError(f"text must be str, got {type(text).__name__}")
-        return self._ix.tokenize(text)
+        return self._ix.tokenize(fold_compatibility(text))
 
     # -- changes -----------------------------------------------------------
 
@@ -150,7 +185,7 @@ class BM25:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise InputError(f"document {i} must be str, got {type(t).__name__}")
-        return self._ix.add(texts, int(n_threads))
+        return self._ix.add([fold_compatibility(t) for t in texts], int(n_threads))
 
     def add_tokens(self, docs: Sequence[Sequence[str]]) -> np.ndarray:
         """Add pre-tokenised documents (lists of str, used as they are)."""
@@ -219,7 +254,7 @@ class BM25:
     def get_scores(self, query: str) -> np.ndarray:
         """Score of every id for ``query`` (0 for deleted ids), like rank_bm25's ``get_scores``."""
         self._check_query(query)
-        return self._ix.get_scores(query)
+        return self._ix.get_scores(fold_compatibility(query))
 
     def search(self, query: str, k: int = 10, mask=None) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` ``(ids, scores)``, best first (ties: lower id first).
@@ -232,7 +267,7 @@ class BM25:
         self._check_query(query)
         if k < 1:
             raise ConfigError("k must be >= 1")
-        return self._ix.search(query, int(k), self._mask(mask))
+        return self._ix.search(fold_compatibility(query), int(k), self._mask(mask))
 
     def search_tokens(self, tokens: Sequence[str], k: int = 10, mask=None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`search` with a pre-tokenised query."""
@@ -249,7 +284,8 @@ class BM25:
             self._check_query(q)
         if k < 1:
             raise ConfigError("k must be >= 1")
-        return self._ix.search_batch(queries, int(k), int(n_threads), self._mask(mask))
+        return self._ix.search_batch([fold_compatibility(q) for q in queries], int(k), int(n_threads),
+                                     self._mask(mask))
 
     # -- persistence ---------------------------------------------------------
 

@@ -360,7 +360,7 @@ class Document:
         cls,
         path: str | os.PathLike[str],
         format: str | None = None,
-        encoding: str = "utf-8",
+        encoding: str | None = None,
         doc_id: str | None = None,
         *,
         max_bytes: int | None = None,
@@ -368,7 +368,10 @@ class Document:
         """Read a file and parse it by extension (``.txt``, ``.md``/``.markdown``,
         ``.html``/``.htm``, ``.pdf``, ``.docx``; anything else is plain text), or
         by ``format`` (``"text"``, ``"markdown"``, ``"html"``, ``"pdf"``,
-        ``"docx"``; ``encoding`` does not apply to the last two).
+        ``"docx"``; ``encoding`` does not apply to the last two). ``encoding``
+        given is used for the file; None (default) reads the file's byte order
+        mark, an HTML file's declared charset, else UTF-8, else the guess of
+        charset-normalizer with a warning (:mod:`momoka.text.io`).
 
         The size is checked before reading: files above ``max_bytes``
         (default :data:`momoka.text.io.DEFAULT_MAX_INPUT_BYTES`, 100 MiB, or
@@ -390,7 +393,7 @@ class Document:
             return cls.from_pdf(read_file_bytes(p, max_bytes), doc_id=did, source=src)
         if fmt == "docx":
             return cls.from_docx(read_file_bytes(p, max_bytes), doc_id=did, source=src)
-        text = read_text_file(p, encoding=encoding, max_bytes=max_bytes)
+        text = read_text_file(p, encoding=encoding, max_bytes=max_bytes, format=fmt)
         if fmt == "markdown":
             return cls.from_markdown(text, doc_id=did, source=src)
         if fmt == "html":
