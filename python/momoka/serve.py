@@ -267,7 +267,9 @@ class QueryServer:
         try:  # built (or found in the snapshot's cache) here, so a bad option value is told from a failing search
             snap.index.retriever(retriever, **options)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise InputError(f"retriever {retriever!r}: bad options: {type(exc).__name__}: {exc}") from None
+            names = ", ".join(sorted(options))
+            raise InputError(f"retriever {retriever!r}: a bad value among its options {names[:200]}: "
+                             f"{type(exc).__name__}: {exc}") from None
         t0 = time.perf_counter()
         res = snap.index.search(query, k=k, retriever=retriever, budget=budget, doc_ids=doc_ids, **options)
         hits = [{"rank": it.rank, "doc_id": it.doc_id, "start": it.start, "end": it.end, "text": it.text,

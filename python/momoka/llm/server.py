@@ -224,6 +224,12 @@ class HTTPServer:
         return len(self._writers)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._connection(reader, writer)
+        except asyncio.CancelledError:  # stop(): the connection is aborted; a cancelled task would log a traceback
+            writer.transport.abort()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if len(self._writers) >= self.max_connections:
             self.stats["rejected"] += 1
             await self._refuse(reader, writer, self.error(
