@@ -4,10 +4,25 @@
 "options", "doc_ids"}`` (only ``query`` is required) and answers
 ``{"query", "retriever", "generation", "hits": [{"rank", "doc_id", "start",
 "end", "text", "score", "title", "section", "spans"}], "ms"}``; ``GET
-/health`` answers the store path, its generation, documents and chunks. Every
-error is JSON ``{"error": message}`` with a status: 400 bad input (and a
-retriever the store cannot serve), 404 unknown path, 405 wrong method, 503
-too many requests waiting, 500 anything else (never a traceback).
+/health`` answers the store path, its generation, documents and chunks, and
+the state of the limits below. Every error is JSON ``{"error": message}`` with
+a status: 400 bad input (a body that is not UTF-8 or JSON or is nested too
+deeply, numbers out of range, a lone surrogate in the query, a malformed
+request line, header or ``Content-Length``, and a retriever the store cannot
+serve), 401 a missing or wrong bearer token, 404 unknown path, 405 wrong
+method, 408 a request too slow to arrive, 411 a chunked body, 413 a body over
+``max_body``, 414/431 over-long request or header lines, 503 too many
+requests waiting or too many connections, 500 anything else (never a
+traceback, on the wire or on stderr).
+
+What a client can cost is bounded (:class:`QueryServer`'s ``max_body``,
+``read_timeout``, ``idle_timeout``, ``max_connections``, ``workers`` and
+``queue``, enforced by the HTTP layer), and so is what the server keeps per
+request: each snapshot keeps at most ``max_retrievers`` built retrievers
+(one per retriever and ``options``; :attr:`momoka.Index.max_retrievers`),
+least recently used dropped first. ``token``: a bearer token every request
+must send, compared in constant time; required to bind an address that is
+not loopback (the CLI takes it from ``--token`` or ``MOMOKA_SERVE_TOKEN``).
 
 Point in time: the server holds one :class:`~momoka.store.store.Store`
 generation open as a snapshot (an :class:`~momoka.Index`, leased, see
