@@ -171,6 +171,7 @@ def test_help_names_every_option(capsys):
         main(["serve", "--help"])
     out = capsys.readouterr().out
     for opt in ("--host", "--port", "--retriever", "-k", "--budget", "--option", "--workers", "--queue", "--poll",
+                "--max-body", "--read-timeout", "--idle-timeout", "--max-connections", "--token", "MOMOKA_SERVE_TOKEN",
                 "POST /search", "GET /health"):
         assert opt in out, opt
 
