@@ -386,7 +386,9 @@ def test_cli_query_of_bytes_that_are_not_utf8_is_one_line(bm25_store):
         assert err[0].startswith("momoka: error: query is not valid text: character 7 is a lone surrogate"), err
 
 
-def test_cli_serve_takes_the_token_from_the_environment_and_refuses_a_public_address(bm25_store, capsys):
+def test_cli_serve_takes_the_token_from_the_environment_and_refuses_a_public_address(bm25_store, capsys,
+                                                                                    monkeypatch):
+    monkeypatch.delenv("MOMOKA_SERVE_TOKEN", raising=False)  # else --host 0.0.0.0 would listen
     assert main(["serve", str(bm25_store), "--host", "0.0.0.0", "--port", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs a bearer token" in err[0] and "MOMOKA_SERVE_TOKEN" in err[0]

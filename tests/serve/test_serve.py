@@ -177,8 +177,15 @@ def test_help_names_every_option(capsys):
 
 
 @pytest.mark.parametrize("argv, words", [(["--workers", "0"], "workers"), (["--poll", "0"], "poll"),
-                                         (["-k", "0"], "'k'")])
-def test_cli_bad_options_are_one_line(store, capsys, argv, words):
+                                         (["-k", "0"], "'k'"),
+                                         (["-k", "9223372036854775808"], "'k' must be an integer in [1, 2147483647]"),
+                                         (["--max-body", "0"], "max_body"), (["--read-timeout", "-1"], "read_timeout"),
+                                         (["--idle-timeout", "nan"], "idle_timeout"),
+                                         (["--max-connections", "0"], "max_connections"),
+                                         (["--token", "short"], "16 or more"),
+                                         (["--host", "0.0.0.0"], "needs a bearer token")])
+def test_cli_bad_options_are_one_line(store, capsys, monkeypatch, argv, words):
+    monkeypatch.delenv("MOMOKA_SERVE_TOKEN", raising=False)  # else --host 0.0.0.0 would listen
     assert main(["serve", str(store), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("momoka: error:") and words in err[0]
