@@ -113,8 +113,9 @@ def is_loopback(host: str) -> bool:
 def _check_token(token: str | None, host: str) -> bytes | None:
     if token is None:
         if not is_loopback(host):
-            raise ConfigError(f"serving on {host} (not a loopback address) needs a bearer token: give --token or "
-                              f"set MOMOKA_SERVE_TOKEN (e.g. python -c 'import secrets; print(secrets.token_urlsafe())')")
+            raise ConfigError(f"serving on {host} (not a loopback address) needs a bearer token: give --token "
+                              "or set MOMOKA_SERVE_TOKEN (e.g. python -c 'import secrets; "
+                              "print(secrets.token_urlsafe())')")
         return None
     if not isinstance(token, str):
         raise ConfigError(f"the bearer token must be text, got {type(token).__name__}")

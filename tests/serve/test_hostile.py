@@ -216,7 +216,8 @@ def _search(body: str) -> bytes:
 
 
 MALFORMED = [
-    ("k of 2**63", _search('{"query": "apples", "k": 9223372036854775808}'), 400, "'k' must be an integer in [1, 2147483647]"),
+    ("k of 2**63", _search('{"query": "apples", "k": 9223372036854775808}'), 400,
+     "'k' must be an integer in [1, 2147483647]"),
     ("k of 2**64", _search('{"query": "apples", "k": 18446744073709551616}'), 400, "'k' must be"),
     ("k of 1e400", _search('{"query": "apples", "k": 1e400}'), 400, "'k' must be"),
     ("k negative", _search('{"query": "apples", "k": -3}'), 400, "'k' must be"),
