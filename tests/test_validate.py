@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from momoka._validate import check_choice, check_float, check_int
+from momoka._validate import check_choice, check_float, check_int, describe_range
 from momoka.errors import ConfigError, InputError
 
 
@@ -69,8 +69,36 @@ def test_retriever_k_takes_a_numpy_integer_as_an_int():
     from momoka.methods.standard.retrievers import check_k
 
     assert check_k(3) == 3 and type(check_k(np.int64(3))) is int
-    with pytest.raises(ConfigError, match="k must be a positive integer, got 0"):
+    with pytest.raises(ConfigError, match=r"k must be an integer in \[1, 2147483647\], got 0"):
         check_k(0)
+    assert check_k(2**31 - 1) == 2147483647
+    for big in (2**31, 2**63, 2**64):  # past what the native core's products of k hold
+        with pytest.raises(ConfigError, match=f"got {big}$"):
+            check_k(big)
+
+
+def test_budgets_are_bounded_like_k():
+    from momoka.methods.base import check_budget
+
+    assert check_budget(2**31 - 1) == 2147483647
+    with pytest.raises(ConfigError, match="up to 2,147,483,647"):
+        check_budget(2**63)
+
+
+def test_integer_bounds_are_shown_with_every_digit():
+    assert describe_range(1, 2**31 - 1, integer=True) == "an integer in [1, 2147483647]"
+    assert describe_range(0.5, 1e10) == "a number in [0.5, 1e+10]"
+
+
+def test_check_text_refuses_lone_surrogates():
+    from momoka._validate import check_text
+
+    assert check_text("caf\u00e9 \U0001F600", "query") == "caf\u00e9 \U0001F600"  # a pair is one character
+    raw = b"chess \xff king".decode("utf-8", "surrogateescape")  # what argv holds for bytes that are not UTF-8
+    with pytest.raises(InputError, match=r"^query is not valid text: character 7 is a lone surrogate \(U\+DCFF"):
+        check_text(raw, "query", error=InputError)
+    with pytest.raises(ConfigError, match="character 1 is a lone surrogate"):
+        check_text("\ud800", "x")
 
 
 def test_jerr_and_ets_sizes():

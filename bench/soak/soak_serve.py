@@ -24,6 +24,17 @@ its documents, the time) after the save returns; a commit made by the killed
 writer and not yet logged is read back from the store. The last line printed
 is the report as JSON; exit status 1 when a target is missed.
 
+Hostile clients (``--idle``, ``--slow``; 0 and 0 turn them off) come at a quarter of the run, while the
+load goes on: ``--idle`` connections that send nothing, ``--slow`` clients sending their request a
+byte every 0.5 s, the headers of a 50 MB body, and malformed requests (``k`` of 2**63, a lone
+surrogate, invalid UTF-8, JSON 100,000 deep, a negative or non-numeric ``Content-Length``, a
+malformed header). The server runs with ``--read-timeout`` and ``--idle-timeout`` of
+``--hostile-timeout`` seconds; targets: every idle connection closed and every slow one answered
+408 within the timeout plus 3 s, the body 413 without being sent, every malformed request a JSON
+400, no traceback in the server's log, and the load's errors still 0. After the load,
+``--distinct-options`` searches, each with a new ``options`` value (a new retriever), measure the
+server's RSS growth (target: under 5 MB).
+
 Request loops are bounded in count (``--max-requests`` per client) and time.
 """
 
@@ -162,6 +173,128 @@ async def load(url: str, queries: list[str], n: int, end: float, max_requests: i
         await asyncio.gather(*(client(session, url, queries, end, max_requests, i, out) for i in range(n)), during())
 
 
+# ---------------------------------------------------------------------------------------------- hostile clients
+
+#: Malformed requests the server must answer 400 (with a JSON error), each on a connection of its own.
+MALFORMED = [
+    b'{"query": "harbor", "k": 9223372036854775808}',
+    b'{"query": "harbor \\ud800 light"}',
+    b'{"query": "harbor \xff\xfe light"}',
+    b'{"query": "x", "options": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
+]
+RAW_MALFORMED = [b"POST /search HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+                 b"POST /search HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
+                 b"POST /search HTTP/1.1\r\nContent-Length 2\r\n\r\n{}"]
+
+
+def _post(body: bytes) -> bytes:
+    return b"POST /search HTTP/1.1\r\nHost: soak\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+
+async def _answer(reader: asyncio.StreamReader, timeout: float) -> tuple[int | None, object]:
+    """Status and JSON body of one answer (None: the connection closed first)."""
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None, None
+    lines = head.decode("latin-1").split("\r\n")
+    n = next(int(v) for k, _, v in (ln.partition(":") for ln in lines[1:]) if k.lower() == "content-length")
+    body = await asyncio.wait_for(reader.readexactly(n), timeout)
+    try:
+        return int(lines[0].split()[1]), json.loads(body)
+    except ValueError:
+        return int(lines[0].split()[1]), body
+
+
+async def _closed_after(reader: asyncio.StreamReader, t0: float, timeout: float) -> float | None:
+    """Seconds from ``t0`` until the server closed the connection (None: still open after ``timeout``)."""
+    try:
+        while await asyncio.wait_for(reader.read(65536), max(0.01, t0 + timeout - time.monotonic())):
+            pass
+    except asyncio.TimeoutError:
+        return None
+    except ConnectionError:
+        pass
+    return time.monotonic() - t0
+
+
+async def hostile(url: str, n_idle: int, n_slow: int, limit: float) -> dict:
+    """Idle and slow connections, an oversize body and malformed requests against ``url``; what came back."""
+    host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
+    t0 = time.monotonic()
+    idle = [await asyncio.open_connection(host, int(port)) for _ in range(n_idle)]
+    slow = [await asyncio.open_connection(host, int(port)) for _ in range(n_slow)]
+
+    async def trickle(w: asyncio.StreamWriter) -> None:
+        for b in _post(b'{"query": "harbor"}'):
+            try:
+                w.write(bytes([b]))
+                await w.drain()
+            except (ConnectionError, RuntimeError):
+                return
+            await asyncio.sleep(0.5)
+
+    trickles = [asyncio.ensure_future(trickle(w)) for _, w in slow]
+    out: dict = {"idle": n_idle, "slow": n_slow}
+    r, w = await asyncio.open_connection(host, int(port))
+    w.write(b"POST /search HTTP/1.1\r\nHost: soak\r\nContent-Length: 50000000\r\n\r\n")  # and no body
+    status, _ = await _answer(r, 10)
+    out["oversize_413"] = status == 413
+    w.close()
+    codes = []
+    for raw in [_post(b) for b in MALFORMED] + RAW_MALFORMED:
+        r, w = await asyncio.open_connection(host, int(port))
+        w.write(raw)
+        status, body = await _answer(r, 10)
+        codes.append(status if isinstance(body, dict) and isinstance(body.get("error"), str) else None)
+        w.close()
+    out["malformed"], out["malformed_400"] = len(codes), codes.count(400)
+    closed = await asyncio.gather(*(_closed_after(r, t0, limit + 3) for r, _ in idle))
+    out["idle_closed"] = sum(c is not None for c in closed)
+    out["idle_closed_after_s"] = round(max((c for c in closed if c is not None), default=0.0), 2)
+    answers = await asyncio.gather(*(_answer(r, limit + 3) for r, _ in slow), return_exceptions=True)
+    out["slow_408"] = sum(1 for a in answers if isinstance(a, tuple) and a[0] == 408)
+    for t in trickles:
+        t.cancel()
+    for _, w in idle + slow:
+        w.close()
+    out["ok"] = (out["oversize_413"] and out["malformed_400"] == out["malformed"] and out["idle_closed"] == n_idle
+                 and out["slow_408"] == n_slow)
+    return out
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def memory(url: str, pid: int, n: int) -> dict:
+    """The server's RSS growth over ``n`` searches, each with a new ``options`` value (a new retriever)."""
+    import http.client
+
+    host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=30)
+
+    def post(body: dict) -> int:
+        c.request("POST", "/search", json.dumps(body), {"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        return r.status
+
+    for i in range(200):  # warm: the same options every time
+        post({"query": f"harbor {i}", "k": 3, "retriever": "hybrid", "options": {"coverage": 0.5}})
+    before = _rss_kb(pid)
+    bad = sum(post({"query": "harbor light", "k": 3, "retriever": "hybrid",
+                    "options": {"coverage": 1 + i / 1000}}) != 200 for i in range(n))
+    after = _rss_kb(pid)
+    c.request("GET", "/health")
+    health = json.loads(c.getresponse().read())
+    c.close()
+    return {"requests": n, "non_200": bad, "rss_before_kb": before, "rss_after_kb": after,
+            "growth_kb": after - before, "retrievers_cached": health.get("retrievers_cached"),
+            "ok": bad == 0 and after - before < 5 * 1024}
+
+
 # ---------------------------------------------------------------------------------------------- the run
 
 
@@ -241,7 +374,9 @@ def run(args: argparse.Namespace) -> dict:
                "doc_ids": sorted(ix.doc_ids), "t": time.time()})
     ix.close()
     srv = subprocess.Popen([sys.executable, "-m", "momoka", "serve", str(store), "--port", "0", "--retriever", "bm25",
-                            "--poll", str(args.poll), "--workers", str(args.workers)],
+                            "--poll", str(args.poll), "--workers", str(args.workers),
+                            "--read-timeout", str(args.hostile_timeout), "--idle-timeout", str(args.hostile_timeout),
+                            "--max-connections", str(args.clients + args.idle + args.slow + 64)],
                            env=env, stderr=subprocess.PIPE, text=True)
     line = srv.stderr.readline()
     if " on http://" not in line:
@@ -279,7 +414,17 @@ def run(args: argparse.Namespace) -> dict:
 
         await loop.run_in_executor(None, kill_and_check)
 
-    asyncio.run(load(url, queries, args.clients, end, args.max_requests, answers, during))
+    attacks: dict = {}
+
+    async def during_all():
+        async def attack():
+            if args.idle or args.slow:
+                await asyncio.sleep(max(0.0, t0 + 0.25 * args.seconds - time.time()))
+                attacks.update(await hostile(url, args.idle, args.slow, args.hostile_timeout))
+
+        await asyncio.gather(during(), attack())
+
+    asyncio.run(load(url, queries, args.clients, end, args.max_requests, answers, during_all))
     rc_writer = w.wait(timeout=args.commit_every * 4 + 60)
     commits = _commits(log)
     final = max(commits)
@@ -293,8 +438,10 @@ def run(args: argparse.Namespace) -> dict:
         if health["generation"] >= final:
             break
         time.sleep(0.1)
+    mem = memory(url, srv.pid, args.distinct_options) if args.distinct_options else {}
     srv.send_signal(signal.SIGTERM)
     rc_server = srv.wait(timeout=30)
+    tracebacks = sum("Traceback" in line for line in server_log)
     st = Store.open(store)
     final_docs = set(st.documents)
     st.close()
@@ -313,11 +460,13 @@ def run(args: argparse.Namespace) -> dict:
         "writer_killed_at_s": round(kill.get("t", -1), 1), "lost_at_kill": len(kill.get("lost", [1])),
         "commits_after_restart": len(after_kill), "documents": len(_real(final_docs)),
         "lost_at_end": len(ever - final_docs),
-        "writer_exit": rc_writer, "server_exit": rc_server, "work": str(work),
+        "writer_exit": rc_writer, "server_exit": rc_server, "hostile": attacks, "memory": mem,
+        "server_tracebacks": tracebacks, "work": str(work),
     }
     rep["ok"] = bool(rep["queries"] and rep["errors"] == 0 and rep["torn"] == 0 and rep["lost_at_kill"] == 0
                      and rep["lost_at_end"] == 0 and rep["commits_after_restart"] > 0 and rc_server == 0
-                     and rc_writer == 0 and rep["server_generation"] == final)
+                     and rc_writer == 0 and rep["server_generation"] == final and tracebacks == 0
+                     and attacks.get("ok", True) and mem.get("ok", True))
     return rep
 
 
@@ -331,6 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--poll", type=float, default=0.5, help="the server's --poll (default 0.5 s)")
     p.add_argument("--workers", type=int, default=4, help="the server's --workers (default 4)")
     p.add_argument("--max-requests", type=int, default=100_000, help="requests per client at most")
+    p.add_argument("--idle", type=int, default=200, help="idle hostile connections (default 200)")
+    p.add_argument("--slow", type=int, default=20, help="hostile clients sending a byte every 0.5 s (default 20)")
+    p.add_argument("--hostile-timeout", type=float, default=2.0,
+                   help="the server's --read-timeout and --idle-timeout (default 2 s)")
+    p.add_argument("--distinct-options", type=int, default=4000,
+                   help="searches with a new options value each, after the load, for the RSS growth (default 4000)")
     p.add_argument("--data", default=None, help="folder of */documents.jsonl (default: the shared data, if found)")
     p.add_argument("--work", default=None, help="folder for the store and logs (default: a new temporary one)")
     p.add_argument("--json", default=None, help="also write the report to this file")
@@ -346,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
           f"p50 {rep['p50_ms']} ms, p99 {rep['p99_ms']} ms; errors {rep['errors']}, torn reads {rep['torn']}; "
           f"{rep['commits']} commits ({rep['compactions']} compactions), writer killed at {rep['writer_killed_at_s']} s: "
           f"lost {rep['lost_at_kill']} at the kill, {rep['lost_at_end']} at the end; lag max {rep['max_lag_s']} s, "
-          f"median {rep['median_lag_s']} s", file=sys.stderr)
+          f"median {rep['median_lag_s']} s; hostile {rep['hostile']}; memory {rep['memory']}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(rep, indent=2) + "\n")
     print(json.dumps(rep))

@@ -15,7 +15,11 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["check_int", "check_float", "check_choice", "describe_range"]
+__all__ = ["MAX_COUNT", "check_int", "check_float", "check_choice", "check_text", "describe_range"]
+
+#: The largest count a caller may ask for (``k``, a budget in characters): what a 32-bit int holds, so that
+#: no product of it (a retriever reads a few times ``k`` candidates) overflows the native core's integers.
+MAX_COUNT = 2**31 - 1
 
 
 def describe_range(minimum: float | None = None, maximum: float | None = None, *, integer: bool = False,
@@ -25,13 +29,21 @@ def describe_range(minimum: float | None = None, maximum: float | None = None, *
     if integer and minimum == 1 and maximum is None and not above and not unit:
         return "a positive integer"
     what = ("an integer" if integer else "a number") + (f" of {unit}" if unit else "")
+    lo, hi = _shown(minimum, integer), _shown(maximum, integer)
     if minimum is not None and maximum is not None:
-        return f"{what} in {'(' if above else '['}{minimum:g}, {maximum:g}{')' if below else ']'}"
+        return f"{what} in {'(' if above else '['}{lo}, {hi}{')' if below else ']'}"
     if minimum is not None:
-        return f"{what} {'>' if above else '>='} {minimum:g}"
+        return f"{what} {'>' if above else '>='} {lo}"
     if maximum is not None:
-        return f"{what} {'<' if below else '<='} {maximum:g}"
+        return f"{what} {'<' if below else '<='} {hi}"
     return what
+
+
+def _shown(bound: float | None, integer: bool) -> str:
+    """A bound in words: every digit of an integer bound (2147483647, not 2.14748e+09)."""
+    if bound is None:
+        return ""
+    return str(int(bound)) if integer and float(bound).is_integer() else f"{bound:g}"
 
 
 def _in_range(value: float, minimum: float | None, maximum: float | None, above: bool, below: bool) -> bool:
@@ -66,4 +78,16 @@ def check_choice(value: Any, name: str, choices: Collection[Any], *, error: type
     """``value`` when it is one of ``choices``; else ``error`` naming ``name`` and the choices."""
     if value not in choices:
         raise error(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
+    return value
+
+
+def check_text(value: str, name: str, *, error: type[Exception] = ConfigError) -> str:
+    """``value`` when it is valid Unicode text: no lone surrogate, which is what a JSON ``\\ud800`` escape or
+    bytes that are not UTF-8 on a command line (decoded with ``surrogateescape``) become; else ``error``
+    naming ``name`` and the character's position (the text itself is not repeated)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(f"{name} is not valid text: character {exc.start + 1} is a lone surrogate "
+                    f"(U+{ord(value[exc.start]):04X}; bytes that are not UTF-8?)") from None
     return value

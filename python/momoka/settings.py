@@ -122,6 +122,10 @@ SETTINGS: dict[str, Setting] = _table(
             "on every open (the rest block by block as it is read)", "momoka.store._verify", minimum=0, unit="MiB"),
     Setting("MOMOKA_MAX_INPUT_BYTES", "int", 100 * 1024 * 1024, "bytes: input files larger than this are refused "
             "(`InputTooLargeError`)", "momoka.text.io", minimum=0),
+    # serving
+    Setting("MOMOKA_SERVE_TOKEN", "text", None, "the bearer token `momoka serve` requires of every request "
+            "(`Authorization: Bearer TOKEN`) when `--token` is not given; a server on an address other than "
+            "loopback needs one", "momoka.cli.serve", values="16 or more of A-Z a-z 0-9 - . _ ~ + / ="),
     # progress and evaluation
     Setting("MOMOKA_PROGRESS", "flag", None, "progress reporting forced off or on (default: on)",
             "momoka.progress"),

@@ -77,8 +77,8 @@ def test_search_and_health_match_the_in_process_index(store):
     ([1, 2], 400, "JSON object"),
     ({"k": 3}, 400, "'query' must be a string"),
     ({"query": "   "}, 400, "empty"),
-    ({"query": "apples", "k": 0}, 400, "'k' must be a positive integer"),
-    ({"query": "apples", "budget": "lots"}, 400, "'budget' must be a positive integer"),
+    ({"query": "apples", "k": 0}, 400, "'k' must be an integer in [1, 2147483647]"),
+    ({"query": "apples", "budget": "lots"}, 400, "'budget' must be an integer in [1, 2147483647]"),
     ({"query": "apples", "retriever": "nope"}, 400, "nope"),
     ({"query": "apples", "retriever": "trail"}, 400, "paths"),
     ({"query": "apples", "quey": "x"}, 400, "unknown field(s) 'quey'"),
@@ -171,13 +171,21 @@ def test_help_names_every_option(capsys):
         main(["serve", "--help"])
     out = capsys.readouterr().out
     for opt in ("--host", "--port", "--retriever", "-k", "--budget", "--option", "--workers", "--queue", "--poll",
+                "--max-body", "--read-timeout", "--idle-timeout", "--max-connections", "--token", "MOMOKA_SERVE_TOKEN",
                 "POST /search", "GET /health"):
         assert opt in out, opt
 
 
 @pytest.mark.parametrize("argv, words", [(["--workers", "0"], "workers"), (["--poll", "0"], "poll"),
-                                         (["-k", "0"], "'k'")])
-def test_cli_bad_options_are_one_line(store, capsys, argv, words):
+                                         (["-k", "0"], "'k'"),
+                                         (["-k", "9223372036854775808"], "'k' must be an integer in [1, 2147483647]"),
+                                         (["--max-body", "0"], "max_body"), (["--read-timeout", "-1"], "read_timeout"),
+                                         (["--idle-timeout", "nan"], "idle_timeout"),
+                                         (["--max-connections", "0"], "max_connections"),
+                                         (["--token", "short"], "16 or more"),
+                                         (["--host", "0.0.0.0"], "needs a bearer token")])
+def test_cli_bad_options_are_one_line(store, capsys, monkeypatch, argv, words):
+    monkeypatch.delenv("MOMOKA_SERVE_TOKEN", raising=False)  # else --host 0.0.0.0 would listen
     assert main(["serve", str(store), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("momoka: error:") and words in err[0]

@@ -1,5 +1,6 @@
 """The short version of ``bench/soak/soak_serve.py``: ``momoka serve`` as a process, 8 clients for 10 s while a
-writer process commits every 2 s, compacts, is SIGKILLed once and restarted."""
+writer process commits every 2 s, compacts, is SIGKILLed once and restarted, and hostile clients (20 idle, 4
+slow, an oversize body, 7 malformed requests) come and go; then 1,000 searches with new options each."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def test_short_soak(tmp_path):
 
     data = find_shared_data(Path(__file__).resolve().parents[2])  # the example document when absent
     cmd = [sys.executable, str(SOAK), "--seconds", "10", "--clients", "8", "--commit-every", "2", "--kill-at", "0.5",
+           "--idle", "20", "--slow", "4", "--hostile-timeout", "2", "--distinct-options", "1000",
            "--work", str(tmp_path / "soak")] + (["--data", str(data)] if data else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
@@ -55,3 +57,10 @@ def test_short_soak(tmp_path):
     assert rep["commits"] >= 4 and rep["compactions"] >= 1 and rep["generations_served"] >= 3
     assert rep["answers_with_later_documents"] > 0  # the torn-read check saw documents added during the run
     assert rep["unreflected_commits"] <= 1 and rep["max_lag_s"] is not None and rep["max_lag_s"] < 5
+    # hostile clients during the load: closed or refused, and the load above still had 0 errors
+    h = rep["hostile"]
+    assert h["idle_closed"] == 20 and 2 <= h["idle_closed_after_s"] < 5 and h["slow_408"] == 4, h
+    assert h["oversize_413"] and h["malformed_400"] == h["malformed"] == 7, h
+    assert rep["server_tracebacks"] == 0
+    m = rep["memory"]  # a new options value per search: the retrievers kept stay at the cache's size
+    assert m["non_200"] == 0 and m["retrievers_cached"] == 32 and m["growth_kb"] < 5 * 1024, m

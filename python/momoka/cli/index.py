@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from .._validate import MAX_COUNT, check_int
 from ..errors import ConfigError
 from ..methods.base import DEFAULT_BUDGET
 from .common import (
@@ -180,8 +181,9 @@ def _where(args: argparse.Namespace) -> dict | None:
 
 def _k_budget(args: argparse.Namespace) -> dict:
     """``k`` and ``budget`` for :meth:`Index.search` from ``-k`` and ``--budget``."""
-    if args.budget < 0 or (args.k is not None and args.k < 1):
-        raise ConfigError("-k takes a positive number and --budget a number of characters (0: none)")
+    if args.k is not None:
+        check_int(args.k, "-k", minimum=1, maximum=MAX_COUNT)
+    check_int(args.budget, "--budget", minimum=0, maximum=MAX_COUNT)
     return {"k": args.k, "budget": args.budget or None, "assemble": args.assemble}
 
 

@@ -8,31 +8,79 @@ prompt's tokens, their character offsets and log-probabilities, which is how
 answers 501). So a momoka :class:`LocalClient` can stand in for a hosted API
 (``momoka llm serve``), scoring included. The server binds 127.0.0.1 by default.
 
-The HTTP layer is deliberately tiny (keep-alive, Content-Length bodies, no
-chunked uploads); handlers may also drop the connection or write raw bytes,
-which the fault-injecting test server uses.
+The HTTP layer (:class:`HTTPServer`) is deliberately tiny (keep-alive,
+Content-Length bodies, no chunked uploads); handlers may also drop the
+connection or write raw bytes, which the fault-injecting test server uses. It
+bounds what one client can cost, and answers what it refuses itself, as JSON
+made by ``error(status, message)``, closing the connection after it:
+
+- a request head (request line and headers) of at most :data:`MAX_LINE` bytes a
+  line and :data:`MAX_HEADERS` lines (else 414 or 431); a malformed request
+  line, header line, ``Content-Length`` (negative, not digits, given twice with
+  two values) is 400, a ``Transfer-Encoding`` 411, another HTTP version 505;
+- a body declared larger than ``max_body`` bytes is 413, answered from the
+  headers without reading the body (``Expect: 100-continue`` is honoured, so a
+  client that asks first sends nothing);
+- a connection is closed when no request starts within ``idle_timeout``
+  seconds (on connecting or after an answer); a request's head must arrive
+  within ``read_timeout`` seconds of its first byte and its body within
+  ``read_timeout`` seconds of its head (else 408: a client sending a byte a
+  second holds nothing for long), and an answer the client does not read
+  within ``read_timeout`` drops the connection;
+- at most ``max_connections`` connections are served at once; one more is
+  answered 503 and closed.
+
+A connection closed after such an answer is half-closed and what the client
+still sends is read and discarded for up to :data:`LINGER` seconds, so the
+client sees the answer rather than a reset. Nothing a client sends prints a
+traceback: a failure inside the connection code is one line on stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sys
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
+from .._validate import check_float, check_int
 from ..errors import ConfigError, MomokaError
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
-            422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
-            501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable"}
+_REASONS = {100: "Continue", 200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+            405: "Method Not Allowed", 408: "Request Timeout", 411: "Length Required", 413: "Content Too Large",
+            414: "URI Too Long", 422: "Unprocessable Entity", 429: "Too Many Requests",
+            431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+            502: "Bad Gateway", 503: "Service Unavailable", 505: "HTTP Version Not Supported"}
+
+#: Default limits of :class:`HTTPServer` (``momoka serve`` sets its own, tighter ones).
+MAX_BODY = 16 * 1024 * 1024
+READ_TIMEOUT = 60.0
+IDLE_TIMEOUT = 75.0
+MAX_CONNECTIONS = 512
+#: The longest request line or header line in bytes, and the most header lines, of a request.
+MAX_LINE = 8192
+MAX_HEADERS = 100
+#: Bytes a connection buffers before it stops reading from the socket (a line longer than MAX_LINE is refused).
+_STREAM_LIMIT = 64 * 1024
+#: Seconds a connection closed after an error answer keeps discarding what the client still sends.
+LINGER = 2.0
+#: File descriptors kept free beside the connections (the listening socket, the store's files, logs).
+SPARE_FILES = 64
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_VERSION = re.compile(r"HTTP/(\d)\.(\d)")
+_DIGITS = re.compile(r"[0-9]+")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass
 class Request:
-    """An HTTP request as the handler sees it."""
+    """An HTTP request as the handler sees it (header names in lower case)."""
 
     method: str
     path: str
@@ -40,8 +88,22 @@ class Request:
     body: bytes
 
     def json(self):
-        """The body parsed as JSON (raises ValueError)."""
-        return json.loads(self.body)
+        """The body parsed as JSON; raises ValueError with a one-line reason for a body that is not UTF-8,
+        not JSON (``NaN`` and ``Infinity`` included), or nested too deeply to parse."""
+        try:
+            text = self.body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"the request body is not valid UTF-8 (byte {exc.start})") from None
+        try:
+            return json.loads(text, parse_constant=_no_constant)
+        except RecursionError:
+            raise ValueError("the request body is not valid JSON: nested too deeply") from None
+        except ValueError as exc:
+            raise ValueError(f"the request body is not valid JSON: {exc}") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 @dataclass
@@ -67,6 +129,19 @@ class Raw:
 Handler = Callable[[Request], Awaitable[object]]
 
 
+class HTTPError(Exception):
+    """A request the HTTP layer answers itself with ``status`` and a one-line ``message``, then closes."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class _Gone(Exception):
+    """The client closed the connection (or sent an incomplete request before closing)."""
+
+
 def _encode(resp: Response) -> bytes:
     body = resp.body
     ctype = resp.headers.get("Content-Type")
@@ -87,17 +162,52 @@ def _encode(resp: Response) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data
 
 
+def error_json(status: int, message: str) -> Response:
+    """The default answer of a refused request: ``{"error": {"message", "type"}}`` (OpenAI's shape)."""
+    return Response(status, {"error": {"message": message,
+                                       "type": "invalid_request_error" if status < 500 else "server_error"}})
+
+
+def _ensure_files(n: int) -> None:
+    """Raise the soft limit of open files to ``n`` when it is lower; ConfigError when the hard limit is lower."""
+    try:
+        import resource  # start-up: resource (POSIX only)
+    except ImportError:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= n:
+        return
+    if hard != resource.RLIM_INFINITY and hard < n:
+        raise ConfigError(f"{n - SPARE_FILES} connections need {n} open files, but the limit is {hard} "
+                          f"(ulimit -n); lower max_connections")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+
+
 class HTTPServer:
     """Serve ``handler`` on ``host:port`` (port 0 picks a free one) from a background thread.
 
     ``start()`` returns once the socket listens; ``url`` is then
     ``http://host:port``. ``stop()`` closes it. Usable as a context manager.
+    ``max_body`` (bytes), ``read_timeout`` and ``idle_timeout`` (seconds) and
+    ``max_connections`` bound what a client can cost (see the module
+    docstring); ``error(status, message)`` makes the answer to a request the
+    server refuses itself (default :func:`error_json`). ``stats`` counts the
+    connections refused (``rejected``), timed out (``timed_out``) and answered
+    with an error by the HTTP layer (``bad_requests``).
     """
 
-    def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0, *, max_body: int = MAX_BODY,
+                 read_timeout: float = READ_TIMEOUT, idle_timeout: float = IDLE_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS, error: Callable[[int, str], Response] = error_json):
         self.handler = handler
         self.host = host
         self.port = port
+        self.max_body = check_int(max_body, "max_body", minimum=1)
+        self.read_timeout = check_float(read_timeout, "read_timeout", minimum=0, above=True, unit="seconds")
+        self.idle_timeout = check_float(idle_timeout, "idle_timeout", minimum=0, above=True, unit="seconds")
+        self.max_connections = check_int(max_connections, "max_connections", minimum=1)
+        self.error = error
+        self.stats = {"rejected": 0, "timed_out": 0, "bad_requests": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
@@ -108,53 +218,172 @@ class HTTPServer:
         """``http://host:port`` of the running server."""
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def connections(self) -> int:
+        """Connections open now (at most ``max_connections``)."""
+        return len(self._writers)
+
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
         try:
-            while True:
-                try:
-                    line = await reader.readline()
-                except (ConnectionError, asyncio.IncompleteReadError):
-                    return
-                if not line:
-                    return
-                parts = line.decode("latin-1").split()
-                if len(parts) < 2:
-                    return
-                method, path = parts[0], parts[1]
-                headers = {}
-                while True:
-                    h = await reader.readline()
-                    if h in (b"\r\n", b"\n", b""):
-                        break
-                    k, _, v = h.decode("latin-1").partition(":")
-                    headers[k.strip().lower()] = v.strip()
-                n = int(headers.get("content-length", "0") or 0)
-                body = await reader.readexactly(n) if n else b""
-                try:
-                    result = await self.handler(Request(method, path, headers, body))
-                except Exception as exc:  # a bug in a handler becomes a 500
-                    result = Response(500, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
-                if isinstance(result, Drop) or result is Drop:
-                    writer.transport.abort()
-                    return
-                if isinstance(result, Raw):
-                    writer.write(result.data)
-                    await writer.drain()
-                    writer.close()
-                    return
-                writer.write(_encode(result))  # type: ignore[arg-type]
-                await writer.drain()
-                if headers.get("connection", "").lower() == "close":
-                    writer.close()
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError):
+            await self._connection(reader, writer)
+        except asyncio.CancelledError:  # stop(): the connection is aborted; a cancelled task would log a traceback
+            writer.transport.abort()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._writers) >= self.max_connections:
+            self.stats["rejected"] += 1
+            await self._refuse(reader, writer, self.error(
+                503, f"server busy: {len(self._writers)} connections open, the limit; try again"))
             return
+        self._writers.add(writer)
+        clean = False
+        try:
+            await self._serve(reader, writer)
+            clean = True
+        except HTTPError as exc:
+            self.stats["bad_requests"] += 1
+            await self._refuse(reader, writer, self.error(exc.status, exc.message))
+        except (_Gone, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception as exc:  # noqa: BLE001 - a bug here must not print a traceback per client
+            print(f"momoka: error: HTTP connection failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         finally:
             self._writers.discard(writer)
+            if clean:
+                writer.close()  # sends what is still buffered, then closes
+            else:
+                writer.transport.abort()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer the requests of one connection until it closes (raises HTTPError for one to refuse)."""
+        while True:
+            try:
+                first = await asyncio.wait_for(reader.readexactly(1), self.idle_timeout)
+            except asyncio.TimeoutError:
+                self.stats["timed_out"] += 1
+                return
+            try:
+                method, path, version, headers = await asyncio.wait_for(self._head(reader, first),
+                                                                        self.read_timeout)
+            except asyncio.TimeoutError:
+                self.stats["timed_out"] += 1
+                raise HTTPError(408, f"the request head did not arrive within {self.read_timeout:g} s") from None
+            n = self._length(headers)
+            if n and headers.get("expect", "").lower() == "100-continue":
+                writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            try:
+                body = await asyncio.wait_for(reader.readexactly(n), self.read_timeout) if n else b""
+            except asyncio.TimeoutError:
+                self.stats["timed_out"] += 1
+                raise HTTPError(408, f"the request body ({n:,} bytes) did not arrive within "
+                                     f"{self.read_timeout:g} s") from None
+            try:
+                result = await self.handler(Request(method, path, headers, body))
+            except Exception as exc:  # a bug in a handler becomes a 500
+                result = self.error(500, f"{type(exc).__name__}: {exc}")
+            if isinstance(result, Drop) or result is Drop:
+                return
+            if isinstance(result, Raw):
+                writer.write(result.data)
+                await self._drain(writer)
+                return
+            tokens = {t.strip() for t in headers.get("connection", "").lower().split(",")}
+            close = "close" in tokens or (version == "HTTP/1.0" and "keep-alive" not in tokens)
+            if close:
+                result.headers.setdefault("Connection", "close")  # type: ignore[union-attr]
+            writer.write(_encode(result))  # type: ignore[arg-type]
+            await self._drain(writer)
+            if close:
+                return
+
+    async def _drain(self, writer: asyncio.StreamWriter) -> None:
+        try:
+            await asyncio.wait_for(writer.drain(), self.read_timeout)
+        except asyncio.TimeoutError:  # the client does not read its answer
+            self.stats["timed_out"] += 1
+            raise _Gone from None
+
+    async def _line(self, reader: asyncio.StreamReader, status: int, what: str) -> bytes:
+        try:
+            line = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError:
+            raise _Gone from None
+        except asyncio.LimitOverrunError:
+            raise HTTPError(status, f"{what} is longer than {MAX_LINE:,} bytes") from None
+        if len(line) > MAX_LINE:
+            raise HTTPError(status, f"{what} is longer than {MAX_LINE:,} bytes")
+        return line
+
+    async def _head(self, reader: asyncio.StreamReader, first: bytes) -> tuple[str, str, str, dict]:
+        """The request line and headers (``first``: the byte already read)."""
+        line = first + await self._line(reader, 414, "the request line")
+        for _ in range(4):  # a client may send an empty line before a request (after a body)
+            if line.strip(b"\r\n"):
+                break
+            line = await self._line(reader, 414, "the request line")
+        parts = line.rstrip(b"\r\n").decode("latin-1").split(" ")
+        if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not parts[1] or not parts[1].isprintable():
+            raise HTTPError(400, "malformed request line: expected METHOD /path HTTP/1.1")
+        method, path, version = parts
+        m = _VERSION.fullmatch(version)
+        if not m:
+            raise HTTPError(400, f"malformed request line: {version[:20]!r} is not an HTTP version")
+        if m.group(1) != "1":
+            raise HTTPError(505, f"{version} is not served; use HTTP/1.1")
+        headers: dict[str, str] = {}
+        lengths: set[str] = set()
+        for _ in range(MAX_HEADERS + 1):
+            raw = await self._line(reader, 431, "a header line")
+            if raw in (b"\r\n", b"\n"):
+                return method, path, version, _with_length(headers, lengths)
+            if len(headers) >= MAX_HEADERS:
+                break
+            text = raw.rstrip(b"\r\n").decode("latin-1")
+            name, colon, value = text.partition(":")
+            if not colon or not _TOKEN.fullmatch(name):
+                raise HTTPError(400, "malformed header line: expected Name: value")
+            value = value.strip(" \t")
+            if _BAD_VALUE.search(value):
+                raise HTTPError(400, f"header {name} holds a control character")
+            key = name.lower()
+            if key == "content-length":
+                lengths.add(value)
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        raise HTTPError(431, f"more than {MAX_HEADERS} header lines")
+
+    def _length(self, headers: dict) -> int:
+        """The body's length from ``Content-Length`` (0 without one); HTTPError when it cannot be served."""
+        if "transfer-encoding" in headers:
+            raise HTTPError(411, "Transfer-Encoding is not supported; send the body with a Content-Length")
+        raw = headers.get("content-length", "0")
+        if not _DIGITS.fullmatch(raw):
+            shown = raw if len(raw) <= 40 else raw[:40] + "..."
+            raise HTTPError(400, f"Content-Length must be a number of bytes (digits only), got {shown!r}")
+        if len(raw) > 18 or int(raw) > self.max_body:
+            shown = f"{int(raw):,}" if len(raw) <= 30 else f"a {len(raw)}-digit number of"
+            raise HTTPError(413, f"the request body of {shown} bytes is over the limit of {self.max_body:,} bytes")
+        return int(raw)
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, resp: Response) -> None:
+        """Answer ``resp`` and close: half-close, then discard what the client still sends for up to LINGER s."""
+        resp.headers.setdefault("Connection", "close")
+        try:
+            writer.write(_encode(resp))
+            await asyncio.wait_for(writer.drain(), LINGER)
+            if writer.can_write_eof():
+                writer.write_eof()
+            end = time.monotonic() + LINGER
+            while (left := end - time.monotonic()) > 0:
+                if not await asyncio.wait_for(reader.read(65536), left):
+                    writer.close()  # the client read the answer and closed
+                    return
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            pass
+        writer.transport.abort()
 
     def start(self) -> "HTTPServer":
         """Start listening in a daemon thread; returns self."""
+        _ensure_files(self.max_connections + SPARE_FILES)
         ready = threading.Event()
         errors: list = []
 
@@ -164,7 +393,7 @@ class HTTPServer:
             asyncio.set_event_loop(loop)
             try:
                 self._server = loop.run_until_complete(
-                    asyncio.start_server(self._client, self.host, self.port, backlog=1024, limit=2**24)
+                    asyncio.start_server(self._client, self.host, self.port, backlog=1024, limit=_STREAM_LIMIT)
                 )
                 self.port = self._server.sockets[0].getsockname()[1]
             except OSError as exc:
@@ -220,6 +449,14 @@ class HTTPServer:
                 self._thread.join(0.5)
         finally:
             self.stop()
+
+
+def _with_length(headers: dict, lengths: set) -> dict:
+    if len(lengths) > 1:
+        raise HTTPError(400, "Content-Length is given twice with two values")
+    if lengths:
+        headers["content-length"] = next(iter(lengths))
+    return headers
 
 
 def _error(status: int, message: str, etype: str = "invalid_request_error") -> Response:

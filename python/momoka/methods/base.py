@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Protocol, runtime_checkable
 
+from .._validate import MAX_COUNT
 from ..errors import ConfigError
 from ..stats import Stats
 
@@ -74,13 +75,13 @@ __all__ = [
 ]
 
 def check_budget(budget: Any, *, name: str = "a budget", optional: bool = False) -> int | None:
-    """``budget`` when it is a positive int (a number of characters), or None when ``optional``;
-    else :class:`ConfigError` naming it ``name``."""
+    """``budget`` when it is an int in [1, :data:`~momoka._validate.MAX_COUNT`] (a number of characters), or
+    None when ``optional``; else :class:`ConfigError` naming it ``name``."""
     if optional and budget is None:
         return None
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError(f"{name} must be a positive number of characters{' (or None)' if optional else ''}, "
-                          f"got {budget!r}")
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_COUNT:
+        raise ConfigError(f"{name} must be a positive number of characters up to {MAX_COUNT:,}"
+                          f"{' (or None)' if optional else ''}, got {budget!r}")
     return budget
 
 

@@ -25,6 +25,8 @@ in :mod:`momoka.methods.sources`.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,8 @@ from .sources import (MAX_QUERY_CHARS, check_query, embed_limit, embedder_info, 
 LEGACY_CHUNK_SIZE = 200
 #: Items returned when neither k nor a budget is given.
 DEFAULT_K = 5
+#: Built retrievers an :class:`Index` keeps (one per name and options), the least recently used dropped first.
+MAX_RETRIEVERS = 32
 
 
 def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None, embedder: Any = None,
@@ -106,7 +110,11 @@ class Index:
         self.store = store
         self._chunker = chunker
         self._components: dict[str, Any] = dict(components or {})
-        self._retrievers: dict[tuple, Any] = {}
+        self._retrievers: OrderedDict[tuple, Any] = OrderedDict()  # LRU, see retriever()
+        self._retrievers_lock = threading.Lock()
+        #: Built retrievers kept, one per name and options (:meth:`retriever`); beyond it the least recently
+        #: used is dropped (and built again when asked for), so options that vary per call cost no memory.
+        self.max_retrievers: int = MAX_RETRIEVERS
         self.progress = progress
         #: The embedding service of this index's views (embedder per view, cache, counts, truncation).
         self.embedding = Embedding(store, embedder, lambda: self.report, lambda: self.progress)
@@ -523,19 +531,35 @@ class Index:
     def retriever(self, name: str = DEFAULT_RETRIEVER, **options: Any):
         """The registered retriever ``name`` over this index (built once per name and options).
 
-        Raises :class:`ConfigError` for an unknown name, and
+        The last :attr:`max_retrievers` retrievers built are kept (least recently used dropped first;
+        :attr:`cached_retrievers` counts them), so a caller passing new options every time (a server's
+        clients) does not grow memory. Raises :class:`ConfigError` for an unknown name, and
         :class:`~momoka.errors.MissingArtifactError` (a ``StoreError``) when the
         store lacks an artifact the retriever declares it needs, naming the
         ``--enrich``/``--relate`` that makes it (e.g. ``trail`` on a store
         built without Momoka-Map paths: ``--relate paths``).
         """
         key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
-        if key not in self._retrievers:
-            why = registry.missing(name, self.store, options)
-            if why is not None:
-                raise MissingArtifactError(why)
-            self._retrievers[key] = registry.create("retriever", name, Corpus(self), **options)
-        return self._retrievers[key]
+        with self._retrievers_lock:
+            r = self._retrievers.get(key)
+            if r is not None:
+                self._retrievers.move_to_end(key)
+                return r
+        why = registry.missing(name, self.store, options)
+        if why is not None:
+            raise MissingArtifactError(why)
+        r = registry.create("retriever", name, Corpus(self), **options)
+        with self._retrievers_lock:  # built twice at once: both callers get the one kept
+            r = self._retrievers.setdefault(key, r)
+            self._retrievers.move_to_end(key)
+            while len(self._retrievers) > max(1, self.max_retrievers):
+                self._retrievers.popitem(last=False)
+        return r
+
+    @property
+    def cached_retrievers(self) -> int:
+        """How many built retrievers :meth:`retriever` keeps now (at most :attr:`max_retrievers`)."""
+        return len(self._retrievers)
 
     def search(self, query: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
                budget: int | None = None, doc_ids: Iterable[str] | str | None = None, where: dict | None = None,

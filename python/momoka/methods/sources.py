@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._files import path_kind
+from .._validate import check_text
 from ..errors import BinaryInputError, ConfigError, EmptyInputError, InputError, InputTooLargeError
 from .. import registry
 
@@ -424,11 +425,13 @@ def content_hash(doc: Any) -> str:
 
 
 def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
-    """``query`` if it is a non-empty str of at most ``max_chars`` characters, else a clear error."""
+    """``query`` if it is a non-empty str of at most ``max_chars`` characters of valid text (no lone surrogate:
+    :func:`~momoka._validate.check_text`), else a clear error."""
     if not isinstance(query, str):
         raise InputError(f"query must be str, got {type(query).__name__}")
     if not query.strip():
         raise EmptyInputError("query is empty")
+    check_text(query, "query", error=InputError)
     if len(query) > max_chars:
         raise InputTooLargeError(f"query is {len(query):,} characters; the limit is {max_chars:,} (raise it with "
                                  "momoka query --max-query-chars, or Index.max_query_chars in Python)")

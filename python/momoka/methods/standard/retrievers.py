@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..._validate import check_choice, check_float, check_int
+from ..._validate import MAX_COUNT, check_choice, check_float, check_int
 from ...chunking.context import headed, indexed_text
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
@@ -108,8 +108,8 @@ class StoreRetriever:
 
 
 def check_k(k: Any) -> int:
-    """``k`` as a positive int, or :class:`ConfigError`."""
-    return check_int(k, "k", minimum=1)
+    """``k`` as an int in [1, :data:`~momoka._validate.MAX_COUNT`], or :class:`ConfigError`."""
+    return check_int(k, "k", minimum=1, maximum=MAX_COUNT)
 
 
 class DenseRetriever(StoreRetriever):
