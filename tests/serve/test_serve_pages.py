@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
-
 import pytest
 from momoka import Index
 from momoka.serve import QueryServer
@@ -14,6 +10,8 @@ pytest.importorskip("pypdf")
 pytest.importorskip("docx")
 
 from _oracles.pdf import expected_pages, expected_section, write_corpus  # noqa: E402
+
+from .test_serve import _call  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +22,9 @@ def store(tmp_path_factory):
     return root / "s"
 
 
-def _post(url: str, body: dict) -> tuple[int, dict]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def test_hits_carry_pages_and_sections_and_where_filters(store):
     with QueryServer(store, port=0, retriever="bm25", poll=0.05) as srv:
-        code, out = _post(srv.url + "/search", {"query": "the harbor lanterns and ropes", "k": 15})
+        code, out = _call(srv.url + "/search", {"query": "the harbor lanterns and ropes", "k": 15})
         assert code == 200 and {h["doc_id"] for h in out["hits"]} >= {"manual", "guide/intro"}
         for h in out["hits"]:
             if h["doc_id"] == "manual":
@@ -44,19 +32,19 @@ def test_hits_carry_pages_and_sections_and_where_filters(store):
             else:
                 assert h["page"] is None and h["page_end"] is None
                 assert tuple(h["section"]) == (expected_section(h["doc_id"], h["text"]) or ())
-        code, out = _post(srv.url + "/search", {"query": "dingo emu", "k": 1})
+        code, out = _call(srv.url + "/search", {"query": "dingo emu", "k": 1})
         assert (out["hits"][0]["page"], out["hits"][0]["page_end"]) == (4, 5)  # the passage across pages 4 and 5
         # where: the same answer as the in-process search with the same filter, all on the pages asked
         with Index.open(store) as ix:
             for where in ({"type": "pdf", "page": [2, 3]}, {"folder": "guide"}, {"page": "5-"}):
-                code, out = _post(srv.url + "/search", {"query": "harbor boats", "k": 3, "where": where})
+                code, out = _call(srv.url + "/search", {"query": "harbor boats", "k": 3, "where": where})
                 ref = ix.search("harbor boats", k=3, retriever="bm25", where=where)
                 assert code == 200 and [(h["doc_id"], h["start"], h["end"]) for h in out["hits"]] == \
                     [it.span for it in ref] and out["hits"]
-        for h in _post(srv.url + "/search", {"query": "harbor boats", "k": 3, "where": {"page": [2, 3]}})[1]["hits"]:
+        for h in _call(srv.url + "/search", {"query": "harbor boats", "k": 3, "where": {"page": [2, 3]}})[1]["hits"]:
             first, last = expected_pages(h["text"])
             assert last >= 2 and first <= 3
-        code, out = _post(srv.url + "/search", {"query": "harbor", "where": {"kind": "pdf"}})
+        code, out = _call(srv.url + "/search", {"query": "harbor", "where": {"kind": "pdf"}})
         assert code == 400 and "the valid keys are type, folder, title, page" in out["error"]
-        code, out = _post(srv.url + "/search", {"query": "harbor", "where": "pdf"})
+        code, out = _call(srv.url + "/search", {"query": "harbor", "where": "pdf"})
         assert code == 400 and "where must be a dict" in out["error"]
