@@ -62,7 +62,7 @@ def grounding_problem(answer: str, source_terms: set[str], min_share: float = MI
     found, total = grounding(answer, source_terms)
     if total == 0:
         return f"the {what} has no content word"
-    if found < min_share * total:
+    if found / total < min_share:  # a share, not found < min_share * total: 0.3 * 10 > 3 in floats
         return f"only {found} of the {what}'s {total} content words occur in the {where}"
     return None
 
