@@ -71,9 +71,10 @@ BACKENDS = ("auto", "offline", "llm")
 #: Characters per token in the pre-run estimate.
 CHARS_PER_TOKEN = 4
 #: Share of an LLM summary's distinct content terms that must occur in its source. Lower than a title's
-#: half because summaries paraphrase: summaries written for shared-set sections (finance reports, papers,
-#: fiction) had 0.39 to 0.94 of their content terms in their own section, at most 0.23 in a section of another
-#: set, and answers about the text ("This section summarizes the key points.") 0 to 0.17 (docs/mcindex.md).
+#: half because summaries paraphrase: summaries written for seven shared-set sections (finance reports,
+#: papers, stories) had 0.39 to 0.94 of their content terms in their own section, at most 0.23 in another
+#: document's (except two reports from one template: 0.43), and answers about the text ("This section
+#: summarizes the key points.") 0 to 0.17 (docs/mcindex.md).
 MIN_SUMMARY_SHARE = 0.3
 #: Rejected answers listed in :attr:`ViewEnricher.failures`.
 MAX_FAILURES_LISTED = 20
