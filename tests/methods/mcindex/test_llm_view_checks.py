@@ -319,3 +319,23 @@ def test_the_summary_threshold_keeps_paraphrases_of_real_sections_and_rejects_ot
     # an answer about the text rather than of it: at most 1 of its 6 content words ("main", in the paper)
     for key in SECTIONS:
         assert grounding(CANNED_SUMMARY, terms[key])[0] <= 1
+
+
+def test_views_cached_before_the_checks_are_not_read_back(tmp_path, make_server):
+    # a view cache written by a version without the checks holds a canned keyword list for the apollo chunk
+    from momoka.llm import ResponseCache, make_key
+
+    old_settings = {"prompt": "mcindex.keywords", "max_chars": 6000, "max_tokens": 256}  # no "checks"
+    old = ResponseCache(str(tmp_path / "views.sqlite"))
+    old.put_many([(make_key("mcindex.keywords", "llm:scripted", {"settings": old_settings, "text": DOCS["apollo"]}),
+                   "mcindex.keywords", "llm:scripted", {"text": "quarterly revenue, market share"})])
+    old.close()
+    srv = make_server(_good)
+    llm = OpenAIClient("scripted", base_url=srv.base_url, api_key="x", cache=False)
+    kw = KeywordsEnricher("llm", llm=llm, cache=str(tmp_path / "views.sqlite"))
+    ix = Index.build([{"doc_id": "apollo", "text": DOCS["apollo"]}], chunker="paragraph", embedder=None, enrich=[kw],
+                     progress=False)
+    assert srv.count == 1 and kw.stats.get("cached", 0) == 0
+    ids = ix.store.chunks.ids()
+    assert kw.view_texts(ix, ids) == ["Apollo 11, Moon landing, Neil Armstrong, Buzz Aldrin"]  # now from the cache
+    assert srv.count == 1

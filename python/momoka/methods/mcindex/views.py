@@ -78,6 +78,9 @@ CHARS_PER_TOKEN = 4
 MIN_SUMMARY_SHARE = 0.3
 #: Rejected answers listed in :attr:`ViewEnricher.failures`.
 MAX_FAILURES_LISTED = 20
+#: Version of the answer checks, part of an LLM view's settings (so of its cache key): view texts cached
+#: before the checks existed, or under other ones, are not read back unchecked.
+VIEW_CHECKS = 1
 
 
 class ViewEnricher(LLMBacked):
@@ -357,7 +360,8 @@ class KeywordsEnricher(ViewEnricher):
 
     def settings(self) -> dict:
         if self.effective_backend == "llm":
-            return {"prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens}
+            return {"prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens,
+                    "checks": VIEW_CHECKS}
         return {"n": self.n, "diversity": self.diversity, "candidates": self.candidates, "ngrams": 3}
 
     def offline_texts(self, texts, embed, doc_vecs):
@@ -433,7 +437,8 @@ class SummaryEnricher(ViewEnricher):
     def settings(self) -> dict:
         base = {"min_words": self.min_words}
         if self.effective_backend == "llm":
-            return {**base, "prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens}
+            return {**base, "prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens,
+                    "checks": VIEW_CHECKS}
         return {**base, "max_words": self.max_words, "max_sentences": self.max_sentences, "method": "centroid"}
 
     def offline_texts(self, texts, embed, doc_vecs):
