@@ -20,7 +20,7 @@ import pytest
 import momoka
 from momoka import Index
 from momoka.llm import OpenAIClient
-from momoka.llm.testing import Reply, last_user
+from momoka.llm.testing import Reply
 from momoka.methods.fallbacks import FALLBACKS_KEY, has_fallbacks
 from momoka.methods.grounding import content_terms, grounding, grounding_problem
 from momoka.methods.mcindex import KeywordsEnricher, SummaryEnricher

@@ -38,14 +38,10 @@ reaches the model.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from ...errors import ConfigError, LLMResponseError
 from ...stats import Stats, examples
