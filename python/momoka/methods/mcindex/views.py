@@ -401,7 +401,7 @@ class KeywordsEnricher(ViewEnricher):
                 answers.append(", ".join(kept) if kept else None)
                 problems.append(why)
                 forget.append(p.messages)
-                self._count("rejected_ungrounded", why is not None)
+                self._count("rejected_ungrounded", int(why is not None))
             elif p.raw is not None:  # no JSON list after the re-asks (complete_parsed forgot those answers)
                 self._count("parse_failures", 1)
                 answers.append(None)
@@ -463,7 +463,7 @@ class SummaryEnricher(ViewEnricher):
                 continue
             why = grounding_problem(summary, self._source_terms(t, n), MIN_SUMMARY_SHARE, what="summary",
                                     where="text")
-            self._count("rejected_ungrounded", why is not None)
+            self._count("rejected_ungrounded", int(why is not None))
             answers.append(summary)
             problems.append(why)
         return self._settle(texts, items, answers, problems, [r.text or "" for r in res], msgs, params)
