@@ -243,6 +243,11 @@ def test_llm_max_failed_is_checked_in_python(tmp_path):
         Index.build([{"doc_id": "a", "text": "One. Two."}], embedder=None, llm_max_failed=1.5)
 
 
+def _first_sentence(body: dict) -> str:
+    """The first sentence of the section a summary request quotes."""
+    return last_user(body).split("Section Text:\n", 1)[1].split(". ")[0] + "."
+
+
 def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
     from momoka.llm import OpenAIClient
     from momoka.methods.mcindex import KeywordsEnricher, SummaryEnricher
@@ -254,8 +259,9 @@ def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
     with pytest.raises(LLMFallbackError, match=r"^keywords: 10 of 10 answers \(100.0 %\) were unusable"):
         Index.build(docs, chunker="paragraph", embedder=None, enrich=[kw], progress=False)
 
-    # summaries: 1 empty answer of 5 (sections over min_words=3 words) -> warned, recorded, asked again later
-    srv.script = lambda body, i: Reply("" if "owl" in last_user(body).split() else "A short summary.")
+    # summaries: 1 empty answer of 5 (sections over min_words=3 words) -> warned, recorded, asked again later;
+    # the others answer the section's first sentence (a summary grounded in its section, one per section)
+    srv.script = lambda body, i: Reply("" if "owl" in last_user(body).split() else _first_sentence(body))
     sm = SummaryEnricher("llm", llm=llm, cache=str(tmp_path / "views.sqlite"), min_words=3)
     with pytest.warns(UserWarning, match=r"^summary: 2 of 10 answers \(20.0 %\) were unusable; those chunks are "
                                          r"their own summary$"):
@@ -265,7 +271,7 @@ def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
     assert owl == {"asked": 2, "fallbacks": [[0, len(_paragraphs("owl")[0])],
                                              [text.index(_paragraphs("owl")[1]), len(text)]]}
     srv.reset()
-    srv.script = lambda body, i: Reply("A short summary.")
+    srv.script = lambda body, i: Reply(_first_sentence(body))
     ix.add(docs, existing="skip")
     assert srv.count == 2 and ix.report["redone"] == ["owl"]
     assert not has_fallbacks(ix.store.documents["owl"].metadata)

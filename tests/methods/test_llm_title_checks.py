@@ -21,16 +21,8 @@ from momoka import Index
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, last_user
 from momoka.methods.fallbacks import FALLBACKS_KEY, has_fallbacks
-from momoka.methods.momoka.title import (
-    TitleLedger,
-    clean_title,
-    content_terms,
-    grounding,
-    grounding_problem,
-    jaccard,
-    make_titles,
-    sketch,
-)
+from momoka.methods.grounding import content_terms, grounding, grounding_problem, jaccard, sketch
+from momoka.methods.momoka.title import TitleLedger, clean_title, make_titles
 from momoka.text import Document
 
 REPO_PY = Path(momoka.__file__).resolve().parents[1]
@@ -184,9 +176,11 @@ def test_grounding_counts_content_words_by_hand():
     assert terms == {"zebra", "migrat", "across", "serengeti", "year", "follow", "rain"}
     assert grounding("Zebra Migration", terms) == (2, 2)          # zebra, migrat
     assert grounding("Zebra Herds of Kenya", terms) == (1, 3)     # zebra; herd, kenya are not in it
-    assert grounding_problem("Zebra Herds", terms) is None        # 1 of 2: half is enough
-    assert grounding_problem("Zebra Herds of Kenya", terms) == "only 1 of the title's 3 content words occur in the document"
-    assert grounding_problem("What It Is", terms) == "the title has no content word"
+    assert grounding_problem("Zebra Herds", terms) is None        # 1 of 2: half is enough (the default share)
+    assert grounding_problem("Zebra Herds of Kenya", terms, what="title", where="document") == \
+        "only 1 of the title's 3 content words occur in the document"
+    assert grounding_problem("Zebra Herds of Kenya", terms, 1 / 3) is None  # a lower share: 1 of 3 is enough
+    assert grounding_problem("What It Is", terms, what="title") == "the title has no content word"
     # scripts without spaces: every CJK character is a term
     zh = content_terms("长城是中国古代的军事防御工程。")
     assert grounding("长城", zh) == (2, 2) and grounding("黄河", zh) == (0, 2)

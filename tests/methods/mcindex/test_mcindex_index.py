@@ -120,9 +120,13 @@ def test_retriever_union_rrf_bm25_and_errors(env):
 def _llm_script(body, i):
     prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")  # re-asks: the first prompt
     if "keyword extractor" in prompt:
-        if "Cooling" in prompt.split("Section Text:")[0]:
-            return Reply("Sure! The keywords are: cooling towers, heat")  # no list: re-asked, then kept as text
-        return Reply('["reactor core", "steam turbine"]')
+        name = prompt.split("Section Name: ")[1].split("\n")[0].split(" > ")[-1]
+        if name == "Cooling":
+            return Reply("Sure! The keywords are: cooling towers, heat")  # no list: re-asked, then a fallback
+        if name == "Reactor":
+            return Reply('["reactor core", "steam turbine"]')
+        text = prompt.split("Beginning of text ")[1].split(" End of text")[0]
+        return Reply(json.dumps([text.split(".")[0]]))  # a keyword list grounded in its section, one per section
     return Reply("The reactor heats water into steam that drives a turbine.")
 
 
@@ -140,7 +144,9 @@ def test_llm_backend_uses_the_paper_prompts_and_records_the_model(env):
     first = bodies[0]["messages"][-1]["content"]
     assert "Section Name:" in first and "Do not output anything else" in first or "summarization" in first
     assert kw_texts["Reactor"] == "reactor core, steam turbine"
-    assert "cooling towers" in kw_texts["Cooling"] and kw.stats["parse_failures"] == 2
+    # the fallback (no list after the re-asks) is the chunk's own text: its heading and paragraph
+    assert kw_texts["Cooling"] == "Cooling\n\nCooling towers release heat into the air. Rivers supply water." \
+        and kw.stats["parse_failures"] == 2
     assert sm.stats["llm_calls"] == 1  # one section over 200 words
     assert ix.store.vector_view("keywords").source["backend"] == "llm:scripted-llm"
     est = sm.estimate([None], [[ix.store.chunks.get(c) for c in ids]])

@@ -33,7 +33,7 @@ The value of an evidence set E (:class:`CoverageValue`) is
     value(E) = coverage_weight x coverage(q, E) + (1 - coverage_weight) x max over s in E of cos(q, s)
 
 where coverage is the share of the question's content terms (BM25's analyser,
-English stop words dropped, Porter stems: :func:`momoka.methods.standard.evidence.content_terms`)
+English stop words dropped, Porter stems: :func:`momoka.methods.grounding.content_terms`)
 that E contains. The value never falls when a sentence is added, and rises only
 when the sentence covers more of the question (or is closer to it); the beam
 keeps the best path of any depth, and a tie goes to the shorter path, so a
@@ -56,7 +56,7 @@ from ..._validate import check_float, check_int
 from ...errors import ConfigError, InputError
 from ...store.bm25 import BM25
 from ...text import span_sentences
-from ..standard.evidence import content_terms
+from ..grounding import content_terms
 from ..standard.fusion import convex
 from .beam import BeamResult, SearchStats, run_beam
 

@@ -19,11 +19,32 @@ Like the paper, sections of at most ``min_words`` words (200) are their own
 summary (their raw vector is copied, not re-embedded). View texts are cached on
 disk (:class:`momoka.llm.ResponseCache`, the LLM cache file by default) per
 chunk text and settings, batch by batch, so an interrupted build resumes where
-it stopped. With the LLM back-end, an unusable answer (keywords: no JSON list
-after the re-asks, kept as its raw text; summary: an empty answer, the chunk is
-its own summary) follows :mod:`momoka.methods.fallbacks`: counted in
-``fallbacks``, bounded by ``--llm-max-failed``, recorded per document (items:
-the chunk's ``[start, end]``) and never cached, so a rerun asks it again. :meth:`ViewEnricher.estimate` gives the LLM calls and tokens before a run.
+it stopped. :meth:`ViewEnricher.estimate` gives the LLM calls and tokens before a run.
+
+With the LLM back-end an answer is checked before it is kept (the checks of
+:mod:`momoka.methods.grounding`, shared with the document titles; content terms
+are BM25's analyser output, the source is the section name and text shown to
+the LLM):
+
+* **keywords**: each keyword of the JSON list must be grounded in its source
+  (at least :data:`~momoka.methods.grounding.MIN_GROUNDED_SHARE`, half, of its
+  content terms occur there); the others are dropped (``stats["keywords_dropped"]``).
+  An answer without a JSON list after the re-asks, or with no grounded keyword,
+  is unusable.
+* **summary**: an empty answer is unusable, and so is one of which less than
+  :data:`MIN_SUMMARY_SHARE` of its distinct content terms occur in its source.
+* **both**: the same keyword list (the kept keywords) or the same summary for
+  two chunks whose texts share less than
+  :data:`~momoka.methods.grounding.RELATED_JACCARD` of their content terms is
+  unusable for both (the enricher's :class:`~momoka.methods.grounding.AnswerLedger`
+  remembers the answers of a run).
+
+An unusable answer falls back to the chunk's own text (its raw vector is
+copied) and follows :mod:`momoka.methods.fallbacks`: counted in ``fallbacks``,
+bounded by ``--llm-max-failed``, recorded per document (items: the chunk's
+``[start, end]``), never kept in the view cache and removed from the LLM cache,
+so a rerun asks exactly those again. ``failures`` lists the first 20
+``(chunk, reason)``.
 """
 
 from __future__ import annotations
@@ -40,6 +61,7 @@ from ...store.store import RAW_VIEW
 from ...progress import Progress
 from .._backend import LLMBacked
 from ..fallbacks import FallbackTally, set_record
+from ..grounding import AnswerLedger, answer_key, content_terms, grounding_problem, sketch
 from ..sources import load_embedder
 from . import offline
 
@@ -48,6 +70,17 @@ __all__ = ["BACKENDS", "KeywordsEnricher", "SummaryEnricher", "ViewEnricher"]
 BACKENDS = ("auto", "offline", "llm")
 #: Characters per token in the pre-run estimate.
 CHARS_PER_TOKEN = 4
+#: Share of an LLM summary's distinct content terms that must occur in its source. Lower than a title's
+#: half because summaries paraphrase: summaries written for seven shared-set sections (finance reports,
+#: papers, stories) had 0.39 to 0.94 of their content terms in their own section, at most 0.23 in another
+#: document's (except two reports from one template: 0.43), and answers about the text ("This section
+#: summarizes the key points.") 0 to 0.17 (docs/mcindex.md).
+MIN_SUMMARY_SHARE = 0.3
+#: Rejected answers listed in :attr:`ViewEnricher.failures`.
+MAX_FAILURES_LISTED = 20
+#: Version of the answer checks, part of an LLM view's settings (so of its cache key): view texts cached
+#: before the checks existed, or under other ones, are not read back unchecked.
+VIEW_CHECKS = 1
 
 
 class ViewEnricher(LLMBacked):
@@ -67,6 +100,8 @@ class ViewEnricher(LLMBacked):
     prompt = ""
     #: What an unusable LLM answer falls back to (the warning's end).
     outcome = "those chunks fell back"
+    #: What one LLM answer is called in the reasons of :attr:`failures`.
+    what = "answer"
     #: Times an unusable LLM answer is asked again (each one more request; priced by :meth:`estimate`).
     max_reasks = 0
 
@@ -82,6 +117,10 @@ class ViewEnricher(LLMBacked):
         self.view = self.name
         self.stats: dict[str, float] = {}
         self.fallbacks = FallbackTally(self.name, self.name, "answers", self.outcome)
+        #: The answers kept in this run, to find one answer given to unrelated chunks.
+        self.ledger = AnswerLedger(what=self.what, of="chunk")
+        #: ``(chunk, reason)`` of the first :data:`MAX_FAILURES_LISTED` unusable LLM answers.
+        self.failures: list[tuple[str, str]] = []
 
     # ------------------------------------------------------------------ to implement
 
@@ -93,9 +132,9 @@ class ViewEnricher(LLMBacked):
         """View texts of ``texts`` by the offline back-end."""
         raise NotImplementedError
 
-    def llm_texts(self, texts: list[str], names: list[str]) -> tuple[list[str], list[str | None]]:
-        """View texts of ``texts`` (section names ``names``) by the LLM back-end, and per text the
-        unusable answer it fell back from (None when the answer was used)."""
+    def llm_texts(self, texts: list[str], names: list[str], items: list[str]) -> tuple[list[str], list[str | None]]:
+        """View texts of ``texts`` (section names ``names``, chunks named ``items`` in reasons) by the LLM
+        back-end, and per text the unusable answer it fell back from (None when the answer was used)."""
         raise NotImplementedError
 
     def needs_text(self, text: str) -> bool:
@@ -135,6 +174,43 @@ class ViewEnricher(LLMBacked):
         return {"text": f"{self.name} of the chunk", "by": self.name, "backend": self.backend_id(index),
                 "settings": self.settings()}
 
+    def _source_terms(self, text: str, name: str) -> set[str]:
+        """The content terms an answer about ``text`` may use: those of the section name and text in the prompt."""
+        return content_terms(f"{name}\n{text[: self.max_chars]}")
+
+    def _settle(self, texts: list[str], items: list[str], answers: list[str | None], problems: list[str | None],
+                raws: list[str | None], forget: list[Any], params: dict) -> tuple[list[str], list[str | None]]:
+        """Keep or reject a batch of answers (see the module docstring).
+
+        ``answers[i]``: the view text of a usable answer (else None, with ``problems[i]`` saying why);
+        ``raws[i]``: the answer as received; ``forget[i]``: the conversation whose cached answer is removed
+        when the answer is rejected (None: nothing to remove). Usable answers also pass the same-answer check
+        (:attr:`ledger`). Returns the view texts (a rejected answer's is the chunk text) and, per text, the
+        rejected answer (None when kept).
+        """
+        usable = [i for i, a in enumerate(answers) if a is not None and problems[i] is None]
+        repeated = self.ledger.check([(items[i], answers[i], sketch(content_terms(texts[i][: self.max_chars])))
+                                      for i in usable])
+        for m, why in repeated.items():
+            problems[usable[m]] = why
+        self._count("rejected_repeated", len(repeated))
+        out: list[str] = []
+        bad: list[str | None] = []
+        for i, t in enumerate(texts):
+            if problems[i] is None:
+                out.append(answers[i])  # type: ignore[arg-type]
+                bad.append(None)
+                continue
+            out.append(t)
+            bad.append(raws[i] if raws[i] is not None else "")
+            if len(self.failures) < MAX_FAILURES_LISTED:
+                self.failures.append((items[i], problems[i]))
+        drop = [forget[i] for i, b in enumerate(bad) if b is not None and forget[i] is not None]
+        llm_forget = getattr(self.llm, "forget", None)
+        if drop and callable(llm_forget):  # not kept: out of the LLM cache, so a rerun asks again
+            llm_forget(drop, **params)
+        return out, bad
+
     # ------------------------------------------------------------------ enrich
 
     def view_texts(self, index: Any, ids: list[int]) -> list[str]:
@@ -168,7 +244,9 @@ class ViewEnricher(LLMBacked):
                 if backend == "llm":
                     names = [" > ".join(store.chunks.get(ids[i]).section) or (index.title(store.chunks.doc_id(ids[i]))
                                                                               or "") for i in part]
-                    got, bad = self.llm_texts([texts[i] for i in part], names)
+                    spans = [store.chunks.span(ids[i]) for i in part]
+                    got, bad = self.llm_texts([texts[i] for i in part], names,
+                                              [f"{d} [{a}, {b}]" for d, a, b in spans])
                     for i, b in zip(part, bad):
                         if b is not None:
                             doc_id, start, end = store.chunks.span(ids[i])
@@ -269,7 +347,8 @@ class KeywordsEnricher(ViewEnricher):
 
     name = "keywords"
     prompt = "mcindex.keywords"
-    outcome = "those chunks' keyword views are the raw answers"
+    outcome = "those chunks' keyword views are their own text"
+    what = "keyword list"
     max_reasks = 2
 
     def __init__(self, backend: str = "auto", *, n: int = 10, diversity: float = 0.5, candidates: int = 40,
@@ -281,7 +360,8 @@ class KeywordsEnricher(ViewEnricher):
 
     def settings(self) -> dict:
         if self.effective_backend == "llm":
-            return {"prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens}
+            return {"prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens,
+                    "checks": VIEW_CHECKS}
         return {"n": self.n, "diversity": self.diversity, "candidates": self.candidates, "ngrams": 3}
 
     def offline_texts(self, texts, embed, doc_vecs):
@@ -289,24 +369,47 @@ class KeywordsEnricher(ViewEnricher):
                                  top=self.candidates)
         return [", ".join(k) for k in kws]
 
-    def llm_texts(self, texts, names):
+    def grounded_keywords(self, keywords: Sequence[Any], source_terms: set[str]) -> tuple[list[str], str | None]:
+        """The keywords grounded in a source with ``source_terms`` (in order, each once: same lower-cased
+        words) and, when there is none, why the first one is not."""
+        kept, seen, first = [], set(), None
+        for v in keywords:
+            kw = " ".join(str(v).split())
+            why = grounding_problem(kw, source_terms, what="keyword", where="text")
+            if why is None and answer_key(kw) not in seen:
+                seen.add(answer_key(kw))
+                kept.append(kw)
+            elif why is not None and first is None:
+                first = f"{kw!r}: {why}"
+        self._count("keywords_dropped", len(keywords) - len(kept))
+        if kept:
+            return kept, None
+        return [], f"none of its {len(keywords)} keywords is grounded in the text ({first})"
+
+    def llm_texts(self, texts, names, items):
         from ...llm import JSONListParser  # start-up: momoka.llm
 
-        res = self.llm.complete_parsed(self._prompted(texts, names), JSONListParser(min_items=1), temperature=0,
-                                       max_tokens=self.max_tokens, max_reasks=self.max_reasks,
-                                       method="mcindex.keywords")
-        out, bad = [], []
-        for p in res:
+        params = {"temperature": 0, "max_tokens": self.max_tokens, "method": "mcindex.keywords"}
+        res = self.llm.complete_parsed(self._prompted(texts, names), JSONListParser(min_items=1),
+                                       max_reasks=self.max_reasks, **params)
+        answers: list[str | None] = []
+        problems: list[str | None] = []
+        forget: list[Any] = []
+        for t, n, p in zip(texts, names, res):
             if p.ok:
-                out.append(", ".join(str(v).strip() for v in p.value))
-                bad.append(None)
-            elif p.raw:  # unparsable list: its words still describe the section (a counted fallback)
+                kept, why = self.grounded_keywords(p.value, self._source_terms(t, n))
+                answers.append(", ".join(kept) if kept else None)
+                problems.append(why)
+                forget.append(p.messages)
+                self._count("rejected_ungrounded", int(why is not None))
+            elif p.raw is not None:  # no JSON list after the re-asks (complete_parsed forgot those answers)
                 self._count("parse_failures", 1)
-                out.append(p.raw.strip())
-                bad.append(p.raw)
+                answers.append(None)
+                problems.append("the answer has no JSON list of keywords")
+                forget.append(None)
             else:
                 raise LLMError(f"keywords request failed: {p.error}")
-        return out, bad
+        return self._settle(texts, items, answers, problems, [p.raw for p in res], forget, params)
 
 
 class SummaryEnricher(ViewEnricher):
@@ -321,6 +424,7 @@ class SummaryEnricher(ViewEnricher):
     name = "summary"
     prompt = "mcindex.summary"
     outcome = "those chunks are their own summary"
+    what = "summary"
 
     def __init__(self, backend: str = "auto", *, min_words: int = 200, max_words: int = 150,
                  max_sentences: int = 10, max_tokens: int = 400, **options: Any):
@@ -333,31 +437,33 @@ class SummaryEnricher(ViewEnricher):
     def settings(self) -> dict:
         base = {"min_words": self.min_words}
         if self.effective_backend == "llm":
-            return {**base, "prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens}
+            return {**base, "prompt": self.prompt, "max_chars": self.max_chars, "max_tokens": self.max_tokens,
+                    "checks": VIEW_CHECKS}
         return {**base, "max_words": self.max_words, "max_sentences": self.max_sentences, "method": "centroid"}
 
     def offline_texts(self, texts, embed, doc_vecs):
         return offline.extractive_summary(texts, embed, max_words=self.max_words, max_sentences=self.max_sentences)
 
-    def llm_texts(self, texts, names):
+    def llm_texts(self, texts, names, items):
         msgs = self._prompted(texts, names)
         params = {"temperature": 0, "max_tokens": self.max_tokens, "method": "mcindex.summary"}
         res = self.llm.complete_batch(msgs, **params)
-        out, bad, empty = [], [], []
-        for t, m, r in zip(texts, msgs, res):
+        answers: list[str | None] = []
+        problems: list[str | None] = []
+        for t, n, r in zip(texts, names, res):
             if not r.ok:
                 raise LLMError(f"summary request failed: {r.error}")
             self._count("prompt_tokens", r.prompt_tokens)
             self._count("completion_tokens", r.completion_tokens)
-            if not (r.text or "").strip():
+            summary = (r.text or "").strip()
+            if not summary:
                 self._count("empty_answers", 1)
-                out.append(t)
-                bad.append(r.text or "")
-                empty.append(m)
-            else:
-                out.append(r.text.strip())
-                bad.append(None)
-        forget = getattr(self.llm, "forget", None)
-        if empty and callable(forget):
-            forget(empty, **params)  # an empty answer is not kept in the LLM cache either
-        return out, bad
+                answers.append(None)
+                problems.append("the answer is empty")
+                continue
+            why = grounding_problem(summary, self._source_terms(t, n), MIN_SUMMARY_SHARE, what="summary",
+                                    where="text")
+            self._count("rejected_ungrounded", int(why is not None))
+            answers.append(summary)
+            problems.append(why)
+        return self._settle(texts, items, answers, problems, [r.text or "" for r in res], msgs, params)

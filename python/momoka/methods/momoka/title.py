@@ -9,18 +9,23 @@ An LLM answer is kept as the title only when it passes three checks:
 
 1. **One short line** (:func:`clean_title`): one non-empty line of at most
    :data:`MAX_TITLE_CHARS` characters and :data:`MAX_TITLE_WORDS` words.
-2. **Grounded in its document** (:func:`grounding`): at least
-   :data:`MIN_GROUNDED_SHARE` (half) of the title's distinct content terms occur
-   among the document's content terms, and it has at least one. Content terms
-   are BM25's analyser output (:func:`momoka.store.bm25.tokenize` with Porter
-   stems and English stop words dropped: ``"Zebras Migrating"`` gives
-   ``zebra``, ``migrat``; every CJK character is a term of its own).
+2. **Grounded in its document** (:func:`~momoka.methods.grounding.grounding_problem`):
+   at least :data:`~momoka.methods.grounding.MIN_GROUNDED_SHARE` (half) of the
+   title's distinct content terms occur among the document's content terms, and
+   it has at least one. Content terms are BM25's analyser output
+   (:func:`~momoka.methods.grounding.content_terms`: Porter stems, English stop
+   words dropped: ``"Zebras Migrating"`` gives ``zebra``, ``migrat``; every CJK
+   character is a term of its own).
 3. **Not the same answer for unrelated documents** (:class:`TitleLedger`):
-   the same title (same lower-cased words, :func:`title_key`) given to two
-   documents whose opening texts (the part shown to the LLM) share less than
-   :data:`RELATED_JACCARD` of their content terms (Jaccard) is a fallback for
-   the later document, and for both when they are in the same batch. The
-   ledger remembers the last :data:`LEDGER_TITLES` titles of a run.
+   the same title (same lower-cased words) given to two documents whose opening
+   texts (the part shown to the LLM) share less than
+   :data:`~momoka.methods.grounding.RELATED_JACCARD` of their content terms
+   (Jaccard) is a fallback for the later document, and for both when they are in
+   the same batch. The ledger remembers the last :data:`LEDGER_TITLES` titles of
+   a run.
+
+The checks of 2 and 3 are :mod:`momoka.methods.grounding`'s, shared with
+MC-indexing's keyword and summary views.
 
 A title the LLM fails to produce (a request error, or an answer rejected by
 any check) falls back to the document's own title, else its first heading,
@@ -33,17 +38,14 @@ reaches the model.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ...errors import ConfigError, LLMResponseError
 from ...stats import Stats, examples
+from ..grounding import AnswerLedger, content_terms, grounding_problem, sketch
 
 #: Title modes of :func:`make_titles`.
 TITLE_MODES = ("llm", "document", "prefer-document", "none")
@@ -53,16 +55,8 @@ DEFAULT_TITLE_CONTEXT = 4000
 MAX_TITLE_CHARS = 200
 #: Most words (whitespace-separated) of an accepted title; longer answers are sentences or summaries.
 MAX_TITLE_WORDS = 20
-#: Share of a title's distinct content terms that must occur in its document (:func:`grounding`).
-MIN_GROUNDED_SHARE = 0.5
-#: Two documents are related when the content terms of their openings overlap at least this much (Jaccard).
-RELATED_JACCARD = 0.25
-#: Content terms kept per document for the Jaccard estimate (bottom-k sketch; exact up to this many terms).
-SKETCH_TERMS = 64
 #: Titles a :class:`TitleLedger` remembers (least recently seen forgotten first).
 LEDGER_TITLES = 10_000
-#: Documents remembered per title by a :class:`TitleLedger`.
-LEDGER_PER_TITLE = 8
 #: Fallback titles (first sentence) are cut to this many characters at a word boundary.
 FALLBACK_CHARS = 120
 
@@ -104,95 +98,13 @@ def clean_title(answer: Any) -> str | None:
     return t
 
 
-def content_terms(text: str) -> set[str]:
-    """The distinct content terms of ``text``: BM25's tokens with Porter stems, English stop words dropped."""
-    from ...store.bm25 import tokenize  # start-up: momoka.store.bm25
-
-    return set(tokenize(text, stem=True, stopwords="english"))
-
-
-def grounding(title: str, document_terms: set[str]) -> tuple[int, int]:
-    """``(found, total)``: how many of ``title``'s distinct content terms occur in ``document_terms``."""
-    terms = content_terms(title)
-    return len(terms & document_terms), len(terms)
-
-
-def grounding_problem(title: str, document_terms: set[str]) -> str | None:
-    """Why ``title`` is not grounded in a document with ``document_terms`` (None when it is): it needs a
-    content term, and at least :data:`MIN_GROUNDED_SHARE` of its content terms must occur in the document."""
-    found, total = grounding(title, document_terms)
-    if total == 0:
-        return "the title has no content word"
-    if found < MIN_GROUNDED_SHARE * total:
-        return f"only {found} of the title's {total} content words occur in the document"
-    return None
-
-
-def title_key(title: str) -> tuple[str, ...]:
-    """What makes two titles "the same": their lower-cased words (BM25's tokens, stop words kept, no stems)."""
-    from ...store.bm25 import tokenize  # start-up: momoka.store.bm25
-
-    return tuple(tokenize(title))
-
-
-def sketch(terms: set[str], k: int = SKETCH_TERMS) -> np.ndarray:
-    """The bottom-``k`` sketch of a term set: the ``k`` smallest 64-bit hashes (BLAKE2b) of its terms, sorted."""
-    hs = np.fromiter((int.from_bytes(hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                                     "little") for t in terms), dtype=np.uint64, count=len(terms))
-    hs.sort()
-    return hs[:k].copy()
-
-
-def jaccard(a: np.ndarray, b: np.ndarray, k: int = SKETCH_TERMS) -> float:
-    """Jaccard similarity of two term sets from their bottom-``k`` sketches (:func:`sketch`): exact when the
-    two sets together have at most ``k`` terms, else the bottom-k estimate (1.0 for two empty sets)."""
-    union = np.union1d(a, b)[:k]
-    if len(union) == 0:
-        return 1.0
-    both = np.intersect1d(a, b, assume_unique=True)
-    return float(np.isin(union, both, assume_unique=True).sum()) / len(union)
-
-
-class TitleLedger:
-    """The LLM titles a run gave, to find the same title given to unrelated documents (check 3 of the module).
-
-    Remembers, per title (:func:`title_key`), up to :data:`LEDGER_PER_TITLE` documents with a sketch of the
-    content terms of their openings; at most ``capacity`` titles (least recently seen forgotten first).
-    """
+class TitleLedger(AnswerLedger):
+    """The LLM titles a run gave, to find the same title given to unrelated documents (check 3 of the module):
+    an :class:`~momoka.methods.grounding.AnswerLedger` of titles and documents remembering ``capacity``
+    titles."""
 
     def __init__(self, capacity: int = LEDGER_TITLES):
-        self.capacity = int(capacity)
-        self._titles: OrderedDict = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._titles)
-
-    def check(self, entries: Sequence[tuple[Any, str, np.ndarray]]) -> dict[int, str]:
-        """Check a batch of ``(doc_id, title, sketch)`` and remember them; ``{position: reason}`` of the
-        entries whose title was also given to a document unrelated to theirs (in this batch or earlier)."""
-        keys = [title_key(t) for _, t, _ in entries]
-        groups: dict[tuple, list[int]] = {}
-        for i, k in enumerate(keys):
-            groups.setdefault(k, []).append(i)
-        out: dict[int, str] = {}
-        for k, members in groups.items():
-            earlier = list(self._titles.get(k, ()))
-            for i in members:
-                doc_id, _, sk = entries[i]
-                others = earlier + [(entries[j][0], entries[j][2]) for j in members if j != i]
-                for other_id, other_sk in others:
-                    if other_id != doc_id and jaccard(sk, other_sk) < RELATED_JACCARD:
-                        out[i] = (f"the same title was given to document {other_id!r}, which shares less than "
-                                  f"{RELATED_JACCARD:g} of its content words")
-                        break
-            held = self._titles.setdefault(k, [])
-            self._titles.move_to_end(k)
-            for i in members:
-                if len(held) < LEDGER_PER_TITLE and all(entries[i][0] != d for d, _ in held):
-                    held.append((entries[i][0], entries[i][2]))
-        while len(self._titles) > self.capacity:
-            self._titles.popitem(last=False)
-        return out
+        super().__init__(capacity, what="title", of="document")
 
 
 def _title_parser(answer: str) -> str:
@@ -310,7 +222,7 @@ def make_titles(
         grounded: list[int] = []
         for n, (i, res) in enumerate(zip(ask, results)):
             if res.ok:
-                why = grounding_problem(res.value, content_terms(docs[i].text))
+                why = grounding_problem(res.value, content_terms(docs[i].text), what="title", where="document")
                 if why is None:
                     grounded.append(n)
                 else:

@@ -29,9 +29,9 @@ import numpy as np
 
 from ..._validate import check_float, check_int
 from ...errors import InputError
-from ...store.bm25 import tokenize
 from ...text import span_sentences
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
+from ..grounding import content_terms
 from ...registry import register
 from .reader import budget_context
 
@@ -39,12 +39,6 @@ from .reader import budget_context
 DEFAULT_SENTENCES = 3
 #: Weight of the question-term share beside the embedder's cosine.
 TERM_WEIGHT = 0.5
-
-
-def content_terms(text: str) -> set[str]:
-    """The content words of ``text`` as BM25's analyser reads them: lower case, English stop words dropped,
-    Porter stems."""
-    return set(tokenize(text, stem=True, stopwords="english"))
 
 
 def term_scores(question: str, sentences: list[str]) -> np.ndarray:
