@@ -11,21 +11,18 @@ again (counted at the server) without --overwrite.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import momoka
 from momoka import Index
 from momoka.errors import ConfigError, LLMFallbackError
 from momoka.llm.testing import Reply, last_user
 from momoka.methods.fallbacks import FALLBACKS_KEY, FallbackTally, has_fallbacks, set_record, summarize
 
-REPO_PY = Path(momoka.__file__).resolve().parents[1]
+from _oracles.index_cli import index_with_llm
 TOPICS = ["cat", "owl", "fog", "ship", "bee"]
 
 
@@ -44,13 +41,7 @@ def _docs(root: Path, n: int) -> dict[str, str]:
 
 
 def _index(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO_PY) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               MOMOKA_HOME=str(tmp_path / "home"), MOMOKA_PROGRESS="0")
-    for k in ("MOMOKA_LLM_CACHE", "MOMOKA_LLM_MAX_FAILED", "MOMOKA_LLM_BASE_URL"):
-        env.pop(k, None)
-    cmd = [sys.executable, "-m", "momoka", "index", str(tmp_path / "docs"), "--store", str(tmp_path / "s"),
-           "--no-dense", "--llm-url", url, "--llm-model", "scripted", *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+    return index_with_llm(tmp_path, url, *extra)
 
 
 def _paragraph_of(body: dict) -> str:

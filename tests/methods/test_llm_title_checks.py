@@ -9,14 +9,11 @@ again by a rerun. Every expected title below is written by hand from the documen
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import momoka
 from momoka import Index
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply, last_user
@@ -25,7 +22,7 @@ from momoka.methods.grounding import content_terms, grounding, grounding_problem
 from momoka.methods.momoka.title import TitleLedger, clean_title, make_titles
 from momoka.text import Document
 
-REPO_PY = Path(momoka.__file__).resolve().parents[1]
+from _oracles.index_cli import index_with_llm
 
 # four documents about unrelated things (apollo and tides share one content word, "moon")
 DOCS = {
@@ -65,14 +62,7 @@ def _write(root: Path, names) -> None:
 
 
 def _index(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO_PY) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               MOMOKA_HOME=str(tmp_path / "home"), MOMOKA_PROGRESS="0")
-    for k in ("MOMOKA_LLM_CACHE", "MOMOKA_LLM_MAX_FAILED", "MOMOKA_LLM_BASE_URL"):
-        env.pop(k, None)
-    cmd = [sys.executable, "-m", "momoka", "index", str(tmp_path / "docs"), "--store", str(tmp_path / "s"),
-           "--no-dense", "--llm-url", url, "--llm-model", "scripted", "--chunker", "paragraph",
-           "--enrich", "title", "-o", "title.mode=llm", *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+    return index_with_llm(tmp_path, url, "--chunker", "paragraph", "--enrich", "title", "-o", "title.mode=llm", *extra)
 
 
 def _warnings(stderr: str) -> list[str]:

@@ -10,14 +10,11 @@ the same answer was given to an unrelated chunk; an answer with nothing left is 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import momoka
 from momoka import Index
 from momoka.llm import OpenAIClient
 from momoka.llm.testing import Reply
@@ -26,7 +23,7 @@ from momoka.methods.grounding import content_terms, grounding, grounding_problem
 from momoka.methods.mcindex import KeywordsEnricher, SummaryEnricher
 from momoka.methods.mcindex.views import MIN_SUMMARY_SHARE
 
-REPO_PY = Path(momoka.__file__).resolve().parents[1]
+from _oracles.index_cli import index_with_llm
 
 # four one-paragraph documents about unrelated things (apollo and tides share one content word, "moon");
 # the paragraph chunker makes one chunk of each
@@ -83,16 +80,10 @@ def _write(root: Path, names) -> None:
 
 
 def _index(tmp_path: Path, url: str, enrich: str, *extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO_PY) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               MOMOKA_HOME=str(tmp_path / "home"), MOMOKA_PROGRESS="0")
-    for k in ("MOMOKA_LLM_CACHE", "MOMOKA_LLM_MAX_FAILED", "MOMOKA_LLM_BASE_URL"):
-        env.pop(k, None)
     opts = {"keywords": ["-o", "keywords.backend=llm"],
             "summary": ["-o", "summary.backend=llm", "-o", "summary.min_words=3"]}
-    cmd = [sys.executable, "-m", "momoka", "index", str(tmp_path / "docs"), "--store", str(tmp_path / "s"),
-           "--no-dense", "--llm-url", url, "--llm-model", "scripted", "--chunker", "paragraph",
-           "--enrich", enrich, *(o for e in enrich.split(",") for o in opts[e]), *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+    return index_with_llm(tmp_path, url, "--chunker", "paragraph", "--enrich", enrich,
+                          *(o for e in enrich.split(",") for o in opts[e]), *extra)
 
 
 def _warnings(stderr: str) -> list[str]:
