@@ -12,12 +12,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..._validate import check_choice, check_float, check_int
-from ...chunking.context import headed, indexed_text
+from ...chunking.context import HEADED_TEXT, headed, indexed_text
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
 from ..base import Result
 from ...registry import register
-from .coverage import cover_terms
+from .coverage import cover_held, cover_terms, held_terms
 from .links import DocumentTitles, TitleTable, link_titles
 from .fusion import RRF_K, convex, document_prior, rrf
 
@@ -341,19 +341,34 @@ class HybridRetriever(StoreRetriever):
 
     def _cover(self, queries: list[str], fused: list[list[tuple[int, float]]], k: int) -> list[list[tuple[int, float]]]:
         """:func:`cover_terms` over each fused list, the terms being the BM25 view's tokens of each chunk's
-        indexed text (tokenised once per chunk for the whole batch) and their weights
-        :meth:`~momoka.store.bm25.BM25.term_weight`."""
+        indexed text and their weights :meth:`~momoka.store.bm25.BM25.term_weight`.
+
+        Which query terms a chunk holds is read from the view's postings (:func:`.coverage.held_terms`), not
+        by tokenising its text, when the view indexes exactly the text tokenised here (its source is the chunk
+        text or the headed chunk text); the sets, and so the scores, are those of tokenising, to the bit.
+        """
         store = self.index.store
         bv = store.bm25_view(self.bm25.view)
         bm = bv.index
         with_headers = headed(bv.source)
-        terms: dict[int, set[str]] = {}
-        for f in fused:
-            for cid, _ in f:
-                if cid not in terms:
-                    terms[cid] = set(bm.tokenize(indexed_text(store.chunks.get(cid), with_headers)))
-        return [cover_terms(f, set(bm.tokenize(q)), terms.__getitem__, bm.term_weight, self.coverage, k)
-                for q, f in zip(queries, fused)]
+        native = (bv.source or {}).get("text") in ("chunk", HEADED_TEXT)
+        tokens: dict[int, set[str]] = {}
+
+        def terms_of(cid: int) -> set[str]:
+            if cid not in tokens:
+                tokens[cid] = set(bm.tokenize(indexed_text(store.chunks.get(cid), with_headers)))
+            return tokens[cid]
+
+        out = []
+        for q, f in zip(queries, fused):
+            query_terms = set(bm.tokenize(q))
+            if not native or not f or not query_terms or self.coverage <= 0:
+                out.append(cover_terms(f, query_terms, terms_of, bm.term_weight, self.coverage, k))
+                continue
+            held = held_terms(bm, [cid for cid, _ in f], query_terms, terms_of)
+            out.append(cover_held(f, query_terms, held, bm.term_weight, self.coverage, k))
+        return out
+
 
 @register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",),
           needs=lambda o: (f"vectors/{o.get('view', RAW_VIEW)}",))
