@@ -264,7 +264,7 @@ class Index {
     std::size_t n = 0;
     with_prepared([&]() {
       n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + vocab_.size() * (sizeof(List) + 8 + 8 + 4) +
-          vocab_.bytes() + dense_terms_.size() * 4 + dense_.size();
+          vocab_.bytes() + dense_terms_.size() * 4 + dense_.size() + n_distinct_.size() * 4;
       for (std::size_t t = 0; t < vocab_.size(); ++t) n += lists_[t].bytes.capacity();
     });
     return n;
