@@ -84,6 +84,20 @@ def test_bm25_search_batch_releases_the_gil():
     _check(make, 500)
 
 
+def test_bm25_holds_releases_the_gil():
+    rng = np.random.default_rng(2)
+    docs = [" ".join(_words(rng, 200)) for _ in range(3000)]
+    index = _core.BM25Index()
+    index.add(docs, 1)
+    terms = [f"w{i}" for i in range(1, 600, 2)]
+
+    def make(n):
+        ids = rng.integers(0, 3000, n).tolist()
+        return lambda: index.holds(ids, terms)
+
+    _check(make, 20_000)
+
+
 def test_mcts_run_native_releases_the_gil():
     from momoka.mcts import MCTS
 

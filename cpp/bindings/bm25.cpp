@@ -275,6 +275,25 @@ void register_bm25(py::module_& m) {
              return py::make_tuple(ids, scores);
            },
            py::arg("queries"), py::arg("k") = 10, py::arg("n_threads") = 0, py::arg("mask") = py::none())
+      .def("holds",
+           [](const TextIndex& s, const std::vector<std::int64_t>& docs, const Tokens& terms) {
+             std::vector<std::uint32_t> slots(docs.size());
+             for (std::size_t i = 0; i < docs.size(); ++i)  // out of range: no slot (reported as not live)
+               slots[i] = docs[i] >= 0 && docs[i] < 0xFFFFFFFFLL ? static_cast<std::uint32_t>(docs[i]) : 0xFFFFFFFFu;
+             const auto nd = static_cast<py::ssize_t>(docs.size()), nt = static_cast<py::ssize_t>(terms.size());
+             py::array_t<std::uint8_t> out({nd, nt});
+             py::array_t<std::uint32_t> distinct(nd);
+             std::uint8_t* po = out.mutable_data();
+             std::uint32_t* pd = distinct.mutable_data();
+             {
+               py::gil_scoped_release nogil;
+               s.ix->holds(slots, terms, po, pd);
+             }
+             return py::make_tuple(out, distinct);
+           },
+           py::arg("docs"), py::arg("terms"),
+           "For slots `docs` and tokens `terms`: (uint8 array [len(docs), len(terms)], 1 where a live slot holds "
+           "a term; uint32 array, each slot's number of distinct terms, 0 when not live).")
       .def("to_bytes",
            [](const TextIndex& s) {
              std::string b;

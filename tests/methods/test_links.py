@@ -258,3 +258,26 @@ def test_hybrid_named_documents_with_namesakes(tmp_path):
         got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
         assert [h.chunk_id for h in got] == _named_first(ix, q, (("Beta Ltd", ["a1", "a2"]), ("Alpha Corp", ["b"])))
         assert got[0].doc_id in ("a1", "a2") and got[1].doc_id == "b"
+
+
+@pytest.mark.parametrize("independent", [True, False])
+def test_named_documents_parts_are_embedded_with_the_question(tmp_path, independent):
+    """With an embedder whose vectors depend on their text alone, a question naming two documents and its two
+    parts are embedded in one call; with any other embedder in two (the question, then its parts), as a
+    batch could change the vectors. The ranking is the reference's either way."""
+    import momoka
+    from tests.store.conftest import HashEmbedder
+
+    emb = HashEmbedder()
+    if independent:
+        emb.batch_independent = True
+    docs = [{"doc_id": "a", "title": "Alpha Corp", "text": "Alpha Corp revenue rose as its stores grew. " * 12},
+            {"doc_id": "b", "title": "Beta Ltd", "text": "In 2020 the revenue of Beta Ltd fell by a tenth. " * 3},
+            {"doc_id": "c", "title": "Gamma Group", "text": "Gamma Group revenue rose. " * 20}]
+    q = "Compare the revenue of Alpha Corp in 2019 and Beta Ltd in 2020."
+    with momoka.Index.build(docs, store=tmp_path / "s", embedder=emb, size=20, progress=False) as ix:
+        assert ix.embedder_for() is emb
+        before = emb.calls
+        got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
+        assert emb.calls - before == (1 if independent else 2)
+        assert [h.chunk_id for h in got] == _named_first(ix, q, (("Beta Ltd", ["a"]), ("Alpha Corp", ["b"])))

@@ -98,12 +98,14 @@ class Index {
     add_ids_.clear();
     for (const auto& t : tokens) add_ids_.push_back(term_id(t));
     std::sort(add_ids_.begin(), add_ids_.end());
-    for (std::size_t i = 0; i < add_ids_.size();) {
+    std::uint32_t distinct = 0;
+    for (std::size_t i = 0; i < add_ids_.size(); ++distinct) {
       std::size_t j = i;
       while (j < add_ids_.size() && add_ids_[j] == add_ids_[i]) ++j;
       lists_[add_ids_[i]].append(d, static_cast<std::uint32_t>(j - i));  // slots grow: lists stay sorted
       i = j;
     }
+    if (!distinct_stale_) n_distinct_.push_back(distinct);
     doc_len_.push_back(static_cast<std::uint32_t>(tokens.size()));
     alive_.push_back(1);
     total_len_ += tokens.size();
@@ -155,6 +157,7 @@ class Index {
     total_len_ += other.total_len_;
     n_live_ += other.n_live_;
     dirty_ = true;
+    distinct_stale_ = true;
     return {base, other.doc_len_.size()};
   }
 
@@ -210,13 +213,58 @@ class Index {
     return out;
   }
 
+  // Which of `terms` (tokens) each slot of `docs` holds, for re-ranking a
+  // candidate list by query-term coverage without re-tokenising its texts:
+  // out[i * terms.size() + j] = 1 when slot docs[i] is live and has a posting
+  // of terms[j], else 0; n_distinct[i] = how many distinct terms slot docs[i]
+  // holds (0 when it is unknown or deleted). `out` holds docs.size() *
+  // terms.size() bytes, `n_distinct` docs.size() values. The postings are read
+  // through their skips in slot order, O(candidates + blocks) per term; the
+  // distinct counts are kept per slot (counted again from the postings after
+  // an append or a load, on the first call).
+  void holds(const std::vector<std::uint32_t>& docs, const std::vector<std::string>& terms, std::uint8_t* out,
+             std::uint32_t* n_distinct) const {
+    const std::size_t nd = docs.size(), nt = terms.size();
+    std::fill(out, out + nd * nt, std::uint8_t{0});
+    with_fresh([this]() { return dirty_ || distinct_stale_; },
+               [this]() {
+                 if (dirty_) prepare_locked();
+                 if (distinct_stale_) count_distinct_locked();
+               },
+               [&]() {
+                 std::vector<std::size_t> order;  // the live candidates, by slot
+                 order.reserve(nd);
+                 for (std::size_t i = 0; i < nd; ++i) {
+                   const bool live = alive(docs[i]);
+                   n_distinct[i] = live ? n_distinct_[docs[i]] : 0;
+                   if (live) order.push_back(i);
+                 }
+                 std::sort(order.begin(), order.end(),
+                           [&](std::size_t a, std::size_t b) { return docs[a] < docs[b]; });
+                 for (std::size_t j = 0; j < nt; ++j) {
+                   const std::uint32_t id = vocab_.find(terms[j]);
+                   if (id == Vocab::kNone || lists_[id].n == 0) continue;
+                   if (const std::uint8_t* row = dense_row(id)) {
+                     for (std::size_t i : order) out[i * nt + j] = row[docs[i]] != 0;
+                     continue;
+                   }
+                   Cursor c = cursor(id);
+                   for (std::size_t i : order) {
+                     c.advance_to(docs[i]);
+                     if (!c.valid()) break;
+                     if (c.doc() == docs[i]) out[i * nt + j] = 1;
+                   }
+                 }
+               });
+  }
+
   // Bytes held by postings, skips and per-slot / per-term tables (not
   // counting allocator overhead).
   std::size_t memory_bytes() const {
     std::size_t n = 0;
     with_prepared([&]() {
       n = doc_len_.size() * (4 + 1 + 8 + 4) + skips_.size() * sizeof(Skip) + vocab_.size() * (sizeof(List) + 8 + 8 + 4) +
-          vocab_.bytes() + dense_terms_.size() * 4 + dense_.size();
+          vocab_.bytes() + dense_terms_.size() * 4 + dense_.size() + n_distinct_.size() * 4;
       for (std::size_t t = 0; t < vocab_.size(); ++t) n += lists_[t].bytes.capacity();
     });
     return n;
@@ -277,6 +325,8 @@ class Index {
     dense_terms_ = std::move(o.dense_terms_);
     dense_ = std::move(o.dense_);
     dirty_ = true;
+    n_distinct_ = std::move(o.n_distinct_);
+    distinct_stale_ = o.distinct_stale_;
   }
 
   std::uint32_t term_id(const std::string& t) {
@@ -317,6 +367,22 @@ class Index {
   template <class F>
   void with_compacted(F&& f) const {
     with_fresh([this]() { return deleted_; }, [this]() { compact_locked(); }, f);
+  }
+
+  // Each slot's number of distinct terms, from the postings (those of
+  // deleted slots are not read after: holds() reports 0 for them).
+  void count_distinct_locked() const {
+    n_distinct_.assign(doc_len_.size(), 0);
+    for (const auto& li : lists_) {
+      const auto* p = reinterpret_cast<const std::uint8_t*>(li.bytes.data());
+      std::uint32_t doc = 0;
+      for (std::uint32_t i = 0; i < li.n; ++i) {
+        doc += get_varint(p);
+        get_varint(p);
+        ++n_distinct_[doc];
+      }
+    }
+    distinct_stale_ = false;
   }
 
   // Drops the postings of deleted documents (re-coding the lists).
@@ -517,6 +583,8 @@ class Index {
   mutable std::vector<std::uint32_t> skip_start_;
   mutable std::vector<std::uint32_t> dense_terms_;  // terms with a dense tf row, increasing (row r: dense_terms_[r])
   mutable std::vector<std::uint8_t> dense_;          // the rows, n_slots() bytes each
+  mutable std::vector<std::uint32_t> n_distinct_;    // distinct terms per slot (holds())
+  mutable bool distinct_stale_ = true;               // n_distinct_ is to be counted from the postings
 };
 
 }  // namespace momoka::bm25

@@ -68,6 +68,11 @@ class Corpus(_Context):
         """Query vectors for view ``view`` (its embedder, its query prefix)."""
         return self._index.embed_queries(queries, view=view)
 
+    def embedder_for(self, view: str = RAW_VIEW):
+        """The embedder of vector view ``view`` (e.g. to ask whether its vectors depend on their text alone,
+        ``batch_independent``, before embedding queries together)."""
+        return self._index.embedder_for(view)
+
     def member(self, chunk_id: int):
         """The :class:`~momoka.methods.base.Member` of a stored chunk."""
         return self._index.member(chunk_id)

@@ -177,6 +177,22 @@ class BM25:
             raise InputError(f"text must be str, got {type(text).__name__}")
         return self._ix.tokenize(fold_compatibility(text))
 
+    def holds(self, ids: Sequence[int], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Which of the (already tokenised) ``terms`` each document of ``ids`` holds, read from the postings
+        natively (no text is tokenised): ``(held, n_terms)``, ``held`` a bool array of shape
+        ``(len(ids), len(terms))`` (False for every term of an unknown or deleted id) and ``n_terms`` each
+        document's number of distinct terms (int64; 0 for an unknown or deleted id).
+
+        ``held[i, j]`` is ``terms[j] in set(tokens of document ids[i])``, so query-term coverage
+        (:func:`~momoka.methods.standard.coverage.cover_terms`) needs no per-candidate tokenising.
+        """
+        ids = [int(i) for i in ids]
+        terms = list(terms)
+        if not all(isinstance(t, str) for t in terms):
+            raise InputError("terms must be strings")
+        held, n_terms = self._ix.holds(ids, terms)
+        return held.view(bool), n_terms.astype(np.int64)
+
     # -- changes -----------------------------------------------------------
 
     def add(self, texts: Sequence[str], n_threads: int = 0) -> np.ndarray:

@@ -17,8 +17,11 @@ option; the terms are the BM25 view's tokens of each chunk's indexed text).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
-__all__ = ["cover_terms"]
+from ...errors import InputError
+
+__all__ = ["cover_held", "cover_terms", "held_terms"]
 
 
 def cover_terms(ranking: Sequence[tuple[int, float]], query_terms: set[str], terms_of: Callable[[int], set[str]],
@@ -30,6 +33,16 @@ def cover_terms(ranking: Sequence[tuple[int, float]], query_terms: set[str], ter
     items = list(ranking)
     if not items or weight <= 0 or not query_terms:
         return items[:k]
+    return cover_held(items, query_terms, [terms_of(cid) & query_terms for cid, _ in items], idf, weight, k)
+
+
+def cover_held(ranking: Sequence[tuple[int, float]], query_terms: set[str], held: Sequence[set[str]],
+               idf: Callable[[str], float], weight: float, k: int) -> list[tuple[int, float]]:
+    """:func:`cover_terms` given, per item of ``ranking``, the set of query terms it holds (``held[i]``, a
+    subset of ``query_terms``) instead of all its terms."""
+    items = list(ranking)
+    if not items or weight <= 0 or not query_terms:
+        return items[:k]
     vals = [float(s) for _, s in items]
     lo, hi = min(vals), max(vals)
     span = hi - lo
@@ -38,7 +51,9 @@ def cover_terms(ranking: Sequence[tuple[int, float]], query_terms: set[str], ter
     total = sum(weights.values())
     if total <= 0:
         return items[:k]
-    hold = [terms_of(cid) & query_terms for cid, _ in items]
+    hold = list(held)
+    if len(hold) != len(items):
+        raise InputError(f"cover_held: {len(hold)} term sets for {len(items)} items")
     covered: set[str] = set()
     rest = list(range(len(items)))
     out: list[tuple[int, float]] = []
@@ -52,3 +67,22 @@ def cover_terms(ranking: Sequence[tuple[int, float]], query_terms: set[str], ter
         covered |= hold[best]
         out.append((items[best][0], best_val))
     return out
+
+
+def held_terms(bm25: Any, ids: Sequence[int], query_terms: set[str], terms_of: Callable[[int], set[str]]) -> list[set[str]]:
+    """Per id, ``terms_of(id) & query_terms`` with the terms read from ``bm25``'s postings
+    (:meth:`~momoka.store.bm25.BM25.holds`; its document ids being the ids) instead of ``terms_of``.
+
+    Each set is built as ``&`` builds it, so it iterates in the same order and the sums :func:`cover_held`
+    takes over it round alike: ``&`` walks the smaller set, here ``query_terms`` (in its own order) unless
+    the document has fewer distinct terms than the query; those documents, and ids not in ``bm25``, are
+    given by ``terms_of(id) & query_terms``. ``bm25`` must hold exactly the tokens ``terms_of`` gives.
+    """
+    ids = list(ids)
+    if not ids or not query_terms:
+        return [terms_of(cid) & query_terms for cid in ids]
+    order = list(query_terms)
+    held, n_terms = bm25.holds(ids, order)
+    n_q = len(order)
+    return [terms_of(cid) & query_terms if n < n_q else {t for t, h in zip(order, row) if h}
+            for cid, n, row in zip(ids, n_terms.tolist(), held.tolist())]

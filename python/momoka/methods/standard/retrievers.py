@@ -12,12 +12,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..._validate import MAX_COUNT, check_choice, check_float, check_int
-from ...chunking.context import headed, indexed_text
+from ...chunking.context import HEADED_TEXT, headed, indexed_text
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
 from ..base import Result
 from ...registry import register
-from .coverage import cover_terms
+from .coverage import cover_held, cover_terms, held_terms
 from .links import DocumentTitles, TitleTable, link_titles
 from .fusion import RRF_K, convex, document_prior, rrf
 
@@ -135,8 +135,10 @@ class DenseRetriever(StoreRetriever):
     def provenance(self) -> dict:
         return {"retriever": self.name, "view": self.view}
 
-    def rank_batch(self, queries, k, allowed):
-        vecs = self.index.embed_queries(queries, view=self.view)
+    def rank_batch(self, queries, k, allowed, vecs=None):
+        """:meth:`StoreRetriever.rank_batch`; ``vecs``: the queries' vectors when already embedded."""
+        if vecs is None:
+            vecs = self.index.embed_queries(queries, view=self.view)
         vv = self.index.store.vector_view(self.view)
         return [vv.search(v, k, a) for v, a in zip(vecs, allowed)]
 
@@ -245,16 +247,24 @@ class HybridRetriever(StoreRetriever):
     def rank_batch(self, queries, k, allowed):
         if self.dense is None:
             return self.bm25.rank_batch(queries, k, allowed)
-        ranked = self._rank(queries, k, allowed)
-        return self._named(queries, ranked, k, allowed) if self.named_documents > 0 else ranked
+        parts = self._named_parts(queries, allowed) if self.named_documents > 0 else None
+        vecs = sub_vecs = None
+        if parts and getattr(self.index.embedder_for(self.dense.view), "batch_independent", False):
+            # one embedding call for the questions and the parts of them that name documents (the vectors
+            # are those of separate calls: this embedder's vectors depend on their text alone)
+            both = self.index.embed_queries(list(queries) + parts[0], view=self.dense.view)
+            vecs, sub_vecs = both[:len(queries)], both[len(queries):]
+        ranked = self._rank(queries, k, allowed, vecs)
+        return self._named(ranked, k, parts, sub_vecs) if parts else ranked
 
-    def _named(self, queries: list[str], ranked: list[list[tuple[int, float]]], k: int,
-               allowed: list) -> list[list[tuple[int, float]]]:
-        """Each ranking with, first, the best chunks of each document its query names by title (``named_documents``)."""
+    def _named_parts(self, queries: list[str], allowed: list) -> tuple[list[str], list[list[int]], list[int]] | None:
+        """The sub-queries of the queries that name two or more documents by title, each with its document's
+        chunk ids and the index of its query (None when there are none): the query with the other titles
+        taken out, ranked within the named document (``named_documents``)."""
         if self._doc_titles is None:
             self._doc_titles = DocumentTitles((d, self.index.title(d)) for d in self.index.store.documents)
         if not len(self._doc_titles):
-            return ranked
+            return None
         store = self.index.store
         subs: list[str] = []
         sub_allowed: list[list[int]] = []
@@ -277,13 +287,18 @@ class HybridRetriever(StoreRetriever):
                 subs.append(" ".join(part.split()))
                 sub_allowed.append(ids)
                 owner.append(i)
-        if not subs:
-            return ranked
-        parts: dict[int, list[list[tuple[int, float]]]] = {}
-        for i, r in zip(owner, self._rank(subs, self.named_documents, sub_allowed)):
-            parts.setdefault(i, []).append(r)
+        return (subs, sub_allowed, owner) if subs else None
+
+    def _named(self, ranked: list[list[tuple[int, float]]], k: int,
+               parts: tuple[list[str], list[list[int]], list[int]], sub_vecs=None) -> list[list[tuple[int, float]]]:
+        """Each ranking with, first, the best chunks of each document its query names by title
+        (``named_documents``; ``parts`` from :meth:`_named_parts`, ``sub_vecs`` their vectors if embedded)."""
+        subs, sub_allowed, owner = parts
+        parts_of: dict[int, list[list[tuple[int, float]]]] = {}
+        for i, r in zip(owner, self._rank(subs, self.named_documents, sub_allowed, sub_vecs)):
+            parts_of.setdefault(i, []).append(r)
         out = list(ranked)
-        for i, lists in parts.items():
+        for i, lists in parts_of.items():
             top = ranked[i][0][1] if ranked[i] else max((r[0][1] for r in lists if r), default=0.0)
             first: list[tuple[int, float]] = []
             seen: set[int] = set()
@@ -295,11 +310,11 @@ class HybridRetriever(StoreRetriever):
             out[i] = (first + [(c, s) for c, s in ranked[i] if c not in seen])[:k]
         return out
 
-    def _rank(self, queries: list[str], k: int, allowed: list) -> list[list[tuple[int, float]]]:
+    def _rank(self, queries: list[str], k: int, allowed: list, vecs=None) -> list[list[tuple[int, float]]]:
         """Fusion, the document prior, the coverage re-rank and the title links (the ranking before
-        ``named_documents``)."""
+        ``named_documents``; ``vecs``: the queries' vectors when already embedded)."""
         d = self.depth or max(50, 4 * k)
-        dense = self.dense.rank_batch(queries, d, allowed)
+        dense = self.dense.rank_batch(queries, d, allowed, vecs)
         sparse = self.bm25.rank_batch(queries, d, allowed)
         w = (self.dense_weight, 1.0 - self.dense_weight)
         if self.fusion == "rrf":
@@ -341,19 +356,34 @@ class HybridRetriever(StoreRetriever):
 
     def _cover(self, queries: list[str], fused: list[list[tuple[int, float]]], k: int) -> list[list[tuple[int, float]]]:
         """:func:`cover_terms` over each fused list, the terms being the BM25 view's tokens of each chunk's
-        indexed text (tokenised once per chunk for the whole batch) and their weights
-        :meth:`~momoka.store.bm25.BM25.term_weight`."""
+        indexed text and their weights :meth:`~momoka.store.bm25.BM25.term_weight`.
+
+        Which query terms a chunk holds is read from the view's postings (:func:`.coverage.held_terms`), not
+        by tokenising its text, when the view indexes exactly the text tokenised here (its source is the chunk
+        text or the headed chunk text); the sets, and so the scores, are those of tokenising, to the bit.
+        """
         store = self.index.store
         bv = store.bm25_view(self.bm25.view)
         bm = bv.index
         with_headers = headed(bv.source)
-        terms: dict[int, set[str]] = {}
-        for f in fused:
-            for cid, _ in f:
-                if cid not in terms:
-                    terms[cid] = set(bm.tokenize(indexed_text(store.chunks.get(cid), with_headers)))
-        return [cover_terms(f, set(bm.tokenize(q)), terms.__getitem__, bm.term_weight, self.coverage, k)
-                for q, f in zip(queries, fused)]
+        native = (bv.source or {}).get("text") in ("chunk", HEADED_TEXT)
+        tokens: dict[int, set[str]] = {}
+
+        def terms_of(cid: int) -> set[str]:
+            if cid not in tokens:
+                tokens[cid] = set(bm.tokenize(indexed_text(store.chunks.get(cid), with_headers)))
+            return tokens[cid]
+
+        out = []
+        for q, f in zip(queries, fused):
+            query_terms = set(bm.tokenize(q))
+            if not native or not f or not query_terms or self.coverage <= 0:
+                out.append(cover_terms(f, query_terms, terms_of, bm.term_weight, self.coverage, k))
+                continue
+            held = held_terms(bm, [cid for cid, _ in f], query_terms, terms_of)
+            out.append(cover_held(f, query_terms, held, bm.term_weight, self.coverage, k))
+        return out
+
 
 @register("retriever", "dense", summary="cosine top-k over a vector view (option view=raw)", aliases=("base",),
           needs=lambda o: (f"vectors/{o.get('view', RAW_VIEW)}",))
