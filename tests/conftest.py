@@ -92,13 +92,14 @@ def pytest_configure(config):
 def pytest_terminal_summary(terminalreporter):
     """Without the shared data, one line saying so: how many tests that read it skipped, how many ran on a
     bundled fallback (the skip list above names each)."""
-    if find_shared_data(REPO_ROOT) is not None:
+    d = find_shared_data(REPO_ROOT)
+    if d is not None and any(d.glob("*/documents.jsonl")):
         return
     reports = [r for key in ("passed", "skipped", "failed") for r in terminalreporter.stats.get(key, [])
                if getattr(r, "keywords", {}).get("data") and (r.when == "call" or r.skipped)]
     if reports:
         skipped = sum(r.skipped for r in reports)
-        terminalreporter.write_line(f"../shared/data is absent: {skipped} tests marked data skipped, "
+        terminalreporter.write_line(f"no shared data sets ({d or '../shared/data'}): {skipped} tests marked data skipped, "
                                     f"{len(reports) - skipped} ran on bundled fallbacks")
 
 
@@ -144,9 +145,13 @@ def _caches_in_a_temporary_folder(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
+    """The shared data folder (skips when there is none, or when it holds no data set, as an empty folder
+    named by ``MOMOKA_SHARED_DATA`` to hide the data does)."""
     d = find_shared_data(REPO_ROOT)
     if d is None:
         pytest.skip("../shared/data is not available")
+    if not any(d.glob("*/documents.jsonl")):
+        pytest.skip(f"the shared data folder {d} holds no data set")
     return d
 
 
