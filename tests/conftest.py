@@ -41,7 +41,7 @@ def pytest_collection_modifyitems(config, items):
 
 class _SharedReads:
     """Records the paths under the shared folders that a test not marked ``data`` reads (an audit hook: files
-    opened, folders listed, paths passed to a subprocess); the test then fails naming the first one."""
+    opened, folders listed, paths in a subprocess's command line); the test then fails naming the first one."""
 
     EVENTS = frozenset({"open", "os.listdir", "os.scandir", "subprocess.Popen"})
 
@@ -65,14 +65,14 @@ class _SharedReads:
             for v in value:
                 if (hit := self._hits(v)) is not None:
                     return hit
-        elif isinstance(value, dict):
-            return self._hits(list(value.values()))
         return None
 
     def __call__(self, event, args):
         if self.item is None or event not in self.EVENTS:
             return
-        hit = self._hits(args[:1] if event != "subprocess.Popen" else args)
+        # open/listdir: the path; Popen: the executable, the arguments and the working folder (not the
+        # environment, which carries MOMOKA_SHARED_DATA to every child of a session where it is set)
+        hit = self._hits(args[:1] if event != "subprocess.Popen" else args[:3])
         if hit is not None:
             self.reads.setdefault(self.item, hit)
 
