@@ -232,7 +232,7 @@ SKIPPED_NAMED = 5
 def _nothing_indexed(ix, store: Path, existed: bool, skipped: list) -> None:
     """Every input was skipped: an error (exit status 2), as bad input is; a store this run created is removed
     rather than left empty, an existing one is as it was."""
-    import shutil
+    import shutil  # start-up: shutil, only for a run that indexed nothing
 
     ix.close()
     if not existed:
