@@ -2,11 +2,14 @@
 
 The fence's tag says what a block is (docs/contributing.md explains it):
 
-* ``python``: run. The Python blocks of one page run in order in one fresh
+* ``python``: run. The Python blocks of one page run in one fresh
   interpreter, so a page's later blocks may use the names its earlier blocks
   defined; a traceback names the page and its line.
-* ``bash`` / ``sh``: run, each block with ``bash -euo pipefail``, in order, in
-  one working folder per page.
+* ``bash`` / ``sh``: run, each block with ``bash -euo pipefail``.
+
+A page's runnable blocks run in the order a reader meets them, Python and shell
+interleaved, in one working folder: a Python block sees the files (stores, ...)
+the shell blocks above it made, and the other way round.
 * anything else (``text``, ``json``, ...): shown, not run: CLI synopses, store
   layouts, sample output, diagrams. A fence without a tag is an error, so a
   command cannot slip through untested by accident.
@@ -15,8 +18,8 @@ A runnable block preceded by the line ``<!-- not run: REASON -->`` is not run
 (benchmarks and table runs that take many CPU minutes); each is listed as a
 skipped test with its reason.
 
-Each page's snippets run in working folders under pytest's ``tmp_path`` that
-hold a small real corpus cut from the bundled example document: ``report.md``,
+Each page's snippets run in a working folder under pytest's ``tmp_path`` that
+holds a small real corpus cut from the bundled example document: ``report.md``,
 ``new.md``, ``new.txt``, ``notes/`` (two files) and ``docs/`` (one file per
 section). Data sets are found by name (``--data squad_v1_dev_half_a``) under
 the shared data folder; a page that uses one is skipped when it is absent.
@@ -105,10 +108,39 @@ def _sections(text: str) -> list[tuple[str, str]]:
     return [(parts[i].strip(), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
 
 
-def make_corpus(folder: Path) -> None:
-    """The files the snippets name, cut from the bundled example document."""
+#: A user's own files, for the README's snippets: a report of another kind than the bundled example (in French,
+#: sharing no word with the README's example questions, so a BM25 search for them finds nothing).
+OWN_DOCUMENT = """# Rapport annuel de la coopérative
+
+## Récoltes
+
+Les vignes du coteau sud ont donné trois cents hectolitres cette année, un peu moins qu'en moyenne,
+car le printemps fut froid et les gelées d'avril ont touché les parcelles basses.
+
+## Finances
+
+Le chiffre d'affaires atteint quatre cent mille euros. Les dépenses de matériel ont doublé
+avec l'achat d'un nouveau pressoir, payé pour moitié par une subvention régionale.
+
+## Adhérents
+
+La coopérative compte désormais quarante-deux familles. Cinq jeunes viticulteurs nous ont rejoints,
+et deux anciens membres ont pris leur retraite après trente ans de vendanges.
+
+## Conclusions
+
+Le conseil propose de planter des cépages plus tardifs, moins sensibles aux gelées, et de vendre
+davantage en bouteilles plutôt qu'en vrac, afin de mieux valoriser la qualité des vins.
+"""
+
+#: The corpora the snippets run on: the bundled example (every page), and a user's own files (the README).
+CORPORA = {"example": None, "own": OWN_DOCUMENT}
+
+
+def make_corpus(folder: Path, document: str | None = None) -> None:
+    """The files the snippets name, cut from the bundled example document (or from ``document``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    text = QUICKSTART_DOCUMENT.read_text(encoding="utf-8")
+    text = QUICKSTART_DOCUMENT.read_text(encoding="utf-8") if document is None else document
     (folder / "report.md").write_text(text, encoding="utf-8")
     secs = _sections(text)
     assert len(secs) >= 4, "the example document has fewer sections than the corpus needs"
@@ -161,24 +193,45 @@ def snippet_env(tmp: Path, data: Path | None) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ running
+#: Runs a page's blocks in order: Python blocks in this one interpreter, shell blocks in ``bash -euo pipefail``
+#: in the same working folder. A failing shell block stops the run with its exit status and a line naming it.
 DRIVER = """\
-import json, sys
+import json, subprocess, sys
 ns = {"__name__": "__main__"}
-for page, line, code in json.load(open(sys.argv[1], encoding="utf-8")):
+for kind, page, line, code in json.load(open(sys.argv[1], encoding="utf-8")):
     print(f"--- {page}:{line}", flush=True)
-    exec(compile("\\n" * line + code, page, "exec"), ns)
+    if kind == "python":
+        exec(compile("\\n" * line + code, page, "exec"), ns)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        continue
+    rc = subprocess.run(["bash", "-euo", "pipefail", "-c", code]).returncode
+    if rc:
+        print(f"--- shell failed {rc}", flush=True)
+        sys.exit(rc)
 """
 
 
-def run_python(blocks: list[Block], work: Path, env: dict) -> None:
+def run_blocks(blocks: list[Block], work: Path, env: dict) -> None:
+    """Run ``blocks`` (Python and shell) in their order in the folder ``work``; fail naming the block that failed."""
     spec = work.parent / f"{work.name}-blocks.json"
-    spec.write_text(json.dumps([(b.page, b.line, b.code) for b in blocks]), encoding="utf-8")
+    spec.write_text(json.dumps([(b.kind, b.page, b.line, b.code) for b in blocks]), encoding="utf-8")
     out = subprocess.run([sys.executable, "-c", DRIVER, str(spec)], cwd=work, env=env,
                          capture_output=True, text=True, timeout=TIMEOUT_S)
     if out.returncode != 0:
         ran = re.findall(r"^--- (\S+)$", out.stdout, flags=re.M)
-        pytest.fail(f"Python block at {ran[-1] if ran else blocks[0].where} failed "
+        where = ran[-1] if ran else blocks[0].where
+        block = next((b for b in blocks if b.where == where), blocks[0])
+        if re.search(r"^--- shell failed \d+$", out.stdout, flags=re.M):
+            pytest.fail(f"shell block at {where} failed (exit {out.returncode}):\n{block.code}\n"
+                        f"{out.stdout[-3000:]}\n{out.stderr[-6000:]}", pytrace=False)
+        pytest.fail(f"Python block at {where} failed "
                     f"(exit {out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-6000:]}", pytrace=False)
+
+
+def run_python(blocks: list[Block], work: Path, env: dict) -> None:
+    """Run Python ``blocks`` in order in one interpreter, in the folder ``work``."""
+    run_blocks(blocks, work, env)
 
 
 def run_shell(block: Block, work: Path, env: dict) -> None:
@@ -191,6 +244,25 @@ def run_shell(block: Block, work: Path, env: dict) -> None:
 
 def _uses_data(blocks: list[Block]) -> bool:
     return any(re.search(r"--data\b|load_dataset\(", b.code) for b in blocks)
+
+
+def _runnable(page: str) -> list[Block]:
+    return [b for b in BLOCKS[page] if b.kind and b.not_run is None]
+
+
+def _page_params() -> list:
+    """(page, corpus) for every page on the example corpus, and the README on a user's own files too; pages
+    whose snippets read the shared data sets are marked ``data``."""
+    out = []
+    for p in BLOCKS:
+        marks = [pytest.mark.data] if _uses_data(_runnable(p)) else []
+        out.append(pytest.param(p, "example", marks=marks, id=p))
+        if p == "README.md":
+            out.append(pytest.param(p, "own", marks=marks, id=f"{p}-own-files"))
+    return out
+
+
+PAGE_PARAMS = _page_params()
 
 
 # ------------------------------------------------------------------ tests
@@ -206,24 +278,18 @@ def test_fences_are_tagged(page):
 
 
 @pytest.mark.models
-@pytest.mark.parametrize("page", list(BLOCKS), ids=list(BLOCKS))
-def test_page_snippets_run(page, tmp_path, request):
-    """The page's Python blocks in one interpreter, then its shell blocks, on the small corpus."""
-    runnable = [b for b in BLOCKS[page] if b.kind and b.not_run is None]
+@pytest.mark.parametrize(("page", "corpus"), PAGE_PARAMS)
+def test_page_snippets_run(page, corpus, tmp_path, request):
+    """The page's runnable blocks in the order a reader meets them, in one folder holding the small corpus
+    (``corpus``: cut from the bundled example, or for the README also from :data:`OWN_DOCUMENT`)."""
+    runnable = _runnable(page)
     if not runnable:
         pytest.skip(f"{page} has no block that runs")
     data = request.getfixturevalue("shared_data") if _uses_data(runnable) else None
     home_before = sorted(p.name for p in momoka_home().iterdir()) if momoka_home().is_dir() else []
     env = snippet_env(tmp_path, data)
-    py = [b for b in runnable if b.kind == "python"]
-    if py:
-        make_corpus(tmp_path / "py")
-        run_python(py, tmp_path / "py", env)
-    shell = [b for b in runnable if b.kind == "shell"]
-    if shell:
-        make_corpus(tmp_path / "sh")
-        for b in shell:
-            run_shell(b, tmp_path / "sh", env)
+    make_corpus(tmp_path / "work", CORPORA[corpus])
+    run_blocks(runnable, tmp_path / "work", env)
     home_after = sorted(p.name for p in momoka_home().iterdir()) if momoka_home().is_dir() else []
     assert home_after == home_before, "the snippets wrote into the user's MOMOKA_HOME"
 
@@ -271,3 +337,22 @@ def test_a_failing_block_fails_and_names_its_line(tmp_path):
     with pytest.raises(pytest.fail.Exception, match="No such file"):
         run_shell(Block("p.md", 5, "bash", "cat missing.md\n", None), work, env)
     run_shell(Block("p.md", 5, "bash", "test -f report.md && test -d notes && momoka --version\n", None), work, env)
+
+
+def test_blocks_run_in_the_order_a_reader_meets_them(tmp_path):
+    # a shell block's file is there for the Python block below it, and the Python block's for the next shell block
+    env = snippet_env(tmp_path, None)
+    work = tmp_path / "w"
+    make_corpus(work)
+    blocks = [Block("p.md", 3, "bash", "echo one > made_by_shell.txt\n", None),
+              Block("p.md", 7, "python", "seen = open('made_by_shell.txt').read().strip()\n"
+                                         "open('made_by_python.txt', 'w').write(seen + ' two')\n", None),
+              Block("p.md", 12, "bash", 'test "$(cat made_by_python.txt)" = "one two"\n', None),
+              Block("p.md", 15, "python", "assert seen == 'one'\n", None)]
+    run_blocks(blocks, work, env)
+    # a failing shell block names its line and stops the page: the block after it does not run
+    stop = [Block("p.md", 3, "bash", "echo x > a.txt\nexit 3\n", None),
+            Block("p.md", 8, "python", "open('after.txt', 'w').write('ran')\n", None)]
+    with pytest.raises(pytest.fail.Exception, match=r"shell block at p\.md:3 failed \(exit 3\)"):
+        run_blocks(stop, work, env)
+    assert (work / "a.txt").exists() and not (work / "after.txt").exists()

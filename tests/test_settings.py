@@ -46,9 +46,11 @@ def _package_files():
 
 
 def test_no_module_but_settings_reads_the_environment():
-    """Outside settings.py the package only writes MOMOKA_* variables (the CLI's --llm-* flags) and reads
-    two variables that are not momoka's (PYTHONPATH for Ray workers, XDG_CACHE_HOME for the home default)."""
-    allowed = re.compile(r'os\.environ\[[A-Za-z_."]+\] = |os\.environ\.get\("(PYTHONPATH|XDG_CACHE_HOME)"')
+    """Outside settings.py the package only writes MOMOKA_* variables (the CLI's --llm-* flags) and
+    ORT_DISABLE_TELEMETRY when unset (``import momoka``: onnxruntime's telemetry off), and reads two variables
+    that are not momoka's (PYTHONPATH for Ray workers, XDG_CACHE_HOME for the home default)."""
+    allowed = re.compile(r'os\.environ\[[A-Za-z_."]+\] = |os\.environ\.get\("(PYTHONPATH|XDG_CACHE_HOME)"'
+                         r'|os\.environ\.setdefault\("ORT_DISABLE_TELEMETRY", "1"\)')
     offending = []
     for path in _package_files():
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

@@ -28,6 +28,7 @@ the ground floor: it imports nothing of momoka but its errors.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -193,9 +194,56 @@ def create(kind: str, name: str, *args: Any, **options: Any) -> Any:
     try:
         return e.factory(*args, **opts)
     except TypeError as exc:
-        if "unexpected keyword" in str(exc) or "positional argument" in str(exc):
+        bad = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if bad:
+            raise ConfigError(_unknown_option(kind, name, bad.group(1), option_names(e.factory, len(args)))) from None
+        if "positional argument" in str(exc):
             raise ConfigError(f"{kind} {name!r}: {exc}") from None
         raise
+
+
+def option_names(factory: Callable, positional: int = 0) -> list[str]:
+    """The keyword options ``factory`` takes, in signature order: a class's ``__init__`` parameters, following
+    ``**options`` into the class a factory function returns (its return annotation) and up the base classes'
+    ``__init__``; the first ``positional`` parameters of each (passed by position, such as a retriever's
+    index) are left out."""
+    import inspect  # start-up: inspect, only for an option that is not there
+
+    cls = factory if inspect.isclass(factory) else None
+    funcs = [] if cls is not None else [factory]
+    if cls is None:
+        ret = inspect.signature(factory).return_annotation
+        ret = getattr(factory, "__globals__", {}).get(ret) if isinstance(ret, str) else ret
+        cls = ret if inspect.isclass(ret) else None
+    if cls is not None:
+        funcs += [c.__dict__["__init__"] for c in cls.__mro__ if "__init__" in c.__dict__ and c is not object]
+    names: list[str] = []
+    for f in funcs:
+        try:
+            params = list(inspect.signature(f).parameters.values())
+        except (TypeError, ValueError):
+            break
+        if params and params[0].name == "self":
+            params = params[1:]
+        params = params[positional:] if all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params[:positional]) else params
+        for p in params:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in names:
+                names.append(p.name)
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break  # no **options passed on to the base class
+    return names
+
+
+def _unknown_option(kind: str, name: str, bad: str, names: list[str]) -> str:
+    """The error for option ``bad`` that component ``name`` does not take: the close matches, then every option."""
+    import difflib  # start-up: difflib, only for an option that is not there
+
+    close = difflib.get_close_matches(bad, names, n=3, cutoff=0.6)
+    msg = f"{kind} {name!r} has no option {bad!r}"
+    msg += f"; did you mean {' or '.join(close)}?" if close else "."
+    if names:
+        msg += f" Its options: {', '.join(sorted(names))}"
+    return msg
 
 
 def requirements(name: str) -> dict:

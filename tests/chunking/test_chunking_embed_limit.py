@@ -18,7 +18,7 @@ from momoka.chunking import FixedChunker, RecursiveChunker, StructureChunker
 from momoka.cli import main
 from momoka.chunking.context import HEADER_TOKENS
 from momoka.errors import ConfigError
-from momoka.eval.datasets import find_shared_data, load_dataset
+from momoka.eval.datasets import load_dataset
 from momoka.text import Document
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,11 +111,10 @@ def test_a_word_longer_than_the_limit_is_cut(embedder, count):
     check_limit(doc, RecursiveChunker(size=100), new_c, count, 32)
 
 
-def test_shared_document(embedder, count):
-    root = find_shared_data(REPO)
-    if root is None or not (root / "leval_nq" / "documents.jsonl").is_file():
+def test_shared_document(embedder, count, shared_data):
+    if not (shared_data / "leval_nq" / "documents.jsonl").is_file():
         pytest.skip("the shared data set leval_nq is not here")
-    ds = load_dataset(root / "leval_nq")
+    ds = load_dataset(shared_data / "leval_nq")
     limit = embedder.max_length
     old_c = RecursiveChunker(size=100, hard_wrap="auto")
     new_c = RecursiveChunker(size=100, hard_wrap="auto", max_embed_tokens=limit, embed_tokenizer=embedder.tokenizer)

@@ -98,3 +98,22 @@ def test_ask_refine_ets_shows_the_beam_search(installed, tmp_path):
     quiet = _momoka(*ask, MOMOKA_PROGRESS="0", MOMOKA_PROGRESS_INTERVAL="0")
     assert quiet.returncode == 0, quiet.stderr
     assert "ets beam search" not in quiet.stderr and "elapsed" not in quiet.stderr, quiet.stderr
+
+
+def test_index_reports_the_files_it_reads(tmp_path):
+    # reading files (PDFs, DOCX) can take a while before any document is embedded: the reading has a progress
+    # line of its own, naming the file being read, also when stderr is not a terminal
+    d = tmp_path / "docs"
+    d.mkdir()
+    for name in ("a.txt", "b.md", "c.txt"):
+        (d / name).write_text(f"{name} says: {TEXT}\n", encoding="utf-8")
+    p = _momoka("index", str(d), "--store", str(tmp_path / "s"), "--no-dense", MOMOKA_PROGRESS_INTERVAL="0")
+    assert p.returncode == 0, p.stderr
+    reading = [ln for ln in p.stderr.splitlines() if ln.startswith("reading: ")]
+    assert reading and reading[-1].startswith("reading: 3/3 files (100%)"), p.stderr
+    named = {ln.rsplit("file=", 1)[1] for ln in reading if "file=" in ln}
+    assert named == {"a.txt", "b.md", "c.txt"}, reading
+    # MOMOKA_PROGRESS=0 silences it
+    q = _momoka("index", str(d), "--store", str(tmp_path / "t"), "--no-dense", MOMOKA_PROGRESS="0",
+                MOMOKA_PROGRESS_INTERVAL="0")
+    assert q.returncode == 0 and "reading: " not in q.stderr

@@ -52,6 +52,7 @@ def test_every_required_prompt_is_there():
     assert EXPECTED <= set(prompts.names())
 
 
+@pytest.mark.data  # ../shared/METHODS.md and ../shared/papers
 @pytest.mark.parametrize("name", sorted(set(prompts.names()) - WRITTEN_FOR_MOMOKA))
 def test_templates_quote_their_source(name):
     src = _source_text(name)

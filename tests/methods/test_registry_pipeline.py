@@ -337,3 +337,26 @@ def test_declared_products_are_what_each_component_writes(kind, spec, monkeypatc
     assert _artifacts(built.store) - _artifacts(plain.store) == set(entry.artifacts("produces"))
     # and each of them is made by this component, as the error of a retriever that lacks it will say
     assert all((entry.kind, name) in registry.producers(k) for k in entry.artifacts("produces"))
+
+
+def test_a_misspelt_option_is_answered_with_the_valid_names():
+    # the options below are those each component documents (its registration summary and docstring)
+    with pytest.raises(ConfigError) as e:
+        registry.create("retriever", "hybrid", None, dense_wieght=0.5)
+    msg = str(e.value)
+    assert msg.startswith("retriever 'hybrid' has no option 'dense_wieght'; did you mean dense_weight")
+    assert "__init__" not in msg and "keyword argument" not in msg
+    listed = set(msg.split("Its options: ")[1].split(", "))
+    assert {"fusion", "dense_weight", "document_weight", "coverage", "links", "depth", "view"} <= listed
+    assert "index" not in listed  # passed by position, not an option
+    # options taken by a base class through **options are listed too (max_tokens: the LLM back-end's limit)
+    with pytest.raises(ConfigError, match=r"enricher 'keywords' has no option 'nn'; did you mean n\?") as e:
+        registry.create("enricher", "keywords", nn=3)
+    assert {"n", "diversity", "backend", "max_tokens"} <= set(str(e.value).split("Its options: ")[1].split(", "))
+    # no close match: no guess, the list only
+    with pytest.raises(ConfigError, match=r"^retriever 'bm25' has no option 'zzz'\. Its options: .*view"):
+        registry.create("retriever", "bm25", None, zzz=1)
+    from momoka.chunking.by_name import get_chunker
+
+    with pytest.raises(ConfigError, match=r"chunker 'recursive' does not take sise; did you mean size\? \(it takes size, "):
+        get_chunker("recursive", sise=50)

@@ -4,6 +4,11 @@
 the default cache (``$MOMOKA_HOME/models``, ``~/.cache/momoka/models``), which
 ``momoka models install`` in CI has normally filled already. Tests that need
 the causal LM ask for ``lm_root``, which skips when no GGUF converter is built.
+
+Real text comes from ``../shared/data`` (SQuAD) when it is there; without it (a clean clone) the tests
+run on the fallbacks below: :data:`FALLBACK_SENTENCES`, and ``fallback_paragraphs.txt`` beside this file
+(60 prose paragraphs of 21 to 131 words, each under 250 WordPiece tokens, taken from momoka's own
+documentation and frozen here, so that the tests' input does not change when the docs do).
 """
 
 from __future__ import annotations
@@ -26,6 +31,16 @@ FALLBACK_SENTENCES = [
     "Warsaw is the capital and largest city of Poland.",
     "Genghis Khan united the Mongol tribes and founded the Mongol Empire.",
 ]
+
+
+#: 60 real paragraphs used when ../shared/data is absent (see the module docstring).
+FALLBACK_PARAGRAPHS = Path(__file__).resolve().parent / "fallback_paragraphs.txt"
+
+
+@pytest.fixture(scope="session")
+def fallback_paragraphs() -> list[str]:
+    """The paragraphs of :data:`FALLBACK_PARAGRAPHS`, in order (blank-line separated)."""
+    return [p.strip() for p in FALLBACK_PARAGRAPHS.read_text(encoding="utf-8").split("\n\n") if p.strip()]
 
 
 @pytest.fixture(scope="session")
@@ -62,21 +77,14 @@ def lm_root(models_root) -> Path:
         pytest.skip(f"causal LM unavailable: {exc}")
 
 
-def _squad_dir() -> Path | None:
-    import os
-
-    env = os.environ.get("MOMOKA_SHARED_DATA")
-    for base in ([Path(env)] if env else []) + [Path(__file__).resolve().parents[3] / "shared" / "data"]:
-        d = base / "squad_v1_dev_half_a"
-        if (d / "documents.jsonl").is_file():
-            return d
-    return None
-
-
 @pytest.fixture(scope="session")
 def squad_dir() -> Path | None:
-    """``../shared/data/squad_v1_dev_half_a`` when present, else None."""
-    return _squad_dir()
+    """``../shared/data/squad_v1_dev_half_a`` when present, else None (a test using it is marked ``data``)."""
+    from momoka.eval.datasets import find_shared_data
+
+    root = find_shared_data(Path(__file__).resolve().parents[2])
+    d = root / "squad_v1_dev_half_a" if root is not None else None
+    return d if d is not None and (d / "documents.jsonl").is_file() else None
 
 
 @pytest.fixture(scope="session")

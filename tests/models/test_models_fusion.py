@@ -36,10 +36,12 @@ def fused(models_root):
 
 
 @pytest.fixture(scope="module")
-def paragraphs(squad_dir, real_sentences) -> list[str]:
-    """Real SQuAD paragraphs (20 to 180 words: short and long inputs, all within the 256-token limit)."""
+def paragraphs(squad_dir, fallback_paragraphs) -> list[str]:
+    """48 real SQuAD paragraphs (20 to 180 words: short and long inputs, all within the 256-token limit), or
+    without ../shared/data the first 48 paragraphs of ``fallback_paragraphs.txt`` (21 to 131 words, likewise)."""
     if squad_dir is None:
-        return list(real_sentences)
+        assert len(fallback_paragraphs) >= 48
+        return fallback_paragraphs[:48]
     out = []
     with open(squad_dir / "documents.jsonl", encoding="utf-8") as f:
         for line in f:
@@ -131,11 +133,17 @@ def test_fused_padding_is_masked(fused_dir, paragraphs):
 
 
 def test_fused_embedder_close_to_fp32(fused, fp32_dir, paragraphs):
-    # The int8 fused graph against the unfused fp32 graph, per text. Measured on these paragraphs:
-    # min 0.992, mean 0.995 (as close as the unfused int8 default).
+    # The int8 fused graph against the unfused fp32 graph, per text, is as close as the unfused int8 default
+    # (quantised from that same fp32 graph) is: the fusion adds no error of its own beyond quantisation's.
+    # How close quantisation gets depends on the text, so the bar is the default's cosine on the same texts.
+    # Measured (fused / default): SQuAD's 48 paragraphs mean 0.99480 / 0.99486, min 0.99193 / 0.99167;
+    # the fallback paragraphs mean 0.99316 / 0.99328, min 0.98703 / 0.98497.
     ref = Embedder(fp32_dir).embed(paragraphs)
     cos = (fused.embed(paragraphs) * ref).sum(axis=1)
-    assert cos.min() >= 0.985 and cos.mean() >= 0.993, (cos.min(), cos.mean())
+    default = (Embedder.from_registry("minilm-l6-v2-int8").embed(paragraphs) * ref).sum(axis=1)
+    assert cos.mean() >= default.mean() - 1e-3, (cos.mean(), default.mean())
+    assert cos.min() >= default.min() - 5e-3, (cos.min(), default.min())
+    assert cos.min() >= 0.98, cos.min()  # and no text far off in absolute terms
 
 
 def test_fused_embedder_independent_of_batch_mates(fused, paragraphs):

@@ -40,6 +40,7 @@ def test_analysis_finds_torn_reads_errors_and_lags():
 
 
 @pytest.mark.slow
+@pytest.mark.data  # the shared sets' documents when present, else the bundled example
 def test_short_soak(tmp_path):
     from momoka.eval.datasets import find_shared_data
 

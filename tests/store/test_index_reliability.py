@@ -136,6 +136,27 @@ def test_store_verify_passes_a_sound_store_and_catches_the_manifest(tmp_path, do
 # --- corpus-tolerant ingestion ------------------------------------------------------------------
 
 
+def test_a_run_that_indexes_nothing_is_an_error_and_leaves_no_empty_store(tmp_path, capsys):
+    # the README's contract: bad input is a one-line error and exit status 2; a bad file among good ones is
+    # skipped with a warning (exit 1, as the next test shows), but when every input is skipped nothing was done
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\x00\x01binary\x00" * 10)
+    (tmp_path / "empty.md").write_text("")
+    s = tmp_path / "s"
+    rc, out, err = _cli(capsys, "index", bad, "--store", s, "--no-dense")
+    assert rc == 2 and out == "" and not s.exists()
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("momoka: warning: skipped ") and "bad.txt" in lines[0]
+    assert lines[-1].startswith("momoka: error: nothing indexed") and "no store was made" in lines[-1]
+    # into an existing store: an error too, and the store keeps what it held
+    src = _files(tmp_path / "in")
+    assert _cli(capsys, "index", src / "d0.txt", "--store", s, "--no-dense")[0] == 0
+    rc, out, err = _cli(capsys, "index", bad, tmp_path / "empty.md", "--store", s, "--no-dense")
+    assert rc == 2 and "and 1 more" in err and f"{s} is as it was" in err
+    with Index.open(s) as ix:
+        assert list(ix.store.documents) == ["d0"]
+
+
 def test_one_bad_file_does_not_abort_a_directory(tmp_path, capsys):
     src = _files(tmp_path / "mixed")
     (src / "empty.txt").write_text("")

@@ -5,7 +5,6 @@ cosine, a store built in one commit) and against stores written by the version-2
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -24,12 +23,11 @@ from .conftest import HashEmbedder
 DATA = Path(__file__).with_name("data")
 
 
-def _passages(n: int) -> list[dict]:
-    """Real paragraphs of the shared sets (skip when absent), as one-paragraph documents."""
-    root = Path(os.environ.get("MOMOKA_SHARED_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
-    files = sorted(root.glob("*/documents.jsonl")) if root.is_dir() else []
+def _passages(root: Path, n: int) -> list[dict]:
+    """Real paragraphs of the shared sets in ``root`` (skip when it holds none), as one-paragraph documents."""
+    files = sorted(root.glob("*/documents.jsonl"))
     if not files:
-        pytest.skip("the shared data sets are absent")
+        pytest.skip("the shared data folder holds no set")
     out, seen = [], set()
     for f in files:
         with open(f, encoding="utf-8") as fh:
@@ -58,8 +56,8 @@ QUERIES = ["when was the company founded", "who wrote the novel", "population of
 
 
 @pytest.fixture(scope="module")
-def real():
-    return _passages(240)
+def real(shared_data):
+    return _passages(shared_data, 240)
 
 
 def test_many_segments_rank_exactly_as_one(tmp_path, real, monkeypatch):

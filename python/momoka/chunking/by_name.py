@@ -47,7 +47,11 @@ def _factory(name: str, cls: type[Chunker]) -> Callable[..., Chunker]:
         accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
         unknown = sorted(set(params) - set(accepted))
         if unknown:
-            raise ConfigError(f"chunker {name!r} does not take {', '.join(unknown)}; it takes {', '.join(accepted)}")
+            import difflib  # start-up: difflib, only for an option that is not there
+
+            close = sorted({c for u in unknown for c in difflib.get_close_matches(u, accepted, n=3, cutoff=0.6)})
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise ConfigError(f"chunker {name!r} does not take {', '.join(unknown)}{hint} (it takes {', '.join(accepted)})")
         return cls(**params)
 
     return make

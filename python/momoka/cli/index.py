@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from .._validate import MAX_COUNT, check_int
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..methods.base import DEFAULT_BUDGET
 from .common import (
     add_chunker_arguments,
@@ -205,6 +205,7 @@ def _index(args: argparse.Namespace) -> int:
     if args.estimate:
         return _estimate(args, enrich_specs, relate_specs, chunker_opts)
     t0 = time.monotonic()
+    existed = store.exists()
     on_error = "skip" if args.on_error == "skip" else "raise"
     engine = {"engine": args.engine, "workers": args.workers, "address": args.address}
     if args.engine == "ray":
@@ -250,6 +251,8 @@ def _index(args: argparse.Namespace) -> int:
     pipe = ix.pipeline
     extra = [c["name"] for c in pipe["enrich"] + pipe["relate"]]
     _say_skipped(report["skipped"], say)
+    if report["skipped"] and not (added or report["unchanged"] or report["replaced"] or report.get("redone")):
+        _nothing_indexed(ix, store, existed, report["skipped"])
     notes = [f"{len(report[k])} {k}" for k in ("unchanged", "replaced") if report[k]]
     if report.get("redone"):
         notes.append(f"{len(report['redone'])} redone (LLM fallbacks asked again)")
@@ -268,6 +271,20 @@ def _index(args: argparse.Namespace) -> int:
 
 #: Files of types momoka does not read are named one by one up to this many; past it, a count per type.
 SKIPPED_NAMED = 5
+
+
+def _nothing_indexed(ix, store: Path, existed: bool, skipped: list) -> None:
+    """Every input was skipped: an error (exit status 2), as bad input is; a store this run created is removed
+    rather than left empty, an existing one is as it was."""
+    import shutil  # start-up: shutil, only for a run that indexed nothing
+
+    ix.close()
+    if not existed:
+        shutil.rmtree(store, ignore_errors=True)
+    why = skipped[0][1]  # names its file
+    more = f"; and {len(skipped) - 1} more, warned about above" if len(skipped) > 1 else ""
+    raise InputError(f"nothing indexed, every input was skipped ({why}{more}): "
+                     + (f"{store} is as it was" if existed else f"no store was made at {store}"))
 
 
 def _say_skipped(skipped: list, say) -> None:

@@ -95,7 +95,7 @@ def _caches() -> dict:
                    "files": [str(q) for q in llm_files]},
            # model outputs computed once and reused (perplexity log-probs of the ppl chunker, ...)
            "computed": {"path": str(computed_cache_dir()), "bytes": _dir_bytes(computed_cache_dir())},
-           # conversions earlier test suites kept here (tests now keep theirs in the checkout)
+           # conversions earlier test suites kept here (tests now keep theirs in their session's computed cache)
            "test-gguf": {"path": str(home / "test-gguf"), "bytes": _dir_bytes(home / "test-gguf")}}
     known = {Path(v["path"]) for k, v in out.items() if isinstance(v, dict)} | set(llm_files)
     other = sorted(p for p in home.iterdir() if p not in known) if home.is_dir() else []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import posixpath
 import time
 import warnings
 from collections.abc import Iterable, Sequence
@@ -168,40 +169,70 @@ def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding:
                              "embedded": 0, "reused": 0}
     docs, hashes = [], {}
     seen: set[str] = set()
-    for it in items:
-        try:
-            d = to_document(it, encoding=encoding)
-        except InputError as exc:
-            if on_error == "raise":
-                raise
-            skipped.append((str(it), str(exc)))
-            continue
-        if d.doc_id in seen:
-            if on_error == "raise":
-                raise InputError(f"document {d.doc_id!r} is given twice")
-            skipped.append((str(it), f"document id {d.doc_id!r} is given twice"))
-            continue
-        seen.add(d.doc_id)
-        old = index.store.documents.get(d.doc_id)
-        if old is not None:
-            if existing == "error":
-                raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it "
-                                 "(momoka index skips identical documents and re-indexes changed ones with --replace)")
-            h = content_hash(d)
-            if old.sha256 is None or old.sha256 == h:
-                if not has_fallbacks(old.metadata):
-                    report["unchanged"].append(d.doc_id)
-                    continue
-                report["redone"].append(d.doc_id)
-            elif existing == "skip":
-                skipped.append((str(it), f"document {d.doc_id!r} changed since it was indexed (--replace "
-                                          "re-indexes it)"))
+    with Progress("reading", total=len(items), unit="files", enabled=index.progress) as pr:
+        for it in items:
+            pr.update(0, file=_shown_name(it))
+            d = _read_one(it, encoding, on_error, skipped)
+            pr.update(1)
+            if d is None:
                 continue
-            else:
-                report["replaced"].append(d.doc_id)
-        docs.append(d)
-        hashes[d.doc_id] = content_hash(d)
+            if _admit(index, d, it, seen, existing, on_error, report, skipped):
+                docs.append(d)
+                hashes[d.doc_id] = content_hash(d)
     return docs, hashes
+
+
+def _shown_name(item: Any) -> str:
+    """What the progress line names: a file as its id's folder and its file name (``notes/light.txt``), a
+    Document by its id, other items as ``-``."""
+    path = getattr(item, "path", None)
+    if path is not None and getattr(item, "doc_id", None):
+        return posixpath.join(posixpath.dirname(item.doc_id), os.path.basename(os.fspath(path)))
+    if isinstance(item, (str, os.PathLike)):
+        return os.path.basename(os.fspath(item)) or os.fspath(item)
+    return str(getattr(item, "doc_id", None) or "-")
+
+
+def _read_one(it: Any, encoding: Any, on_error: str, skipped: list) -> Any:
+    """``it`` as a Document, or None (skipped, with its reason) when it cannot be read and ``on_error`` skips."""
+    try:
+        return to_document(it, encoding=encoding)
+    except InputError as exc:
+        if on_error == "raise":
+            raise
+        skipped.append((str(it), str(exc)))
+        return None
+
+
+def _admit(index: Any, d: Any, it: Any, seen: set, existing: str, on_error: str, report: dict,
+           skipped: list) -> bool:
+    """Whether document ``d`` (read from ``it``) is to be indexed: not given twice, and new to the store, or
+    changed and replaced, or redone; fills ``report`` and ``skipped`` with what it decided otherwise."""
+    if d.doc_id in seen:
+        if on_error == "raise":
+            raise InputError(f"document {d.doc_id!r} is given twice")
+        skipped.append((str(it), f"document id {d.doc_id!r} is given twice"))
+        return False
+    seen.add(d.doc_id)
+    old = index.store.documents.get(d.doc_id)
+    if old is None:
+        return True
+    if existing == "error":
+        raise InputError(f"document {d.doc_id!r} is already in the index; delete it first to replace it "
+                         "(momoka index skips identical documents and re-indexes changed ones with --replace)")
+    h = content_hash(d)
+    if old.sha256 is None or old.sha256 == h:
+        if not has_fallbacks(old.metadata):
+            report["unchanged"].append(d.doc_id)
+            return False
+        report["redone"].append(d.doc_id)
+    elif existing == "skip":
+        skipped.append((str(it), f"document {d.doc_id!r} changed since it was indexed (--replace "
+                                  "re-indexes it)"))
+        return False
+    else:
+        report["replaced"].append(d.doc_id)
+    return True
 
 
 def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, engine: str,

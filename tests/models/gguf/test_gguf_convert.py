@@ -181,6 +181,29 @@ def test_left_padded_batch_row_equals_unpadded(lm_fp32, sample_ids):
     np.testing.assert_allclose(lg[1, 6:], single[0], atol=1e-3)
 
 
+def test_conversions_are_kept_where_cache_info_shows_them(smollm_fp32, smollm_int4, capsys, monkeypatch):
+    # in the session's computed cache (removed at the session's end), which `momoka cache info` lists;
+    # not in the checkout and not in the models of $MOMOKA_HOME
+    import os
+    from pathlib import Path
+
+    from momoka.cli import main
+    from momoka.models import models_dir
+
+    if os.environ.get("MOMOKA_TEST_CACHE"):
+        pytest.skip("MOMOKA_TEST_CACHE keeps the conversions in a folder of its own")
+    monkeypatch.setenv("MOMOKA_PROGRESS", "0")
+    assert main(["cache", "info", "--json"]) == 0
+    computed = json.loads(capsys.readouterr().out)["computed"]
+    root = Path(computed["path"]).resolve()
+    for d in (smollm_fp32, smollm_int4):
+        assert Path(d).resolve().is_relative_to(root), (d, root)
+    size = sum(f.stat().st_size for d in (smollm_fp32, smollm_int4) for f in Path(d).rglob("*") if f.is_file())
+    assert computed["bytes"] >= size > 0
+    checkout = Path(__file__).resolve().parents[3]
+    assert not root.is_relative_to(checkout) and not root.is_relative_to(models_dir().resolve())
+
+
 def test_config_and_files(smollm_fp32, gguf_sha):
     cfg = json.loads((smollm_fp32 / "config.json").read_text())
     assert cfg["num_hidden_layers"] == 30 and cfg["hidden_size"] == 576

@@ -94,6 +94,8 @@ class ViewEnricher(LLMBacked):
         max_chars: longest section text put into an LLM prompt (longer ones are
             cut there and counted in ``stats["llm_inputs_cut"]``).
         max_tokens: the LLM's answer limit.
+        max_reasks: times an unusable answer is asked again (default :attr:`max_reasks` of the class: 2 for
+            the keyword lists, 0 for summaries, which are used as they come).
     """
 
     name = "view"
@@ -106,12 +108,14 @@ class ViewEnricher(LLMBacked):
     max_reasks = 0
 
     def __init__(self, backend: str = "auto", *, llm: Any = None, cache: Any = True, batch: int = 64,
-                 max_chars: int = 6000, max_tokens: int = 256):
+                 max_chars: int = 6000, max_tokens: int = 256, max_reasks: int | None = None):
         if backend not in BACKENDS:
             raise ConfigError(f"{self.name}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         batch = check_int(batch, f"{self.name}: batch", minimum=1)
         self.backend, self._llm, self.batch = backend, llm, batch
         self.max_chars, self.max_tokens = int(max_chars), int(max_tokens)
+        if max_reasks is not None:
+            self.max_reasks = check_int(max_reasks, f"{self.name}: max_reasks", minimum=0)
         self._cache_opt = cache
         self._cache = None
         self.view = self.name
