@@ -57,7 +57,6 @@ def test_markdown_sections_in_output(tmp_path, capsys):
         (b"", []),  # empty file
         (b"  \n\t \n", []),  # whitespace only
         (b"\x00\x01\x02binary\x00\xff" * 20, []),  # binary data
-        (b"ok text \xff\xfe bad utf-8", []),  # invalid UTF-8
         (TEXT.encode(), ["--size", "0"]),  # size must be positive
         (TEXT.encode(), ["--chunker", "recursive", "--overlap", "2"]),  # recursive takes no overlap
         (TEXT.encode(), ["--chunker", "fixed", "--size", "4", "--overlap", "4"]),  # overlap >= size
@@ -70,6 +69,15 @@ def test_errors_give_one_line_and_exit_2(tmp_path, capsys, content, args):
     assert main(["chunk", str(p), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("momoka: error:") and "\n" not in err
+
+
+def test_undeclared_non_utf8_text_is_read_with_a_warning_naming_the_guess(tmp_path, capsys):
+    p = tmp_path / "in.txt"
+    p.write_bytes(b"ok text \xff\xfe bad utf-8")  # not UTF-8, no declared encoding
+    assert main(["chunk", str(p)]) == 0
+    cap = capsys.readouterr()
+    assert "ok text \u00ff\u00fe bad utf-8" in cap.out  # bytes FF FE in windows-1252: y with diaeresis, thorn
+    assert cap.err.startswith("momoka: warning:") and "cp1252" in cap.err and "charset-normalizer" in cap.err
 
 
 def test_tokenizer_file(tmp_path, txt, capsys, wordlevel_tokenizer):
