@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,6 +244,21 @@ def _unknown_option(kind: str, name: str, bad: str, names: list[str]) -> str:
     if names:
         msg += f" Its options: {', '.join(sorted(names))}"
     return msg
+
+
+def check_options_used(left: dict, used: Sequence[str]) -> None:
+    """:class:`ConfigError` for per-component options (``{name: {...}}``) left over after a call took those of the
+    components it runs (``used``): options for a misspelt or unused component are never ignored in silence."""
+    if not left:
+        return
+    import difflib  # start-up: difflib, only for options that are not used
+
+    named = []
+    for bad in sorted(left):
+        close = difflib.get_close_matches(bad, list(used), n=1, cutoff=0.6)
+        named.append(repr(bad) + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ConfigError(f"options for {', '.join(named)}, which this call does not run; it runs "
+                      f"{', '.join(map(repr, used))}")
 
 
 def requirements(name: str) -> dict:

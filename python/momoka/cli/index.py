@@ -433,9 +433,11 @@ def print_result(result, as_json: bool) -> None:
 
 
 def _query(args: argparse.Namespace) -> int:
+    from .. import registry  # start-up: momoka.registry (dataclasses)
     from ..methods.pipeline import Index  # start-up: momoka.methods.pipeline
 
     opts = parse_options(args.option)
+    registry.check_options_used({n: o for n, o in opts.items() if n != args.retriever}, [args.retriever])
     ix = Index.open(args.store)
     if args.max_query_chars:
         ix.max_query_chars = args.max_query_chars

@@ -634,7 +634,8 @@ class Index:
         (``max_context_chars``; ``None``: ``k`` items, all given), assembled
         as :meth:`search` does unless ``assemble=False``. ``refine``: a
         refiner run on the result first (``ets``). ``options``: per component
-        name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``).
+        name, its options (``{"hybrid": {"fusion": "rrf"}, "evidence": {"sentences": 5}}``); options for
+        a component the call does not run are a :class:`~momoka.errors.ConfigError` (checked first).
         ``where``: a metadata filter on the retrieval, as for :meth:`search`. Every citation and
         context passage of the answer carries its ``section`` and, in a document with pages, its
         ``page`` and ``page_end``.
@@ -643,6 +644,8 @@ class Index:
 
         opts = {n: dict(o) for n, o in (options or {}).items()}
         reader = reader or default_reader()
+        registry.check_options_used({n: o for n, o in opts.items() if n not in (retriever, refine, reader)},
+                                    [retriever, *([refine] if refine else []), reader])
         res = self.search(question, k=k, retriever=retriever, budget=budget, where=where, assemble=assemble,
                           **opts.pop(retriever, {}))
         if refine:
