@@ -42,7 +42,7 @@ def test_options_for_the_components_run_are_taken(store, capsys):
     assert main(["ask", str(store), "when did the harbour freeze?", "--retriever", "bm25",
                  "-o", "evidence.sentences=1", "-o", "bm25.view=raw"]) == 0
     out = capsys.readouterr().out
-    assert "the 1 sentences" in out and "1902" in out  # one quoted sentence: the one holding the year
+    assert "Evidence: the 1 sentence of" in out and "1902" in out  # one quoted sentence: the one holding the year
 
 
 def test_index_ask_refuses_options_for_a_component_it_does_not_run(tmp_path):

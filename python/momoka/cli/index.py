@@ -462,8 +462,9 @@ def _ask(args: argparse.Namespace) -> int:
         print(json.dumps(ans.to_dict(), ensure_ascii=False, indent=2))
         return 0
     if ans.kind == "evidence":
-        print(f"Evidence: the {len(ans.citations)} sentences of the retrieved passages that best match the question, "
-              "quoted from the documents (no answer was generated):")
+        n = len(ans.citations)
+        print(f"Evidence: the {n} sentence{'' if n == 1 else 's'} of the retrieved passages that best match the "
+              "question, quoted from the documents (no answer was generated):")
         for c in ans.citations:
             print(f"[{c.number}] {cite(c)}  \"{' '.join(c.text.split())}\"")
         say(f"searched {len(ans.context)} passage(s); --reader local answers with the local model, "
