@@ -72,6 +72,26 @@ def test_estimate_counts_the_chunks_index_builds(tmp_path, capsys):
         assert est["chunks"] == len(_stored_chunks(store, "harbor")), extra
 
 
+def test_estimate_names_the_files_index_would_skip(tmp_path, capsys):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "harbor.txt").write_text(SHORT, encoding="utf-8")
+    (d / "image.bin").write_bytes(bytes(range(256)))  # a type a folder is not read for
+    (tmp_path / "outside.txt").write_text("not to be read", encoding="utf-8")
+    (d / "link.txt").symlink_to(tmp_path / "outside.txt")  # a link leaving the folder given
+    assert main(["index", str(d), "--store", str(tmp_path / "e"), "--no-dense", "--estimate"]) == 0
+    cap = capsys.readouterr()
+    est = json.loads(cap.out)
+    assert est["documents"] == 1 and not (tmp_path / "e").exists()
+    assert sorted(src for src, _ in est["skipped"]) == [str(d / "image.bin"), str(d / "link.txt")]
+    assert f"momoka: warning: skipped {d / 'link.txt'}: " in cap.err
+    assert f"momoka: warning: skipped {d / 'image.bin'}: " in cap.err
+    # --on-error stop stops on them, as index does
+    assert main(["index", str(d), "--store", str(tmp_path / "e"), "--no-dense", "--estimate",
+                 "--on-error", "stop"]) == 2
+    assert capsys.readouterr().err.startswith("momoka: error: ")
+
+
 def test_estimate_with_the_llm_chunker_calls_no_llm(tmp_path, capsys, make_server, clean_llm_env):
     srv = make_server()  # counts every request it receives
     f = tmp_path / "harbor.txt"

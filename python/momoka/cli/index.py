@@ -322,6 +322,9 @@ def _commit_options(ix, args: argparse.Namespace) -> None:
 def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, chunker_opts: dict) -> int:
     """Print what indexing would chunk and cost; runs no model and calls no LLM.
 
+    The files indexing would skip (unsupported, unreadable, links not followed) are warned about one by one,
+    as ``index`` does, and listed as ``"skipped"``; ``--on-error stop`` stops on the first, as ``index`` does.
+
     The chunker is the build's (same name and parameters, :func:`chunker_params`). A
     chunker that runs a model or an LLM is not run: its own ``estimate`` prices it
     from the text, and the relators are priced on stand-in chunks of the default
@@ -332,13 +335,25 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
     # start-up: momoka.methods.sources
     from ..methods.sources import expand_paths, jsonable, load_embedder, resolve_chunker, to_document
 
-    docs = [to_document(x, encoding=args.encoding) for x in expand_paths(args.paths, follow_links=args.follow_links)]
+    # the files index would skip are named here too (a warning each, and in the output), as index names them
+    skipped: list = []
+    strict = args.on_error == "stop"
+    docs = []
+    for x in expand_paths(args.paths, skipped, strict=strict, follow_links=args.follow_links):
+        try:
+            docs.append(to_document(x, encoding=args.encoding))
+        except InputError as exc:
+            if strict:
+                raise
+            skipped.append((str(x), str(exc)))
+    _say_skipped(skipped, say)
     name = chunker_of(args)
     # its tokenizer and input limit only: no model is run
     emb = None if args.no_dense else load_embedder(args.embedder)
     params = chunker_params(name, args.size, chunker_opts, embedder=emb, headers=getattr(args, "headers", True))
     chunker, _ = resolve_chunker(name, params, emb)
-    out: dict = {"documents": len(docs), "chunker": {"name": name, "params": jsonable(params)}}
+    out: dict = {"documents": len(docs), "skipped": [[str(src), why] for src, why in skipped],
+                 "chunker": {"name": name, "params": jsonable(params)}}
     if getattr(chunker, "runs_model", False):
         priced = chunker.estimate(docs) if callable(getattr(chunker, "estimate", None)) else None
         out["chunker"]["estimate"] = priced if priced is not None else "runs a model; not run and not priced"
