@@ -62,12 +62,6 @@ def decode(text: str) -> np.ndarray:
     return np.frombuffer(raw, dtype="<u4")
 
 
-def crc_blocks(data, block: int = BLOCK) -> list[int]:
-    """CRC-32 of each ``block``-byte block of ``data`` (bytes-like)."""
-    mv = memoryview(data).cast("B")
-    return [zlib.crc32(mv[i:i + block]) for i in range(0, len(mv), block)]
-
-
 class BlockCheck:
     """Verifies one file of a store against its manifest record, each block the first time it is read.
 
