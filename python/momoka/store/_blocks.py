@@ -168,8 +168,3 @@ class BlockCheck:
         for b in blocks.tolist():
             if not done[b]:
                 self._verify(b)
-
-    @property
-    def verified(self) -> bool:
-        """True when every block has been verified (or the file was verified whole)."""
-        return self._all or (self._crcs is not None and all(self._done))
