@@ -61,7 +61,8 @@ RAW_ARTIFACTS = {"vectors/raw": "this index was built without an embedder: use t
                  "bm25/raw": "every index builds it: the store is damaged or not an index"}
 #: Packages whose import registers the built-in components.
 BUILTIN_PACKAGES = ("momoka.chunking", "momoka.methods.standard", "momoka.methods.momoka", "momoka.methods.moc",
-                    "momoka.methods.mcindex", "momoka.methods.jerr", "momoka.methods.ets.refiner")
+                    "momoka.methods.mcindex", "momoka.methods.jerr", "momoka.methods.ets.refiner",
+                    "momoka.methods.ets.hops")
 
 
 @dataclass(frozen=True)

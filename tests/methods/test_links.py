@@ -281,3 +281,66 @@ def test_named_documents_parts_are_embedded_with_the_question(tmp_path, independ
         got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
         assert emb.calls - before == (1 if independent else 2)
         assert [h.chunk_id for h in got] == _named_first(ix, q, (("Beta Ltd", ["a"]), ("Alpha Corp", ["b"])))
+
+
+def _doc_table(pages: dict[int, tuple[str, str, str | None]]) -> TitleTable:
+    """A table of one-chunk pages ``id -> (doc, text, document title)``: no title line, no header."""
+    return TitleTable([(c, d, x, None, t) for c, (d, x, t) in sorted(pages.items())], lambda t: 1, 1000)
+
+
+def test_document_titles_link_across_pages():
+    pages = {1: ("zorro", f"Film Zorro {BODY} It was directed by Grace Hopper in Lima.", "Film Zorro"),
+             2: ("hopper", f"She {BODY}", "Grace Hopper (director)"),
+             3: ("other", f"Other {BODY}", "Other Page"),
+             4: ("hopper", f"Grace Hopper later {BODY}", "Grace Hopper (director)"),  # her page's second chunk
+             5: ("notitle", f"Lima {BODY}", None)}
+    table = _doc_table(pages)
+    text, doc = (lambda c: pages[c][1]), (lambda c: pages[c][0])
+    assert table.doc_title == {"zorro": "Film Zorro", "hopper": "Grace Hopper", "other": "Other Page", "notitle": ""}
+    # the page's text names another page's title (its parenthesis dropped): that page's first chunk follows
+    assert link_titles([(1, 0.9), (3, 0.8)], "who directed it?", table, text, doc, 1, 5) == [(1, 0.9), (2, 0.9), (3, 0.8)]
+    # a page's own title written in its text, or in its other chunks, is no link
+    assert link_titles([(4, 0.9), (3, 0.8)], "q", table, text, doc, 1, 5) == [(4, 0.9), (3, 0.8)]
+    # the question names a page by its document title
+    assert link_titles([(3, 0.9), (5, 0.8), (2, 0.1)], "Where was Grace Hopper born?", table, text, doc, 1, 5) == [
+        (3, 0.9), (2, 0.9), (5, 0.8)]
+
+
+def test_titles_written_in_another_case():
+    pages = {1: ("a", f"Text {BODY}", "Bank of China Tower (Hong Kong)"), 2: ("b", f"Text {BODY}", "The Crown"),
+             3: ("c", f"Text {BODY}", "Marco Da Silva (dancer)"), 4: ("d", f"Text {BODY}", "Marco da Silva (footballer)")}
+    table = _doc_table(pages)
+    # later letters in any case; the first letter as the title writes it
+    assert table.mentions("the Bank Of China Tower was passed") == ["Bank of China Tower"]
+    assert table.mentions("the bank of china tower, the crown") == []
+    assert table.mentions("THE CROWN") == ["The Crown"]
+    # two titles that differ only in case: the one written exactly, else both
+    assert table.mentions("Was Marco Da Silva older?") == ["Marco Da Silva"]
+    assert table.mentions("Was Marco da Silva older?") == ["Marco da Silva"]
+    assert table.mentions("Was Marco DA SILVA older?") == ["Marco Da Silva", "Marco da Silva"]
+    from momoka.methods.standard.links import DocumentTitles
+
+    titles = DocumentTitles([("d1", "Excalibur (film)"), ("d2", "Beta Ltd")])
+    assert titles.mentions("Compare Excalibur (Film) and BETA LTD.") == [("Excalibur (film)", ("d1",)),
+                                                                       ("Beta Ltd", ("d2",))]
+
+
+def test_hybrid_links_pages_by_their_document_titles(tmp_path):
+    """A corpus of pages: each page's title is its document's (not a line of its text); the first page names the
+    second by that title, and the hybrid retriever places it second."""
+    import momoka
+    from tests.store.conftest import HashEmbedder
+
+    pages = [("Film Zorro", "Film Zorro is a 1999 drama film about a masked rider, directed by Jane Quimby and shot "
+                            "in Spain over one summer."),
+             ("Jane Quimby", "A painter, photographer and writer who later made films. Her family came from "
+                             "Reykjavik, where she grew up by the sea; she studied art in Paris.")]
+    for i in range(12):
+        pages.append((f"Film Mira {i}", f"Film Mira {i} is a drama film whose director was born in town {i}; "
+                                        f"the director of the film was born there."))
+    docs = [{"doc_id": f"page{i}", "title": t, "text": x} for i, (t, x) in enumerate(pages)]
+    q = "Where was the director of Film Zorro born?"
+    with momoka.Index.build(docs, store=tmp_path / "s", embedder=HashEmbedder(), progress=False) as ix:
+        plain = ix.search(q, k=2, retriever="hybrid", links=0)
+        assert plain[0].doc_id == "page0" and "page1" not in [h.doc_id for h in plain]
+        assert [h.doc_id for h in ix.search(q, k=2)] == ["page0", "page1"]

@@ -302,7 +302,7 @@ def test_search_with_a_budget_fills_it_from_the_full_ranking():
 #: options the error must name (None: it runs). A retriever registered without a row here fails the test.
 NEEDS_ON_A_PLAIN_INDEX = {"dense": None, "bm25": None, "hybrid": None, "mm": ["--enrich title"],
                           "trail": ["--relate paths"], "mcindex": ["--enrich keywords", "--enrich summary"],
-                          "jerr": ["--relate jerr"]}
+                          "jerr": ["--relate jerr"], "ets": None}
 
 
 def test_every_retriever_lacking_its_artifacts_names_what_makes_them(tmp_path):

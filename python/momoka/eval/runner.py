@@ -239,11 +239,11 @@ INTERVAL_METRICS = ("complete", "span_recall", "recall", "mrr")
 def _intervals(per_question: dict[str, dict], qids: list[str], budgets: tuple) -> tuple[dict, dict]:
     """Each retriever's 95 % interval, and each one's paired interval of the margin over the first retriever.
 
-    On the ``item`` view at the first budget (nothing without a budget).
+    On the ``item`` view at every budget (nothing without a budget).
     """
     if not budgets or not per_question:
         return {}, {}
-    keys = [f"{m}@{budgets[0]}c" for m in INTERVAL_METRICS]
+    keys = [f"{m}@{b}c" for b in budgets for m in INTERVAL_METRICS]
     vec = {name: {k: [rows[q][k] for q in qids] for k in keys} for name, rows in per_question.items()}
     names = list(vec)
     intervals = {n: {k: bootstrap_mean(vec[n][k]).to_dict() for k in keys} for n in names}
@@ -375,12 +375,15 @@ def _format_intervals(report: dict) -> str:
     b = report["budgets"][0]
     keys = [f"{m}@{b}c" for m in INTERVAL_METRICS]
     first = next(iter(ivs))
-    header = ["retriever"] + keys + [f"{k} - {first}" for k in keys[:2]]
+    more = [f"complete@{c}c" for c in report["budgets"][1:] if f"complete@{c}c" in ivs[next(iter(ivs))]]
+    header = ["retriever"] + keys + [f"{k} - {first}" for k in keys[:2]] + [x for k in more for x in (k, f"{k} - {first}")]
     rows = []
     for name, iv in ivs.items():
         cells = [name] + [_iv(iv[k]) for k in keys]
         m = margins.get(name)
         cells += [_iv(m[k], signed=True) for k in keys[:2]] if m else ["", ""]
+        for k in more:  # complete coverage at the other budgets, and its margin
+            cells += [_iv(iv[k]), _iv(m[k], signed=True) if m else ""]
         rows.append(cells)
     n = next(iter(ivs[first].values()))["n"]
 

@@ -4,14 +4,17 @@ A bridge question ("Where was the director of film X born?") needs two passages:
 the question matches, and the one about the director, which it does not name. The first names the
 second by its title, as an encyclopaedia links its articles (HotpotQA's bridge questions were built
 from those links). :func:`link_titles` follows such mentions from the top of a ranking: for each of
-its first ``top`` items, every title of another passage written in the item's text (case-sensitive,
-from a word start) brings the passage that title heads into the ranking right after the item, unless
+its first ``top`` items, every title of another passage written in the item's text (from a word start; the
+first letter as in the title, the others in any case: "Excalibur (Film)" names "Excalibur (film)") brings the passage that title heads into the ranking right after the item, unless
 it is already ranked there or above. A title links only when it
 
-- heads a passage (:func:`chunk_titles`: a title line in the chunk, or a section or title line its
-  contextual header names), has at least 4 characters and a capital letter;
+- heads a passage, has at least 4 characters and a capital letter. A title heads the first chunk of
+  its document when it is the document's title (a corpus of pages, a wiki, a folder of files: each
+  page's title is its document's, not a line of its text), and the chunk that holds it when it is a
+  title line in the chunk or a section or title line its contextual header names (:func:`chunk_titles`;
+  a long document's sections);
 - is not written in the query (those passages are placed by the query's own links, below) and is not a
-  title of the linking item itself (its own heading);
+  title of the linking item itself (its own heading, or its own document's title);
 - is rare in the collection: its rarest BM25 term is in at most ``max(2, 2 %)`` of the chunks (an
   ordinary section name such as "Evaluation" or "Dataset" is not a link).
 
@@ -30,7 +33,7 @@ case or spaces between words (Chinese, Japanese) gets no links. The hybrid retri
 the coverage re-rank (its ``links`` option, the number of top items followed, 0 turning links off;
 ``query_links=False`` keeps the items' links only).
 The table of titles (:class:`TitleTable`) is built once per retriever from the stored chunks (their
-text and ``metadata["header"]``).
+text and ``metadata["header"]``) and their documents' titles.
 """
 
 from __future__ import annotations
@@ -76,6 +79,30 @@ def _word_keys(word: str) -> list[str]:
     return keys
 
 
+def _fold(word: str) -> str:
+    """A word's look-up key: its first character as written, the rest in lower case."""
+    return word[:1] + word[1:].lower()
+
+
+def _written(text: str, at: int, title: str) -> bool:
+    """Whether ``text`` writes ``title`` at ``at``: the same characters, or the same but for the case of
+    letters after the first ("Excalibur (Film)" for the title "Excalibur (film)"; the first letter's case must
+    match, so "the crown" in running text does not name "The Crown")."""
+    if text.startswith(title, at):
+        return True
+    part = text[at:at + len(title)]
+    return len(part) == len(title) and part[:1] == title[:1] and part.lower() == title.lower()
+
+
+def _at(text: str, m: re.Match, by_word: dict[str, list[str]]) -> list[str]:
+    """The titles of ``by_word`` (keyed by :func:`_fold` of their first word) that ``text`` writes at the word
+    ``m``: those written exactly, or when none is, those written but for the case of later letters (two titles
+    that differ only in case, "Marco Da Silva" and "Marco da Silva", are two subjects: the exact one wins)."""
+    found = [t for key in _word_keys(m.group()) for t in by_word.get(_fold(key), ()) if _written(text, m.start(), t)]
+    exact = [t for t in found if text.startswith(t, m.start())]
+    return exact or found
+
+
 def chunk_titles(text: str, header: str | None, doc_title: str | None = None) -> list[str]:
     """The titles a chunk holds: the lines of its contextual ``header`` but its document's title
     (``doc_title``: its section path and title line) and the title lines in its text
@@ -100,7 +127,8 @@ class TitleTable:
     """The titles of a collection's chunks: which chunk each title heads (the first chunk holding it, per
     document), each chunk's own titles, and which titles are rare enough to link (see the module doc).
 
-    ``chunks``: ``(chunk id, doc id, text, header, document title)`` in document order; ``doc_freq(title)``:
+    ``chunks``: ``(chunk id, doc id, text, header, document title)`` in document order (a document's title
+    heads its first chunk: :attr:`doc_title`); ``doc_freq(title)``:
     the number of chunks holding the title's rarest term; ``n_chunks``: the collection's size.
     """
 
@@ -108,7 +136,13 @@ class TitleTable:
                  n_chunks: int):
         self.heads: dict[str, dict[str, int]] = defaultdict(dict)  # title -> {doc id: first chunk}
         self.own: dict[int, tuple[str, ...]] = {}  # the chunks that hold a title: their titles (one string each)
+        self.doc_title: dict[str, str] = {}  # doc id -> its title (as linked), for documents with one
         for cid, doc_id, text, header, doc_title in chunks:
+            if doc_id not in self.doc_title:
+                t = _norm(doc_title or "")
+                self.doc_title[doc_id] = sys.intern(t) if _is_title(t) else ""
+                if self.doc_title[doc_id]:
+                    self.heads[self.doc_title[doc_id]].setdefault(doc_id, cid)
             titles = tuple(sys.intern(t) for t in chunk_titles(text, header, doc_title))
             if titles:
                 for t in titles:
@@ -119,7 +153,7 @@ class TitleTable:
         self._linkable = 0
         for t in self.heads:
             if doc_freq(t) <= limit:
-                self.by_word[t.split()[0]].append(t)
+                self.by_word[_fold(t.split()[0])].append(t)
                 self._linkable += 1
 
     def __len__(self) -> int:
@@ -127,14 +161,14 @@ class TitleTable:
         return self._linkable
 
     def mentions(self, text: str) -> list[str]:
-        """The linkable titles written in ``text`` (from a word start, case-sensitive), in text order; a
+        """The linkable titles written in ``text`` (from a word start, the first letter's case as
+        in the title, the others' any: :func:`_written`), in text order; a
         title's first word may carry the text's punctuation (``Outrage!?`` names ``Outrage!``)."""
         out: list[str] = []
         for m in _WORD.finditer(text):
-            for key in _word_keys(m.group()):
-                for t in self.by_word.get(key, ()):
-                    if t not in out and text.startswith(t, m.start()):
-                        out.append(t)
+            for t in _at(text, m, self.by_word):
+                if t not in out:
+                    out.append(t)
         return out
 
     def head(self, title: str, doc_id: str) -> int:
@@ -180,10 +214,11 @@ def _item_links(items: list, query: str, table: TitleTable, text_of: Callable[[i
         if rank >= top:
             continue
         own = table.own.get(cid, ())
+        doc = doc_of(cid)
         for t in table.mentions(text_of(cid)):
-            if t in query or t in own:
+            if t in query or t in own or t == table.doc_title.get(doc):
                 continue
-            target = table.head(t, doc_of(cid))
+            target = table.head(t, doc)
             if target in placed or (allowed is not None and not allowed(target)):
                 continue
             out.append(target)
@@ -217,7 +252,7 @@ class DocumentTitles:
     ``documents``: ``(doc id, title)`` pairs. A title counts when it has at least 4 characters and a capital
     letter; the documents that share it (namesakes: two companies of one name, one company's reports of
     several years) are named together. :meth:`mentions` reads the text from each word start
-    (case-sensitive; a title's first word may carry punctuation, as in :meth:`TitleTable.mentions`),
+    (the first letter's case as in the title, the others' any; a title's first word may carry punctuation, as in :meth:`TitleTable.mentions`),
     taking the longest title that starts there and going on after it.
     """
 
@@ -230,7 +265,7 @@ class DocumentTitles:
         self.docs_of: dict[str, tuple[str, ...]] = {t: tuple(ds) for t, ds in owners.items()}
         self.by_word: dict[str, list[str]] = defaultdict(list)
         for t in self.docs_of:
-            self.by_word[t.split()[0]].append(t)
+            self.by_word[_fold(t.split()[0])].append(t)
 
     def __len__(self) -> int:
         """The number of titles that count."""
@@ -244,9 +279,7 @@ class DocumentTitles:
         for m in _WORD.finditer(text):
             if m.start() < pos:
                 continue
-            best = max((t for key in _word_keys(m.group()) for t in self.by_word.get(key, ())
-                        if text.startswith(t, m.start())),
-                       key=len, default=None)
+            best = max(_at(text, m, self.by_word), key=len, default=None)
             if best is not None:
                 pos = m.start() + len(best)
                 if all(t != best for t, _ in out):
