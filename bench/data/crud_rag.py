@@ -96,12 +96,16 @@ class Finder:
             p += len(t) + 1
 
     def articles_with(self, s: str) -> set[int]:
+        """The articles holding ``s`` verbatim (by index)."""
         out, p = set(), self.big.find(s)
         while p >= 0:
             a = bisect.bisect_right(self.starts, p) - 1
-            out.add(a)
-            p = self.big.find(s, self.starts[a] + len(self.texts[a]) + 1) if p + len(s) <= self.starts[a] + len(
-                self.texts[a]) else self.big.find(s, p + 1)
+            end = self.starts[a] + len(self.texts[a])
+            if p + len(s) <= end:  # not a match across the line break between two articles
+                out.add(a)
+                p = self.big.find(s, end + 1)  # the next article
+            else:
+                p = self.big.find(s, p + 1)
         return out
 
 
