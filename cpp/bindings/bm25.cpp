@@ -40,8 +40,12 @@ std::vector<Tokens> tokenize_many(const StrRef* refs, std::size_t n, const tok::
   return out;
 }
 
-tok::Options options_of(bool lowercase, bool stem, const std::vector<std::string>& stopwords) {
+tok::Options options_of(bool lowercase, bool stem, const std::vector<std::string>& stopwords, int version) {
+  if (version < tok::kRuleUnigram || version > tok::kRuleLatest)
+    throw py::value_error("tokenizer version must be 1 (CJK characters one token each) or 2 (CJK characters and "
+                          "character bigrams), not " + std::to_string(version));
   tok::Options opt;
+  opt.version = version;
   opt.lowercase = lowercase;
   opt.stem = stem;
   opt.stopwords.insert(stopwords.begin(), stopwords.end());
@@ -89,8 +93,8 @@ std::string idf_name(bm25::Idf i) { return i == bm25::Idf::kOkapi ? "okapi" : "l
 void register_bm25(py::module_& m) {
   m.def(
       "bm25_tokenize",
-      [](py::handle text, bool lowercase, bool stem, const std::vector<std::string>& stopwords) {
-        const tok::Options opt = options_of(lowercase, stem, stopwords);
+      [](py::handle text, bool lowercase, bool stem, const std::vector<std::string>& stopwords, int version) {
+        const tok::Options opt = options_of(lowercase, stem, stopwords, version);
         const StrRef r = str_ref(text, "text");
         Tokens out;
         {
@@ -100,9 +104,11 @@ void register_bm25(py::module_& m) {
         return out;
       },
       py::arg("text"), py::arg("lowercase") = true, py::arg("stem") = false,
-      py::arg("stopwords") = std::vector<std::string>(),
+      py::arg("stopwords") = std::vector<std::string>(), py::arg("version") = static_cast<int>(tok::kRuleUnigram),
       "Tokenises `text` as the BM25 index does: lowercased runs of letters and digits (any script), one token per "
-      "CJK / kana / Thai character, optional Porter stemming of ASCII words and stopword removal (before stemming).");
+      "Thai / Lao / Khmer / Myanmar / Tibetan character, CJK runs one token per character (version 1) or "
+      "each character and the overlapping character bigrams (version 2), optional Porter stemming of ASCII words and stopword removal "
+      "(before stemming).");
 
   m.def(
       "porter_stem", [](std::string w) {
@@ -115,20 +121,22 @@ void register_bm25(py::module_& m) {
                         "Okapi BM25 inverted index with in-place add/delete (see momoka.index.BM25 for the "
                         "documented Python API).")
       .def(py::init([](double k1, double b, double epsilon, const std::string& idf, bool lowercase, bool stem,
-                       const std::vector<std::string>& stopwords) {
+                       const std::vector<std::string>& stopwords, int version) {
              bm25::Params p;
              p.k1 = k1;
              p.b = b;
              p.epsilon = epsilon;
              p.idf = idf_of(idf);
-             return TextIndex(p, options_of(lowercase, stem, stopwords));  // validates parameters (ValueError)
+             return TextIndex(p, options_of(lowercase, stem, stopwords, version));  // validates parameters (ValueError)
            }),
            py::arg("k1") = 1.5, py::arg("b") = 0.75, py::arg("epsilon") = 0.25, py::arg("idf") = "okapi",
-           py::arg("lowercase") = true, py::arg("stem") = false, py::arg("stopwords") = std::vector<std::string>())
+           py::arg("lowercase") = true, py::arg("stem") = false, py::arg("stopwords") = std::vector<std::string>(),
+           py::arg("version") = static_cast<int>(tok::kRuleUnigram))
       .def_property_readonly("k1", [](const TextIndex& s) { return s.ix->params().k1; })
       .def_property_readonly("b", [](const TextIndex& s) { return s.ix->params().b; })
       .def_property_readonly("epsilon", [](const TextIndex& s) { return s.ix->params().epsilon; })
       .def_property_readonly("idf", [](const TextIndex& s) { return idf_name(s.ix->params().idf); })
+      .def_property_readonly("version", [](const TextIndex& s) { return s.opt.version; })
       .def_property_readonly("lowercase", [](const TextIndex& s) { return s.opt.lowercase; })
       .def_property_readonly("stem", [](const TextIndex& s) { return s.opt.stem; })
       .def_property_readonly("stopwords",

@@ -203,7 +203,9 @@ def test_tokenizer_ascii_matches_regex_reference():
 
 def test_tokenizer_scripts():
     assert tokenize("Ünïcode CAFÉ, naïve-ΣΊΣΥΦΟΣ") == ["ünïcode", "café", "naïve", "σίσυφοσ"]
-    assert tokenize("東京タワーは高い") == ["東", "京", "タ", "ワ", "ー", "は", "高", "い"]
+    assert tokenize("東京タワーは高い", tokenizer_version=1) == ["東", "京", "タ", "ワ", "ー", "は", "高", "い"]
+    assert tokenize("東京タワーは高い") == ["東", "東京", "京", "京タ", "タ", "タワ", "ワ", "ワー", "ー", "ーは", "は",
+                                     "は高", "高", "高い", "い"]  # rule 2: characters and bigrams
     assert tokenize("Привет, МИР! ＡＢＣ１２３") == ["привет", "мир", "abc123"]
     assert tokenize("emoji 🙂 and\u00a0nbsp — dash") == ["emoji", "and", "nbsp", "dash"]
     assert tokenize("Running quickly", stem=True) == ["run", "quickli"]

@@ -4,7 +4,11 @@
 // Layout (little-endian), the whole file format of a saved BM25 index:
 //
 //   index bytes        Index::write (bm25_io.hpp), format version 2
-//   "MMKTOK\0\0"       8 bytes, start of the tokeniser trailer
+//   "MMKTOK" v "\0"     8 bytes, start of the tokeniser trailer; byte v is
+//                      the tokeniser rule version (tokenize.hpp) for rules
+//                      after the first, 0 for rule 1 (so files of rule 1,
+//                      and every file written before rules had versions,
+//                      read as rule 1, byte for byte as before)
 //   u8 lowercase, u8 stem
 //   u32 n              stopwords, sorted bytewise
 //   n x (u32 len, len bytes)
@@ -52,9 +56,11 @@ struct TextIndex {
   // Appends `other`'s documents (Index::append); the tokeniser settings must
   // be equal, else std::invalid_argument.
   std::pair<std::size_t, std::size_t> append(const TextIndex& other) {
-    if (opt.lowercase != other.opt.lowercase || opt.stem != other.opt.stem || opt.stopwords != other.opt.stopwords)
+    if (opt.version != other.opt.version || opt.lowercase != other.opt.lowercase || opt.stem != other.opt.stem ||
+        opt.stopwords != other.opt.stopwords)
       throw std::invalid_argument(
-          "cannot append a BM25 index with different tokeniser settings (lowercase, stem, stopwords)");
+          "cannot append a BM25 index with different tokeniser settings (tokenizer version, lowercase, stem, "
+          "stopwords)");
     return ix->append(*other.ix);
   }
 
@@ -65,7 +71,9 @@ struct TextIndex {
       put(p, n);
       off += n;
     });
-    put("MMKTOK\0\0", 8);
+    char magic[8] = {'M', 'M', 'K', 'T', 'O', 'K', 0, 0};
+    magic[6] = opt.version == tok::kRuleUnigram ? 0 : static_cast<char>(opt.version);
+    put(magic, 8);
     const char flags[2] = {static_cast<char>(opt.lowercase), static_cast<char>(opt.stem)};
     put(flags, 2);
     const std::vector<std::string> sw = sorted_stopwords();
@@ -88,9 +96,14 @@ struct TextIndex {
     if (n < 16) throw std::runtime_error("not a momoka BM25 index (too short)");
     std::uint64_t off;
     std::memcpy(&off, data + n - 8, 8);
-    if (off + 14 > n - 8 || std::memcmp(data + off, "MMKTOK\0\0", 8) != 0)
+    if (off + 14 > n - 8 || std::memcmp(data + off, "MMKTOK", 6) != 0 || data[off + 7] != 0)
       throw std::runtime_error("not a momoka BM25 index (missing tokeniser trailer)");
     TextIndex s;
+    const int version = static_cast<unsigned char>(data[off + 6]);
+    if (version > tok::kRuleLatest || version == tok::kRuleUnigram)
+      throw std::runtime_error("BM25 index of tokeniser rule version " + std::to_string(version) +
+                               ", which this version of momoka does not know (a newer momoka wrote it)");
+    s.opt.version = version == 0 ? tok::kRuleUnigram : version;
     std::size_t p = off + 8;
     s.opt.lowercase = data[p++] != 0;
     s.opt.stem = data[p++] != 0;

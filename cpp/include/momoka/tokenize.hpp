@@ -1,11 +1,16 @@
 // Word tokenisation for lexical retrieval.
 //
 // A token is a maximal run of word code points (letters, digits and
-// combining marks of any script), lowercased, encoded as UTF-8. CJK
-// ideographs, kana and other scripts written without spaces become one token
-// per character. Fullwidth ASCII forms are folded to ASCII. Optional: English
-// Porter stemming (ASCII words only) and a stopword set (matched after
-// lowercasing, before stemming).
+// combining marks of any script), lowercased, encoded as UTF-8. Scripts
+// written without spaces are cut per character: Thai, Lao, Khmer, Myanmar
+// and Tibetan characters are one token each; a run of CJK characters
+// (ideographs, kana, bopomofo; `is_cjk`) is, by the tokeniser rule version
+// (`Options::version`): 1, one token per character; 2, each character and
+// the overlapping bigram it starts with the next one ("中文分词" -> "中",
+// "中文", "文", "文分", "分", "分词", "词"), as Lucene's CJKBigramFilter
+// does with outputUnigrams. Every other token is the same under both rules. Fullwidth ASCII forms are folded to
+// ASCII. Optional: English Porter stemming (ASCII words only) and a stopword
+// set (matched after lowercasing, before stemming).
 //
 // Code point classes are decided from block ranges of the Unicode standard,
 // not a full property table: every letter and digit of the major scripts is
@@ -92,6 +97,12 @@ inline CpClass classify(char32_t c) {
   return CpClass::kWord;
 }
 
+// A CJK character: the code points cut per character (kSingle) from the CJK
+// radicals block on (ideographs of every extension and compatibility block,
+// kana and halfwidth katakana, bopomofo, the ideographic iteration and
+// closing marks and number zero), not the Southeast Asian scripts below it.
+inline bool is_cjk(char32_t c) { return c >= 0x2E80 && classify(c) == CpClass::kSingle; }
+
 // Simple lowercase mapping (one code point to one) and fullwidth folding.
 inline char32_t fold(char32_t c) {
   if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
@@ -141,7 +152,14 @@ inline void append_utf8(std::string& s, char32_t c) {
   }
 }
 
+// Tokeniser rule versions (see the top of this file); a BM25 file records
+// the one its texts were tokenised with.
+inline constexpr int kRuleUnigram = 1;  // CJK: one token per character
+inline constexpr int kRuleBigram = 2;   // CJK: characters and the overlapping bigrams of each run
+inline constexpr int kRuleLatest = kRuleBigram;
+
 struct Options {
+  int version = kRuleUnigram;
   bool lowercase = true;
   bool stem = false;
   std::unordered_set<std::string> stopwords;
@@ -162,9 +180,26 @@ void tokenize(const CharT* p, std::size_t n, const Options& opt, std::vector<std
     out.push_back(std::move(cur));
     cur.clear();
   };
+  const bool bigrams = opt.version >= kRuleBigram;
+  char32_t prev_cjk = 0;  // the previous code point when it was a CJK character (bigram rule), else 0
   for (std::size_t i = 0; i < n; ++i) {
     const char32_t c = static_cast<char32_t>(p[i]);
     const CpClass k = classify(c);
+    if (bigrams && k == CpClass::kSingle && is_cjk(c)) {
+      flush();
+      std::string t;
+      if (prev_cjk != 0) {  // the bigram of the previous character and this one
+        append_utf8(t, prev_cjk);
+        append_utf8(t, c);
+        out.push_back(std::move(t));
+        t.clear();
+      }
+      append_utf8(t, c);
+      out.push_back(std::move(t));
+      prev_cjk = c;
+      continue;
+    }
+    prev_cjk = 0;
     if (k == CpClass::kSep) {
       flush();
     } else if (k == CpClass::kSingle) {

@@ -42,10 +42,11 @@ LEDGER_PER_ANSWER = 8
 
 
 def content_terms(text: str) -> set[str]:
-    """The distinct content terms of ``text``: BM25's tokens with Porter stems, English stop words dropped."""
+    """The distinct content terms of ``text``: BM25's tokens with Porter stems, English stop words dropped (tokeniser
+    rule 1: every CJK character a term)."""
     from ..store.bm25 import tokenize  # start-up: momoka.store.bm25
 
-    return set(tokenize(text, stem=True, stopwords="english"))
+    return set(tokenize(text, stem=True, stopwords="english", tokenizer_version=1))
 
 
 def grounding(answer: str, source_terms: set[str]) -> tuple[int, int]:
@@ -68,10 +69,11 @@ def grounding_problem(answer: str, source_terms: set[str], min_share: float = MI
 
 
 def answer_key(answer: str) -> tuple[str, ...]:
-    """What makes two answers "the same": their lower-cased words (BM25's tokens, stop words kept, no stems)."""
+    """What makes two answers "the same": their lower-cased words (BM25's tokens, stop words kept, no stems; rule 1:
+    every CJK character a word)."""
     from ..store.bm25 import tokenize  # start-up: momoka.store.bm25
 
-    return tuple(tokenize(answer))
+    return tuple(tokenize(answer, tokenizer_version=1))
 
 
 def sketch(terms: set[str], k: int = SKETCH_TERMS) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import StoreCorruptedError
 from .bm25 import BM25
-from .bm25_view import DEFAULT_BM25, BM25View
+from .bm25_view import BM25View
 from .chunk_table import ChunkTable
 from ._manifest import RAW_VIEW
 from .documents import DocEntry
@@ -46,7 +46,7 @@ def load_v1(store, gdir: Path, manifest: dict) -> None:
         store.chunks = ChunkTable.from_records(store, records, n_slots)
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreCorruptedError(f"store {root} is corrupted (chunks.jsonl): {exc}") from None
-    params = dict(DEFAULT_BM25, **(manifest.get("bm25") or {}))
+    params = manifest.get("bm25") or {}  # no tokenizer_version: rule 1 (stored_params)
     store.put_artifact("bm25", RAW_VIEW, BM25View.from_index(store, RAW_VIEW, bm25, params=params, source={"text": "chunk"}))
     emb = manifest.get("embedder")
     if emb:

@@ -12,9 +12,20 @@ rounding. ``idf="lucene"`` uses ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
 N, df and avgdl count live documents only: they follow every add/delete.
 
 Tokenisation (native, on the str's own storage): lowercased maximal runs of
-letters and digits of any script; CJK ideographs, kana and Thai/Lao/Khmer/
-Myanmar/Tibetan characters are one token each; fullwidth ASCII is folded;
-optionally English stopwords are dropped and ASCII words Porter-stemmed.
+letters and digits of any script; Thai/Lao/Khmer/Myanmar/Tibetan characters
+are one token each; fullwidth ASCII is folded; optionally English stopwords
+are dropped and ASCII words Porter-stemmed. A run of CJK characters
+(ideographs, kana, bopomofo) is cut by the tokeniser rule version
+(``tokenizer_version``, recorded in the index and its files):
+
+* 2 (the default of a new index): each character and the overlapping bigram
+  it starts with the next one ("中文分词" -> "中", "中文", "文", "文分", "分",
+  "分词", "词"), as Lucene's CJKBigramFilter does with unigrams kept;
+* 1 (every index written before versions existed): one token per character.
+
+Every other token is the same under both rules, so English text indexes and
+ranks exactly as before. An index read from a file keeps the rule it was
+built with, and its queries are tokenised by that rule.
 
 Before tokenising, every text indexed and every query is folded by
 :func:`fold_compatibility` (in Python, only where a text is not already in
@@ -83,12 +94,27 @@ def fold_compatibility(text: str) -> str:
     return unicodedata.normalize("NFC", _NON_ASCII.sub(lambda m: _fold_char(m.group()), text))
 
 
-def tokenize(text: str, *, lowercase: bool = True, stem: bool = False, stopwords=None) -> list[str]:
+#: Tokeniser rule versions: 1, CJK characters one token each; 2, CJK characters and their overlapping bigrams.
+TOKENIZER_VERSIONS = (1, 2)
+#: The rule a new index uses.
+TOKENIZER_VERSION = 2
+
+
+def _version(v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v not in TOKENIZER_VERSIONS:
+        raise ConfigError(f"tokenizer_version must be one of {TOKENIZER_VERSIONS} (1: CJK characters one token "
+                          f"each; 2: CJK characters and character bigrams), not {v!r}")
+    return v
+
+
+def tokenize(text: str, *, lowercase: bool = True, stem: bool = False, stopwords=None,
+             tokenizer_version: int = TOKENIZER_VERSION) -> list[str]:
     """Tokenise ``text`` exactly as :class:`BM25` does (:func:`fold_compatibility`, then the native
-    tokeniser; see the module docstring)."""
+    tokeniser of rule ``tokenizer_version``; see the module docstring)."""
     if not isinstance(text, str):
         raise InputError(f"text must be str, got {type(text).__name__}")
-    return _core.bm25_tokenize(fold_compatibility(text), lowercase, stem, _stopwords(stopwords))
+    return _core.bm25_tokenize(fold_compatibility(text), lowercase, stem, _stopwords(stopwords),
+                               _version(tokenizer_version))
 
 
 class BM25:
@@ -106,6 +132,9 @@ class BM25:
         stem: Porter-stem ASCII words.
         stopwords: None, ``"english"`` or a list of words to drop.
         lowercase: fold case before matching.
+        tokenizer_version: how runs of CJK characters are cut (module docstring): 2 (default),
+            each character and the overlapping character bigrams; 1, one token per character
+            (the rule of indexes written before versions existed).
     """
 
     def __init__(
@@ -118,14 +147,16 @@ class BM25:
         stem: bool = False,
         stopwords: Iterable[str] | str | None = None,
         lowercase: bool = True,
+        tokenizer_version: int = TOKENIZER_VERSION,
         _native=None,
     ):
         if _native is not None:
             self._ix = _native
             return
+        version = _version(tokenizer_version)
         try:
             self._ix = _core.BM25Index(float(k1), float(b), float(epsilon), str(idf), bool(lowercase), bool(stem),
-                                       _stopwords(stopwords))
+                                       _stopwords(stopwords), version)
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from None
 
@@ -136,7 +167,7 @@ class BM25:
         """The scoring and tokeniser parameters (JSON-serialisable)."""
         ix = self._ix
         return {"k1": ix.k1, "b": ix.b, "epsilon": ix.epsilon, "idf": ix.idf, "stem": ix.stem,
-                "lowercase": ix.lowercase, "stopwords": ix.stopwords}
+                "lowercase": ix.lowercase, "stopwords": ix.stopwords, "tokenizer_version": ix.version}
 
     @property
     def n_docs(self) -> int:
@@ -234,7 +265,7 @@ class BM25:
         Raises :class:`InputError` when ``other`` is not a :class:`BM25` or is
         this index, and :class:`ConfigError` when the scoring parameters
         (k1, b, epsilon, idf) or tokeniser settings (lowercase, stem,
-        stopwords) differ.
+        stopwords, tokenizer_version) differ.
         """
         if not isinstance(other, BM25):
             raise InputError(f"can only append a BM25 index, not {type(other).__name__}")

@@ -24,10 +24,22 @@ import numpy as np
 
 from ..errors import ConfigError, InputError, StoreCorruptedError
 from .artifact import Artifact, Part, SpannedParts, write_tombstones
-from .bm25 import BM25
+from .bm25 import BM25, TOKENIZER_VERSION
 
-#: Default BM25 settings: Okapi (rank_bm25's idf), Porter stemming, English stopwords.
-DEFAULT_BM25 = {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "idf": "okapi", "stem": True, "stopwords": "english"}
+#: Default BM25 settings of a new view: Okapi (rank_bm25's idf), Porter stemming, English stopwords, CJK
+#: characters and character bigrams (tokeniser rule 2).
+DEFAULT_BM25 = {"k1": 1.5, "b": 0.75, "epsilon": 0.25, "idf": "okapi", "stem": True, "stopwords": "english",
+                "tokenizer_version": TOKENIZER_VERSION}
+#: The tokeniser rule of a view whose stored parameters name none (written before rules had versions).
+LEGACY_TOKENIZER_VERSION = 1
+
+
+def stored_params(params: dict | None) -> dict:
+    """A view's parameters as read from a store: over :data:`DEFAULT_BM25`, and without a
+    ``tokenizer_version`` the rule of the stores that predate it (1: CJK characters one token each)."""
+    params = dict(params or {})
+    params.setdefault("tokenizer_version", LEGACY_TOKENIZER_VERSION)
+    return dict(DEFAULT_BM25, **params)
 
 
 def make_bm25(params: dict) -> BM25:
@@ -44,8 +56,10 @@ class BM25View(SpannedParts, Artifact):
     kind = "bm25"
 
     def __init__(self, store, name: str, *, params: dict | None = None, source: dict | None = None):
+        """A view read from a store: ``params`` as stored (see :func:`stored_params`); new views come from
+        :meth:`create`."""
         super().__init__(store, name, source)
-        self.params = dict(DEFAULT_BM25, **(params or {}))
+        self.params = stored_params(params)
         self._bm25: BM25 | None = None
         self._saved = 0  # slots saved in segments
         self._pending: dict[int, str] = {}  # the texts added since the last save, by chunk id
@@ -56,8 +70,8 @@ class BM25View(SpannedParts, Artifact):
 
     @classmethod
     def create(cls, store, name: str, *, params: dict | None = None, source: dict | None = None) -> BM25View:
-        """A new, empty view (the parameters are checked now)."""
-        v = cls(store, name, params=params, source=source)
+        """A new, empty view (``params`` over :data:`DEFAULT_BM25`; checked now)."""
+        v = cls(store, name, params=dict(DEFAULT_BM25, **(params or {})), source=source)
         v._bm25 = make_bm25(v.params)
         return v
 
