@@ -85,6 +85,9 @@ class LlamaDecoder:
     def forward(self, ids: ArrayLike) -> NDArray[np.float32]:
         """Append the tokens and return the logits after the last one."""
         ...
+    def forward_rows(self, ids: ArrayLike, n_out: int) -> NDArray[np.float32]:
+        """Append the tokens and return the logits after each of the last n_out of them, (n_out, vocab)."""
+        ...
     def reset(self) -> None:
         """Forget the sequence."""
         ...

@@ -28,7 +28,7 @@ import numpy as np
 from .. import _core
 from ..errors import InputTooLargeError, ModelError
 from . import gguf_quant as gq
-from .gguf import GGUFModel, _unpermute_rows, read_dims
+from .gguf import NATIVE_ARCHITECTURES, GGUFModel, _unpermute_rows, read_dims
 
 __all__ = ["NativeDecoder", "load_weights", "simd"]
 
@@ -42,16 +42,18 @@ def simd() -> str:
 
 
 def load_weights(gguf: str | os.PathLike) -> tuple[dict, list[dict], dict, dict | None, np.ndarray]:
-    """``(shape, layers, embed, head, out_norm)`` of a Llama GGUF as :class:`momoka._core.LlamaDecoder` takes
-    them (:func:`momoka.models.gguf_quant.native_matrix` per matrix; queries' and keys' rows in
-    rotate-half order, as the onnxruntime converter lays them out). Raises ModelError (or its
-    UnsupportedModelError) for a file the converter would refuse."""
+    """``(shape, layers, embed, head, out_norm)`` of a Llama or Qwen2 GGUF as :class:`momoka._core.LlamaDecoder`
+    takes them (:func:`momoka.models.gguf_quant.native_matrix` per matrix, with its bias when the file has one;
+    queries' and keys' rows in rotate-half order: a ``llama`` file's interleaved rows are put back, as the
+    onnxruntime converter does, a ``qwen2`` file stores them so). Raises ModelError (or its
+    UnsupportedModelError) for an architecture, shape or tensor type the decoder does not run."""
     m = GGUFModel(gguf)
-    dims = read_dims(m)
+    dims = read_dims(m, NATIVE_ARCHITECTURES)
+    interleaved = m.arch == "llama"  # llama.cpp's converter permutes a Llama's Q/K rows, not a Qwen2's
 
     def matrix(name: str, heads: int | None = None) -> dict:
         raw, qtype, k = m.raw(name)
-        if heads is not None:
+        if heads is not None and interleaved:
             raw = _unpermute_rows(raw, heads)
         out = gq.native_matrix(raw, qtype, k)
         bias = name[: -len(".weight")] + ".bias"

@@ -44,6 +44,9 @@ from .gguf_file import GGUFFile
 
 WEIGHTS = ("fp32", "int8", "int4")
 SUPPORTED_ARCHITECTURES = ("llama",)
+#: Architectures momoka's native decoder runs (:mod:`momoka.models.causal_native`): ``qwen2`` is a Llama with
+#: biases on the queries, keys and values and rotate-half ("NeoX") rotary embeddings stored as is.
+NATIVE_ARCHITECTURES = ("llama", "qwen2")
 FORMAT_VERSION = 2
 MODEL_FILE = "model.onnx"
 
@@ -110,14 +113,15 @@ def _unpermute_rows(raw: np.ndarray, n_heads: int) -> np.ndarray:
     )
 
 
-def read_dims(m: GGUFModel):
-    """Llama dimensions from GGUF metadata (raises on unsupported settings)."""
+def read_dims(m: GGUFModel, architectures: tuple[str, ...] = SUPPORTED_ARCHITECTURES):
+    """Llama dimensions from GGUF metadata (raises on unsupported settings); ``architectures`` are the
+    ``general.architecture`` values accepted (the ONNX converter's by default)."""
     from .gguf_graph import LlamaDims  # start-up: momoka.models.gguf_graph
 
-    if m.arch not in SUPPORTED_ARCHITECTURES:
+    if m.arch not in architectures:
         raise UnsupportedModelError(
             f"GGUF architecture {m.arch or '(none)'!r} is not supported "
-            f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
+            f"(supported: {', '.join(architectures)})"
         )
     n_layers = int(m.arch_key("block_count", required=True))
     hidden = int(m.arch_key("embedding_length", required=True))
