@@ -91,6 +91,9 @@ class LlamaDecoder:
     def reset(self) -> None:
         """Forget the sequence."""
         ...
+    def truncate(self, n: int) -> None:
+        """Keep only the sequence's first n tokens (their cache stays valid)."""
+        ...
     @property
     def n_past(self) -> int: ...
     @property

@@ -67,9 +67,9 @@ def make_reader(name: str, options: dict, budget: int | None, embedder: Callable
     if name == "evidence":
         opts.setdefault("embedder", embedder())
     elif "llm" not in opts and (name == "local" or default_reader() != "llm"):
-        from ...models import DEFAULT_CAUSAL_LM, ensure_installed  # start-up: momoka.models
+        from ...models.installer import local_causal_lm_dir  # start-up: momoka.models.installer
 
-        ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
+        local_causal_lm_dir()  # the default model like the embedder, installed on first use (an opt-in one: never)
     return create("reader", name, **opts)
 
 
