@@ -161,6 +161,8 @@ void register_llama_decode(py::module_& m) {
           py::arg("ids"), py::arg("n_out"),
           "Append the tokens and return the logits after each of the last n_out of them, (n_out, vocab).")
       .def("reset", &llm::Decoder::reset, "Forget the sequence.")
+      .def("truncate", &llm::Decoder::truncate, py::arg("n"),
+           "Keep only the sequence's first n tokens (their cache stays valid).")
       .def_property_readonly("n_past", &llm::Decoder::n_past)
       .def_property_readonly("n_ctx", &llm::Decoder::n_ctx)
       .def_property_readonly("threads", &llm::Decoder::threads)

@@ -958,6 +958,14 @@ class Decoder {
     n_past_ = 0;
   }
 
+  // Keep only the sequence's first n tokens (n >= the tokens held: nothing changes): the cache of a
+  // prefix stays valid when what followed it is dropped, so many continuations can run after one prefix.
+  void truncate(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (n < 0) throw std::invalid_argument("cannot keep a negative number of tokens");
+    n_past_ = std::min(n_past_, n);
+  }
+
   // Append `n` tokens and write the logits after each of the last `n_out` of them into `logits` (n_out
   // rows of vocab floats; n_out in [1, n]). Calls from several threads run one after another (the cache is
   // the one sequence's).
