@@ -168,10 +168,10 @@ class CausalGeneration(CausalSession):
         return True
 
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
-        """Render chat messages with the model's template (ChatML for SmolLM2).
+        """Render chat messages with the model's template (ChatML for SmolLM2 and Qwen2.5).
 
-        ChatML templates are rendered natively: a default system message (taken
-        from the template) is inserted when the first message is not a system
+        ChatML templates (SmolLM2's, and Qwen2.5's without tools) are rendered natively: a default system
+        message (taken from the template) is inserted when the first message is not a system
         message, then ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` per message,
         then ``<|im_start|>assistant\\n`` when ``add_generation_prompt``.  Other
         templates need ``jinja2``.
@@ -184,10 +184,12 @@ class CausalGeneration(CausalSession):
         template = self.config.get("chat_template") or ""
         # the ChatML loop body (with real newlines inside the quotes, or escaped ones)
         chatml_body = "'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'"
+        chatml_attr = chatml_body.replace("message['role']", "message.role").replace("message['content']", "message.content")
         tnorm = template.replace("\\n", "\n")
-        if not template or chatml_body in tnorm:
+        if not template or chatml_body in tnorm or chatml_attr in tnorm:  # SmolLM2's ChatML, Qwen2.5's
             default_system = None
-            mt = re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", tnorm, re.DOTALL)
+            mt = (re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", tnorm, re.DOTALL)
+                  or re.search(r"'<\|im_start\|>system\n([^'+]*?)<\|im_end\|>", tnorm))
             if mt:
                 default_system = mt.group(1)
             parts = []

@@ -217,3 +217,23 @@ def test_qwen2_tokenizer_matches_llama_cpp():
              "def f(x):\n    return x**2  # comment", "1234567890 3.14159 1e-5 0x1F", "a\u00a0b\u2003c  \n"]
     for t in texts:
         assert ours.encode(t, add_special_tokens=False).ids == llm.tokenize(t.encode(), add_bos=False, special=True), t
+
+
+def test_qwen_chat_template_renders_as_its_jinja_template():
+    """The installed Qwen2.5 template rendered natively equals jinja2's rendering of it (no tools), with its
+    default system message (skips without the model or jinja2)."""
+    jinja2 = pytest.importorskip("jinja2")
+    from momoka.models.catalog import installed_models
+    from momoka.models.causal_lm import CausalLM
+    from momoka.models.installer import model_dir
+
+    have = [m for m in ("llm-qwen2.5-1.5b", "llm-qwen2.5-0.5b") if m in installed_models()]
+    if not have:
+        pytest.skip("no Qwen2.5 model is installed (`momoka models install --model llm-qwen2.5-0.5b`)")
+    lm = CausalLM(model_dir(have[0], auto_install=False))
+    template = jinja2.Environment().from_string(lm.config["chat_template"])
+    for msgs in ([{"role": "user", "content": "Hi there"}],
+                 [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q?"},
+                  {"role": "assistant", "content": "A."}, {"role": "user", "content": "Again?"}]):
+        assert lm.apply_chat_template(msgs) == template.render(messages=msgs, add_generation_prompt=True, tools=None)
+    assert {lm.tokenizer.token_to_id("<|im_end|>"), lm.tokenizer.token_to_id("<|endoftext|>")} <= lm.stop_ids
