@@ -245,7 +245,7 @@ def _llm_reader(**options: Any) -> LLMReader:
     return LLMReader(**options)
 
 
-@register("reader", "local", summary="answer with the local model (SmolLM2-135M), citing [n]; weak: often wrong")
+@register("reader", "local", summary="answer with the local model (SmolLM2-135M unless MOMOKA_LLM_LOCAL_MODEL picks another), citing [n]")
 def _local_reader(**options: Any) -> LLMReader:
     if options.get("llm") is None:
         from ...llm.local import LocalClient  # start-up: momoka.llm.local
