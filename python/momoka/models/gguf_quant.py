@@ -107,7 +107,10 @@ def q4k_values(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     scale[..., 4:] = (sc[..., 8:12] & 0x0F) | ((sc[..., 0:4] >> 6) << 4)
     mins[..., 4:] = (sc[..., 8:12] >> 4) | ((sc[..., 4:8] >> 6) << 4)
     qs = b[..., 16:144].reshape(b.shape[0], b.shape[1], 4, 32)  # 4 chunks of 64 values: low nibbles, high
-    q = np.stack([qs & 0x0F, qs >> 4], axis=3).reshape(b.shape[0], b.shape[1] * 8, 32)
+    q = np.empty(qs.shape[:3] + (2, 32), np.uint8)
+    np.bitwise_and(qs, 0x0F, out=q[..., 0, :])
+    np.right_shift(qs, 4, out=q[..., 1, :])
+    q = q.reshape(b.shape[0], b.shape[1] * 8, 32)
     dd = (d[..., None] * scale.astype(np.float32)).reshape(b.shape[0], -1)
     mm = -(dmin[..., None] * mins.astype(np.float32)).reshape(b.shape[0], -1)
     return q, dd.astype(np.float32), mm.astype(np.float32)
@@ -126,12 +129,16 @@ def q6k_values(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     sc = np.ascontiguousarray(b[..., 192:208]).view(np.int8)
     d = _f16(b[..., 208:210])[..., 0]
     lo, hi = ql[..., :32], ql[..., 32:]
-    q1 = (lo & 0x0F) | (((qh >> 0) & 3) << 4)
-    q2 = (hi & 0x0F) | (((qh >> 2) & 3) << 4)
-    q3 = (lo >> 4) | (((qh >> 4) & 3) << 4)
-    q4 = (hi >> 4) | (((qh >> 6) & 3) << 4)
-    q = np.stack([q1, q2, q3, q4], axis=3)  # (rows, nsb, half, 4 groups of 32, 32): value order
-    q = (q.astype(np.int16) - 32).astype(np.int8).reshape(rows, nsb * 16, 16)
+    q = np.empty((rows, nsb, 2, 4, 32), np.uint8)  # (half, 4 groups of 32, 32): value order
+    for g, (low, shift) in enumerate(((lo, None), (hi, None), (lo, 4), (hi, 4))):
+        out = q[:, :, :, g]
+        if shift is None:
+            np.bitwise_and(low, 0x0F, out=out)
+        else:
+            np.right_shift(low, 4, out=out)
+        out |= ((qh >> (2 * g)) & 3) << 4
+    q -= 32  # 0..63 -> -32..31 as two's complement bytes
+    q = q.view(np.int8).reshape(rows, nsb * 16, 16)
     dd = (d[..., None] * sc.astype(np.float32)).reshape(rows, -1)
     return q, dd.astype(np.float32)
 
