@@ -42,8 +42,9 @@ Matrix matrix(const py::dict& d) {
   const auto codes = d["codes"].cast<std::string>();
   if (codes == "u4") w.codes = Codes::U4;
   else if (codes == "i8") w.codes = Codes::I8;
+  else if (codes == "i8h") w.codes = Codes::I8H;
   else if (codes == "f32") w.codes = Codes::F32;
-  else throw py::value_error("codes must be 'u4', 'i8' or 'f32', not '" + codes + "'");
+  else throw py::value_error("codes must be 'u4', 'i8', 'i8h' or 'f32', not '" + codes + "'");
   if (w.codes == Codes::F32) {
     w.f = vec<float>(d["f"], "f");
   } else {
@@ -142,7 +143,26 @@ void register_llama_decode(py::module_& m) {
             return logits;
           },
           py::arg("ids"), "Append the tokens and return the logits after the last one.")
+      .def(
+          "forward_rows",
+          [](llm::Decoder& self, py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> ids, int n_out) {
+            if (ids.ndim() != 1) throw py::value_error("ids must be one-dimensional");
+            const int n = static_cast<int>(ids.size());
+            if (n_out < 1 || n_out > n) throw py::value_error("n_out must lie in [1, len(ids)]");
+            py::array_t<float> logits({static_cast<py::ssize_t>(n_out), static_cast<py::ssize_t>(self.shape().vocab)});
+            const std::int32_t* p = ids.data();
+            float* out = logits.mutable_data();
+            {
+              py::gil_scoped_release nogil;
+              self.forward(p, n, out, n_out);
+            }
+            return logits;
+          },
+          py::arg("ids"), py::arg("n_out"),
+          "Append the tokens and return the logits after each of the last n_out of them, (n_out, vocab).")
       .def("reset", &llm::Decoder::reset, "Forget the sequence.")
+      .def("truncate", &llm::Decoder::truncate, py::arg("n"),
+           "Keep only the sequence's first n tokens (their cache stays valid).")
       .def_property_readonly("n_past", &llm::Decoder::n_past)
       .def_property_readonly("n_ctx", &llm::Decoder::n_ctx)
       .def_property_readonly("threads", &llm::Decoder::threads)

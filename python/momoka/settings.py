@@ -96,8 +96,10 @@ SETTINGS: dict[str, Setting] = _table(
     Setting("MOMOKA_LLM_MODEL", "text", None, "model name at the endpoint (default: the one model the server "
             "lists)", "momoka.llm.openai_client"),
     Setting("MOMOKA_LLM_API_KEY", "text", None, "bearer token of the LLM endpoint", "momoka.llm.openai_client"),
-    Setting("MOMOKA_LLM_LOCAL_MODEL", "path", None, "model folder of the local LLM client (default: the "
-            "registry's causal LM)", "momoka.llm.local"),
+    Setting("MOMOKA_LLM_LOCAL_MODEL", "text", None, "the local causal LM of every LLM-backed stage: a causal LM "
+            "id of `momoka models list` (`llm-qwen2.5-1.5b`, `llm-qwen2.5-0.5b`) or a model folder (default: "
+            "`smollm2-135m-instruct`)", "momoka.models.installer",
+            values="a causal LM id or a model folder"),
     Setting("MOMOKA_LLM_CACHE", "path", None, "the LLM response cache file (default `$MOMOKA_HOME/llm.sqlite`)",
             "momoka.llm.cache"),
     Setting("MOMOKA_LLM_TIMEOUT", "float", 120.0, "seconds per LLM request", "momoka.llm.base",

@@ -39,8 +39,10 @@ constexpr int kBlock = 32;  // values per quantisation block
 
 // How a matrix's codes are stored: U4 packs 32 codes of 0..15 into 16 bytes
 // (byte j: code j in its low nibble, code j + 16 in its high one, as GGUF's
-// Q4_0/Q4_1 do); I8 keeps one signed byte per code; F32 holds plain values.
-enum class Codes { U4, I8, F32 };
+// Q4_0/Q4_1 do); I8 keeps one signed byte per code; I8H too, with a scale per
+// half block of 16 (GGUF's Q6_K: d * sc per sub-block of 16, exact in float32);
+// F32 holds plain values.
+enum class Codes { U4, I8, F32, I8H };
 
 // Kernels available on this CPU, best first.
 enum class Simd { Scalar = 0, Avx2 = 1, Avx512 = 2 };
@@ -61,7 +63,8 @@ inline const char* simd_name(Simd s) {
 }
 
 // A rows x cols matrix (cols a multiple of kBlock): value(r, c) =
-// d[r * nb + c / 32] * code(r, c) + m[r * nb + c / 32] (m empty: 0), or f[r * cols + c] for F32.
+// d[r * nb + c / 32] * code(r, c) + m[r * nb + c / 32] (m empty: 0), or f[r * cols + c] for F32;
+// for I8H the scale is d[2 * (r * nb + c / 32) + (c % 32) / 16].
 struct Matrix {
   int rows = 0, cols = 0;
   Codes codes = Codes::F32;
@@ -82,7 +85,8 @@ struct Matrix {
       if (f.size() != static_cast<std::size_t>(rows) * cols) throw std::invalid_argument(n + ": wrong value count");
     } else {
       const std::size_t per = codes == Codes::U4 ? 16 : 32;
-      if (q.size() != nb * per || d.size() != nb || (!m.empty() && m.size() != nb))
+      const std::size_t scales = codes == Codes::I8H ? 2 * nb : nb;
+      if (q.size() != nb * per || d.size() != scales || (!m.empty() && m.size() != nb))
         throw std::invalid_argument(n + ": wrong code or scale count");
     }
     if (!bias.empty() && bias.size() != static_cast<std::size_t>(rows))
@@ -101,7 +105,8 @@ struct Matrix {
     } else {
       code = static_cast<std::int8_t>(q[b * 32 + j]);
     }
-    return d[b] * static_cast<float>(code) + (m.empty() ? 0.0f : m[b]);
+    const float scale = codes == Codes::I8H ? d[2 * b + j / 16] : d[b];
+    return scale * static_cast<float>(code) + (m.empty() ? 0.0f : m[b]);
   }
 };
 
@@ -167,7 +172,7 @@ struct Raw {
 };
 inline Raw raw_of(const Matrix& W) { return {W.q.data(), W.d.data(), W.m.empty() ? nullptr : W.m.data(), W.blocks()}; }
 
-template <bool U4, bool HasM>
+template <bool U4, bool HasM, bool Half>
 __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void block512(const Raw& W, std::size_t blk,
                                                                                __m512& lo, __m512& hi) {
   if (U4) {
@@ -179,25 +184,26 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void block512(co
     lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
   }
-  const __m512 d = _mm512_set1_ps(W.d[blk]);
+  const __m512 d = _mm512_set1_ps(Half ? W.d[2 * blk] : W.d[blk]);
+  const __m512 d1 = Half ? _mm512_set1_ps(W.d[2 * blk + 1]) : d;
   if (HasM) {
     const __m512 m = _mm512_set1_ps(W.m[blk]);
     lo = _mm512_fmadd_ps(lo, d, m);
-    hi = _mm512_fmadd_ps(hi, d, m);
+    hi = _mm512_fmadd_ps(hi, d1, m);
   } else {
     lo = _mm512_mul_ps(lo, d);
-    hi = _mm512_mul_ps(hi, d);
+    hi = _mm512_mul_ps(hi, d1);
   }
 }
 
 // One row by one token (the decode step's shape), with two independent accumulators: one row at a time
 // was measured faster than two or four rows sharing the activation loads.
-template <bool U4, bool HasM>
+template <bool U4, bool HasM, bool Half>
 __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline float row512(const Raw& W, int r, const float* x) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
   for (int b = 0; b < W.nb; ++b) {
     __m512 lo, hi;
-    block512<U4, HasM>(W, static_cast<std::size_t>(r) * W.nb + b, lo, hi);
+    block512<U4, HasM, Half>(W, static_cast<std::size_t>(r) * W.nb + b, lo, hi);
     a0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + b * kBlock), a0);
     a1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + b * kBlock + 16), a1);
   }
@@ -205,7 +211,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline float row512(con
 }
 
 // NR rows by NT tokens (a prompt's shape): each activation load feeds NR products.
-template <int NR, int NT, bool U4, bool HasM>
+template <int NR, int NT, bool U4, bool HasM, bool Half>
 __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void tile512(const Raw& W, int r, const float* X,
                                                                                int ldx, float* out, int ldo) {
   const int nb = W.nb;
@@ -214,7 +220,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void tile512(con
     for (int t = 0; t < NT; ++t) acc[i][t] = _mm512_setzero_ps();
   for (int b = 0; b < nb; ++b) {
     __m512 lo[NR], hi[NR];
-    for (int i = 0; i < NR; ++i) block512<U4, HasM>(W, static_cast<std::size_t>(r + i) * nb + b, lo[i], hi[i]);
+    for (int i = 0; i < NR; ++i) block512<U4, HasM, Half>(W, static_cast<std::size_t>(r + i) * nb + b, lo[i], hi[i]);
     for (int t = 0; t < NT; ++t) {
       const float* x = X + static_cast<std::size_t>(t) * ldx + b * kBlock;
       const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
@@ -239,7 +245,7 @@ constexpr int kTokenBlock = 128;
 // Tokens per register tile of a prompt (2 rows x 8 tokens: 16 accumulators, measured fastest; 12 spills).
 constexpr int kTile = 8;
 
-template <bool U4, bool HasM>
+template <bool U4, bool HasM, bool Half>
 __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void matmul512(const Matrix& M, const float* X, int n,
                                                                                 int ldx, float* Y, int ldy, int r0,
                                                                                 int r1) {
@@ -247,7 +253,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void matmul512(c
   float out[2 * kTile];
   auto bias = [&](int r) { return M.bias.empty() ? 0.0f : M.bias[r]; };
   if (n == 1) {
-    for (int r = r0; r < r1; ++r) Y[r] = row512<U4, HasM>(W, r, X) + bias(r);
+    for (int r = r0; r < r1; ++r) Y[r] = row512<U4, HasM, Half>(W, r, X) + bias(r);
     return;
   }
   for (int t0 = 0; t0 < n; t0 += kTokenBlock) {
@@ -259,12 +265,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void matmul512(c
         int nt;
         if (t + kTile <= t1) {
           nt = kTile;
-          if (nr == 2) tile512<2, kTile, U4, HasM>(W, r, x, ldx, out, kTile);
-          else tile512<1, kTile, U4, HasM>(W, r, x, ldx, out, kTile);
+          if (nr == 2) tile512<2, kTile, U4, HasM, Half>(W, r, x, ldx, out, kTile);
+          else tile512<1, kTile, U4, HasM, Half>(W, r, x, ldx, out, kTile);
         } else {
           nt = 1;
-          if (nr == 2) tile512<2, 1, U4, HasM>(W, r, x, ldx, out, kTile);
-          else tile512<1, 1, U4, HasM>(W, r, x, ldx, out, kTile);
+          if (nr == 2) tile512<2, 1, U4, HasM, Half>(W, r, x, ldx, out, kTile);
+          else tile512<1, 1, U4, HasM, Half>(W, r, x, ldx, out, kTile);
         }
         for (int i = 0; i < nr; ++i)
           for (int j = 0; j < nt; ++j) Y[static_cast<std::size_t>(t + j) * ldy + r + i] = out[i * kTile + j] + bias(r + i);
@@ -279,10 +285,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) inline void matmul_avx5
                                                                                     int n, int ldx, float* Y, int ldy,
                                                                                     int r0, int r1) {
   const bool u4 = W.codes == Codes::U4, has_m = !W.m.empty();
-  if (u4 && has_m) return matmul512<true, true>(W, X, n, ldx, Y, ldy, r0, r1);
-  if (u4) return matmul512<true, false>(W, X, n, ldx, Y, ldy, r0, r1);
-  if (has_m) return matmul512<false, true>(W, X, n, ldx, Y, ldy, r0, r1);
-  return matmul512<false, false>(W, X, n, ldx, Y, ldy, r0, r1);
+  if (W.codes == Codes::I8H) {
+    if (has_m) return matmul512<false, true, true>(W, X, n, ldx, Y, ldy, r0, r1);
+    return matmul512<false, false, true>(W, X, n, ldx, Y, ldy, r0, r1);
+  }
+  if (u4 && has_m) return matmul512<true, true, false>(W, X, n, ldx, Y, ldy, r0, r1);
+  if (u4) return matmul512<true, false, false>(W, X, n, ldx, Y, ldy, r0, r1);
+  if (has_m) return matmul512<false, true, false>(W, X, n, ldx, Y, ldy, r0, r1);
+  return matmul512<false, false, false>(W, X, n, ldx, Y, ldy, r0, r1);
 }
 
 __attribute__((target("avx2,fma"))) inline float hsum256(__m256 v) {
@@ -308,12 +318,14 @@ __attribute__((target("avx2,fma"))) inline void block256(const Matrix& W, std::s
     for (int i = 0; i < 4; ++i)
       w[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i))));
   }
-  const __m256 d = _mm256_set1_ps(W.d[blk]);
+  const bool half = W.codes == Codes::I8H;  // w[0..1] are values 0..15, w[2..3] values 16..31
+  const __m256 d0 = _mm256_set1_ps(half ? W.d[2 * blk] : W.d[blk]);
+  const __m256 d1 = half ? _mm256_set1_ps(W.d[2 * blk + 1]) : d0;
   if (!W.m.empty()) {
     const __m256 m = _mm256_set1_ps(W.m[blk]);
-    for (int i = 0; i < 4; ++i) w[i] = _mm256_fmadd_ps(w[i], d, m);
+    for (int i = 0; i < 4; ++i) w[i] = _mm256_fmadd_ps(w[i], i < 2 ? d0 : d1, m);
   } else {
-    for (int i = 0; i < 4; ++i) w[i] = _mm256_mul_ps(w[i], d);
+    for (int i = 0; i < 4; ++i) w[i] = _mm256_mul_ps(w[i], i < 2 ? d0 : d1);
   }
 }
 
@@ -946,11 +958,21 @@ class Decoder {
     n_past_ = 0;
   }
 
-  // Append `n` tokens and write the logits after the last one into `logits` (vocab floats). Calls
-  // from several threads run one after another (the cache is the one sequence's).
-  void forward(const std::int32_t* ids, int n, float* logits) {
+  // Keep only the sequence's first n tokens (n >= the tokens held: nothing changes): the cache of a
+  // prefix stays valid when what followed it is dropped, so many continuations can run after one prefix.
+  void truncate(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (n < 0) throw std::invalid_argument("cannot keep a negative number of tokens");
+    n_past_ = std::min(n_past_, n);
+  }
+
+  // Append `n` tokens and write the logits after each of the last `n_out` of them into `logits` (n_out
+  // rows of vocab floats; n_out in [1, n]). Calls from several threads run one after another (the cache is
+  // the one sequence's).
+  void forward(const std::int32_t* ids, int n, float* logits, int n_out = 1) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (n <= 0) throw std::invalid_argument("no tokens to run");
+    if (n_out < 1 || n_out > n) throw std::invalid_argument("n_out must lie in [1, n]");
     if (n_past_ + n > n_ctx_)
       throw std::length_error("the sequence would hold " + std::to_string(n_past_ + n) + " tokens, more than n_ctx " +
                               std::to_string(n_ctx_));
@@ -1076,11 +1098,11 @@ class Decoder {
       for (std::size_t i = 0; i < nn * H; ++i) x_[i] += h_[i];
     }
     n_past_ = total;
-    // the output head, for the last token only
-    rmsnorm(x_.data() + (nn - 1) * H, out_norm_.data(), h_.data(), 1);
+    // the output head, for the last n_out tokens only
+    rmsnorm(x_.data() + (nn - n_out) * H, out_norm_.data(), h_.data(), n_out);
     const Matrix& W = head_.rows ? head_ : embed_;
     team.run([&](int t, int nt) {
-      matmul(simd_, W, h_.data(), 1, H, logits, s_.vocab, s_.vocab * t / nt, s_.vocab * (t + 1) / nt);
+      matmul(simd_, W, h_.data(), n_out, H, logits, s_.vocab, s_.vocab * t / nt, s_.vocab * (t + 1) / nt);
     });
   }
 

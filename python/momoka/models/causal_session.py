@@ -60,9 +60,16 @@ def _state_of(cache: _Cache, last_logits: np.ndarray) -> PrefixState:
 
 
 
+#: Tokens per run when a native-only model streams a text it scores: each run returns the logits of its
+#: tokens (vocabulary-sized rows: 128 rows of Qwen2.5's 151,936 are 78 MB).
+NATIVE_BLOCK = 128
+
+
 class CausalSession:
     """The ONNX session, tokenizer and KV-cache forward pass of :class:`~momoka.models.causal_lm.CausalLM`
-    (which documents the arguments)."""
+    (which documents the arguments). A model folder whose ``config.json`` names a ``gguf_file`` and no ONNX
+    graph (:func:`momoka.models.gguf.write_native_model`) is *native-only*: it generates and scores on the
+    native decoder (:mod:`momoka.models.causal_native`), on the CPU."""
 
 
     def __init__(
@@ -109,14 +116,24 @@ class CausalSession:
         if self.window < 2:
             raise ConfigError("window must be at least 2 tokens")
         self.block = min(int(block), self.window // 2)
+        self.native_only = bool(self.config.get("gguf_file")) and not self.config.get("onnx_file")
+        if self.native_only:
+            self.block = min(self.block, NATIVE_BLOCK)
 
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
             opts.intra_op_num_threads = int(threads)
             opts.inter_op_num_threads = 1
-        onnx_path = self.model_dir / self.config.get("onnx_file", "model.onnx")
-        if not onnx_path.is_file():
+        onnx_path = self.model_dir / (self.config.get("onnx_file") or "model.onnx")
+        if self.native_only:
+            gguf = self.model_dir / str(self.config["gguf_file"])
+            if not gguf.is_file():
+                raise ModelError(f"{gguf} is missing")
+            if resolve_device(device) != "cpu":
+                raise ConfigError(f"{self.model_dir.name} runs on the native decoder, on the CPU only "
+                                  f"(device {device!r} asked for)")
+        elif not onnx_path.is_file():
             raise ModelError(f"{onnx_path} is missing")
         self._onnx_path, self._opts, self._device = onnx_path, opts, device
         self._present = [f"present.{i}.{kv}" for i in range(self.n_layers) for kv in ("key", "value")]
@@ -146,7 +163,9 @@ class CausalSession:
     @property
     def session(self):
         """The onnxruntime session, opened on first use on the CPU: generation on the native decoder or
-        llama.cpp never needs it (opening it costs about 0.35 s)."""
+        llama.cpp never needs it (opening it costs about 0.35 s). A native-only model has none (ModelError)."""
+        if self.native_only:
+            raise ModelError(f"{self.model_dir.name} has no ONNX graph: it runs on the native decoder only")
         if self._session is None:
             with self._opening:
                 if self._session is None:
@@ -247,6 +266,8 @@ class CausalSession:
         n_scored = n - 1 if n_scored is None else n_scored
         if not 0 <= n_scored <= n - 1:
             raise InputError("can score at most all tokens but the first")
+        if self.native_only:
+            return self._stream_native(ids, n_scored, on_block)
         first_scored = n - n_scored
         out = np.empty(n_scored, dtype=np.float64)
         cache = self._empty_cache(1)
@@ -284,6 +305,54 @@ class CausalSession:
             start = stop
         return out, prev_logits, cache, cache_ids
 
+    def _stream_native(self, ids: Sequence[int], n_scored: int, on_block=None):
+        """:meth:`_stream` on the native decoder (a native-only model): the same blocks, window and results;
+        the returned cache only counts the tokens the decoder holds (it keeps them itself)."""
+        dec = self._native_decoder()
+        n = len(ids)
+        first_scored = n - n_scored
+        out = np.empty(n_scored, dtype=np.float64)
+        dec.keep(0)
+        prev_logits: np.ndarray | None = None
+        start = 0
+        while start < n:
+            stop = min(n, start + self.block)
+            if len(dec.ids) + (stop - start) > self.window:
+                keep = list(dec.ids[-(self.window // 2):])
+                dec.keep(0)
+                for ks in range(0, len(keep), self.block):
+                    dec.rows(keep[ks:ks + self.block], 1)
+            lo = max(first_scored, start, 1)
+            first_row = max(lo - 1, start) if lo < stop else stop - 1  # the rows this block's scores need
+            logits = dec.rows(list(ids[start:stop]), stop - first_row)  # after positions first_row .. stop - 1
+            if on_block is not None:
+                on_block(stop - start)
+            if lo < stop:
+                j0 = max(lo, start + 1)
+                parts = [prev_logits[None, :]] if lo == start else []
+                parts.append(logits[j0 - 1 - first_row:stop - 1 - first_row])
+                lp = log_softmax(np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0])
+                targets = np.asarray(ids[lo:stop])
+                out[lo - first_scored:stop - first_scored] = lp[np.arange(len(targets)), targets]
+            prev_logits = logits[-1]
+            start = stop
+        return out, prev_logits, _Cache({}, len(dec.ids)), list(dec.ids)
+
+    def _native_hold(self, ids: Sequence[int]) -> None:
+        """Make the native decoder hold exactly ``ids``: what it holds beyond their longest common prefix is
+        dropped and the rest of ``ids`` run (a prefix it already holds costs nothing)."""
+        dec = self._native_decoder()
+        ids = [int(t) for t in ids]
+        held = dec.ids
+        common = 0
+        for a, b in zip(held, ids):
+            if a != b:
+                break
+            common += 1
+        dec.keep(common)
+        for ks in range(common, len(ids), self.block):
+            dec.rows(ids[ks:ks + self.block], 1)
+
     def _run_one(self, chunk: Sequence[int], cache: _Cache):
         s = len(chunk)
         ids = np.asarray([chunk], dtype=np.int64)
@@ -292,7 +361,9 @@ class CausalSession:
         return self._forward(ids, mask, pos, cache)
 
     def _batch(self, seqs: list[list[int]], n_scored: list[int]) -> list[np.ndarray]:
-        """Score short sequences together (right padding, one run)."""
+        """Score short sequences together (right padding, one run; one after another on the native decoder)."""
+        if self.native_only:
+            return [self._stream_native(x, k)[0] for x, k in zip(seqs, n_scored)]
         b = len(seqs)
         s = max(len(x) for x in seqs)
         ids = np.full((b, s), self.pad_id, dtype=np.int64)

@@ -44,6 +44,9 @@ from .gguf_file import GGUFFile
 
 WEIGHTS = ("fp32", "int8", "int4")
 SUPPORTED_ARCHITECTURES = ("llama",)
+#: Architectures momoka's native decoder runs (:mod:`momoka.models.causal_native`): ``qwen2`` is a Llama with
+#: biases on the queries, keys and values and rotate-half ("NeoX") rotary embeddings stored as is.
+NATIVE_ARCHITECTURES = ("llama", "qwen2")
 FORMAT_VERSION = 2
 MODEL_FILE = "model.onnx"
 
@@ -110,14 +113,15 @@ def _unpermute_rows(raw: np.ndarray, n_heads: int) -> np.ndarray:
     )
 
 
-def read_dims(m: GGUFModel):
-    """Llama dimensions from GGUF metadata (raises on unsupported settings)."""
+def read_dims(m: GGUFModel, architectures: tuple[str, ...] = SUPPORTED_ARCHITECTURES):
+    """Llama dimensions from GGUF metadata (raises on unsupported settings); ``architectures`` are the
+    ``general.architecture`` values accepted (the ONNX converter's by default)."""
     from .gguf_graph import LlamaDims  # start-up: momoka.models.gguf_graph
 
-    if m.arch not in SUPPORTED_ARCHITECTURES:
+    if m.arch not in architectures:
         raise UnsupportedModelError(
             f"GGUF architecture {m.arch or '(none)'!r} is not supported "
-            f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
+            f"(supported: {', '.join(architectures)})"
         )
     n_layers = int(m.arch_key("block_count", required=True))
     hidden = int(m.arch_key("embedding_length", required=True))
@@ -293,4 +297,69 @@ def convert_gguf(
     _atomic_write(out / "config.json", json.dumps(config, indent=2, ensure_ascii=False))
     if progress:
         progress(dims.n_layers + 1, dims.n_layers + 1, "done")
+    return out
+
+
+#: The window momoka runs a native-only model with (tokens of prompt plus answer, and of a scored text before
+#: the sliding window starts): a model's own context may be far longer (Qwen2.5: 32,768), and its key/value
+#: cache grows with the tokens held.
+NATIVE_CONTEXT = 8192
+
+
+def write_native_model(gguf_path: str | os.PathLike, out_dir: str | os.PathLike, *, sha256: str | None = None) -> Path:
+    """Describe a GGUF that sits in ``out_dir`` for :class:`~momoka.models.causal_lm.CausalLM` without converting
+    it: ``tokenizer.json`` (the GGUF's vocabulary and merges) and ``config.json`` (dimensions, special tokens,
+    chat template, ``"gguf_file"``: the file's name, no ONNX graph), so that it generates and scores on the
+    native decoder (:mod:`momoka.models.causal_native`). ``sha256``: the file's, when already known.
+
+    Raises UnsupportedModelError for an architecture, tokenizer or tensor type the native decoder does not run.
+    """
+    from .gguf_tokenizer import build_tokenizer  # start-up: momoka.models.gguf_tokenizer
+
+    m = GGUFModel(gguf_path)
+    dims = read_dims(m, NATIVE_ARCHITECTURES)
+    out = Path(out_dir)
+    if m.path.parent.resolve() != out.resolve():
+        raise ConfigError(f"{m.path} must sit in {out}")
+    tokens = list(m.get("tokenizer.ggml.tokens", required=True))
+    if dims.vocab != len(tokens):
+        raise ModelError(f"{m.path.name}: vocab_size {dims.vocab} but {len(tokens)} tokens")
+    for name, t in m.tensors.items():
+        gq.check_supported(int(t.tensor_type), name)
+    tokenizer = build_tokenizer(str(m.get("tokenizer.ggml.model", "gpt2")), m.get("tokenizer.ggml.pre"), tokens,
+                                list(m.get("tokenizer.ggml.merges", [])), m.get("tokenizer.ggml.token_type"))
+    _atomic_write(out / "tokenizer.json", tokenizer.to_str())
+    context = int(m.arch_key("context_length", 2048))
+    config = {
+        "momoka_format": FORMAT_VERSION,
+        "architecture": m.arch,
+        "model_type": m.arch,
+        "name": m.get("general.name"),
+        "gguf_file": m.path.name,
+        "runtime": "native",
+        "hidden_size": dims.hidden,
+        "num_hidden_layers": dims.n_layers,
+        "num_attention_heads": dims.n_heads,
+        "num_key_value_heads": dims.n_kv_heads,
+        "head_dim": dims.head_dim,
+        "intermediate_size": dims.ffn,
+        "vocab_size": dims.vocab,
+        "context_length": context,
+        "max_position_embeddings": min(context, NATIVE_CONTEXT),
+        "rms_norm_eps": dims.eps,
+        "rope_theta": dims.rope_theta,
+        "tie_word_embeddings": not m.has("output.weight"),
+        "bos_token": _special_token(m, "bos", tokens),
+        "eos_token": _special_token(m, "eos", tokens),
+        "pad_token": _special_token(m, "padding", tokens),
+        "unk_token": _special_token(m, "unknown", tokens),
+        "add_bos_token": bool(m.get("tokenizer.ggml.add_bos_token", False)),
+        "chat_template": m.get("tokenizer.chat_template"),
+        "source": {
+            "file": m.path.name,
+            "sha256": sha256 or sha256_file(m.path),
+            "general.file_type": m.get("general.file_type"),  # llama.cpp's file type number (15: Q4_K_M)
+        },
+    }
+    _atomic_write(out / "config.json", json.dumps(config, indent=2, ensure_ascii=False))
     return out

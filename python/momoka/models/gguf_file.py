@@ -62,7 +62,7 @@ def _tensor_bytes(qtype: int, shape: tuple[int, ...], name: str) -> int:
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
     k = shape[0] if shape else 1
     if qtype in gq.SUPPORTED:
-        block = gq.QK if qtype in gq.BLOCK_BYTES else 1
+        block = gq.block_values(qtype)
         if k % block:
             raise ModelError(f"tensor {name!r} has rows of {k} values, not whole blocks of {block}")
         return n // k * gq.row_bytes(qtype, k) if k else 0

@@ -5,6 +5,12 @@ contiguous dimension), one row per output feature, each row cut into blocks
 of 32 values.  This module reads those blocks without any native helper:
 
 * :func:`dequantize` turns the raw rows of a supported type into float32.
+* :func:`native_matrix` lays a tensor out for momoka's native decoder, exactly: the
+  K-quant superblocks of 256 values map onto its blocks of 32 without loss (Q4_K's
+  ``d * sc * q - dmin * m`` per sub-block of 32 is a 4-bit code with one scale
+  ``d * sc`` and offset ``-dmin * m``; Q6_K's ``d * sc * (q - 32)`` per sub-block of
+  16 is a signed 8-bit code ``q - 32`` with a scale ``d * sc`` per 16 values; both
+  products are exact in float32).
 * :func:`to_nbits` maps a tensor onto onnxruntime's ``MatMulNBits`` layout
   (``B`` packed ``[N, n_blocks, blob]``, ``scales`` and integer ``zero_points``
   per block, plus an optional per-block correction).  Block-quantised sources
@@ -23,10 +29,12 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 
-QK = 32  # values per block, for every type handled here
+QK = 32  # values per block of the legacy types (and per sub-block of Q4_K)
+QK_K = 256  # values per superblock of the K-quant types
 
 # GGML type ids (ggml.h); names are used in error messages.
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16 = 0, 1, 2, 3, 6, 7, 8, 30
+Q4_K, Q6_K = 12, 14
 TYPE_NAMES = {
     0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0",
     9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K",
@@ -36,7 +44,15 @@ TYPE_NAMES = {
 }
 # bytes per block of QK values
 BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q5_0: 22, Q5_1: 24, Q8_0: 34}
-SUPPORTED = (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)
+# bytes per superblock of QK_K values
+K_BLOCK_BYTES = {Q4_K: 144, Q6_K: 210}
+SUPPORTED = (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K)
+
+
+def block_values(t: int) -> int:
+    """Values per block of type ``t`` (1 for the float types)."""
+    t = int(t)
+    return QK if t in BLOCK_BYTES else QK_K if t in K_BLOCK_BYTES else 1
 
 
 def type_name(t: int) -> str:
@@ -61,7 +77,70 @@ def row_bytes(t: int, k: int) -> int:
         return 4 * k
     if t in (F16, BF16):
         return 2 * k
+    if t in K_BLOCK_BYTES:
+        return (k // QK_K) * K_BLOCK_BYTES[t]
     return (k // QK) * BLOCK_BYTES[t]
+
+
+def _kblocks(raw: np.ndarray, t: int, k: int) -> np.ndarray:
+    if k % QK_K:
+        raise UnsupportedModelError(f"{type_name(t)} rows of {k} values are not whole superblocks of {QK_K}")
+    return np.asarray(raw, dtype=np.uint8).reshape(raw.shape[0], k // QK_K, K_BLOCK_BYTES[t])
+
+
+def q4k_values(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes, scales and offsets of Q4_K rows per sub-block of 32 (ggml's ``dequantize_row_q4_K``).
+
+    Returns ``(q, d, m)``: ``q`` uint8 ``(rows, k // 32, 32)`` codes 0..15 in value order, ``d`` and ``m``
+    float32 ``(rows, k // 32)`` with ``value = d * q + m`` (``d`` = superblock ``d`` times the 6-bit scale,
+    ``m`` = minus superblock ``dmin`` times the 6-bit min; both products exact in float32).
+    """
+    b = _kblocks(raw, Q4_K, k)
+    d = _f16(b[..., 0:2])[..., 0]
+    dmin = _f16(b[..., 2:4])[..., 0]
+    sc = b[..., 4:16].astype(np.uint8)
+    # 6-bit scales and mins of the 8 sub-blocks (ggml's get_scale_min_k4)
+    scale = np.empty(sc.shape[:-1] + (8,), np.uint8)
+    mins = np.empty_like(scale)
+    scale[..., :4] = sc[..., 0:4] & 63
+    mins[..., :4] = sc[..., 4:8] & 63
+    scale[..., 4:] = (sc[..., 8:12] & 0x0F) | ((sc[..., 0:4] >> 6) << 4)
+    mins[..., 4:] = (sc[..., 8:12] >> 4) | ((sc[..., 4:8] >> 6) << 4)
+    qs = b[..., 16:144].reshape(b.shape[0], b.shape[1], 4, 32)  # 4 chunks of 64 values: low nibbles, high
+    q = np.empty(qs.shape[:3] + (2, 32), np.uint8)
+    np.bitwise_and(qs, 0x0F, out=q[..., 0, :])
+    np.right_shift(qs, 4, out=q[..., 1, :])
+    q = q.reshape(b.shape[0], b.shape[1] * 8, 32)
+    dd = (d[..., None] * scale.astype(np.float32)).reshape(b.shape[0], -1)
+    mm = -(dmin[..., None] * mins.astype(np.float32)).reshape(b.shape[0], -1)
+    return q, dd.astype(np.float32), mm.astype(np.float32)
+
+
+def q6k_values(raw: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and scales of Q6_K rows per sub-block of 16 (ggml's ``dequantize_row_q6_K``).
+
+    Returns ``(q, d)``: ``q`` int8 ``(rows, k // 16, 16)`` codes -32..31 in value order and ``d`` float32
+    ``(rows, k // 16)`` with ``value = d * q`` (``d`` = superblock ``d`` times the int8 scale, exact in float32).
+    """
+    b = _kblocks(raw, Q6_K, k)
+    rows, nsb = b.shape[0], b.shape[1]
+    ql = b[..., 0:128].reshape(rows, nsb, 2, 64)  # two halves of 128 values
+    qh = b[..., 128:192].reshape(rows, nsb, 2, 32)
+    sc = np.ascontiguousarray(b[..., 192:208]).view(np.int8)
+    d = _f16(b[..., 208:210])[..., 0]
+    lo, hi = ql[..., :32], ql[..., 32:]
+    q = np.empty((rows, nsb, 2, 4, 32), np.uint8)  # (half, 4 groups of 32, 32): value order
+    for g, (low, shift) in enumerate(((lo, None), (hi, None), (lo, 4), (hi, 4))):
+        out = q[:, :, :, g]
+        if shift is None:
+            np.bitwise_and(low, 0x0F, out=out)
+        else:
+            np.right_shift(low, 4, out=out)
+        out |= ((qh >> (2 * g)) & 3) << 4
+    q -= 32  # 0..63 -> -32..31 as two's complement bytes
+    q = q.view(np.int8).reshape(rows, nsb * 16, 16)
+    dd = (d[..., None] * sc.astype(np.float32)).reshape(rows, -1)
+    return q, dd.astype(np.float32)
 
 
 def _f16(raw: np.ndarray) -> np.ndarray:
@@ -115,13 +194,25 @@ def quant_values(raw: np.ndarray, t: int, k: int) -> tuple[np.ndarray, np.ndarra
 
 def native_matrix(raw: np.ndarray, t: int, k: int) -> dict:
     """A tensor as the native decoder takes it (``momoka._core.LlamaDecoder``): ``rows``, ``cols`` and
-    ``codes`` ``"u4"`` (Q4_0, Q4_1: the 16 nibble bytes of each block as GGUF stores them), ``"i8"``
+    ``codes`` ``"u4"`` (Q4_0, Q4_1: the 16 nibble bytes of each block as GGUF stores them; Q4_K: its sub-blocks
+    of 32 repacked so), ``"i8h"`` (Q6_K: codes ``q - 32`` with a scale per 16 values, two per block), ``"i8"``
     (Q8_0; Q5_0 and Q5_1 as codes minus 16, their offsets moved by ``16 d``) or ``"f32"`` (F32, F16,
     BF16: the values, ``f``), with float32 scales ``d`` and offsets ``m`` (None when all are zero) per
     block, so that every value is ``d * code + m`` exactly as :func:`dequantize` gives it."""
     t = int(t)
     rows = int(raw.shape[0])
     out: dict = {"rows": rows, "cols": int(k)}
+    if t == Q4_K:  # 4-bit codes with a scale and an offset per sub-block of 32
+        q, d, m = q4k_values(raw, k)
+        packed = q[..., :16] | (q[..., 16:] << 4)  # byte j: code j low, code j + 16 high
+        out.update(codes="u4", q=np.ascontiguousarray(packed).reshape(-1), d=np.ascontiguousarray(d.reshape(-1)),
+                   m=np.ascontiguousarray(m.reshape(-1)))
+        return out
+    if t == Q6_K:  # signed codes with a scale per 16 values: two per block of 32
+        q, d = q6k_values(raw, k)
+        out.update(codes="i8h", q=np.ascontiguousarray(q).reshape(-1).view(np.uint8),
+                   d=np.ascontiguousarray(d.reshape(-1)), m=None)
+        return out
     if t in (F32, F16, BF16):
         out.update(codes="f32", f=np.ascontiguousarray(dequantize(raw, t, k), dtype=np.float32))
         return out
@@ -151,6 +242,12 @@ def dequantize(raw: np.ndarray, t: int, k: int) -> np.ndarray:
     if t == BF16:
         u = np.asarray(raw).view("<u2").reshape(-1, k).astype(np.uint32) << 16
         return u.view(np.float32)
+    if t == Q4_K:
+        q, d, m = q4k_values(raw, k)
+        return (q.astype(np.float32) * d[..., None] + m[..., None]).reshape(raw.shape[0], k)
+    if t == Q6_K:
+        q, d = q6k_values(raw, k)
+        return (q.astype(np.float32) * d[..., None]).reshape(raw.shape[0], k)
     q, d, m = quant_values(raw, t, k)
     v = q.astype(np.float32) * d[..., None] + m[..., None]
     return v.reshape(raw.shape[0], k)
@@ -218,7 +315,7 @@ def to_nbits(raw: np.ndarray, t: int, k: int, bits: int) -> NBits:
     t = int(t)
     if k % QK:
         raise UnsupportedModelError(f"input width {k} is not a multiple of {QK}")
-    if t not in BLOCK_BYTES:
+    if t not in BLOCK_BYTES:  # float and K-quant tensors: re-quantised (not exact)
         return requant8(dequantize(raw, t, k))
     q, d, m = quant_values(raw, t, k)
     if t == Q8_0:

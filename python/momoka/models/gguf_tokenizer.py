@@ -6,7 +6,9 @@ are handled.  The pre-tokenizer follows the GGUF's ``tokenizer.ggml.pre`` name:
 * ``gpt2`` / ``default``: the GPT-2 regex split (tokenizers' ``ByteLevel`` with its regex);
 * ``smollm`` / ``starcoder`` / ``refact``: each digit alone, then the GPT-2 regex
   (``Digits(individual_digits=True)`` followed by ``ByteLevel``);
-* ``llama-bpe`` / ``llama3``: the Llama-3 regex, then byte-level mapping.
+* ``llama-bpe`` / ``llama3``: the Llama-3 regex, then byte-level mapping;
+* ``qwen2``: Qwen2's regex (the Llama-3 one with each digit alone), then byte-level mapping
+  (llama.cpp applies no Unicode normalisation, so neither does this).
 
 Control and user-defined tokens (GGUF token types 3 and 4) become special added
 tokens, so chat markers such as ``<|im_start|>`` in a text encode to their ids.
@@ -23,9 +25,16 @@ _LLAMA3_SPLIT = (
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 
+# llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN2 (and Qwen2's tokenizer.json): single digits, not runs of three
+_QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
 _PRE_DIGITS = {"smollm", "starcoder", "refact"}
 _PRE_GPT2 = {"gpt2", "gpt-2", "default"}
 _PRE_LLAMA3 = {"llama-bpe", "llama3"}
+_PRE_QWEN2 = {"qwen2"}
 
 TOKEN_CONTROL = 3
 TOKEN_USER_DEFINED = 4
@@ -81,17 +90,18 @@ def build_tokenizer(
         )
     elif pre in _PRE_GPT2:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    elif pre in _PRE_LLAMA3:
+    elif pre in _PRE_LLAMA3 or pre in _PRE_QWEN2:
+        split = _QWEN2_SPLIT if pre in _PRE_QWEN2 else _LLAMA3_SPLIT
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [
-                pre_tokenizers.Split(Regex(_LLAMA3_SPLIT), behavior="isolated", invert=False),
+                pre_tokenizers.Split(Regex(split), behavior="isolated", invert=False),
                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
             ]
         )
     else:
         raise UnsupportedModelError(
             f"GGUF pre-tokenizer {pre!r} is not supported "
-            f"(supported: {', '.join(sorted(_PRE_DIGITS | _PRE_GPT2 | _PRE_LLAMA3))})"
+            f"(supported: {', '.join(sorted(_PRE_DIGITS | _PRE_GPT2 | _PRE_LLAMA3 | _PRE_QWEN2))})"
         )
     tok.decoder = decoders.ByteLevel()
     if token_types is not None:

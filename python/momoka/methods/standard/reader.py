@@ -67,9 +67,9 @@ def make_reader(name: str, options: dict, budget: int | None, embedder: Callable
     if name == "evidence":
         opts.setdefault("embedder", embedder())
     elif "llm" not in opts and (name == "local" or default_reader() != "llm"):
-        from ...models import DEFAULT_CAUSAL_LM, ensure_installed  # start-up: momoka.models
+        from ...models.installer import local_causal_lm_dir  # start-up: momoka.models.installer
 
-        ensure_installed([DEFAULT_CAUSAL_LM])  # like the embedder, installed on first use
+        local_causal_lm_dir()  # the default model like the embedder, installed on first use (an opt-in one: never)
     return create("reader", name, **opts)
 
 
@@ -245,7 +245,7 @@ def _llm_reader(**options: Any) -> LLMReader:
     return LLMReader(**options)
 
 
-@register("reader", "local", summary="answer with the local model (SmolLM2-135M), citing [n]; weak: often wrong")
+@register("reader", "local", summary="answer with the local model (SmolLM2-135M unless MOMOKA_LLM_LOCAL_MODEL picks another), citing [n]")
 def _local_reader(**options: Any) -> LLMReader:
     if options.get("llm") is None:
         from ...llm.local import LocalClient  # start-up: momoka.llm.local
