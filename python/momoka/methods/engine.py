@@ -23,9 +23,10 @@ from typing import Any
 from ..errors import ConfigError, EmptyInputError, InputError
 from ..progress import Progress
 from .. import registry
+from ..store.spec import ComponentSpec, PipelineSpec
 from ..store.store import RAW_VIEW, Store
 from .base import ADD_BATCH
-from .fallbacks import FALLBACKS_KEY, has_fallbacks, summarize
+from .fallbacks import has_fallbacks, summarize
 from .indexer import Indexer, apply_batch, describe, store_template
 from .sources import READS, content_hash, embedder_info, expand_paths, jsonable, to_document
 
@@ -120,9 +121,9 @@ def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequen
     except BaseException:
         st.close()
         raise
-    st.manifest["pipeline"] = {"chunker": chunker_info,
-                               **{key: [{"name": name, "params": jsonable(prm), "object": obj is not None}
-                                        for name, prm, obj in specs[key]] for key in specs}}
+    st.pipeline = PipelineSpec(chunker=chunker_info,
+                               **{key: [ComponentSpec(name, jsonable(prm), obj is not None) for name, prm, obj in specs[key]]
+                                  for key in specs})
     return st, {name: obj for key in specs for name, _, obj in specs[key] if obj is not None}
 
 
@@ -297,25 +298,25 @@ def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: boo
     store = index.store
     store.ensure_writable()
     commit = commit and store.path is not None
-    pipeline, components = copy.deepcopy(index.pipeline), dict(index._components)
+    spec = store.pipeline
+    pipeline, components = copy.deepcopy(spec), dict(index._components)
     applied = False
     try:
         runs = []
-        for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
-            for spec in specs:
-                name, prm, obj = component_spec(kind, spec)
-                entry = next((c for c in index.pipeline[key] if c["name"] == name), None)
-                if entry is not None and not entry.get("pending"):
+        for key, kind, given in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
+            for one in given:
+                name, prm, obj = component_spec(kind, one)
+                entry = spec.entry(key, name)
+                if entry is not None and not entry.pending:
                     raise ConfigError(f"the index already has {kind} {name!r}")
                 if entry is None:
-                    entry = {"name": name, "params": jsonable(prm), "object": obj is not None,
-                             "pending": list(index.doc_ids)}
-                    index.pipeline[key].append(entry)
+                    entry = ComponentSpec(name, jsonable(prm), obj is not None, pending=list(index.doc_ids))
+                    spec.components(key).append(entry)
                 if obj is not None:
                     index._components[name] = obj
                 runs.append((key, index.component(key, name), entry))
         stages = llm_stages(index, *(comp for _, comp, _ in runs))
-        todo = {id(comp): set(entry["pending"]) for _, comp, entry in runs}
+        todo = {id(comp): set(entry.pending) for _, comp, entry in runs}
         docs = [d for d in store.documents if any(d in t for t in todo.values())]
         indexer = Indexer(store_template(store), None, [c for k, c, _ in runs if k == "enrich"],
                           [c for k, c, _ in runs if k == "relate"], index.embedding, index.progress)
@@ -327,17 +328,17 @@ def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: boo
             applied = True
             done = set(part)
             for _, _, entry in runs:
-                entry["pending"] = [d for d in entry["pending"] if d not in done and d in store.documents]
+                entry.pending = [d for d in entry.pending if d not in done and d in store.documents]
             if commit:
                 store.save()
     except BaseException:
         if not applied:  # nothing of this extend is in the store: neither is it in the pipeline
-            store.manifest["pipeline"] = pipeline
+            store.pipeline = pipeline
             index._components.clear()
             index._components.update(components)
         raise
     for key, comp, entry in runs:
-        entry.pop("pending", None)
+        entry.pending = None
         record(index, key, comp)
     fallbacks_done(index, stages)
     store.mark_dirty()
@@ -367,7 +368,4 @@ def fallbacks_done(index: Any, stages: list) -> None:
         if msg:
             warnings.warn(msg, UserWarning, stacklevel=4)
     sums = summarize(index.store.documents.values())
-    if sums:
-        index.pipeline[FALLBACKS_KEY] = sums
-    else:
-        index.pipeline.pop(FALLBACKS_KEY, None)
+    index.store.pipeline.fallbacks = sums or None

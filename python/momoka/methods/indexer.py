@@ -177,7 +177,7 @@ def store_template(store: Any) -> dict:
                      "source": dict(r.source)} for n, r in arts["relation"].items()}
     nodes = {n: {"source": dict(t.source), "id_fields": dict(t.id_fields), "doc_fields": copy.deepcopy(t.doc_fields)}
              for n, t in arts["nodes"].items()}
-    return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": copy.deepcopy(m.get("pipeline") or {}),
+    return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": store.pipeline.to_dict(),
             "vectors": vectors, "bm25": bm25, "relations": relations, "nodes": nodes}
 
 
