@@ -171,7 +171,7 @@ def connect(address: str | None = None, num_cpus: int | None = None):
 
 def _shippable(index) -> tuple[Any, Any, dict]:
     """The chunker, embedder and components the workers cannot rebuild from the manifest (objects)."""
-    chunker = index._chunker if (index.store.manifest.get("chunker") or {}).get("object") else None
+    chunker = index.chunker if (index.store.manifest.get("chunker") or {}).get("object") else None
     emb = index.embedding.own
     if emb is not None and type(emb).__module__.startswith("momoka.models"):
         emb = None  # a registry model: each worker loads it itself

@@ -437,7 +437,7 @@ class Index:
             self.llm_max_failed = llm_max_failed
         self._writer()
         try:
-            engine_.extend(self, enrich, relate, commit)
+            engine_.extend(self, enrich, relate, commit, objects=self._components)
         finally:
             self._retrievers.clear()
 
