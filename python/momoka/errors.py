@@ -181,6 +181,14 @@ class StoreLockedError(StoreError):
     """Another process holds the store open for writing."""
 
 
+class ReadOnlyError(StoreError, AttributeError):
+    """A change was asked of a read-only object: a store :class:`~momoka.store.Snapshot` (a store opened for
+    reading, as the store of an index opened for reading, which its retrievers' ``corpus.store`` is).
+
+    It is an ``AttributeError`` too: a snapshot has no write methods (``hasattr(snapshot, "save")`` is False).
+    """
+
+
 class StoreCorruptedError(StoreError):
     """A store file is damaged (size, header or checksum differ from the manifest).
 

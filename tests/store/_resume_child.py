@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import HashEmbedder
 
 import momoka.store.store as store_mod
+import momoka.store.writer as writer_mod
 from momoka import Index
 
 
@@ -41,7 +42,7 @@ class CountingEmbedder(HashEmbedder):
 
 def _arm(n: int, stage: str) -> None:
     saves = {"n": 0}
-    real_save, real_write, real_rename = store_mod.Store._save, store_mod.write_file, os.rename
+    real_save, real_write, real_rename = writer_mod.StoreWriter._save, store_mod.write_file, os.rename
 
     def save(self, *a, **k):
         saves["n"] += 1
@@ -58,7 +59,8 @@ def _arm(n: int, stage: str) -> None:
         if saves["n"] == n and stage == "renamed" and os.path.basename(dst).startswith("gen-"):
             os.kill(os.getpid(), signal.SIGKILL)
 
-    store_mod.Store._save, store_mod.write_file, os.rename = save, write_file, rename
+    writer_mod.StoreWriter._save, os.rename = save, rename
+    store_mod.write_file = writer_mod.write_file = write_file  # documents (read side) and manifests (writer)
 
 
 def main() -> None:

@@ -104,10 +104,14 @@ def test_store_refresh_is_atomic_and_a_writer_never_refreshes(tmp_path, docs):
     s = _build(tmp_path, docs)
     reader = Store.open(s)
     w = Store.open(s, writable=True)
-    assert w.refresh() is False  # the writer is its own newest commit
+    assert w.refresh() is w  # the writer is its own newest commit
+    assert reader.refresh() is reader  # nothing committed since it was opened
     w.delete(["chess"])
     w.save()
-    assert "chess" in reader.documents and reader.refresh() and "chess" not in reader.documents
-    assert reader.n_chunks == w.n_chunks and reader.manifest["generation"] == w.manifest["generation"]
+    new = reader.refresh()  # a new snapshot of the newest commit; the old one is unchanged
+    assert new is not reader and "chess" in reader.documents and "chess" not in new.documents
+    assert new.n_chunks == w.n_chunks and new.manifest["generation"] == w.manifest["generation"]
+    assert reader.manifest["generation"] == w.manifest["generation"] - 1
     reader.close()
+    new.close()
     w.close()

@@ -40,7 +40,6 @@ renumbers them (:class:`~momoka.store.delta.Delta`); rows holding ints in undecl
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from collections.abc import Collection
@@ -50,6 +49,7 @@ from typing import Any
 from .. import settings
 from ..errors import ConfigError, MomokaError
 from ..progress import Progress
+from ..store.spec import PipelineSpec
 from .base import ADD_BATCH
 from .indexer import Indexer, apply_batch, scratch_store, store_template
 
@@ -88,7 +88,7 @@ class Worker:
 
             set_request_limiter(_LimiterClient(limiter))
         st = scratch_store(template)
-        st.manifest["pipeline"] = copy.deepcopy(template["pipeline"])
+        st.pipeline = PipelineSpec.from_dict(template["pipeline"])
         # an index over an empty scratch store: the chunker, the embedder and the components of the pipeline,
         # rebuilt from the manifest unless given, loaded once
         self.index = index_cls(st, chunker=chunker, embedder=embedder, components=self.components, progress=False)
@@ -171,7 +171,7 @@ def connect(address: str | None = None, num_cpus: int | None = None):
 
 def _shippable(index) -> tuple[Any, Any, dict]:
     """The chunker, embedder and components the workers cannot rebuild from the manifest (objects)."""
-    chunker = index._chunker if (index.store.manifest.get("chunker") or {}).get("object") else None
+    chunker = index.chunker if (index.store.manifest.get("chunker") or {}).get("object") else None
     emb = index.embedding.own
     if emb is not None and type(emb).__module__.startswith("momoka.models"):
         emb = None  # a registry model: each worker loads it itself

@@ -18,16 +18,20 @@ import posixpath
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, EmptyInputError, InputError
 from ..progress import Progress
 from .. import registry
+from ..store.spec import ComponentSpec, PipelineSpec
 from ..store.store import RAW_VIEW, Store
 from .base import ADD_BATCH
-from .fallbacks import FALLBACKS_KEY, has_fallbacks, summarize
+from .fallbacks import has_fallbacks, summarize
 from .indexer import Indexer, apply_batch, describe, store_template
 from .sources import READS, content_hash, embedder_info, expand_paths, jsonable, to_document
+
+if TYPE_CHECKING:  # (annotations only: the Index calls this module)
+    from .pipeline import Index
 
 #: Ways to run the per-document work of :meth:`Index.add`: in this process, or on Ray workers.
 ENGINES = ("local", "ray")
@@ -49,7 +53,7 @@ class Commits:
     """When :meth:`Index.add` (with ``commit=True``) saves a generation: every
     :attr:`Index.commit_docs` documents or :attr:`Index.commit_seconds` seconds, and at the end."""
 
-    def __init__(self, index: Any, enabled: bool):
+    def __init__(self, index: Index, enabled: bool):
         self.index = index
         self.enabled = bool(enabled) and index.store.path is not None
         self._done, self._since, self._t = 0, 0, time.monotonic()
@@ -120,9 +124,9 @@ def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequen
     except BaseException:
         st.close()
         raise
-    st.manifest["pipeline"] = {"chunker": chunker_info,
-                               **{key: [{"name": name, "params": jsonable(prm), "object": obj is not None}
-                                        for name, prm, obj in specs[key]] for key in specs}}
+    st.pipeline = PipelineSpec(chunker=chunker_info,
+                               **{key: [ComponentSpec(name, jsonable(prm), obj is not None) for name, prm, obj in specs[key]]
+                                  for key in specs})
     return st, {name: obj for key in specs for name, _, obj in specs[key] if obj is not None}
 
 
@@ -143,7 +147,7 @@ def recorded_component(pipeline: dict, kind: str, name: str) -> Any:
     return registry.create(kind_name, name, **opts)
 
 
-def collect(index: Any, sources: Any, *, existing: str, on_error: str, encoding: str | None,
+def collect(index: Index, sources: Any, *, existing: str, on_error: str, encoding: str | None,
             follow_links: bool = False) -> tuple[list, dict]:
     """The documents of ``sources`` to index and their content hashes; fills a new ``index.report``.
 
@@ -204,7 +208,7 @@ def _read_one(it: Any, encoding: Any, on_error: str, skipped: list) -> Any:
         return None
 
 
-def _admit(index: Any, d: Any, it: Any, seen: set, existing: str, on_error: str, report: dict,
+def _admit(index: Index, d: Any, it: Any, seen: set, existing: str, on_error: str, report: dict,
            skipped: list) -> bool:
     """Whether document ``d`` (read from ``it``) is to be indexed: not given twice, and new to the store, or
     changed and replaced, or redone; fills ``report`` and ``skipped`` with what it decided otherwise."""
@@ -235,7 +239,7 @@ def _admit(index: Any, d: Any, it: Any, seen: set, existing: str, on_error: str,
     return True
 
 
-def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, engine: str,
+def add(index: Index, docs: list, hashes: dict, *, on_error: str, commit: bool, engine: str,
         workers: int | None = None, address: str | None = None) -> None:
     """Index ``docs`` into ``index`` batch by batch (see :meth:`Index.add`); fills ``index.report``.
 
@@ -285,37 +289,40 @@ def add(index: Any, docs: list, hashes: dict, *, on_error: str, commit: bool, en
                       "the index report's 'skipped' names each with its reason)", UserWarning, stacklevel=3)
 
 
-def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: bool) -> None:
+def extend(index: Index, enrich: Sequence[Any], relate: Sequence[Any], commit: bool,
+           objects: dict[str, Any] | None = None) -> None:
     """Run added enrichers/relators over every stored document (see :meth:`Index.extend`).
 
     The documents go in batches (all at once without ``commit``) through
     :meth:`Indexer.run_stored <momoka.methods.indexer.Indexer.run_stored>`, each batch's
     :class:`~momoka.store.delta.Delta` applied by the store: a batch that fails leaves the store
     as the last applied batch left it, and an extend that fails before its first batch is applied
-    leaves the index as it was (its pipeline included).
+    leaves the index as it was (its pipeline included). ``objects``: the index's component objects by
+    name (those given here join it; :meth:`Index.component` finds them there).
     """
     store = index.store
     store.ensure_writable()
     commit = commit and store.path is not None
-    pipeline, components = copy.deepcopy(index.pipeline), dict(index._components)
+    spec = store.pipeline
+    objects = {} if objects is None else objects  # the index's component objects, by name (given ones join it)
+    pipeline, components = copy.deepcopy(spec), dict(objects)
     applied = False
     try:
         runs = []
-        for key, kind, specs in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
-            for spec in specs:
-                name, prm, obj = component_spec(kind, spec)
-                entry = next((c for c in index.pipeline[key] if c["name"] == name), None)
-                if entry is not None and not entry.get("pending"):
+        for key, kind, given in (("enrich", "enricher", enrich), ("relate", "relator", relate)):
+            for one in given:
+                name, prm, obj = component_spec(kind, one)
+                entry = spec.entry(key, name)
+                if entry is not None and not entry.pending:
                     raise ConfigError(f"the index already has {kind} {name!r}")
                 if entry is None:
-                    entry = {"name": name, "params": jsonable(prm), "object": obj is not None,
-                             "pending": list(index.doc_ids)}
-                    index.pipeline[key].append(entry)
+                    entry = ComponentSpec(name, jsonable(prm), obj is not None, pending=list(index.doc_ids))
+                    spec.components(key).append(entry)
                 if obj is not None:
-                    index._components[name] = obj
+                    objects[name] = obj
                 runs.append((key, index.component(key, name), entry))
         stages = llm_stages(index, *(comp for _, comp, _ in runs))
-        todo = {id(comp): set(entry["pending"]) for _, comp, entry in runs}
+        todo = {id(comp): set(entry.pending) for _, comp, entry in runs}
         docs = [d for d in store.documents if any(d in t for t in todo.values())]
         indexer = Indexer(store_template(store), None, [c for k, c, _ in runs if k == "enrich"],
                           [c for k, c, _ in runs if k == "relate"], index.embedding, index.progress)
@@ -327,17 +334,17 @@ def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: boo
             applied = True
             done = set(part)
             for _, _, entry in runs:
-                entry["pending"] = [d for d in entry["pending"] if d not in done and d in store.documents]
+                entry.pending = [d for d in entry.pending if d not in done and d in store.documents]
             if commit:
                 store.save()
     except BaseException:
         if not applied:  # nothing of this extend is in the store: neither is it in the pipeline
-            store.manifest["pipeline"] = pipeline
-            index._components.clear()
-            index._components.update(components)
+            store.pipeline = pipeline
+            objects.clear()
+            objects.update(components)
         raise
     for key, comp, entry in runs:
-        entry.pop("pending", None)
+        entry.pending = None
         record(index, key, comp)
     fallbacks_done(index, stages)
     store.mark_dirty()
@@ -345,14 +352,14 @@ def extend(index: Any, enrich: Sequence[Any], relate: Sequence[Any], commit: boo
         store.save()  # the pipeline without documents left to do
 
 
-def record(index: Any, kind: str, comp: Any) -> None:
+def record(index: Index, kind: str, comp: Any) -> None:
     """Record what ``comp`` reports (its ``describe()``) in ``index``'s pipeline."""
     s = describe(comp)
     if s is not None:
         index.record_settings(kind, getattr(comp, "name", type(comp).__name__), s)
 
 
-def llm_stages(index: Any, *components: Any) -> list:
+def llm_stages(index: Index, *components: Any) -> list:
     """The fallback tallies of these components (those that have one), reset for a new run."""
     stages = [t for t in (getattr(c, "fallbacks", None) for c in components) if t is not None]
     for t in stages:
@@ -360,14 +367,11 @@ def llm_stages(index: Any, *components: Any) -> list:
     return stages
 
 
-def fallbacks_done(index: Any, stages: list) -> None:
+def fallbacks_done(index: Index, stages: list) -> None:
     """After a run: one warning per LLM stage that had unusable answers; the manifest's per-stage sums."""
     for t in stages:
         msg = t.warning()
         if msg:
             warnings.warn(msg, UserWarning, stacklevel=4)
     sums = summarize(index.store.documents.values())
-    if sums:
-        index.pipeline[FALLBACKS_KEY] = sums
-    else:
-        index.pipeline.pop(FALLBACKS_KEY, None)
+    index.store.pipeline.fallbacks = sums or None

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LLMFallbackError
+from ..store.spec import FALLBACKS_KEY as _SPEC_FALLBACKS_KEY
 
 __all__ = ["FALLBACKS_KEY", "FallbackTally", "has_fallbacks", "set_record", "summarize"]
 
 #: Document metadata key: ``{stage: {"asked": n, "fallbacks": [item, ...]}}``.
-FALLBACKS_KEY = "llm_fallbacks"
+FALLBACKS_KEY = _SPEC_FALLBACKS_KEY  # "llm_fallbacks", the key of the tallies in the pipeline spec
 
 
 @dataclass

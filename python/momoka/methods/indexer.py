@@ -21,7 +21,7 @@ import copy
 import re
 import warnings
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from ..store.store import RAW_VIEW, Store, check_embedder
 from .context import Batch
 from .fallbacks import set_record
 from .sources import embedder_info, jsonable, load_embedder
+
+if TYPE_CHECKING:  # (annotations only: the Index imports this module)
+    from .pipeline import Index
 
 #: Texts embedded per embedder call while indexing.
 EMBED_BATCH = 256
@@ -177,7 +180,7 @@ def store_template(store: Any) -> dict:
                      "source": dict(r.source)} for n, r in arts["relation"].items()}
     nodes = {n: {"source": dict(t.source), "id_fields": dict(t.id_fields), "doc_fields": copy.deepcopy(t.doc_fields)}
              for n, t in arts["nodes"].items()}
-    return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": copy.deepcopy(m.get("pipeline") or {}),
+    return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": store.pipeline.to_dict(),
             "vectors": vectors, "bm25": bm25, "relations": relations, "nodes": nodes}
 
 
@@ -231,7 +234,7 @@ class Indexer:
         self.progress = progress
 
     @classmethod
-    def of(cls, index: Any) -> Indexer:
+    def of(cls, index: Index) -> Indexer:
         """The indexer of ``index``'s pipeline (its chunker, enrichers, relators and embedding service)."""
         p = index.pipeline
         return cls(store_template(index.store), index.chunker, [index.component("enrich", c["name"]) for c in p["enrich"]],
@@ -342,7 +345,7 @@ def describe(comp: Any) -> dict | None:
     return jsonable(fn()) if callable(fn) else None
 
 
-def apply_batch(index: Any, out: dict, replace: Collection[str] = ()) -> list[str]:
+def apply_batch(index: Index, out: dict, replace: Collection[str] = ()) -> list[str]:
     """Write one batch's output (``{"delta", "settings"}``) into ``index``'s store; returns the doc ids added.
 
     :meth:`Store.apply <momoka.store.store.Store.apply>` renumbers the batch's chunk and node ids to

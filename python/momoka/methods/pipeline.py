@@ -35,7 +35,9 @@ import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, InputError, MissingArtifactError
+from ..store.snapshot import Snapshot
 from ..store.store import RAW_VIEW, Store, check_embedder, read_manifest
+from ..store.writer import StoreWriter
 from .. import registry
 from . import engine as engine_
 from .base import (  # noqa: F401 (re-exported)
@@ -256,16 +258,13 @@ class Index:
 
     @property
     def pipeline(self) -> dict:
-        """``{"chunker": ..., "enrich": [...], "relate": [...]}`` as recorded in the manifest."""
-        p = self.store.manifest.setdefault("pipeline", {})
-        p.setdefault("chunker", self.store.manifest.get("chunker"))
-        p.setdefault("enrich", [])
-        p.setdefault("relate", [])
-        return p
+        """``{"chunker": ..., "enrich": [...], "relate": [...]}`` as the store records it (a copy: the typed
+        spec is the store's :attr:`~momoka.store.store.Store.pipeline`, which its writer commits)."""
+        return self.store.pipeline.view(self.store.manifest.get("chunker"))
 
     def has_component(self, kind: str, name: str) -> bool:
         """Whether the pipeline ran enricher/relator ``name`` (``kind``: ``"enrich"`` or ``"relate"``)."""
-        return any(c["name"] == name for c in self.pipeline.get(kind, []))
+        return kind in ("enrich", "relate") and self.store.pipeline.entry(kind, name) is not None
 
     def embedder_for(self, view: str = RAW_VIEW):
         """The embedder of vector view ``view`` (loaded and checked on first use)."""
@@ -382,7 +381,7 @@ class Index:
         if progress is not None:
             self.progress = progress
         check_engine(engine)
-        self.store.ensure_writable()
+        self._writer()
         docs, hashes = engine_.collect(self, sources, existing=existing, on_error=on_error, encoding=encoding,
                                        follow_links=bool(follow_links))
         if llm_max_failed is not None:
@@ -414,9 +413,7 @@ class Index:
 
     def record_settings(self, kind: str, name: str, settings: dict) -> None:
         """Record what enricher/relator ``name`` reports (its ``describe()``) in the pipeline of the manifest."""
-        for spec in self.pipeline[kind]:
-            if spec["name"] == name:
-                spec["settings"] = settings
+        self.store.pipeline.record_settings(kind, name, settings)
 
     def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = (), commit: bool = False,
                llm_max_failed: float | None = None) -> None:
@@ -438,8 +435,9 @@ class Index:
         if llm_max_failed is not None:
             check_share(llm_max_failed)
             self.llm_max_failed = llm_max_failed
+        self._writer()
         try:
-            engine_.extend(self, enrich, relate, commit)
+            engine_.extend(self, enrich, relate, commit, objects=self._components)
         finally:
             self._retrievers.clear()
 
@@ -449,8 +447,8 @@ class Index:
 
     def pending(self, kind: str, name: str) -> list[str]:
         """Documents an interrupted :meth:`extend` left for enricher/relator ``name`` to do (empty when none)."""
-        entry = next((c for c in self.pipeline.get(kind, []) if c["name"] == name), None)
-        return list((entry or {}).get("pending") or [])
+        entry = self.store.pipeline.entry(kind, name) if kind in ("enrich", "relate") else None
+        return list(entry.pending or []) if entry is not None else []
 
     def delete(self, doc_ids: Iterable[str] | str) -> int:
         """Delete documents by id (from every view and relation); returns the number of chunks removed.
@@ -459,11 +457,11 @@ class Index:
         """
         if isinstance(doc_ids, str):
             doc_ids = [doc_ids]
-        return self.store.delete(doc_ids)
+        return self._writer().delete(doc_ids)
 
     def save(self, path: str | os.PathLike | None = None) -> Path:
         """Persist atomically to the store directory (or to ``path`` for an in-memory index)."""
-        return self.store.save(path)
+        return self._writer().save(path)
 
     def optimize(self) -> bool:
         """Merge the store's segments into one (saving unsaved changes first); True when something was merged.
@@ -472,7 +470,7 @@ class Index:
         they pile up (:mod:`momoka.store.segments`); this merges them all: the data
         of deleted chunks leaves the store and each dense view has one HNSW graph.
         """
-        merged = self.store.merge(everything=True)
+        merged = self._writer().merge(everything=True)
         self._retrievers.clear()
         return merged
 
@@ -485,14 +483,36 @@ class Index:
         Not for use while other threads search this index: a server opens a
         new :class:`Index` and swaps it in instead (``momoka serve`` does).
         """
-        if not self.store.refresh():
+        old = self.store
+        new = old.refresh()
+        if new is old:
             return False
         emb = self.embedding.own
-        if emb is not None and self.store.embedder_info is not None:
-            check_embedder(self.store.embedder_info, embedder_info(emb), self.store.path or "")
-        self._retrievers.clear()
-        self.results.reset()
+        try:
+            if emb is not None and new.embedder_info is not None:
+                check_embedder(new.embedder_info, embedder_info(emb), new.path or "")
+        except BaseException:
+            new.close()
+            raise
+        self._use(new)
+        old.close()
         return True
+
+    def _writer(self) -> StoreWriter:
+        """The store's writer: an index opened for reading becomes the writer of the generation it loaded
+        on its first change (taking the lock; refused when someone committed since it was opened)."""
+        if isinstance(self.store, Snapshot):
+            self._use(StoreWriter.adopt(self.store))
+        self.store.ensure_writable()  # a closed writer takes its lock again
+        return self.store
+
+    def _use(self, store: Store) -> None:
+        """Answer from ``store`` from now on (a newer snapshot, or the writer that adopted the snapshot)."""
+        self.store = store
+        self.embedding.store = store
+        self.results.store = store
+        self.results.reset()
+        self._retrievers.clear()
 
     def close(self) -> None:
         """Release the writer lock and the reader's lease (unsaved changes are dropped from disk's point of view)."""

@@ -4,7 +4,9 @@
 * :class:`Store` -- a versioned, atomically written directory of named artifacts: the
   :class:`ChunkTable`, :class:`VectorView` (+ HNSW), :class:`BM25View`, :class:`Relation`
   and :class:`NodeTable`, kept as append-only segments (a commit writes only its changes;
-  :mod:`momoka.store.segments`), with a single-writer lock.
+  :mod:`momoka.store.segments`). Opened for reading it is a :class:`Snapshot` (one leased
+  generation, read-only); created, or opened with ``writable=True``, it is the
+  :class:`StoreWriter` (the single-writer lock, changes, commits and merges).
 * :class:`Delta` -- the changes of one batch built apart, by its own ids; :meth:`Store.apply`
   renumbers and adds them.
 
@@ -19,6 +21,8 @@ from .delta import Delta
 from .node_table import NodeTable
 from .relations import Relation
 from .store import FORMAT_VERSION, DocEntry, Store, read_manifest
+from .snapshot import Snapshot
+from .writer import StoreWriter
 from .vectors import VectorView
 
 __all__ = [
@@ -31,7 +35,9 @@ __all__ = [
     "FORMAT_VERSION",
     "NodeTable",
     "Relation",
+    "Snapshot",
     "Store",
+    "StoreWriter",
     "VectorView",
     "read_manifest",
     "tokenize",

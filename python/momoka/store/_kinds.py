@@ -16,7 +16,7 @@ KINDS = {"vectors": "vector view", "bm25": "BM25 view", "relation": "relation", 
 
 
 class ArtifactRegistry:
-    """Named artifacts by kind: ``self._artifacts[kind][name]`` (the store provides it and ``ensure_writable``)."""
+    """Named artifacts by kind, read access: ``self._artifacts[kind][name]`` (the store provides it)."""
 
     _artifacts: dict[str, dict[str, Artifact]]
 
@@ -34,15 +34,6 @@ class ArtifactRegistry:
         self._artifacts[kind][name] = art
         return art
 
-    def _new(self, kind: str, name: str, art: Artifact):
-        check_name(name, KINDS[kind])
-        if name in self._artifacts[kind]:
-            raise StoreError(f"the store already has a {KINDS[kind]} {name!r}; remove it first to rebuild it")
-        self.ensure_writable()
-        self._artifacts[kind][name] = art
-        self._dirty = True
-        return art
-
     @property
     def vector_views(self) -> list[str]:
         """Names of the dense vector views."""
@@ -51,13 +42,6 @@ class ArtifactRegistry:
     def has_vector_view(self, name: str) -> bool:
         """True when the store has vector view ``name``."""
         return name in self._artifacts["vectors"]
-
-    def add_vector_view(self, name: str, *, embedder: dict, dtype: str = "float32",
-                        source: dict | None = None) -> VectorView:
-        """A new, empty dense view: ``embedder`` ``{"model_id", "checksum", "dim"}``, ``source`` what is embedded."""
-        check_name(name, KINDS["vectors"])
-        view = VectorView(self, name, embedder=embedder, dtype=dtype, source=source, hnsw=self.manifest.get("hnsw"))
-        return self._new("vectors", name, view)
 
     def vector_view(self, name: str = RAW_VIEW) -> VectorView:
         """Vector view ``name`` (StoreError naming the views there are)."""
@@ -72,11 +56,6 @@ class ArtifactRegistry:
         """True when the store has BM25 view ``name``."""
         return name in self._artifacts["bm25"]
 
-    def add_bm25_view(self, name: str, *, params: dict | None = None, source: dict | None = None) -> BM25View:
-        """A new, empty BM25 view (``params`` over :data:`~momoka.store.bm25_view.DEFAULT_BM25`)."""
-        check_name(name, KINDS["bm25"])
-        return self._new("bm25", name, BM25View.create(self, name, params=params, source=source))
-
     def bm25_view(self, name: str = RAW_VIEW) -> BM25View:
         """BM25 view ``name`` (StoreError naming the views there are)."""
         return self._get("bm25", name)
@@ -89,14 +68,6 @@ class ArtifactRegistry:
     def has_relation(self, name: str) -> bool:
         """True when the store has relation ``name``."""
         return name in self._artifacts["relation"]
-
-    def add_relation(self, name: str, *, ordered: bool = True, weighted: bool = False,
-                     target_table: str | None = None, source: dict | None = None) -> Relation:
-        """A new, empty relation over chunk ids (or from chunks to the nodes of ``target_table``)."""
-        if target_table is not None:
-            check_name(target_table, KINDS["nodes"])
-        return self._new("relation", name, Relation(self, name, ordered=ordered, weighted=weighted,
-                                                    target_table=target_table, source=source))
 
     def relation(self, name: str) -> Relation:
         """Relation ``name`` (StoreError naming the relations there are)."""
@@ -111,15 +82,57 @@ class ArtifactRegistry:
         """True when the store has node table ``name``."""
         return name in self._artifacts["nodes"]
 
+    def node_table(self, name: str) -> NodeTable:
+        """Node table ``name`` (StoreError naming the tables there are)."""
+        return self._get("nodes", name)
+
+    @property
+    def embedder_info(self) -> dict | None:
+        """``{"model_id", "checksum", "dim"}`` of the ``raw`` vector view, or None when there is none."""
+        v = self._artifacts["vectors"].get(RAW_VIEW)
+        return dict(v.embedder) if v is not None else None
+
+
+class ArtifactWriter:
+    """Creating and removing named artifacts (the writer's side of :class:`ArtifactRegistry`; the writer
+    provides ``ensure_writable``)."""
+
+    _artifacts: dict[str, dict[str, Artifact]]
+
+    def _new(self, kind: str, name: str, art: Artifact):
+        check_name(name, KINDS[kind])
+        if name in self._artifacts[kind]:
+            raise StoreError(f"the store already has a {KINDS[kind]} {name!r}; remove it first to rebuild it")
+        self.ensure_writable()
+        self._artifacts[kind][name] = art
+        self._dirty = True
+        return art
+
+    def add_vector_view(self, name: str, *, embedder: dict, dtype: str = "float32",
+                        source: dict | None = None) -> VectorView:
+        """A new, empty dense view: ``embedder`` ``{"model_id", "checksum", "dim"}``, ``source`` what is embedded."""
+        check_name(name, KINDS["vectors"])
+        view = VectorView(self, name, embedder=embedder, dtype=dtype, source=source, hnsw=self.manifest.get("hnsw"))
+        return self._new("vectors", name, view)
+
+    def add_bm25_view(self, name: str, *, params: dict | None = None, source: dict | None = None) -> BM25View:
+        """A new, empty BM25 view (``params`` over :data:`~momoka.store.bm25_view.DEFAULT_BM25`)."""
+        check_name(name, KINDS["bm25"])
+        return self._new("bm25", name, BM25View.create(self, name, params=params, source=source))
+
+    def add_relation(self, name: str, *, ordered: bool = True, weighted: bool = False,
+                     target_table: str | None = None, source: dict | None = None) -> Relation:
+        """A new, empty relation over chunk ids (or from chunks to the nodes of ``target_table``)."""
+        if target_table is not None:
+            check_name(target_table, KINDS["nodes"])
+        return self._new("relation", name, Relation(self, name, ordered=ordered, weighted=weighted,
+                                                    target_table=target_table, source=source))
+
     def add_node_table(self, name: str, source: dict | None = None, *, id_fields: dict | None = None,
                        doc_fields: dict | None = None) -> NodeTable:
         """A new, empty node table (``id_fields``, ``doc_fields``: where its rows and the documents hold store
         ids, see :class:`~momoka.store.node_table.NodeTable`)."""
         return self._new("nodes", name, NodeTable(self, name, source, id_fields=id_fields, doc_fields=doc_fields))
-
-    def node_table(self, name: str) -> NodeTable:
-        """Node table ``name`` (StoreError naming the tables there are)."""
-        return self._get("nodes", name)
 
     def remove_artifact(self, kind: str, name: str) -> None:
         """Drop a view, relation or node table (kind: vectors, bm25, relation, nodes), e.g. to rebuild it."""
@@ -129,9 +142,3 @@ class ArtifactRegistry:
         self.ensure_writable()
         del self._artifacts[kind][name]
         self._dirty = True
-
-    @property
-    def embedder_info(self) -> dict | None:
-        """``{"model_id", "checksum", "dim"}`` of the ``raw`` vector view, or None when there is none."""
-        v = self._artifacts["vectors"].get(RAW_VIEW)
-        return dict(v.embedder) if v is not None else None

@@ -37,12 +37,14 @@ class MergeJob:
     """Merge segments ``first..stop`` of the generation ``manifest`` names into segment ``name``.
 
     ``snapshot(root, manifest)`` loads a read-only store of the segments a manifest names (its
-    ``_write_merge`` writes the merged segment). ``clean``: the run is every segment of the generation (the result then holds no deleted data).
+    ``_write_merge`` writes the merged segment). ``clean``: the run is every segment of the generation (the
+    result then holds no deleted data). ``keep_level``: the result keeps the run's level (a segment rewritten
+    alone for its deleted rows) instead of going one level up.
     After :meth:`run`: :attr:`entry` (the merged segment's manifest entry) or :attr:`error`.
     """
 
     def __init__(self, root: Path, manifest: dict, first: int, stop: int, name: str,
-                 snapshot: Callable[[Path, dict], Any], clean: bool = False):
+                 snapshot: Callable[[Path, dict], Any], clean: bool = False, keep_level: bool = False):
         self.root = Path(root)
         self.manifest = copy.deepcopy(manifest)  # the writer's own copy keeps changing
         self.first, self.stop = first, stop
@@ -50,6 +52,7 @@ class MergeJob:
         self.name = name
         self.snapshot = snapshot
         self.clean = clean
+        self.keep_level = keep_level
         self.folder = self.root / f"{name}.tmp-merge-{os.getpid()}"
         self.entry: dict | None = None
         self.error: BaseException | None = None
@@ -69,6 +72,8 @@ class MergeJob:
             if before_write is not None:
                 before_write(self)
             entry = snapshot._write_merge(self.folder, self.name, self.first, self.stop)
+            if self.keep_level:  # a segment rewritten alone (without its deleted rows' data) keeps its level
+                entry["level"] = max(sg.get("level", 0) for sg in self.manifest["segments"][self.first : self.stop])
             if self.clean:
                 entry["clean"] = True  # everything in one segment, nothing deleted left in it
             for d, _, _ in os.walk(self.folder, topdown=False):

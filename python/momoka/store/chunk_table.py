@@ -272,6 +272,10 @@ class ChunkTable(Artifact):
     def __len__(self) -> int:
         return self._n_live
 
+    def live_count(self, lo: int, hi: int) -> int:
+        """How many of the chunk ids ``lo..hi`` are live."""
+        return int(np.count_nonzero(self._cols["live"][lo:hi]))
+
     def ids(self) -> np.ndarray:
         """The live chunk ids, ascending (int64)."""
         return np.flatnonzero(self._cols["live"]).astype(np.int64)

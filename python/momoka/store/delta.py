@@ -123,15 +123,10 @@ def _shift(value: Any, f) -> Any:
     return f(int(value))
 
 
-def apply_delta(store, delta: Delta) -> list[str]:
-    """Add a batch's changes to ``store``, renumbering its ids; returns the doc ids added.
-
-    The documents of ``delta.deletes`` are deleted first, in the same in-memory change: the next
-    save commits the deletions and the new versions together.
-
-    Node tables whose rows hold ids must declare them (``id_fields``), else :class:`ConfigError`
-    (before anything is added): no generic mapping can find ids in undeclared fields.
-    """
+def check_delta(store, delta: Delta) -> None:
+    """Refuse a Delta that ``store`` cannot apply, before anything is changed: node tables whose rows may
+    hold ids without declaring them (:class:`ConfigError`: no generic mapping can find ids in undeclared
+    fields), and changes to documents or chunks the store no longer has (:class:`InputError`)."""
     undeclared = sorted(n for n, e in delta.nodes.items() if e["rows"] and not e["id_fields"]
                         and not e["doc_fields"] and _holds_ints(e["rows"]))
     if undeclared:
@@ -144,6 +139,15 @@ def apply_delta(store, delta: Delta) -> list[str]:
     if lost or gone:
         raise InputError(f"the batch changes what the store no longer has: documents {lost[:5]}, chunks {gone[:5]} "
                          "(deleted since the batch was made)")
+
+
+def apply_delta(store, delta: Delta) -> list[str]:
+    """Add a batch's changes to ``store``, renumbering its ids; returns the doc ids added.
+
+    The documents of ``delta.deletes`` are deleted first, in the same in-memory change: the next
+    save commits the deletions and the new versions together. :func:`check_delta` runs first.
+    """
+    check_delta(store, delta)
     for name, e in delta.nodes.items():  # the tables first: their sizes are the offsets of the batch's node ids
         if not store.has_node_table(name):
             store.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])

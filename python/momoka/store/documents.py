@@ -56,9 +56,8 @@ def _tracking(name):
     base = getattr(dict, name)
 
     def method(self, *args, **kwargs):
-        out = base(self, *args, **kwargs)
-        self._touch()
-        return out
+        self._touch()  # before the change: a read-only store refuses it
+        return base(self, *args, **kwargs)
 
     method.__name__ = name
     return method

@@ -32,7 +32,10 @@ in the save instead, each as a commit of its own.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import settings
+from ..errors import ConfigError
 
 #: Segments of one level merged together (``MOMOKA_MERGE_FACTOR`` changes it).
 MERGE_FACTOR: int = settings.default("MOMOKA_MERGE_FACTOR")
@@ -83,3 +86,60 @@ def next_merge(segments: list[dict], factor: int) -> tuple[int, int] | None:
             return i, i + n
         i = j
     return None
+
+
+@dataclass(frozen=True)
+class SegmentStats:
+    """What a merge policy knows of a segment: its ``level``, the chunk ``rows`` it holds that were live
+    when it was written, and how many of those were ``deleted`` since (their tombstones are in later
+    segments, or not saved yet)."""
+
+    level: int = 0
+    rows: int = 0
+    deleted: int = 0
+
+    @property
+    def deleted_share(self) -> float:
+        """``deleted / rows`` (0 for a segment without rows: only deletions or document entries)."""
+        return self.deleted / self.rows if self.rows else 0.0
+
+
+@dataclass(frozen=True)
+class MergePolicy:
+    """Which run of segments a writer merges next, after each commit (a :class:`~momoka.store.writer.StoreWriter`
+    takes one: ``StoreWriter.merge_policy``; injectable, e.g. for tests or another trade-off).
+
+    * **log rule** (Lucene's ``LogMergePolicy``): the oldest :func:`level_factor` segments of the oldest run
+      of consecutive segments of one level that holds that many (``factor``: :data:`MERGE_FACTOR` for the
+      commits' own level 0, half of it above; :func:`next_merge`);
+    * **tombstone share** (tantivy's ``del_docs_ratio_before_merge``): when the log rule asks for nothing,
+      the oldest segment at least ``deleted_share`` of whose rows were deleted since it was written is
+      merged with every segment after it (those hold its tombstones: a merge drops the data of the
+      chunks deleted within its run only), so the deleted chunks' texts, vectors and postings leave the
+      store; the newest segment alone keeps its level. ``None`` (the default) turns it off.
+    """
+
+    factor: int = MERGE_FACTOR
+    deleted_share: float | None = None
+
+    def __post_init__(self):
+        if isinstance(self.factor, bool) or not isinstance(self.factor, int) or self.factor < 2:
+            raise ConfigError(f"a merge factor is an integer of at least 2, not {self.factor!r}")
+        d = self.deleted_share
+        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d <= 1):
+            raise ConfigError(f"deleted_share is a share in (0, 1] or None, not {d!r}")
+
+    @classmethod
+    def from_settings(cls) -> MergePolicy:
+        """The policy of ``$MOMOKA_MERGE_FACTOR`` (see :func:`merge_factor`), tombstone trigger off."""
+        return cls(factor=merge_factor())
+
+    def next_merge(self, segments: list[SegmentStats]) -> tuple[int, int] | None:
+        """``(first, stop)``: the run of ``segments`` (oldest first) to merge next, or None."""
+        run = next_merge([{"level": sg.level} for sg in segments], self.factor)
+        if run is not None or self.deleted_share is None:
+            return run
+        for i, sg in enumerate(segments):
+            if sg.rows and sg.deleted_share >= self.deleted_share:
+                return i, len(segments)
+        return None

@@ -186,14 +186,14 @@ def _old_store(path, settings_preset):
     None: a store from before presets existed, whose settings have no preset)."""
     ix = Index.build([DOCS[0]], store=path, chunker=sentence_chunker, embedder=HashEmbedder(), progress=False,
                      relate=[("paths", {"referee": "embedding", "preset": "paper", "iterations": 10})])
-    spec = ix.pipeline["relate"][0]
-    assert spec["settings"]["preset"] == "paper" and spec["settings"]["long_docs"] is None
-    spec["params"] = {"referee": "embedding", "iterations": 10}
+    spec = ix.store.pipeline.relate[0]  # the writer's typed spec (ix.pipeline is a copy)
+    assert spec.settings["preset"] == "paper" and spec.settings["long_docs"] is None
+    spec.params = {"referee": "embedding", "iterations": 10}
     if settings_preset is None:
         for k in ("preset", "prior_weight", "short_docs"):
-            del spec["settings"][k]
+            del spec.settings[k]
     else:
-        spec["settings"]["preset"] = settings_preset
+        spec.settings["preset"] = settings_preset
     ix.store.mark_dirty()
     ix.save()
     ix.close()
