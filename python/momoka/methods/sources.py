@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -130,8 +131,6 @@ def language_default_embedder(sources: Any, *, encoding: str | None = None, foll
     if is_installed(MULTILINGUAL_EMBEDDER):
         line = f"{what}: building with {MULTILINGUAL_EMBEDDER} (--embedder {DEFAULT_EMBEDDER} keeps the English default)"
         if say is None:
-            import sys  # start-up: sys
-
             print(f"momoka: {line}", file=sys.stderr, flush=True)
         else:
             say(line)
