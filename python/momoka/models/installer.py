@@ -440,6 +440,7 @@ def _commit(root: Path, mid: str, d: Path, weights: str) -> None:
                 "version": SOURCES[s].version,
                 "license": SOURCES[s].license,
                 "files": dict(SOURCES[s].files),
+                **({"wheel": {"file": SOURCES[s].wheel[0], "sha256": SOURCES[s].wheel[1]}} if SOURCES[s].wheel else {}),
             }
             for s in spec.sources
         ],
