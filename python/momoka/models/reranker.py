@@ -96,11 +96,13 @@ class CosineReranker:
         return out
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        """Cosine similarity of the query's embedding to each passage's (float32, in [-1, 1])."""
+        """Cosine similarity of the query's embedding (the embedder's ``embed_query`` when it has one) to each
+        passage's (float32, in [-1, 1])."""
         passages = check_query_passages(query, passages)
         if not passages:
             return np.zeros(0, dtype=np.float32)
-        q = self.embedder.embed([query])[0]
+        fn = getattr(self.embedder, "embed_query", None)  # the query form (e5's "query: " prefix) when there is one
+        q = (fn([query]) if callable(fn) else self.embedder.embed([query]))[0]
         P = self._embed_cached(passages)
         qn = q / max(float(np.linalg.norm(q)), 1e-12)
         Pn = P / np.maximum(np.linalg.norm(P, axis=1, keepdims=True), 1e-12)

@@ -264,3 +264,43 @@ def test_perplexity_referee_says_its_pairs_and_time_before_it_starts(monkeypatch
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         MomokaMap(referee=Constant()).paths_for_documents(docs)
+
+
+class _FixedEmbedder:
+    """Unit vectors at set angles to e0, by text: cos(e0, "at:c") = c."""
+
+    dim = 2
+
+    def __init__(self, model_id):
+        self.model_id = model_id
+
+    def embed(self, texts):
+        out = []
+        for t in texts:
+            c = float(t.split(":")[1])
+            out.append([c, (1 - c * c) ** 0.5])
+        return np.asarray(out, np.float32)
+
+
+def test_embedding_referee_rescales_e5_cosines():
+    # multilingual-e5-small's cosines are rescaled by its floor 0.70: (c - 0.7) / 0.3.
+    from momoka.methods.momoka.referees import COSINE_FLOORS, EmbeddingReferee
+
+    assert COSINE_FLOORS["multilingual-e5-small"] == 0.70
+    pairs = [("at:1", "at:0.80"), ("at:1", "at:0.90"), ("at:1", "at:0.60")]
+    e5 = EmbeddingReferee(_FixedEmbedder("multilingual-e5-small"))
+    assert list(e5(pairs)) == [0.0, 1.0, 0.0]  # 0.333, 0.667, -0.333 against 0.5
+    soft = EmbeddingReferee(_FixedEmbedder("multilingual-e5-small"), soft=True)
+    np.testing.assert_allclose(soft(pairs), [0.1 / 0.3, 0.2 / 0.3, 0.0], atol=1e-6)
+    assert e5.config()["cosine_floor"] == 0.70
+    # the same cosines from an embedder without a floor (MiniLM): used as they are
+    minilm = EmbeddingReferee(_FixedEmbedder("minilm-l6-v2-int8"))
+    assert list(minilm(pairs)) == [1.0, 1.0, 1.0]
+    assert "cosine_floor" not in minilm.config()
+    # the matrix the native search gets applies the same rule
+    v = _FixedEmbedder("x").embed(["at:1", "at:0.80", "at:0.90"])
+    data, indices, indptr = e5.matrix(v)
+    row0 = dict(zip(indices[indptr[0]:indptr[1]], data[indptr[0]:indptr[1]]))
+    assert row0 == {2: 1.0}  # 0.80 is not kept, 0.90 is
+    data, indices, indptr = minilm.matrix(v)
+    assert sorted(indices[indptr[0]:indptr[1]]) == [1, 2]

@@ -225,14 +225,24 @@ class PerplexityReferee:
                 "model": getattr(self.lm, "model_id", None) or type(self.lm).__name__}
 
 
+#: Per-embedder cosine floors of the embedding referee: an embedder whose unrelated texts still score high
+#: cosines has them rescaled as ``(cos - floor) / (1 - floor)`` before the threshold and the soft value,
+#: so one threshold means the same for every embedder. multilingual-e5-small: 0.70, so its cosine 0.85 meets
+#: the default threshold 0.5 (quantile-matched: the e5 cosine passed by as many within-document paragraph
+#: pairs as all-MiniLM-L6-v2's 0.5 passes, ``bench/micro/bench_models_e5.py``). Embedders not listed
+#: (the MiniLM graphs): floor 0, cosines unchanged.
+COSINE_FLOORS = {"multilingual-e5-small": 0.70}
+
+
 class EmbeddingReferee:
     """Cosine similarity above a threshold as a referee.
 
     Args:
         embedder: an object with ``embed(texts) -> (n, dim)`` (default:
             :meth:`momoka.models.Embedder.default`).
-        threshold: the verdict is 1 when ``cos(a, b) > threshold``.
-        soft: return ``clip(cos, 0, 1)`` instead of the verdict.
+        threshold: the verdict is 1 when ``cos(a, b) > threshold``, the cosine rescaled by the
+            embedder's floor (:data:`COSINE_FLOORS`; none for the default embedder).
+        soft: return ``clip(cos, 0, 1)`` (the rescaled cosine) instead of the verdict.
         max_edges: :meth:`matrix` keeps at most this many entries per row (the
             most similar), which bounds memory on long documents.
 
@@ -279,6 +289,15 @@ class EmbeddingReferee:
             return np.zeros((0, 1), np.float32)
         return np.stack([self._vec[k] for k in keys])
 
+    @property
+    def cosine_floor(self) -> float:
+        """The floor of the embedder's cosines (:data:`COSINE_FLOORS`; 0: cosines used as they are)."""
+        return COSINE_FLOORS.get(getattr(self._embedder, "model_id", None), 0.0) if self._embedder is not None else 0.0
+
+    def _rescaled(self, cos: np.ndarray) -> np.ndarray:
+        f = self.cosine_floor
+        return cos if f == 0 else (cos - f) / (1.0 - f)
+
     def _value(self, cos: np.ndarray) -> np.ndarray:
         return np.clip(cos, 0.0, 1.0) if self.soft else (cos > self.threshold).astype(np.float64)
 
@@ -288,7 +307,7 @@ class EmbeddingReferee:
             return np.zeros(0)
         va = self.embed([a for a, _ in pairs])
         vb = self.embed([b for _, b in pairs])
-        cos = (va * vb).sum(axis=1).astype(np.float64)
+        cos = self._rescaled((va * vb).sum(axis=1).astype(np.float64))
         self.stats.pairs += len(pairs)
         self.stats.ones += int((cos > self.threshold).sum())
         return self._value(cos)
@@ -318,7 +337,7 @@ class EmbeddingReferee:
                 top = np.broadcast_to(np.arange(n), (len(rows), n))
             for r in range(len(rows)):
                 cols = np.sort(top[r])
-                vals = sim[r, cols]
+                vals = self._rescaled(sim[r, cols])
                 keep = vals > self.threshold
                 cols, vals = cols[keep], vals[keep]
                 data.append(self._value(vals.astype(np.float64)))
@@ -329,9 +348,12 @@ class EmbeddingReferee:
         return cat(data, np.float64), cat(indices, np.int64), np.asarray(indptr, dtype=np.int64)
 
     def config(self) -> dict:
-        """Settings recorded in the store."""
-        return {"name": self.name, "threshold": self.threshold, "soft": self.soft, "max_edges": self.max_edges,
-                "model": getattr(self._embedder, "model_id", None) if self._embedder is not None else "default"}
+        """Settings recorded in the store (with ``cosine_floor`` when the embedder has one)."""
+        out = {"name": self.name, "threshold": self.threshold, "soft": self.soft, "max_edges": self.max_edges,
+               "model": getattr(self._embedder, "model_id", None) if self._embedder is not None else "default"}
+        if self.cosine_floor:
+            out["cosine_floor"] = self.cosine_floor
+        return out
 
 
 def make_referee(name: str | Any = None, *, mode: str = "pair", llm: Any = None, lm: Any = None,
