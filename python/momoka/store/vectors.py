@@ -17,8 +17,10 @@ part drops it.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +66,19 @@ def _scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         return rows @ q
     with _blas[0].limit(limits=1, user_api="blas"):
         return rows @ q
+
+
+_pool: list = []  # the threads the parts' graphs are searched on, made on first use ([None] on one core)
+
+
+def _part_pool():
+    """The thread pool that searches a view's graphs side by side (hnswlib releases the GIL while it searches;
+    each part's search is what it is alone, and the parts' hits are merged in part order, so the results are
+    those of searching them one after another); None on a single core."""
+    if not _pool:
+        n = min(4, os.cpu_count() or 1)
+        _pool.append(ThreadPoolExecutor(n, thread_name_prefix="momoka-hnsw") if n > 1 else None)
+    return _pool[0]
 
 
 def insert_threads(total_rows: int) -> int:
@@ -406,7 +421,10 @@ class VectorView(Artifact):
             out += self._exact_stack(q, small, k)
         if graphed:
             total = self.n_rows
-            out += [h for pi in graphed for h in self._graph_top(q, pi, k, total)]
+            pool = _part_pool() if len(graphed) > 1 else None
+            tops = (pool.map(lambda pi: self._graph_top(q, pi, k, total), graphed) if pool is not None
+                    else (self._graph_top(q, pi, k, total) for pi in graphed))
+            out += [h for top in tops for h in top]
         # Equal scores come back in hnswlib's heap order; order them by chunk id, as the exact path does.
         return sorted(out, key=lambda t: (-t[1], t[0]))[:k]
 
