@@ -7,7 +7,8 @@ Corpora (all passages real text; built once into ``--work`` and reused):
 * ``100k``: the shared sets' documents (every ``documents.jsonl`` under ``$MOMOKA_SHARED_DATA``) split
   into paragraphs (blank lines; a paragraph over 3,000 characters at its line breaks), each paragraph cut
   by the default chunker (``recursive``, at 90 tokens so that a mark still fits one 100-token chunk), the
-  pieces of at least 150 characters kept once each: 18,509 distinct real passages. Every one of them is a
+  pieces of at least 150 characters that stay one chunk with both marks below kept once each: 19,183
+  distinct real passages. Every one of them is a
   document of the corpus (title: its source document's title); the rest, up to 100,000, are drawn from
   them **with replacement** (seed 0), each such duplicate **marked in its text** with `` (copy N)`` at its
   end so that the passages are distinct. Each passage is one document and one chunk.
@@ -31,9 +32,15 @@ pass over the questions first), one query at a time:
   else numpy; the backend used is printed), one query per call with the query tokenised by bm25s;
   tantivy's Python wheel (``en_stem`` tokenizer, one searcher, one query per call, ``parse_query``);
   hnswlib over the index's own vectors (M = 32, ef_construction = 200, ef = 128, the settings of
-  momoka's vector view), the query embedded by the same embedder, embedding included;
+  momoka's vector view), the query embedded by the same embedder, embedding included: built by the bench
+  up to LOAD_GRAPHS_ABOVE passages, above it momoka's own graph files loaded by hnswlib and searched in
+  turn (a build of its own would take the bench past half an hour);
   P1 as ``bench/tables/retrieval_tables.py`` builds it: bm25s top 20 and the dense top 20 (here hnswlib)
   fused by reciprocal rank fusion (k = 60, equal weights), as LangChain's ``EnsembleRetriever`` does.
+
+``ab`` times the default with this release's query-path changes against the code before them, alternating
+question by question in one process, and checks that the assembled results are equal. ``report`` prints
+the markdown tables of ``docs/benchmarks.md`` from the JSON and the build records.
 
 ``build`` records the build's wall and CPU seconds, the share of CPU spent inside the embedder's
 ``embed`` calls, the passages per second, and the store's size on disk (per 100,000 passages).
@@ -43,6 +50,8 @@ Run (from the repository root; every phase skips what ``--work`` already holds):
     PYTHONPATH=python python bench/micro/bench_scale.py --work DIR build --size 5k 100k 1m
     PYTHONPATH=python python bench/micro/bench_scale.py --work DIR measure --size 5k 100k 1m --n 200 \\
         --out bench/micro/bench_scale.json
+    PYTHONPATH=python python bench/micro/bench_scale.py --work DIR ab --size 100k 1m --n 100 --out bench/micro/bench_scale.json
+    PYTHONPATH=python python bench/micro/bench_scale.py --work DIR report
 """
 
 from __future__ import annotations
@@ -68,6 +77,9 @@ BUDGET = 5000
 #: Noise per dimension of the 1m corpus's replica vectors (cosine about 0.95 to the real vector at 384 dims).
 NOISE = 0.0168
 REPLICA = re.compile(r" \(replica \d\)$")
+#: Above this many passages the hnswlib peer loads momoka's graph files instead of building its own (a 1M
+#: build takes over half an hour of this 2-core machine; the 100k one minutes of a shared one).
+LOAD_GRAPHS_ABOVE = 50_000
 QUESTION_SETS = ("hotpotqa_dev500_pages", "squad_v1_dev_half_a", "dragonball_finance_en")
 
 
@@ -384,7 +396,7 @@ def tantivy_peer(texts: list[str], qs: list[str], k: int, where: Path) -> dict:
     return {"build_s": built, "search": pct(times), "disk_mb": du(where) / 1e6}
 
 
-def measure(work: Path, size: str, n: int) -> dict:
+def measure(work: Path, size: str, n: int, peers_too: bool = True) -> dict:
     """Warm latencies, step shares and memory of the default on corpus ``size``, and the peers (module doc)."""
     import hnswlib
 
@@ -426,6 +438,11 @@ def measure(work: Path, size: str, n: int) -> dict:
     out["default_over_dense"] = {p: out["default"][p] / out["dense"][p] for p in ("p50_ms", "p99_ms")}
     out["steps"] = step_profile(ix, qs)
     print(f"[{size}] momoka " + json.dumps({m: out[m] for m in modes}), file=sys.stderr)
+    print(f"[{size}] steps " + json.dumps(out["steps"]), file=sys.stderr)
+    print(f"[{size}] first search {first:.2f} s, open {opened:.2f} s, RSS {out['rss_mb']}", file=sys.stderr)
+    if not peers_too:
+        ix.close()
+        return out
 
     ids, texts = indexed_texts(ix)
     vv = ix.store.vector_view("raw")
@@ -438,17 +455,45 @@ def measure(work: Path, size: str, n: int) -> dict:
     print(f"[{size}] tantivy {json.dumps(peers['tantivy'])}", file=sys.stderr)
     del texts
     gc.collect()
-    # hnswlib over the same vectors, built with the vector view's settings
-    vecs = vv.get(ids)
     hp = dict(vv.hnsw_params)
     t = time.perf_counter()
-    h = hnswlib.Index(space="ip", dim=vecs.shape[1])
-    h.init_index(max_elements=len(ids), M=hp.get("M", 32), ef_construction=hp.get("ef_construction", 200),
-                 random_seed=100)
-    h.add_items(vecs, ids, num_threads=2)
-    h.set_ef(hp.get("ef_search", 128))
+    if len(ids) <= LOAD_GRAPHS_ABOVE:  # hnswlib over the same vectors, built with the vector view's settings
+        vecs = vv.get(ids)
+        h = hnswlib.Index(space="ip", dim=vecs.shape[1])
+        h.init_index(max_elements=len(ids), M=hp.get("M", 32), ef_construction=hp.get("ef_construction", 200),
+                     random_seed=100)
+        h.add_items(vecs, ids, num_threads=2)
+        h.set_ef(hp.get("ef_search", 128))
+        del vecs
+        graphs = [h]
+    else:  # hnswlib over momoka's own graph files, each part's graph loaded by hnswlib itself
+        graphs = []
+        rel = vv._files()[3]
+        for vp in vv._parts:
+            if vp.n == 0:
+                continue
+            g = hnswlib.Index(space="ip", dim=vv.dim)
+            if vp.part is not None and vp.part.has(rel):
+                g.load_index(str(vp.part.path(rel)), max_elements=vp.n)
+            else:
+                g.init_index(max_elements=max(vp.n, 16), M=hp.get("M", 32), ef_construction=hp.get("ef_construction", 200))
+                g.add_items(np.asarray(vp.rows[: vp.n], np.float32), vp.ids[: vp.n])
+            g.set_ef(hp.get("ef_search", 128))
+            graphs.append(g)
     hbuilt = time.perf_counter() - t
-    del vecs
+
+    class Graphs:  # one graph, or the parts' graphs searched in turn and merged
+        def knn_query(self, v, k, num_threads=1):
+            if len(graphs) == 1:
+                return graphs[0].knn_query(v, k=k, num_threads=num_threads)
+            hits = []
+            for g in graphs:
+                lab, dist = g.knn_query(v, k=min(k, g.get_current_count()), num_threads=num_threads)
+                hits += zip(dist[0].tolist(), lab[0].tolist())
+            hits.sort()
+            return np.array([[x for _, x in hits[:k]]]), np.array([[d for d, _ in hits[:k]]])
+
+    h = Graphs()
     qv_all = ix.embed_queries(qs)
     recall = np.mean([len({c for c, _ in vv.search(v, k)} & set(h.knn_query(v[None, :], k=k)[0][0].tolist())) / k
                       for v in qv_all[:50]])
@@ -469,7 +514,9 @@ def measure(work: Path, size: str, n: int) -> dict:
                 fused[int(i)] = fused.get(int(i), 0.0) + 1.0 / (60 + rank)
         sorted(fused, key=lambda i: -fused[i])[:k]
         p1_times.append(time.perf_counter() - t)
-    peers["hnswlib"] = {"build_s": hbuilt, "search_with_embedding": pct(d_times),
+    peers["hnswlib"] = {"build_s": hbuilt, "graphs": len(graphs),
+                        "how": "built over the view's vectors" if len(graphs) == 1 and len(ids) <= LOAD_GRAPHS_ABOVE
+                        else "momoka's graph files loaded by hnswlib, searched in turn", "search_with_embedding": pct(d_times),
                         "recall_of_momoka_dense_vs_hnswlib_top_k": float(recall), "params": hp}
     peers["P1 ensemble (bm25s + hnswlib, RRF)"] = pct(p1_times)
     out["peers"] = peers
@@ -479,16 +526,115 @@ def measure(work: Path, size: str, n: int) -> dict:
     return out
 
 
+def ab(work: Path, size: str, n: int) -> dict:
+    """The default with this release's query-path changes against the code before them, in one process,
+    alternating question by question: the coverage re-rank's plain loop (``tests/_oracles/coverage.py``),
+    BLAS's own threads for the exact vector product, and the graph parts searched one after another."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from _oracles.coverage import cover_held_loop
+
+    from momoka import Index
+    from momoka.methods.standard import retrievers as R
+    from momoka.store import vectors as V
+
+    ix = Index.open(work / f"store-{size}")
+    qs = questions(n)
+    fast_cover = R.cover_held
+
+    def side(before: bool) -> None:
+        R.cover_held = cover_held_loop if before else fast_cover
+        V._blas[:] = [None] if before else []
+        V._pool[:] = [None] if before else []
+
+    times: dict[str, list[float]] = {"before": [], "now": []}
+    same = True
+    for q in qs[:20]:
+        ix.search(q, budget=BUDGET)
+    for q in qs:
+        got = {}
+        for name in ("before", "now"):
+            side(name == "before")
+            t = time.perf_counter()
+            r = ix.search(q, budget=BUDGET)
+            times[name].append(time.perf_counter() - t)
+            got[name] = [(m.doc_id, m.start, m.end) for it in r for m in it.members]
+        same &= got["before"] == got["now"]
+    side(False)
+    out = {k: pct(v) for k, v in times.items()}
+    out.update(results_equal=bool(same), questions=len(qs), load=os.getloadavg())
+    print(f"[{size}] before/now " + json.dumps(out), file=sys.stderr)
+    ix.close()
+    return out
+
+
+def report(work: Path, out_json: Path) -> str:
+    """Markdown tables of the measurements in ``out_json`` and the build records in ``work``."""
+    res = json.loads(out_json.read_text()) if out_json.exists() else {}
+    f = lambda x: f"{x:.2f}" if x < 10 else f"{x:.1f}"  # noqa: E731
+    lines = ["| passages | bm25 | dense | hybrid | default (assembled) | hybrid / dense | load |", "|---|---|---|---|---|---|---|"]
+    for s, r in res.items():
+        if "default" not in r:
+            continue
+        cell = lambda m: f"{f(r[m]['p50_ms'])} / {f(r[m]['p99_ms'])}"  # noqa: E731
+        lines.append(f"| {r['passages']:,} ({s}) | {cell('bm25')} | {cell('dense')} | {cell('hybrid')} | {cell('default')} | "
+                     f"{r['hybrid_over_dense']['p50_ms']:.2f} / {r['hybrid_over_dense']['p99_ms']:.2f} | "
+                     f"{r['load'][0]:.1f} |")
+    lines += ["", "| passages | momoka BM25 view (one query, tokenising included) | bm25s retrieve / with tokenising | "
+              "tantivy | momoka dense (embedding incl.) | hnswlib (embedding incl.) | momoka hybrid | P1 ensemble |",
+              "|---|---|---|---|---|---|---|---|"]
+    for s, r in res.items():
+        p = r.get("peers")
+        if not p:
+            continue
+        c = lambda d: f"{f(d['p50_ms'])} / {f(d['p99_ms'])}"  # noqa: E731
+        lines.append(f"| {r['passages']:,} | {c(r['bm25_view_search'])} | {c(p['bm25s']['retrieve'])}; "
+                     f"{c(p['bm25s']['with_tokenizing'])} ({p['bm25s']['backend']}) | {c(p['tantivy']['search'])} | "
+                     f"{c(r['dense'])} | {c(p['hnswlib']['search_with_embedding'])} | {c(r['hybrid'])} | "
+                     f"{c(p['P1 ensemble (bm25s + hnswlib, RRF)'])} |")
+    keys = ["query embedding", "dense (HNSW)", "bm25", "fusion", "document prior", "coverage re-rank", "title links",
+            "named documents: find titles", "named documents: rank parts", "rest (result objects, assembly, locating)"]
+    lines += ["", "| passages | " + " | ".join(keys) + " | total |", "|---" * (len(keys) + 2) + "|"]
+    for s, r in res.items():
+        st = r.get("steps")
+        if st:
+            lines.append(f"| {r['passages']:,} | " + " | ".join(
+                f"{st[k]['ms_per_query']:.2f} ms ({100 * st[k]['share']:.0f} %)" if k in st else "0" for k in keys)
+                + f" | {st['_total_ms_per_query']:.1f} ms |")
+    lines += ["", "| passages | open | first search (title tables) | RSS open / warm | build wall (per 100k) | "
+              "build CPU in the embedder | disk per 100k | load |", "|---|---|---|---|---|---|---|---|"]
+    for s in SIZES:
+        b = json.loads((work / f"build-{s}.json").read_text()) if (work / f"build-{s}.json").exists() else None
+        r = res.get(s, {})
+        if b is None and not r:
+            continue
+        rss = r.get("rss_mb", {})
+        lines.append(f"| {(b or r)['passages']:,} | {r.get('open_s', float('nan')):.2f} s | "
+                     f"{r.get('first_search_s', float('nan')):.2f} s | "
+                     f"{rss.get('open', float('nan')) - rss.get('before_open', 0):.0f} / "
+                     f"{rss.get('warm', float('nan')) - rss.get('before_open', 0):.0f} MB | "
+                     + (f"{b['wall_s']:.0f} s ({b['wall_s_per_100k']:.0f} s) | {100 * b['embed_cpu_share']:.1f} % "
+                        f"({b['passages_per_s']:.1f} passages/s, embedder alone {b['embedder_passages_per_s']:.1f}) | "
+                        f"{b['disk_mb_per_100k']:.0f} MB | {b['load'][0]:.1f} |" if b else "| | | |"))
+    for s, r in res.items():
+        if "before_and_now" in r:
+            a = r["before_and_now"]
+            lines.append(f"\n{s}: default before {f(a['before']['p50_ms'])} / {f(a['before']['p99_ms'])} ms, now "
+                         f"{f(a['now']['p50_ms'])} / {f(a['now']['p99_ms'])} ms (p50 / p99, {a['questions']} questions, "
+                         f"results equal: {a['results_equal']}, load {a['load'][0]:.1f})")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", required=True, help="folder for the corpora, stores and records (reused)")
-    ap.add_argument("phase", choices=("corpus", "build", "measure"))
+    ap.add_argument("phase", choices=("corpus", "build", "measure", "ab", "report"))
     ap.add_argument("--size", nargs="+", default=list(SIZES), choices=list(SIZES))
     ap.add_argument("--n", type=int, default=200, help="questions timed")
     ap.add_argument("--out", help="write the measurements here as JSON")
+    ap.add_argument("--no-peers", action="store_true", help="momoka alone")
     args = ap.parse_args()
     if not (shared() / "hotpotqa_dev500_pages").is_dir():
         print(f"skipped: {shared()} holds no shared sets", file=sys.stderr)
@@ -497,14 +643,24 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     if args.phase == "corpus":
         corpus_100k(work)
+    elif args.phase == "report":
+        print(report(work, Path(args.out or ROOT / "bench" / "micro" / "bench_scale.json")))
     elif args.phase == "build":
         for s in args.size:
             build(work, s)
             gc.collect()
     else:
-        results = {s: measure(work, s, args.n) for s in args.size}
-        if args.out:
-            Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+        for s in args.size:
+            res = measure(work, s, args.n, not args.no_peers) if args.phase == "measure" else ab(work, s, args.n)
+            if args.out:  # sizes measured in separate runs are kept side by side
+                out = Path(args.out)
+                results = json.loads(out.read_text()) if out.exists() else {}
+                results.setdefault(s, {})
+                if args.phase == "measure":
+                    results[s].update(res)
+                else:
+                    results[s]["before_and_now"] = res
+                out.write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":
