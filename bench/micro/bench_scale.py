@@ -624,13 +624,44 @@ def report(work: Path, out_json: Path) -> str:
     return "\n".join(lines)
 
 
+def bm25_only(work: Path, size: str, n: int, k: int = 26) -> dict:
+    """BM25 alone over corpus ``size``'s indexed texts (title + newline + text, as the store indexes a passage
+    with its header): momoka's native index built here with the view's default parameters, against bm25s and
+    tantivy, one query at a time (no store: the 1m point without waiting for its vectors)."""
+    from momoka.store.bm25 import BM25
+    from momoka.store.bm25_view import DEFAULT_BM25
+
+    texts = [f"{d['title']}\n{d['text']}" if d.get("title") else d["text"] for d in docs_of(work, size)]
+    qs = questions(n)
+    t = time.perf_counter()
+    ix = BM25(**DEFAULT_BM25)
+    ix.add(texts)
+    built = time.perf_counter() - t
+    for q in qs[:20]:
+        ix.search(q, k)
+    times = []
+    for q in qs:
+        t = time.perf_counter()
+        ix.search(q, k)
+        times.append(time.perf_counter() - t)
+    out = {"passages": len(texts), "k": k, "momoka": {"build_s": built, "search": pct(times)}}
+    del ix
+    gc.collect()
+    out["bm25s"], _ = bm25s_peer(texts, qs, k)
+    gc.collect()
+    out["tantivy"] = tantivy_peer(texts, qs, k, work / f"tantivy-{size}")
+    out["load"] = os.getloadavg()
+    print(f"[{size}] bm25 alone " + json.dumps(out), file=sys.stderr)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", required=True, help="folder for the corpora, stores and records (reused)")
-    ap.add_argument("phase", choices=("corpus", "build", "measure", "ab", "report"))
+    ap.add_argument("phase", choices=("corpus", "build", "measure", "ab", "bm25", "report"))
     ap.add_argument("--size", nargs="+", default=list(SIZES), choices=list(SIZES))
     ap.add_argument("--n", type=int, default=200, help="questions timed")
     ap.add_argument("--out", help="write the measurements here as JSON")
@@ -651,7 +682,8 @@ def main() -> None:
             gc.collect()
     else:
         for s in args.size:
-            res = measure(work, s, args.n, not args.no_peers) if args.phase == "measure" else ab(work, s, args.n)
+            res = (measure(work, s, args.n, not args.no_peers) if args.phase == "measure" else
+                   ab(work, s, args.n) if args.phase == "ab" else bm25_only(work, s, args.n))
             if args.out:  # sizes measured in separate runs are kept side by side
                 out = Path(args.out)
                 results = json.loads(out.read_text()) if out.exists() else {}
@@ -659,7 +691,7 @@ def main() -> None:
                 if args.phase == "measure":
                     results[s].update(res)
                 else:
-                    results[s]["before_and_now"] = res
+                    results[s]["before_and_now" if args.phase == "ab" else "bm25_alone"] = res
                 out.write_text(json.dumps(results, indent=1) + "\n")
 
 
