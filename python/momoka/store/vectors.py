@@ -74,9 +74,10 @@ _pool: list = []  # the threads the parts' graphs are searched on, made on first
 def _part_pool():
     """The thread pool that searches a view's graphs side by side (hnswlib releases the GIL while it searches;
     each part's search is what it is alone, and the parts' hits are merged in part order, so the results are
-    those of searching them one after another); None on a single core."""
+    those of searching them one after another); None on a single core. One thread per core (at most 32), so
+    that a server's concurrent queries are not held to fewer searches at a time than it has cores."""
     if not _pool:
-        n = min(4, os.cpu_count() or 1)
+        n = min(32, os.cpu_count() or 1)
         _pool.append(ThreadPoolExecutor(n, thread_name_prefix="momoka-hnsw") if n > 1 else None)
     return _pool[0]
 
