@@ -10,7 +10,7 @@ import random
 import pytest
 
 from momoka.errors import InputError
-from momoka.methods.standard.coverage import cover_terms
+from momoka.methods.standard.coverage import cover_held, cover_terms
 
 TERMS = {1: {"alpha"}, 2: {"alpha"}, 3: {"beta"}, 4: {"alpha", "beta"}}
 
@@ -63,6 +63,26 @@ def test_against_a_slow_reference_on_random_rankings():
         assert [c for c, _ in got] == [c for c, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want])
         assert all(a >= b - 1e-12 for (_, a), (_, b) in zip(got, got[1:]))  # never increasing
+
+
+def test_cover_held_equals_the_plain_loop_to_the_bit():
+    """The vectorised greedy picks the items, and gives the values, of the plain per-item loop exactly (==, not
+    approx), on long lists with many ties (equal scores, equal term sets) and idf weights that do not sum
+    exactly."""
+    from _oracles.coverage import cover_held_loop
+
+    rng = random.Random(11)
+    vocab = [f"w{i}" for i in range(12)]
+    for _ in range(300):
+        n = rng.randint(1, 90)
+        levels = [rng.random() for _ in range(rng.randint(1, 6))]
+        scores = sorted((rng.choice(levels) for _ in range(n)), reverse=True)
+        ranking = list(zip(range(n), scores))
+        q = set(rng.sample(vocab, rng.randint(1, 9)))
+        held = [set(rng.sample(sorted(q), rng.randint(0, len(q)))) for _ in range(n)]
+        w = {t: rng.choice([0.1, 1 / 3, 2 / 7, 1.7, 0.0, 12.345678]) for t in vocab}
+        weight, k = rng.choice([0.5, 1.5, 3.0, 1e-6]), rng.randint(1, n + 3)
+        assert cover_held(ranking, q, held, w.get, weight, k) == cover_held_loop(ranking, q, held, w.get, weight, k)
 
 
 def test_hybrid_puts_the_second_company_of_a_comparison_in_its_top(tmp_path):

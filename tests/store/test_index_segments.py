@@ -4,6 +4,8 @@ cosine, a store built in one commit) and against stores written by the version-2
 
 from __future__ import annotations
 
+import os
+
 import json
 import shutil
 from pathlib import Path
@@ -126,6 +128,36 @@ def test_dense_over_segments_against_brute_force(tmp_path, real, monkeypatch):
     assert recall_many >= recall_one and recall_many >= 0.95 * 10 * len(qs)
     many.close()
     one.close()
+
+
+def test_graph_parts_searched_side_by_side_answer_as_one_after_another(tmp_path, real, monkeypatch):
+    """The parts' graphs searched on the thread pool give the hits of searching them in turn, each part through
+    hnswlib itself (its own graph, the same ef) and the best k kept by score, then chunk id."""
+    import momoka.store.vectors as vectors_mod
+
+    monkeypatch.setattr(vectors_mod, "GRAPH_ROWS", 64)
+    monkeypatch.setenv("MOMOKA_MERGE_FACTOR", "1000")
+    emb = HashEmbedder(dim=32)
+    many = _build(tmp_path / "many", real, 48, emb)
+    view = many.store.vector_view("raw")
+    assert view.graph_parts() >= 4
+    qs = emb.embed([d["text"][:80] for d in real[::12]])
+    for k in (3, 10, 40):
+        monkeypatch.setattr(vectors_mod, "_pool", [])
+        pooled = [view.search(q, k) for q in qs]
+        assert vectors_mod._pool and vectors_mod._pool[0] is not None or (os.cpu_count() or 1) == 1
+        monkeypatch.setattr(vectors_mod, "_pool", [None])  # one after another
+        assert [view.search(q, k) for q in qs] == pooled
+        total = view.n_rows
+        for q, got in zip(qs, pooled):  # hnswlib per part, merged by hand
+            hits = []
+            for pi, vp in enumerate(view._parts):
+                g = view._graph(pi)
+                g.set_ef(max(2 * k, min(128, int(np.ceil(vectors_mod.PART_EF_SHARE * 128 * vp.n / total)))))
+                lab, dist = g.knn_query(q[None, :], k=min(k, vp.n))
+                hits += [(int(c), float(1.0 - d)) for c, d in zip(lab[0], dist[0])]
+            assert got == sorted(hits, key=lambda t: (-t[1], t[0]))[:k]
+    many.close()
 
 
 def test_each_commit_writes_only_its_batch(tmp_path, monkeypatch):
