@@ -255,8 +255,9 @@ def _tiny_gguf(path, arch="llama", qtype=None, *, vocab=None, n_layers=1, tied=T
         a = (rng.standard_normal((n, k)) * 0.2).astype(np.float32)
         if qtype is None:
             w.add_tensor(name, a)
-        elif qtype == gguf.GGMLQuantizationType.Q4_K:  # no numpy quantiser: random bytes of the right size
-            nbytes = k // 256 * 144
+        elif qtype in (gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q5_K):
+            # no numpy quantiser: random bytes of the right size (bytes per 256-value super-block)
+            nbytes = k // 256 * {gguf.GGMLQuantizationType.Q4_K: 144, gguf.GGMLQuantizationType.Q5_K: 176}[qtype]
             w.add_tensor(name, rng.integers(0, 256, size=(n, nbytes), dtype=np.uint8), raw_dtype=qtype)
         else:
             q = gguf.quants.quantize(a, qtype)
@@ -350,9 +351,9 @@ def test_unsupported_quantisation(tmp_path):
     import gguf
     from momoka.models.gguf import convert_gguf
 
-    # llama tensors stored as Q4_K (256-value super-blocks), which momoka does not read
-    p = _tiny_gguf(tmp_path / "k.gguf", qtype=gguf.GGMLQuantizationType.Q4_K, H=256, FF=256)
-    with pytest.raises(UnsupportedModelError, match="Q4_K"):
+    # llama tensors stored as Q5_K (256-value super-blocks), which momoka does not read
+    p = _tiny_gguf(tmp_path / "k.gguf", qtype=gguf.GGMLQuantizationType.Q5_K, H=256, FF=256)
+    with pytest.raises(UnsupportedModelError, match="Q5_K"):
         convert_gguf(p, tmp_path / "out")
 
 
