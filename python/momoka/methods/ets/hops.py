@@ -38,7 +38,6 @@ from ...registry import register
 from ...store.store import RAW_VIEW
 from ..grounding import content_terms
 from ..standard.retrievers import HybridRetriever, StoreRetriever
-from .beam import SearchStats
 
 __all__ = ["HopsRetriever", "reformulate", "DEFAULT_BEAM", "DEFAULT_EXPANSION", "DEFAULT_HOPS"]
 
@@ -72,7 +71,6 @@ class HopsRetriever(StoreRetriever):
         self.expansion = check_int(expansion, "ets: expansion", minimum=1)
         self.hops = check_int(hops, "ets: hops", minimum=1)
         self.hybrid = HybridRetriever(index, **hybrid)
-        self.stats = SearchStats()
 
     def provenance(self) -> dict:
         return {"retriever": self.name, "beam": self.beam, "expansion": self.expansion, "hops": self.hops,
@@ -91,16 +89,22 @@ class HopsRetriever(StoreRetriever):
             v = {(c,): s / top for c, s in r[:self.expansion]}
             value.append(v)
             frontier.append(list(v))
-        known = [self._terms(q) for q in queries]
+        known = [content_terms(q) for q in queries]
         for _ in range(1, self.hops):
-            todo = [(qi, p) for qi, paths in enumerate(frontier) for p in paths
-                    if not self._answered(known[qi], p, text_of)]
+            todo, refs = [], []
+            for qi, paths in enumerate(frontier):
+                for p in paths:
+                    texts = [text_of(c) for c in p]
+                    held = content_terms(" ".join(texts))
+                    if known[qi] <= held:  # early termination: the path holds every term of the question
+                        continue
+                    todo.append((qi, p))
+                    refs.append(reformulate(queries[qi], texts, known[qi], held))
             if not todo:
                 break
-            refs = [reformulate(queries[qi], [text_of(c) for c in p], known[qi]) for qi, p in todo]
             ranked = self.hybrid.rank_batch(refs, depth + self.hops * 4, [allowed[qi] for qi, _ in todo])
-            self.stats.policy_runs += len(todo)
             grown: list[list[tuple[int, ...]]] = [[] for _ in queries]
+            seen: list[set[tuple[int, ...]]] = [set() for _ in queries]  # evidence sets reached at this depth
             for (qi, p), r in zip(todo, ranked):
                 kids = [(c, s) for c, s in r if c not in p][:self.expansion]
                 if not kids:
@@ -109,8 +113,9 @@ class HopsRetriever(StoreRetriever):
                 for c, s in kids:
                     path = p + (c,)
                     key = tuple(sorted(path))
-                    if any(tuple(sorted(q)) == key for q in grown[qi]):
+                    if key in seen[qi]:
                         continue
+                    seen[qi].add(key)
                     value[qi][path] = value[qi][p] + s / top
                     grown[qi].append(path)
             frontier = [sorted(g, key=lambda p, qi=qi: -value[qi][p])[:self.beam] for qi, g in enumerate(grown)]
@@ -131,27 +136,23 @@ class HopsRetriever(StoreRetriever):
             out.append(ranked[:k])
         return out
 
-    def _terms(self, question: str) -> set[str]:
-        return content_terms(question)
-
-    @staticmethod
-    def _answered(terms: set[str], path: Sequence[int], text_of) -> bool:
-        """Whether ``path`` holds every content term of the question (early stop)."""
-        return terms <= content_terms(" ".join(text_of(c) for c in path))
 
 
-def reformulate(question: str, path: Sequence[str], terms: set[str] | None = None) -> str:
+def reformulate(question: str, path: Sequence[str], terms: set[str] | None = None,
+                held: set[str] | None = None) -> str:
     """The query of a path, as the ETS offline policy reads it: what the question asks that the path has not
     covered yet, then what the path adds. The question's words whose content terms the path does not hold,
     followed by the path's words whose content terms the question does not hold (the bridge entities among
     them, the first PATH_WORDS), each in order; a word without content terms (a stop word) stays. The words the two share are
     dropped: repeated, they would favour passages like the first one over the one it leads to.
-    ``terms``: the question's content terms, when known."""
+    ``terms`` and ``held``: the question's and the path's content terms, when known."""
     terms = content_terms(question) if terms is None else terms
     words = " ".join(path).split()
-    held = content_terms(" ".join(words))
-    asked = [w for w in question.split() if not (content_terms(w) & held) or not content_terms(w)]
-    added = [w for w in words if not (content_terms(w) & terms)][:PATH_WORDS]
+    held = content_terms(" ".join(words)) if held is None else held
+    asked_words = question.split()
+    of = {w: content_terms(w) for w in set(words).union(asked_words)}  # each distinct word analysed once
+    asked = [w for w in asked_words if not of[w] & held]
+    added = [w for w in words if not of[w] & terms][:PATH_WORDS]
     return " ".join(asked + added)
 
 
