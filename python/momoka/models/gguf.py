@@ -187,6 +187,22 @@ def _weight_source(m: GGUFModel, dims, weights: str, stats: dict):
     return weight
 
 
+def _shape_fields(dims) -> dict:
+    """The model's shape as config.json records it (both model folders: ONNX and native)."""
+    return {"hidden_size": dims.hidden, "num_hidden_layers": dims.n_layers, "num_attention_heads": dims.n_heads,
+            "num_key_value_heads": dims.n_kv_heads, "head_dim": dims.head_dim, "intermediate_size": dims.ffn,
+            "vocab_size": dims.vocab}
+
+
+def _token_fields(m, dims, tokens) -> dict:
+    """Norm, rotary base, head tying, special tokens and chat template as config.json records them."""
+    return {"rms_norm_eps": dims.eps, "rope_theta": dims.rope_theta, "tie_word_embeddings": not m.has("output.weight"),
+            "bos_token": _special_token(m, "bos", tokens), "eos_token": _special_token(m, "eos", tokens),
+            "pad_token": _special_token(m, "padding", tokens), "unk_token": _special_token(m, "unknown", tokens),
+            "add_bos_token": bool(m.get("tokenizer.ggml.add_bos_token", False)),
+            "chat_template": m.get("tokenizer.chat_template")}
+
+
 def _special_token(m: GGUFModel, key: str, tokens) -> dict | None:
     tid = m.get(f"tokenizer.ggml.{key}_token_id")
     if tid is None or not (0 <= int(tid) < len(tokens)):
@@ -261,7 +277,6 @@ def convert_gguf(
         shutil.rmtree(scratch, ignore_errors=True)
 
     _atomic_write(out / "tokenizer.json", tokenizer.to_str())
-    eos = _special_token(m, "eos", tokens)
     config = {
         "momoka_format": FORMAT_VERSION,
         "architecture": m.arch,
@@ -270,24 +285,10 @@ def convert_gguf(
         "onnx_file": MODEL_FILE,
         "weights": weights,
         "weights_detail": stats,
-        "hidden_size": dims.hidden,
-        "num_hidden_layers": dims.n_layers,
-        "num_attention_heads": dims.n_heads,
-        "num_key_value_heads": dims.n_kv_heads,
-        "head_dim": dims.head_dim,
-        "intermediate_size": dims.ffn,
-        "vocab_size": dims.vocab,
+        **_shape_fields(dims),
         "max_position_embeddings": int(m.arch_key("context_length", 2048)),
-        "rms_norm_eps": dims.eps,
-        "rope_theta": dims.rope_theta,
         "rope_scaling": None if dims.rope_linear_factor == 1.0 else {"type": "linear", "factor": dims.rope_linear_factor},
-        "tie_word_embeddings": not m.has("output.weight"),
-        "bos_token": _special_token(m, "bos", tokens),
-        "eos_token": eos,
-        "pad_token": _special_token(m, "padding", tokens),
-        "unk_token": _special_token(m, "unknown", tokens),
-        "add_bos_token": bool(m.get("tokenizer.ggml.add_bos_token", False)),
-        "chat_template": m.get("tokenizer.chat_template"),
+        **_token_fields(m, dims, tokens),
         "source": {
             "file": m.path.name,
             "sha256": sha256_file(m.path),
@@ -337,24 +338,10 @@ def write_native_model(gguf_path: str | os.PathLike, out_dir: str | os.PathLike,
         "name": m.get("general.name"),
         "gguf_file": m.path.name,
         "runtime": "native",
-        "hidden_size": dims.hidden,
-        "num_hidden_layers": dims.n_layers,
-        "num_attention_heads": dims.n_heads,
-        "num_key_value_heads": dims.n_kv_heads,
-        "head_dim": dims.head_dim,
-        "intermediate_size": dims.ffn,
-        "vocab_size": dims.vocab,
+        **_shape_fields(dims),
         "context_length": context,
         "max_position_embeddings": min(context, NATIVE_CONTEXT),
-        "rms_norm_eps": dims.eps,
-        "rope_theta": dims.rope_theta,
-        "tie_word_embeddings": not m.has("output.weight"),
-        "bos_token": _special_token(m, "bos", tokens),
-        "eos_token": _special_token(m, "eos", tokens),
-        "pad_token": _special_token(m, "padding", tokens),
-        "unk_token": _special_token(m, "unknown", tokens),
-        "add_bos_token": bool(m.get("tokenizer.ggml.add_bos_token", False)),
-        "chat_template": m.get("tokenizer.chat_template"),
+        **_token_fields(m, dims, tokens),
         "source": {
             "file": m.path.name,
             "sha256": sha256 or sha256_file(m.path),
