@@ -463,3 +463,117 @@ def test_retriever_bad_options(tmp_path):
                {"direction": "up"}, {"method": "bfs"}):
         with pytest.raises(ConfigError, match=next(iter(kw))):
             JerrRetriever(ix, **kw)
+
+
+# --------------------------------------------------------------------------- across documents
+
+PAGES = {
+    "Ana Varga": "Ana Varga is a Hungarian violinist born in Szeged. In 1990 Ana Varga joined the Lumen Quartet "
+                 "as its first violin and toured Europe with the Lumen Quartet for ten years.",
+    "Lumen Quartet": "The Lumen Quartet is a string ensemble from Tallinn. Oskar Brandt founded the Lumen Quartet "
+                     "in 1961 and led the Lumen Quartet until 1975.",
+    "Szeged": "Szeged is a city in southern Hungary on the Tisza River. Szeged hosts an open-air festival.",
+    "Marta Kull": "Marta Kull is an Estonian cellist. Marta Kull studied in Tartu and teaches at the Tartu "
+                  "Academy of Music.",
+}
+
+
+def _pages(tmp_path):
+    pages = [{"doc_id": t.replace(" ", "_"), "title": t, "text": x} for t, x in PAGES.items()]
+    return Index.build(pages, store=tmp_path / "p", chunker="recursive", size=400,
+                       embedder=None, relate=[JerrRelator("offline", unit_tokens=600, min_count=2)], progress=False)
+
+
+def _ref_linked(ents, edges, titles):
+    """Plain-Python restatement of the linked graph: one node per lower-cased, space-collapsed name, met
+    in the order entity rows then page nodes; page node -> each entity of its document; merged chunks."""
+    names, order, words_of, chunks = [], {}, [], []
+    node_of_row = {}
+
+    def node(name, cids):
+        key = " ".join(name.lower().split())
+        if key not in order:
+            order[key] = len(names)
+            names.append(name)
+            chunks.append([])
+        v = order[key]
+        chunks[v].extend(c for c in cids if c not in chunks[v])
+        return v
+
+    for r in ents:
+        node_of_row[r["id"]] = node(r["name"], r["chunks"])
+    links = [(node_of_row[e["src"]], node_of_row[e["dst"]]) for e in edges]
+    for d, (title, first) in titles.items():
+        p = node(title, [first])
+        links += [(p, node_of_row[r["id"]]) for r in ents if r["doc_id"] == d]
+    adj = [set() for _ in names]
+    for a, b in links:
+        if a != b:
+            adj[a].add(b)
+            adj[b].add(a)
+    return names, chunks, [sorted(x) for x in adj]
+
+
+def test_linked_pages_match_reference_and_reach_the_bridge_page(tmp_path):
+    """Across documents the graph merges names across pages and adds page nodes (the plain-Python
+    restatement above, searched by the Algorithm 1 transcription); the page of the entity the question
+    never names (the bridge, "Lumen Quartet", named only by the first page) is then reached, and it is
+    not when the pages are searched unlinked."""
+    ix = _pages(tmp_path)
+    q = "Who founded the ensemble that Ana Varga joined?"
+    from momoka.methods.jerr import read_graphs
+
+    docs = list(ix.store.documents)
+    ents, edges = read_graphs(ix.store, docs)
+    titles = {d: (ix.store.documents[d].title, ix.store.documents[d].chunk_ids[0]) for d in docs}
+    names, chunks, adj = _ref_linked(ents, edges, titles)
+    words = node_words(names, [[] for _ in names], [[] for _ in names])
+    # edge attributes count as node words: add them as the retriever does (both ends of each edge)
+    key = {" ".join(n.lower().split()): i for i, n in enumerate(names)}
+    row_node = {r["id"]: key[" ".join(r["name"].lower().split())] for r in ents}
+    for e in edges:
+        for v in (row_node[e["src"]], row_node[e["dst"]]):
+            words[v] |= set(node_words([""], [[]], [[e["attr"]]])[0])
+    root, _every, ranked = ref_alg1(adj, words, keywords(q), N=100, depth=10)
+    assert root is not None and names[root.state] == "Ana Varga"
+    r = JerrRetriever(ix, across="documents", chunks_per_node=2)
+    res = r.retrieve(q, k=len(ranked))
+    assert [it.provenance["entity"] for it in res] == [names[t.state] for t in ranked]
+    assert [it.score for it in res] == [t.wins / t.visits for t in ranked]
+    lumen = ix.store.documents["Lumen_Quartet"].chunk_ids[0]
+    got = {c for it in res for c in it.chunk_ids}
+    assert lumen in got  # the bridge page, through "Lumen Quartet" named on Ana Varga's page
+    # the page about an entity comes first among its node's chunks
+    node = [it for it in res if it.provenance["entity"] == "Lumen Quartet"][0]
+    assert node.chunk_ids[0] == lumen and node.title == "Lumen Quartet"
+    # unlinked, the walk cannot leave the pages the question's words name
+    alone = JerrRetriever(ix, across="none").retrieve(q, k=10)
+    assert lumen not in {c for it in alone for c in it.chunk_ids}
+    # auto links when several documents are searched, and not within one
+    assert [it.to_dict() for it in JerrRetriever(ix).retrieve(q, k=10)] == [
+        it.to_dict() for it in JerrRetriever(ix, across="documents").retrieve(q, k=10)]
+    one = JerrRetriever(ix).retrieve(q, k=10, doc_ids="Ana_Varga")
+    assert one.items and {m.doc_id for it in one for m in it.members} == {"Ana_Varga"}
+    with pytest.raises(ConfigError, match="across"):
+        JerrRetriever(ix, across="pages")
+    ix.close()
+
+
+def test_link_documents_dedups_across_documents_by_the_exact_key():
+    """Hand-made rows: names equal up to case and spaces merge across documents (first seen represents,
+    the other spelling an alias, chunks joined); a page node merges with the entity its title names; self
+    loops and repeated edges vanish."""
+    from momoka.methods.jerr.graph import link_documents
+
+    ents = [{"id": 10, "doc_id": "a", "name": "Lumen Quartet", "aliases": [], "chunks": [1]},
+            {"id": 11, "doc_id": "a", "name": "Ana Varga", "aliases": [], "chunks": [1]},
+            {"id": 20, "doc_id": "b", "name": "LUMEN  quartet", "aliases": ["the Lumen"], "chunks": [2, 3]},
+            {"id": 21, "doc_id": "b", "name": "Oskar Brandt", "aliases": [], "chunks": [3]}]
+    edges = [{"src": 11, "dst": 10, "attr": "joined"}, {"src": 20, "dst": 21, "attr": "founded"},
+             {"src": 11, "dst": 10, "attr": "again"}]
+    rows, linked = link_documents(ents, edges, {"a": ("Ana Varga", 1), "b": ("Lumen Quartet", 2)})
+    assert [r["name"] for r in rows] == ["Lumen Quartet", "Ana Varga", "Oskar Brandt"]
+    assert rows[0]["aliases"] == ["LUMEN  quartet", "the Lumen"] and rows[0]["chunks"] == [1, 2, 3]
+    assert rows[0]["doc_ids"] == ["a", "b"] and rows[0]["pages"] == [2] and rows[1]["pages"] == [1]
+    # page a -> Ana Varga is a self loop, the others repeat an edge each document already has
+    assert linked == [(1, 0, "joined"), (0, 2, "founded")]

@@ -33,13 +33,15 @@ from ...registry import register
 from ..standard.reader import LLMReader
 from ..standard.retrievers import check_k
 from .extract import CHARS_PER_TOKEN, content_words, estimate_llm, extract_llm, extract_offline, make_units
-from .graph import (EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, prepare_graph, read_graphs,
-                    write_graph)
+from .graph import (EDGES, ENTITIES, MAX_HAMMING, MENTIONS, SYNOPSIS_KEY, build_graph, link_documents, prepare_graph,
+                    read_graphs, write_graph)
 from .search import VARIANTS, NodeGraph, mcts_top_nodes, node_words, pagerank_top_nodes
 
 __all__ = ["JerrRelator", "JerrRetriever", "JerrReader", "BACKENDS"]
 
 BACKENDS = ("auto", "offline", "llm")
+#: how the graphs of several documents are searched (see :class:`JerrRetriever`)
+ACROSS = ("auto", "documents", "none")
 
 
 class JerrRelator(LLMBacked):
@@ -173,6 +175,10 @@ class JerrRelator(LLMBacked):
 class JerrRetriever(LLMBacked):
     """Entity nodes for a query by MCTS (Algorithm 1) or PageRank over the stored JERR graphs.
 
+    Searching several documents, their graphs are linked into one (``across``): a document's title is a
+    page node and names are deduplicated across documents, so an entity one page names leads to the page
+    about it (the bridge of a multi-hop question over a corpus of pages).
+
     Args:
         index: the :class:`momoka.Index` (built with ``relate=["jerr"]``).
         method: ``"mcts"`` (default) or ``"pagerank"`` (Table 4's ablation).
@@ -186,6 +192,10 @@ class JerrRetriever(LLMBacked):
             picks the units to read again), ``"offline"`` (skipped: each node's chunks holding most
             keywords) or ``"auto"`` (``llm`` when a client is given or ``MOMOKA_LLM_BASE_URL`` is set).
         llm, max_pages, max_tokens: the client, the most units it may pick (6) and its answer limit (128).
+        across: link the graphs of the searched documents into one (:func:`~momoka.methods.jerr.graph.link_documents`:
+            each document's title a page node, names deduplicated across documents, so the search walks from
+            one page's entity to the page about it) with ``"documents"``; search them side by side, unlinked,
+            with ``"none"``; ``"auto"`` (default): ``documents`` when more than one document is searched.
 
     :meth:`estimate` prices the look-up of one question (one request or none) without making it.
     """
@@ -196,8 +206,9 @@ class JerrRetriever(LLMBacked):
     def __init__(self, index: Any, *, method: str = "mcts", variant: str = "paper", simulations: int = 100,
                  depth: int = 10, c: float = math.sqrt(2.0), seed: int = 0, direction: str | None = None,
                  chunks_per_node: int = 2, backend: str = "auto", llm: Any = None, max_pages: int = 6,
-                 max_tokens: int = 128):
+                 max_tokens: int = 128, across: str = "auto"):
         self.method = check_choice(method, "jerr: method", ("mcts", "pagerank"))
+        self.across = check_choice(across, "jerr: across", ACROSS)
         self.variant = check_choice(variant, "jerr: variant", VARIANTS)
         self.direction = None if direction is None else check_choice(direction, "jerr: direction", ("out", "both"))
         self.backend = check_choice(backend, "jerr: backend", BACKENDS)
@@ -215,26 +226,36 @@ class JerrRetriever(LLMBacked):
 
     def _graph(self, doc_ids: tuple | None) -> tuple[NodeGraph, list[dict]]:
         if doc_ids not in self._graphs:
-            ents, edges = read_graphs(self.index.store, None if doc_ids is None else list(doc_ids))
-            pos = {r["id"]: i for i, r in enumerate(ents)}
+            store = self.index.store
+            docs = list(store.documents) if doc_ids is None else [d for d in doc_ids if d in store.documents]
+            ents, edges = read_graphs(store, docs)
+            if self.across == "documents" or (self.across == "auto" and len(docs) > 1):
+                titles = {d: (self.index.title(d) or "", store.documents[d].chunk_ids[0]) for d in docs
+                          if len(store.documents[d].chunk_ids)}
+                ents, linked = link_documents(ents, edges, titles)
+            else:
+                pos = {r["id"]: i for i, r in enumerate(ents)}
+                linked = [(pos[e["src"]], pos[e["dst"]], e["attr"]) for e in edges]
             attrs: list[list[str]] = [[] for _ in ents]
             pairs = []
-            for e in edges:
-                s, d = pos[e["src"]], pos[e["dst"]]
+            for s, d, attr in linked:
                 pairs.append((s, d))
-                attrs[s].append(e["attr"])
-                attrs[d].append(e["attr"])
+                attrs[s].append(attr)
+                attrs[d].append(attr)
             g = NodeGraph(node_words([r["name"] for r in ents], [r.get("aliases", []) for r in ents], attrs), pairs)
             self._graphs[doc_ids] = (g, ents)
         return self._graphs[doc_ids]
 
     def _chunks(self, row: dict, kw: set[str], allowed: set | None = None) -> list[int]:
         cids = [c for c in row["chunks"] if c in self.index.store.chunks and (allowed is None or c in allowed)]
+        # the page about the entity (linked documents) first, then the chunks holding most keywords
+        pages = [c for c in row.get("pages", ()) if c in cids]
         if self.chunks_per_node <= 0 or len(cids) <= self.chunks_per_node:
-            return cids
+            return pages + [c for c in cids if c not in pages]
+        pages = pages[: self.chunks_per_node]
         text = self.index.store.chunks.text
-        hits = [(-len(kw & set(content_words(text(c)))), i, c) for i, c in enumerate(cids)]
-        return [c for _, _, c in sorted(hits)[: self.chunks_per_node]]
+        hits = [(-len(kw & set(content_words(text(c)))), i, c) for i, c in enumerate(cids) if c not in pages]
+        return pages + [c for _, _, c in sorted(hits)[: self.chunks_per_node - len(pages)]]
 
     def retrieve(self, query: str, k: int = 5, *, doc_ids: Iterable[str] | str | None = None) -> Result:
         """The top ``k`` entity nodes for ``query`` (``doc_ids``: only these documents' graphs)."""
@@ -307,7 +328,7 @@ class JerrRetriever(LLMBacked):
                     syn.append(t)
             prov["synopsis"] = syn
             members = tuple(self.index.member(c) for c in cids)
-            items.append(Item(members, float(s), len(items) + 1, prov, self.index.title(row["doc_id"])))
+            items.append(Item(members, float(s), len(items) + 1, prov, self.index.title(members[0].doc_id)))
         st["seconds"] = time.perf_counter() - t0
         return Result(query, tuple(items), self.name, st)
 

@@ -36,7 +36,7 @@ import numpy as np
 from ...kernels import BloomFilter, Trie, near_duplicates, simhash
 from .extract import UnitExtraction
 
-__all__ = ["DedupResult", "EntityGraph", "dedup", "normalise", "build_dag", "build_graph",
+__all__ = ["DedupResult", "EntityGraph", "dedup", "normalise", "build_dag", "build_graph", "link_documents",
            "ENTITIES", "EDGES", "MENTIONS", "SYNOPSIS_KEY", "DOC_KEY", "write_graph", "read_graphs"]
 
 ENTITIES = "jerr.entities"
@@ -269,6 +269,73 @@ def read_graphs(store: Any, doc_ids: Sequence[str] | None = None) -> tuple[list[
             a = int(rec["first_edge"])
             ed.extend(dict(edges.get(i), id=i) for i in range(a, a + int(rec["edges"])))
     return er, ed
+
+
+def link_documents(ents: Sequence[dict], edges: Sequence[dict], titles: dict[str, tuple[str, int]],
+                   max_hamming: int = 0) -> tuple[list[dict], list[tuple[int, int, str]]]:
+    """One entity graph over several documents' graphs: entities linked across documents.
+
+    ``ents`` and ``edges``: the rows of :func:`read_graphs` (each document's own DAG);
+    ``titles``: per document, its title and the chunk it heads (the document's first chunk).
+
+    * each titled document gains a **page node** named by its title, holding the chunk it heads,
+      with an edge to every entity of the document (no attribute): the document is about
+      its title, and what it names is what the page links to;
+    * all names (entities and page nodes) are deduplicated **across documents** with :func:`dedup`
+      (exact keys by Bloom filter and trie; SimHash within ``max_hamming`` bits, 0 by default: across
+      a corpus two different entities' names are often a few bits apart, as "1994 FIFA World Cup"
+      and "1998 FIFA World Cup"); merged nodes hold the chunks of every member, so an entity one page
+      names and another page is about becomes one node: the bridge of a multi-hop question;
+    * edges are mapped onto the merged nodes; self loops and repeated edges are dropped. Across
+      documents the graph is no longer acyclic (Algorithm 1 does not need it to be).
+
+    Returns the merged node rows (``id``: the first member's row id, or ``None`` for a page node;
+    ``doc_id``: the first member's document; ``doc_ids``; ``name``; ``aliases``; ``chunks``; ``pages``:
+    the chunks its page nodes head, the chunks of the pages about it) and the
+    edges as ``(src, dst, attr)`` over their positions.
+    """
+    rows = [dict(r) for r in ents]
+    by_doc: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_doc.setdefault(r["doc_id"], []).append(i)
+    pos = {r["id"]: i for i, r in enumerate(rows)}
+    pairs: list[tuple[int, int, str]] = [(pos[e["src"]], pos[e["dst"]], e.get("attr", "")) for e in edges
+                                         if e["src"] in pos and e["dst"] in pos]
+    for d, (title, chunk) in titles.items():
+        if not title or not title.strip():
+            continue
+        rows.append({"id": None, "doc_id": d, "name": title, "aliases": [], "chunks": [chunk]})
+        p = len(rows) - 1
+        pairs.extend((p, i, "") for i in by_doc.get(d, ()))
+    dd = dedup([r["name"] for r in rows], max_hamming)
+    reps = dd.representatives
+    at = {r: j for j, r in enumerate(reps)}
+    out: list[dict] = []
+    for r in reps:
+        row = rows[r]
+        out.append({"id": row["id"], "doc_id": row["doc_id"], "doc_ids": [row["doc_id"]], "name": row["name"],
+                    "aliases": list(row.get("aliases", [])), "chunks": list(row["chunks"]),
+                    "pages": list(row["chunks"]) if row["id"] is None else []})
+    for i, r in enumerate(dd.rep):
+        if i == r:
+            continue
+        m, row = out[at[r]], rows[i]
+        if row["doc_id"] not in m["doc_ids"]:
+            m["doc_ids"].append(row["doc_id"])
+        for a in [row["name"], *row.get("aliases", [])]:
+            if a != m["name"] and a not in m["aliases"]:
+                m["aliases"].append(a)
+        m["chunks"].extend(c for c in row["chunks"] if c not in m["chunks"])
+        if row["id"] is None:
+            m["pages"].extend(c for c in row["chunks"] if c not in m["pages"])
+    seen: set[tuple[int, int]] = set()
+    linked: list[tuple[int, int, str]] = []
+    for s, t, attr in pairs:
+        a, b = at[dd.rep[s]], at[dd.rep[t]]
+        if a != b and (a, b) not in seen:
+            seen.add((a, b))
+            linked.append((a, b, attr))
+    return out, linked
 
 
 def csr(n: int, edges: Sequence[tuple[int, int]], direction: str = "out") -> tuple[np.ndarray, np.ndarray]:
