@@ -42,6 +42,16 @@ __all__ = ["DEFAULT_BUDGET", "format_report", "plan", "run_eval"]
 
 
 
+def _retriever_options(name: str, given: dict, need: dict) -> dict:
+    """``given`` less the options that went to a component of the same name in ``need`` (``jerr`` is a relator
+    and a retriever) and that the retriever does not take."""
+    built = {k: o for kind in ("enrich", "relate") for n, o in need[kind] if n == name for k in o}
+    if not built:
+        return dict(given)
+    mine = set(registry.option_names(registry.entry("retriever", name).factory, 1))
+    return {k: v for k, v in given.items() if k in mine or k not in built}
+
+
 def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> dict:
     """What an index must hold for ``retrievers``: ``{"enrich": [(name, opts)], "relate": [...], "dense": bool}``."""
     options = options or {}
@@ -52,8 +62,19 @@ def plan(retrievers: Sequence[str], options: dict[str, dict] | None = None) -> d
         enrich += [e for e in req["enrich"] if e not in enrich]
         relate += [r for r in req["relate"] if r not in relate]
     dense = any(registry.entry("retriever", n).name != "bm25" for n in retrievers) or bool(enrich or relate)
-    return {"enrich": [(e, dict(options.get(e, {}))) for e in enrich],
-            "relate": [(r, dict(options.get(r, {}))) for r in relate], "dense": dense}
+    asked = {registry.entry("retriever", n).name for n in retrievers}
+
+    def opts(kind: str, name: str) -> dict:
+        # a name that is both a retriever asked for and this component (``jerr``): the component gets the
+        # options it takes, the retriever the rest (each still refuses an option neither takes)
+        o = dict(options.get(name, {}))
+        if name in asked and o:
+            mine = set(registry.option_names(registry.entry(kind, name).factory))
+            o = {k: v for k, v in o.items() if k in mine}
+        return o
+
+    return {"enrich": [(e, opts("enricher", e)) for e in enrich],
+            "relate": [(r, opts("relator", r)) for r in relate], "dense": dense}
 
 
 def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int | None, store: Any,
@@ -180,7 +201,7 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
     per_doc = [q.doc_id for q in questions] if scope == "document" else None
     try:
         for name in retrievers:
-            r = ix.retriever(name, **options.get(name, {}))
+            r = ix.retriever(name, **_retriever_options(name, options.get(name, {}), need))
             t1 = time.perf_counter()
             results = _retrieve_all(r, name, qtexts, depth, per_doc, progress)
             dt = time.perf_counter() - t1

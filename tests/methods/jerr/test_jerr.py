@@ -577,3 +577,17 @@ def test_link_documents_dedups_across_documents_by_the_exact_key():
     assert rows[0]["doc_ids"] == ["a", "b"] and rows[0]["pages"] == [2] and rows[1]["pages"] == [1]
     # page a -> Ana Varga is a self loop, the others repeat an edge each document already has
     assert linked == [(1, 0, "joined"), (0, 2, "founded")]
+
+
+def test_eval_splits_options_between_the_relator_and_the_retriever_of_one_name():
+    """``-o jerr.KEY=VALUE`` names both the ``jerr`` relator and retriever: each gets the options it takes
+    (``unit_tokens`` builds the graph, ``across`` searches it); an option neither takes still fails."""
+    from momoka.eval.runner import _retriever_options, plan
+
+    opts = {"jerr": {"across": "none", "unit_tokens": 60, "chunks_per_node": 1}}
+    need = plan(["jerr"], opts)
+    assert need["relate"] == [("jerr", {"unit_tokens": 60})]
+    assert _retriever_options("jerr", opts["jerr"], need) == {"across": "none", "chunks_per_node": 1}
+    assert _retriever_options("hybrid", {"alpha": 1}, need) == {"alpha": 1}
+    bad = {"jerr": {"acros": "none"}}
+    assert _retriever_options("jerr", bad["jerr"], plan(["jerr"], bad)) == {"acros": "none"}
