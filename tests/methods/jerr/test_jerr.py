@@ -478,10 +478,10 @@ PAGES = {
 }
 
 
-def _pages(tmp_path):
+def _pages(tmp_path, size=400, unit_tokens=600):
     pages = [{"doc_id": t.replace(" ", "_"), "title": t, "text": x} for t, x in PAGES.items()]
-    return Index.build(pages, store=tmp_path / "p", chunker="recursive", size=400,
-                       embedder=None, relate=[JerrRelator("offline", unit_tokens=600, min_count=2)], progress=False)
+    return Index.build(pages, store=tmp_path / "p", chunker="recursive", size=size, embedder=None,
+                       relate=[JerrRelator("offline", unit_tokens=unit_tokens, min_count=2)], progress=False)
 
 
 def _ref_linked(ents, edges, titles):
@@ -549,7 +549,7 @@ def test_linked_pages_match_reference_and_reach_the_bridge_page(tmp_path):
     # unlinked, the walk cannot leave the pages the question's words name
     alone = JerrRetriever(ix, across="none").retrieve(q, k=10)
     assert lumen not in {c for it in alone for c in it.chunk_ids}
-    # auto links when several documents are searched, and not within one
+    # auto links when several documents are searched and most are one unit long (pages), not within one
     assert [it.to_dict() for it in JerrRetriever(ix).retrieve(q, k=10)] == [
         it.to_dict() for it in JerrRetriever(ix, across="documents").retrieve(q, k=10)]
     one = JerrRetriever(ix).retrieve(q, k=10, doc_ids="Ana_Varga")
@@ -591,3 +591,18 @@ def test_eval_splits_options_between_the_relator_and_the_retriever_of_one_name()
     assert _retriever_options("hybrid", {"alpha": 1}, need) == {"alpha": 1}
     bad = {"jerr": {"acros": "none"}}
     assert _retriever_options("jerr", bad["jerr"], plan(["jerr"], bad)) == {"acros": "none"}
+
+
+def test_auto_does_not_link_documents_of_several_units(tmp_path):
+    """``across="auto"`` searches documents of several units each unlinked (measured: linking lowers JERR on
+    corpora of long documents), as ``"none"`` does."""
+    from momoka.methods.jerr.components import pages_like
+
+    ix = _pages(tmp_path, size=12, unit_tokens=12)
+    docs = list(ix.store.documents)
+    assert all(ix.store.documents[d].metadata["jerr"]["units"] >= 2 for d in docs) and not pages_like(ix.store, docs)
+    q = "Who founded the ensemble that Ana Varga joined?"
+    auto = [it.to_dict() for it in JerrRetriever(ix).retrieve(q, k=10)]
+    assert auto == [it.to_dict() for it in JerrRetriever(ix, across="none").retrieve(q, k=10)]
+    assert auto != [it.to_dict() for it in JerrRetriever(ix, across="documents").retrieve(q, k=10)]
+    ix.close()
