@@ -401,7 +401,7 @@ MOMOKA_KQ_VNNI inline void tile512(const View& W, int r, const Acts& A, int t, f
   }
 }
 
-template <Kind K>
+template <Kind K, int NR = 2, int NT = 4>
 MOMOKA_KQ_VNNI inline void matmul512(const View& W, const float* bias, const Acts& A, float* Y, int ldy, int r0,
                                      int r1) {
   auto put = [&](int t, int r, float v) { Y[static_cast<std::size_t>(t) * ldy + r] = v + (bias ? bias[r] : 0.0f); };
@@ -426,7 +426,6 @@ MOMOKA_KQ_VNNI inline void matmul512(const View& W, const float* bias, const Act
     }
     return;
   }
-  constexpr int NR = 2, NT = 4;
   float out[NR * NT];
   for (int t0 = 0; t0 < A.n; t0 += kTokenBlock) {
     const int t1 = std::min(A.n, t0 + kTokenBlock);
@@ -551,8 +550,10 @@ inline void quantize(int level, const float* x, int n, int ldx, int cols, Acts& 
 inline void matmul(int level, const View& W, const float* bias, const Acts& A, float* Y, int ldy, int r0, int r1) {
 #if MOMOKA_KQ_X86
   if (level >= 2) {
-    if (W.kind == Kind::Q4K) return matmul512<Kind::Q4K>(W, bias, A, Y, ldy, r0, r1);
-    return matmul512<Kind::Q6K>(W, bias, A, Y, ldy, r0, r1);
+    // tiles measured fastest (single thread, 2048 x 1536, 128 tokens): Q4_K 4 rows x 2 tokens (79 GMAC/s
+    // against 70 for 2 x 4), Q6_K 2 rows x 4 tokens (71 against 61 for 4 x 2)
+    if (W.kind == Kind::Q4K) return matmul512<Kind::Q4K, 4, 2>(W, bias, A, Y, ldy, r0, r1);
+    return matmul512<Kind::Q6K, 2, 4>(W, bias, A, Y, ldy, r0, r1);
   }
   if (level == 1) {
     if (W.kind == Kind::Q4K) return matmul256<Kind::Q4K>(W, bias, A, Y, ldy, r0, r1);

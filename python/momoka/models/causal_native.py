@@ -6,9 +6,11 @@ returns the logits after its last token, :meth:`~NativeDecoder.step` one more to
 file the model was converted from and keeps each weight's codes, with one float32 scale and offset per
 block of 32 (``cpp/include/momoka/llama_decode.hpp``):
 
-- every weight is its exact value ``d * q + m`` and every activation float32 (no 8-bit activations, unlike
-  llama.cpp), so its logits are the quantised model's up to float32 summation order, as the onnxruntime
-  graph's are;
+- every weight is its exact value ``d * q + m``; activations are float32, so the logits are the quantised
+  model's up to float32 summation order, as the onnxruntime graph's are, except in products with Q4_K and
+  Q6_K weights (the opt-in Qwen2.5 models), whose activations are quantised to 8 bits per 256 values as
+  llama.cpp does (integer dot products; ``activations="float32"`` or ``MOMOKA_LLM_ACTIVATIONS=float32``
+  keeps them float32);
 - the key/value cache grows in place (the onnxruntime loop concatenates the whole cache into new tensors
   at every token), the matrix products run row-parallel on ``threads`` threads with AVX-512 or AVX2
   kernels chosen at run time (:func:`simd`), and a prompt runs as one batch whose tokens share each
