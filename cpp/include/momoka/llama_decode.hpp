@@ -1075,9 +1075,7 @@ class Decoder {
       rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n);
       // queries, keys, values: one row range over the three matrices
       const kq::Acts* qa = quant(team, h_.data(), n, H, H, {&L.q, &L.k, &L.v});
-      team.run([&](int t, int nt) {
-        const int rows = H + 2 * KV;
-        const int a = rows * t / nt, b = rows * (t + 1) / nt;
+      chunks(team, H + 2 * KV, [&](int a, int b) {
         span(L.q, 0, H, a, b, h_.data(), qa, n, H, q_.data(), H);
         span(L.k, H, H + KV, a, b, h_.data(), qa, n, H, kv_.data(), 2 * KV);
         span(L.v, H + KV, H + 2 * KV, a, b, h_.data(), qa, n, H, kv_.data() + KV, 2 * KV);
@@ -1140,13 +1138,12 @@ class Decoder {
                                   D, att_.data() + static_cast<std::size_t>(tok) * H + (kvh * G + g) * D);
           }
       qa = quant(team, att_.data(), n, H, H, {&L.o});
-      team.run([&](int t, int nt) { mm(L.o, att_.data(), qa, n, H, h_.data(), H, H * t / nt, H * (t + 1) / nt); });
+      chunks(team, H, [&](int a, int b) { mm(L.o, att_.data(), qa, n, H, h_.data(), H, a, b); });
       for (std::size_t i = 0; i < nn * H; ++i) x_[i] += h_[i];
       rmsnorm(x_.data(), L.ffn_norm.data(), h_.data(), n);
       // gate and up for the same rows on one thread, then SwiGLU in place
       qa = quant(team, h_.data(), n, H, H, {&L.gate, &L.up});
-      team.run([&](int t, int nt) {
-        const int a = F * t / nt, b = F * (t + 1) / nt;
+      chunks(team, F, [&](int a, int b) {
         mm(L.gate, h_.data(), qa, n, H, ff_.data(), 2 * F, a, b);
         mm(L.up, h_.data(), qa, n, H, ff_.data() + F, 2 * F, a, b);
         for (int tok = 0; tok < n; ++tok) {
@@ -1156,9 +1153,7 @@ class Decoder {
         }
       });
       qa = quant(team, ff_.data(), n, 2 * F, F, {&L.down});
-      team.run([&](int t, int nt) {
-        mm(L.down, ff_.data(), qa, n, 2 * F, h_.data(), H, H * t / nt, H * (t + 1) / nt);
-      });
+      chunks(team, H, [&](int a, int b) { mm(L.down, ff_.data(), qa, n, 2 * F, h_.data(), H, a, b); });
       for (std::size_t i = 0; i < nn * H; ++i) x_[i] += h_[i];
     }
     n_past_ = total;
@@ -1166,12 +1161,23 @@ class Decoder {
     rmsnorm(x_.data() + (nn - n_out) * H, out_norm_.data(), h_.data(), n_out);
     const Matrix& W = head_.rows ? head_ : embed_;
     const kq::Acts* qa = quant(team, h_.data(), n_out, H, H, {&W});
-    team.run([&](int t, int nt) {
-      mm(W, h_.data(), qa, n_out, H, logits, s_.vocab, s_.vocab * t / nt, s_.vocab * (t + 1) / nt);
-    });
+    chunks(team, s_.vocab, [&](int a, int b) { mm(W, h_.data(), qa, n_out, H, logits, s_.vocab, a, b); });
   }
 
  private:
+  // f(a, b) over row ranges of [0, rows) handed out one at a time to the team's threads (a thread that the
+  // machine's other work slows takes fewer): about 8 ranges per thread, each a multiple of 16 rows.
+  template <class F>
+  static void chunks(detail::Team& team, int rows, F&& f) {
+    const int T = team.size();
+    const int step = std::max(16, (rows / (8 * T) + 15) / 16 * 16);
+    const int n = (rows + step - 1) / step;
+    std::atomic<int> next{0};
+    team.run([&](int, int) {
+      for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n;) f(c * step, std::min(rows, (c + 1) * step));
+    });
+  }
+
   void grow(int total) {
     const int KV = s_.n_kv_heads * s_.head_dim;
     if (total <= cap_) return;
