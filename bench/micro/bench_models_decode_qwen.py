@@ -3,8 +3,9 @@
 What it measures, in one process, the same token ids for both engines and the same thread count
 (``--threads``, default 2), on an installed opt-in model (``--model``, default ``llm-qwen2.5-1.5b``):
 
-* greedy tokens: :meth:`CausalLM.generate` with ``runtime="native"`` (momoka's C++ decoder, fp32
-  activations, the GGUF's exact block values) and ``runtime="llama"`` (llama.cpp's logits through the same
+* greedy tokens: :meth:`CausalLM.generate` with ``runtime="native"`` (momoka's C++ decoder, the GGUF's
+  exact block values; Q4_K and Q6_K products on 8-bit activations as llama.cpp's, or float32 ones with
+  ``--activations float32``) and ``runtime="llama"`` (llama.cpp's logits through the same
   loop, tokenizer and stop tokens) on the shared prompts: the six SQuAD questions with their paragraphs of
   ``tests/models/gguf/test_gguf_llama_runtime.py`` (the ``ask`` reader's chat shape) and the five probe
   prompts of the issue that proposed these models; ``--gen`` new tokens each. A difference is reported
@@ -112,8 +113,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--prompt", type=int, default=512, help="prompt tokens of the speed rows")
     ap.add_argument("--new", type=int, default=32, help="tokens decoded after the speed prompt")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--activations", default="int8", choices=("int8", "float32"),
+                    help="the native decoder's activations (MOMOKA_LLM_ACTIVATIONS)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    import os
+
+    os.environ["MOMOKA_LLM_ACTIVATIONS"] = args.activations
     try:
         import llama_cpp
     except ImportError:
@@ -122,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
     from momoka.models.installer import model_dir
 
     d = model_dir(args.model, auto_install=False)
-    result = {"model": args.model, "threads": args.threads, "uptime_before": uptime(),
+    result = {"model": args.model, "threads": args.threads, "activations": args.activations, "uptime_before": uptime(),
               "llama_cpp_python": llama_cpp.__version__,
               "command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:]))}
     print(result["uptime_before"], flush=True)
@@ -132,7 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
     result["native_load_s"] = time.perf_counter() - t0
     llama = CausalLM(d, threads=args.threads, runtime="llama")
     ldec = llama.decoder_for(1, 1)
-    print(f"native decoder loaded in {result['native_load_s']:.1f}s ({ndec.simd} kernels)", flush=True)
+    print(f"native decoder loaded in {result['native_load_s']:.1f}s ({ndec.simd} kernels, {args.activations} "
+          "activations)", flush=True)
 
     greedy = []
     for msgs in shared_prompts():

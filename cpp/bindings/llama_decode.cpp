@@ -40,11 +40,30 @@ Matrix matrix(const py::dict& d) {
   w.rows = d["rows"].cast<int>();
   w.cols = d["cols"].cast<int>();
   const auto codes = d["codes"].cast<std::string>();
+  if (codes == "q4k" || codes == "q6k") {  // GGUF superblocks as the file stores them, re-laid here
+    const bool q4 = codes == "q4k";
+    auto raw = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(d["raw"]);
+    if (!raw) throw py::type_error("raw must be a uint8 array");
+    if (w.rows <= 0 || w.cols <= 0 || w.cols % llm::kq::kSuper)
+      throw py::value_error(codes + " rows must be whole superblocks of 256 values");
+    const std::size_t want = static_cast<std::size_t>(w.rows) * (w.cols / llm::kq::kSuper) *
+                             (q4 ? llm::kq::kGgufQ4Bytes : llm::kq::kGgufQ6Bytes);
+    if (static_cast<std::size_t>(raw.size()) != want)
+      throw py::value_error(codes + ": " + std::to_string(raw.size()) + " bytes, expected " + std::to_string(want));
+    const std::uint8_t* p = raw.data();
+    const int rows = w.rows, cols = w.cols;
+    {
+      py::gil_scoped_release nogil;
+      w = Matrix::from_gguf(q4 ? Codes::Q4K : Codes::Q6K, p, rows, cols);
+    }
+    w.bias = opt_vec<float>(d, "bias");
+    return w;
+  }
   if (codes == "u4") w.codes = Codes::U4;
   else if (codes == "i8") w.codes = Codes::I8;
   else if (codes == "i8h") w.codes = Codes::I8H;
   else if (codes == "f32") w.codes = Codes::F32;
-  else throw py::value_error("codes must be 'u4', 'i8', 'i8h' or 'f32', not '" + codes + "'");
+  else throw py::value_error("codes must be 'u4', 'i8', 'i8h', 'f32', 'q4k' or 'q6k', not '" + codes + "'");
   if (w.codes == Codes::F32) {
     w.f = vec<float>(d["f"], "f");
   } else {

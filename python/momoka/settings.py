@@ -83,6 +83,11 @@ SETTINGS: dict[str, Setting] = _table(
             "AVX2 or AVX-512, else llama.cpp where it is installed and faster for the call, else onnxruntime "
             "(log-probs always run on onnxruntime)", "momoka.models.causal_generate",
             choices=("auto", "onnx", "llama", "native")),
+    Setting("MOMOKA_LLM_ACTIVATIONS", "choice", "int8", "activations of the native decoder's products with "
+            "Q4_K and Q6_K weights (the opt-in Qwen2.5 models): `int8` quantises them per 256 values as "
+            "llama.cpp does and multiplies with integer dot products, `float32` keeps them float32 (the "
+            "quantised model's exact logits, about 2-3x slower prefill)", "momoka.models.causal_native",
+            choices=("int8", "float32")),
     Setting("MOMOKA_RERANK_BASE_URL", "text", None, "API root of the endpoint reranker (requests go to "
             "`{url}/rerank`)", "momoka.models.rerank_endpoint", values="an http(s) URL"),
     Setting("MOMOKA_RERANK_MODEL", "text", None, "model name sent to the endpoint reranker",

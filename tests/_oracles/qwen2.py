@@ -111,16 +111,41 @@ def write_planted(path, *, tied: bool = False, seed: int = 0) -> None:
     w.close()
 
 
-class NumpyQwen2:
-    """Float64 forward pass of a qwen2 GGUF from ``gguf.quants.dequantize`` (biases, NeoX rope, GQA, SwiGLU)."""
+def q8k(x) -> np.ndarray:
+    """Rows of ``x`` through llama.cpp's Q8_K activation quantisation and back (float32 arithmetic as ggml's
+    ``quantize_row_q8_K``: per 256 values, the first value of largest magnitude ``mx`` gives
+    ``iscale = -127 / mx``, codes ``min(127, rint(iscale * x))``, scale ``1 / iscale``), as float64."""
+    x = np.asarray(x, np.float32)
+    shape = x.shape
+    b = x.reshape(-1, shape[-1] // 256, 256)
+    mx = np.take_along_axis(b, np.abs(b).argmax(-1)[..., None], -1)
+    with np.errstate(divide="ignore"):
+        iscale = np.where(mx == 0, np.float32(0), np.float32(-127) / mx).astype(np.float32)
+    q = np.minimum(np.float32(127), np.rint(b * iscale))
+    with np.errstate(divide="ignore"):
+        d = np.where(iscale == 0, np.float32(0), np.float32(1) / iscale).astype(np.float32)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(shape)
 
-    def __init__(self, path):
+
+class NumpyQwen2:
+    """Float64 forward pass of a qwen2 GGUF from ``gguf.quants.dequantize`` (biases, NeoX rope, GQA, SwiGLU).
+
+    ``int8``: the inputs of the products with Q4_K and Q6_K weights go through :func:`q8k` first (what the
+    native decoder's 8-bit activations compute, in float64)."""
+
+    def __init__(self, path, *, int8: bool = False):
         r = gguf.GGUFReader(str(path))
         self.w = {}
+        self.int8 = {t.name for t in r.tensors if int(t.tensor_type) in (12, 14)} if int8 else set()
         for t in r.tensors:
             a = ref_dequantize(t.data, t.tensor_type).astype(np.float64)
             self.w[t.name] = a.reshape([int(s) for s in reversed(t.shape)]) if len(t.shape) > 1 else a.reshape(-1)
-        self.head = self.w.get("output.weight", self.w["token_embd.weight"])
+        self.head_name = "output.weight" if "output.weight" in self.w else "token_embd.weight"
+        self.head = self.w[self.head_name]
+
+    def _mm(self, h, name):
+        """h @ W.T, h quantised as the decoder does when W is a K-quant tensor and ``int8`` is on."""
+        return (q8k(h) if name in self.int8 else h) @ self.w[name].T
 
     @staticmethod
     def _norm(x, w):
@@ -144,18 +169,18 @@ class NumpyQwen2:
         for i in range(L):
             p = f"blk.{i}."
             h = self._norm(x, self.w[p + "attn_norm.weight"])
-            q = h @ self.w[p + "attn_q.weight"].T + self.w[p + "attn_q.bias"]
-            k = h @ self.w[p + "attn_k.weight"].T + self.w[p + "attn_k.bias"]
-            v = h @ self.w[p + "attn_v.weight"].T + self.w[p + "attn_v.bias"]
+            q = self._mm(h, p + "attn_q.weight") + self.w[p + "attn_q.bias"]
+            k = self._mm(h, p + "attn_k.weight") + self.w[p + "attn_k.bias"]
+            v = self._mm(h, p + "attn_v.weight") + self.w[p + "attn_v.bias"]
             q = self._rope(q.reshape(S, NH, D).transpose(1, 0, 2), pos)
             k = np.repeat(self._rope(k.reshape(S, NKV, D).transpose(1, 0, 2), pos), NH // NKV, axis=0)
             v = np.repeat(v.reshape(S, NKV, D).transpose(1, 0, 2), NH // NKV, axis=0)
             a = q @ k.transpose(0, 2, 1) / np.sqrt(D) + mask
             a = np.exp(a - a.max(-1, keepdims=True))
             a /= a.sum(-1, keepdims=True)
-            x = x + (a @ v).transpose(1, 0, 2).reshape(S, H) @ self.w[p + "attn_output.weight"].T
+            x = x + self._mm((a @ v).transpose(1, 0, 2).reshape(S, H), p + "attn_output.weight")
             h = self._norm(x, self.w[p + "ffn_norm.weight"])
-            g = h @ self.w[p + "ffn_gate.weight"].T
-            u = h @ self.w[p + "ffn_up.weight"].T
-            x = x + (g / (1 + np.exp(-g)) * u) @ self.w[p + "ffn_down.weight"].T
-        return self._norm(x, self.w["output_norm.weight"]) @ self.head.T
+            g = self._mm(h, p + "ffn_gate.weight")
+            u = self._mm(h, p + "ffn_up.weight")
+            x = x + self._mm(g / (1 + np.exp(-g)) * u, p + "ffn_down.weight")
+        return self._mm(self._norm(x, self.w["output_norm.weight"]), self.head_name)

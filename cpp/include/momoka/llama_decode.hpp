@@ -19,12 +19,16 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "momoka/kernel_parallel.hpp"
+#include "momoka/llama_kquant.hpp"
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #define MOMOKA_LLM_X86 1
@@ -41,8 +45,9 @@ constexpr int kBlock = 32;  // values per quantisation block
 // (byte j: code j in its low nibble, code j + 16 in its high one, as GGUF's
 // Q4_0/Q4_1 do); I8 keeps one signed byte per code; I8H too, with a scale per
 // half block of 16 (GGUF's Q6_K: d * sc per sub-block of 16, exact in float32);
-// F32 holds plain values.
-enum class Codes { U4, I8, F32, I8H };
+// F32 holds plain values. Q4K and Q6K keep GGUF K-quant superblocks of 256 values (llama_kquant.hpp),
+// multiplied with 8-bit activations.
+enum class Codes { U4, I8, F32, I8H, Q4K, Q6K };
 
 // Kernels available on this CPU, best first.
 enum class Simd { Scalar = 0, Avx2 = 1, Avx512 = 2 };
@@ -71,8 +76,38 @@ struct Matrix {
   std::vector<std::uint8_t> q;
   std::vector<float> d, m, f;
   std::vector<float> bias;  // rows values, or empty
+  std::vector<std::uint8_t> s;  // Q4K: sc[8], m[8] per superblock; Q6K: 16 int8 scales
 
   int blocks() const { return cols / kBlock; }
+  bool kquant() const { return codes == Codes::Q4K || codes == Codes::Q6K; }
+  int superblocks() const { return cols / kq::kSuper; }
+  kq::View view() const {
+    return {codes == Codes::Q4K ? kq::Kind::Q4K : kq::Kind::Q6K, q.data(), d.data(), s.data(), superblocks()};
+  }
+
+  // A matrix of GGUF Q4_K or Q6_K rows as the file stores them (rows x cols / 256 superblocks), re-laid.
+  static Matrix from_gguf(Codes codes, const std::uint8_t* raw, int rows, int cols, int threads = 2) {
+    if (codes != Codes::Q4K && codes != Codes::Q6K) throw std::invalid_argument("from_gguf reads Q4_K or Q6_K");
+    if (rows <= 0 || cols <= 0 || cols % kq::kSuper)
+      throw std::invalid_argument("K-quant rows must be whole superblocks of 256 values");
+    Matrix w;
+    w.rows = rows;
+    w.cols = cols;
+    w.codes = codes;
+    const bool q4 = codes == Codes::Q4K;
+    const std::size_t nsb = static_cast<std::size_t>(rows) * (cols / kq::kSuper);
+    const std::size_t src = q4 ? kq::kGgufQ4Bytes : kq::kGgufQ6Bytes, dst = q4 ? kq::kQ4Bytes : kq::kQ6Bytes;
+    const std::size_t nd = q4 ? 2 : 1;
+    w.q.resize(nsb * dst);
+    w.d.resize(nsb * nd);
+    w.s.resize(nsb * 16);
+    const kq::Kind kind = q4 ? kq::Kind::Q4K : kq::Kind::Q6K;
+    momoka::parallel_for(nsb, static_cast<std::size_t>(std::max(1, threads)), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t b = lo; b < hi; ++b)
+        kq::relay_superblock(kind, raw + b * src, w.q.data() + b * dst, w.d.data() + b * nd, w.s.data() + b * 16);
+    });
+    return w;
+  }
 
   void check(const char* name, int want_rows, int want_cols) const {
     const std::string n(name);
@@ -81,7 +116,14 @@ struct Matrix {
                                   std::to_string(want_rows) + "x" + std::to_string(want_cols));
     if (cols % kBlock) throw std::invalid_argument(n + ": columns not a multiple of 32");
     const std::size_t nb = static_cast<std::size_t>(rows) * blocks();
-    if (codes == Codes::F32) {
+    if (kquant()) {
+      if (cols % kq::kSuper) throw std::invalid_argument(n + ": columns not a multiple of 256");
+      const std::size_t nsb = static_cast<std::size_t>(rows) * superblocks();
+      const bool q4 = codes == Codes::Q4K;
+      if (q.size() != nsb * (q4 ? kq::kQ4Bytes : kq::kQ6Bytes) || d.size() != nsb * (q4 ? 2 : 1) ||
+          s.size() != nsb * 16)
+        throw std::invalid_argument(n + ": wrong code or scale count");
+    } else if (codes == Codes::F32) {
       if (f.size() != static_cast<std::size_t>(rows) * cols) throw std::invalid_argument(n + ": wrong value count");
     } else {
       const std::size_t per = codes == Codes::U4 ? 16 : 32;
@@ -96,6 +138,12 @@ struct Matrix {
   // The float32 value of row r, column c (the reference the kernels are tested against).
   float at(int r, int c) const {
     if (codes == Codes::F32) return f[static_cast<std::size_t>(r) * cols + c];
+    if (kquant()) {
+      const std::size_t b0 = static_cast<std::size_t>(r) * superblocks();
+      return kq::value_at(codes == Codes::Q4K ? kq::Kind::Q4K : kq::Kind::Q6K,
+                          q.data() + b0 * (codes == Codes::Q4K ? kq::kQ4Bytes : kq::kQ6Bytes),
+                          d.data() + b0 * (codes == Codes::Q4K ? 2 : 1), s.data() + b0 * 16, c);
+    }
     const std::size_t b = static_cast<std::size_t>(r) * blocks() + c / kBlock;
     const int j = c % kBlock;
     int code;
@@ -861,7 +909,21 @@ class Team {
 }  // namespace detail
 
 // Y = X W^T for n tokens (rows of X, ldx apart) into Y (ldy apart), rows [r0, r1) of W, with the given kernels.
+// The K-quant kernel level of a kernel set: 2 (AVX-512 with VNNI), 1 (AVX2), 0 (plain loops).
+inline int kquant_level(Simd simd) {
+  const int best = kq::best_level();
+  return std::min(best, simd == Simd::Avx512 ? 2 : simd == Simd::Avx2 ? 1 : 0);
+}
+
 inline void matmul(Simd simd, const Matrix& W, const float* X, int n, int ldx, float* Y, int ldy, int r0, int r1) {
+  if (W.kquant()) {  // quantise the activations here (the decoder quantises once per product instead)
+    kq::Acts A;
+    A.resize(n, W.cols);
+    const int level = kquant_level(simd);
+    kq::quantize(level, X, n, ldx, W.cols, A, 0, n);
+    kq::matmul(level, W.view(), W.bias.empty() ? nullptr : W.bias.data(), A, Y, ldy, r0, r1);
+    return;
+  }
   if (W.codes == Codes::F32) {
     detail::matmul_scalar(W, X, n, ldx, Y, ldy, r0, r1);
     return;
@@ -1012,12 +1074,11 @@ class Decoder {
       Layer& L = layers_[l];
       rmsnorm(x_.data(), L.attn_norm.data(), h_.data(), n);
       // queries, keys, values: one row range over the three matrices
-      team.run([&](int t, int nt) {
-        const int rows = H + 2 * KV;
-        const int a = rows * t / nt, b = rows * (t + 1) / nt;
-        span(L.q, 0, H, a, b, h_.data(), n, H, q_.data(), H);
-        span(L.k, H, H + KV, a, b, h_.data(), n, H, kv_.data(), 2 * KV);
-        span(L.v, H + KV, H + 2 * KV, a, b, h_.data(), n, H, kv_.data() + KV, 2 * KV);
+      const kq::Acts* qa = quant(team, h_.data(), n, H, H, {&L.q, &L.k, &L.v});
+      chunks(team, H + 2 * KV, [&](int a, int b) {
+        span(L.q, 0, H, a, b, h_.data(), qa, n, H, q_.data(), H);
+        span(L.k, H, H + KV, a, b, h_.data(), qa, n, H, kv_.data(), 2 * KV);
+        span(L.v, H + KV, H + 2 * KV, a, b, h_.data(), qa, n, H, kv_.data() + KV, 2 * KV);
       });
       for (int t = 0; t < n; ++t) {
         const int pos = n_past_ + t;
@@ -1076,37 +1137,47 @@ class Decoder {
             detail::combine_parts(part_.data() + u0 * G * D + g * D, G * D, ms_.data() + u0 * G * 2 + 2 * g, G * 2, C,
                                   D, att_.data() + static_cast<std::size_t>(tok) * H + (kvh * G + g) * D);
           }
-      team.run([&](int t, int nt) {
-        matmul(simd_, L.o, att_.data(), n, H, h_.data(), H, H * t / nt, H * (t + 1) / nt);
-      });
+      qa = quant(team, att_.data(), n, H, H, {&L.o});
+      chunks(team, H, [&](int a, int b) { mm(L.o, att_.data(), qa, n, H, h_.data(), H, a, b); });
       for (std::size_t i = 0; i < nn * H; ++i) x_[i] += h_[i];
       rmsnorm(x_.data(), L.ffn_norm.data(), h_.data(), n);
       // gate and up for the same rows on one thread, then SwiGLU in place
-      team.run([&](int t, int nt) {
-        const int a = F * t / nt, b = F * (t + 1) / nt;
-        matmul(simd_, L.gate, h_.data(), n, H, ff_.data(), 2 * F, a, b);
-        matmul(simd_, L.up, h_.data(), n, H, ff_.data() + F, 2 * F, a, b);
+      qa = quant(team, h_.data(), n, H, H, {&L.gate, &L.up});
+      chunks(team, F, [&](int a, int b) {
+        mm(L.gate, h_.data(), qa, n, H, ff_.data(), 2 * F, a, b);
+        mm(L.up, h_.data(), qa, n, H, ff_.data() + F, 2 * F, a, b);
         for (int tok = 0; tok < n; ++tok) {
           float* g = ff_.data() + static_cast<std::size_t>(tok) * 2 * F;
           const float* u = g + F;
           swiglu(g + a, u + a, b - a);
         }
       });
-      team.run([&](int t, int nt) {
-        matmul(simd_, L.down, ff_.data(), n, 2 * F, h_.data(), H, H * t / nt, H * (t + 1) / nt);
-      });
+      qa = quant(team, ff_.data(), n, 2 * F, F, {&L.down});
+      chunks(team, H, [&](int a, int b) { mm(L.down, ff_.data(), qa, n, 2 * F, h_.data(), H, a, b); });
       for (std::size_t i = 0; i < nn * H; ++i) x_[i] += h_[i];
     }
     n_past_ = total;
     // the output head, for the last n_out tokens only
     rmsnorm(x_.data() + (nn - n_out) * H, out_norm_.data(), h_.data(), n_out);
     const Matrix& W = head_.rows ? head_ : embed_;
-    team.run([&](int t, int nt) {
-      matmul(simd_, W, h_.data(), n_out, H, logits, s_.vocab, s_.vocab * t / nt, s_.vocab * (t + 1) / nt);
-    });
+    const kq::Acts* qa = quant(team, h_.data(), n_out, H, H, {&W});
+    chunks(team, s_.vocab, [&](int a, int b) { mm(W, h_.data(), qa, n_out, H, logits, s_.vocab, a, b); });
   }
 
  private:
+  // f(a, b) over row ranges of [0, rows) handed out one at a time to the team's threads (a thread that the
+  // machine's other work slows takes fewer): about 8 ranges per thread, each a multiple of 16 rows.
+  template <class F>
+  static void chunks(detail::Team& team, int rows, F&& f) {
+    const int T = team.size();
+    const int step = std::max(16, (rows / (8 * T) + 15) / 16 * 16);
+    const int n = (rows + step - 1) / step;
+    std::atomic<int> next{0};
+    team.run([&](int, int) {
+      for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n;) f(c * step, std::min(rows, (c + 1) * step));
+    });
+  }
+
   void grow(int total) {
     const int KV = s_.n_kv_heads * s_.head_dim;
     if (total <= cap_) return;
@@ -1125,9 +1196,32 @@ class Decoder {
   }
 
   // rows [lo, hi) of a stacked row space that W occupies as [w0, w1): the overlap, written at W's row index.
-  void span(const Matrix& W, int w0, int w1, int lo, int hi, const float* X, int n, int ldx, float* Y, int ldy) const {
+  void span(const Matrix& W, int w0, int w1, int lo, int hi, const float* X, const kq::Acts* A, int n, int ldx,
+            float* Y, int ldy) const {
     const int a = std::max(lo, w0), b = std::min(hi, w1);
-    if (a < b) matmul(simd_, W, X, n, ldx, Y, ldy, a - w0, b - w0);
+    if (a < b) mm(W, X, A, n, ldx, Y, ldy, a - w0, b - w0);
+  }
+
+  // Y = X W^T for rows [r0, r1): K-quant matrices from the 8-bit activations A, the others from X.
+  void mm(const Matrix& W, const float* X, const kq::Acts* A, int n, int ldx, float* Y, int ldy, int r0, int r1) const {
+    if (W.kquant()) kq::matmul(kq_level_, W.view(), W.bias.empty() ? nullptr : W.bias.data(), *A, Y, ldy, r0, r1);
+    else matmul(simd_, W, X, n, ldx, Y, ldy, r0, r1);
+  }
+
+  // The 8-bit activations of n rows of X (cols values, ldx apart) when one of `ws` is a K-quant matrix (else
+  // nullptr), quantised once for all of them, the tokens split over the team.
+  const kq::Acts* quant(detail::Team& team, const float* X, int n, int ldx, int cols,
+                        std::initializer_list<const Matrix*> ws) {
+    bool any = false;
+    for (const Matrix* w : ws) any = any || w->kquant();
+    if (!any) return nullptr;
+    acts_.resize(n, cols);
+    if (n == 1 || team.size() == 1) {
+      kq::quantize(kq_level_, X, n, ldx, cols, acts_, 0, n);
+    } else {
+      team.run([&](int t, int nt) { kq::quantize(kq_level_, X, n, ldx, cols, acts_, n * t / nt, n * (t + 1) / nt); });
+    }
+    return &acts_;
   }
 
   void rmsnorm(const float* x, const float* w, float* out, int n) const {
@@ -1185,6 +1279,8 @@ class Decoder {
   std::vector<float> out_norm_;
   int n_ctx_, threads_;
   Simd simd_;
+  int kq_level_ = kquant_level(simd_);
+  kq::Acts acts_;
   int n_past_ = 0, cap_ = 0;
   std::mutex mutex_;
   std::vector<std::vector<float>> K_, V_;  // per layer: kv heads x capacity x head_dim

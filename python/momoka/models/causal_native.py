@@ -6,9 +6,11 @@ returns the logits after its last token, :meth:`~NativeDecoder.step` one more to
 file the model was converted from and keeps each weight's codes, with one float32 scale and offset per
 block of 32 (``cpp/include/momoka/llama_decode.hpp``):
 
-- every weight is its exact value ``d * q + m`` and every activation float32 (no 8-bit activations, unlike
-  llama.cpp), so its logits are the quantised model's up to float32 summation order, as the onnxruntime
-  graph's are;
+- every weight is its exact value ``d * q + m``; activations are float32, so the logits are the quantised
+  model's up to float32 summation order, as the onnxruntime graph's are, except in products with Q4_K and
+  Q6_K weights (the opt-in Qwen2.5 models), whose activations are quantised to 8 bits per 256 values as
+  llama.cpp does (integer dot products; ``activations="float32"`` or ``MOMOKA_LLM_ACTIVATIONS=float32``
+  keeps them float32);
 - the key/value cache grows in place (the onnxruntime loop concatenates the whole cache into new tensors
   at every token), the matrix products run row-parallel on ``threads`` threads with AVX-512 or AVX2
   kernels chosen at run time (:func:`simd`), and a prompt runs as one batch whose tokens share each
@@ -28,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _core
-from ..errors import InputTooLargeError, ModelError
+from .. import _core, settings
+from ..errors import ConfigError, InputTooLargeError, ModelError
 from . import gguf_quant as gq
 from .gguf import NATIVE_ARCHITECTURES, GGUFModel, _unpermute_rows, read_dims
 
@@ -44,11 +46,13 @@ def simd() -> str:
     return _core.llama_simd()
 
 
-def load_weights(gguf: str | os.PathLike) -> tuple[dict, list[dict], dict, dict | None, np.ndarray]:
+def load_weights(gguf: str | os.PathLike, *, kquant: bool = False) -> tuple[dict, list[dict], dict, dict | None,
+                                                                               np.ndarray]:
     """``(shape, layers, embed, head, out_norm)`` of a Llama or Qwen2 GGUF as :class:`momoka._core.LlamaDecoder`
     takes them (:func:`momoka.models.gguf_quant.native_matrix` per matrix, with its bias when the file has one;
     queries' and keys' rows in rotate-half order: a ``llama`` file's interleaved rows are put back, as the
-    onnxruntime converter does, a ``qwen2`` file stores them so). Raises ModelError (or its
+    onnxruntime converter does, a ``qwen2`` file stores them so). ``kquant``: Q4_K and Q6_K tensors stay
+    K-quant superblocks, multiplied with 8-bit activations (else re-laid for float32 activations). Raises ModelError (or its
     UnsupportedModelError) for an architecture, shape or tensor type the decoder does not run."""
     m = GGUFModel(gguf)
     dims = read_dims(m, NATIVE_ARCHITECTURES)
@@ -58,7 +62,7 @@ def load_weights(gguf: str | os.PathLike) -> tuple[dict, list[dict], dict, dict 
         raw, qtype, k = m.raw(name)
         if heads is not None and interleaved:
             raw = _unpermute_rows(raw, heads)
-        out = gq.native_matrix(raw, qtype, k)
+        out = gq.native_matrix(raw, qtype, k, kquant=kquant)
         bias = name[: -len(".weight")] + ".bias"
         if m.has(bias):
             braw, btype, bk = m.raw(bias)
@@ -89,10 +93,20 @@ class NativeDecoder:
 
     ``gguf`` is the model file, ``n_ctx`` the most tokens a sequence holds, ``threads`` the threads of
     its matrix products and attention; ``simd`` forces a kernel set (``"auto"``: the best, :func:`simd`).
+    ``activations``: ``"int8"`` multiplies Q4_K and Q6_K weights with activations quantised to 8 bits per
+    256 values (llama.cpp's Q8_K; integer dot products, several times faster), ``"float32"`` keeps every
+    activation float32 (the quantised model's exact logits up to summation order); other tensor types always
+    run on float32 activations. Default: ``$MOMOKA_LLM_ACTIVATIONS``, else ``"int8"``.
     """
 
-    def __init__(self, gguf: str | os.PathLike, *, n_ctx: int, threads: int, simd: str = "auto"):
-        shape, layers, embed, head, out_norm = load_weights(gguf)
+    def __init__(self, gguf: str | os.PathLike, *, n_ctx: int, threads: int, simd: str = "auto",
+                 activations: str | None = None):
+        if activations is None:
+            activations = settings.get_choice("MOMOKA_LLM_ACTIVATIONS")
+        if activations not in ("int8", "float32"):
+            raise ConfigError(f"activations must be 'int8' or 'float32', not {activations!r}")
+        self.activations = activations
+        shape, layers, embed, head, out_norm = load_weights(gguf, kquant=activations == "int8")
         try:
             self._dec = _core.LlamaDecoder(shape, layers, embed, head, out_norm, int(n_ctx), int(threads), simd)
         except ValueError as exc:

@@ -192,8 +192,10 @@ def quant_values(raw: np.ndarray, t: int, k: int) -> tuple[np.ndarray, np.ndarra
     raise UnsupportedModelError(f"{type_name(t)} is not a block-quantised type")
 
 
-def native_matrix(raw: np.ndarray, t: int, k: int) -> dict:
+def native_matrix(raw: np.ndarray, t: int, k: int, *, kquant: bool = False) -> dict:
     """A tensor as the native decoder takes it (``momoka._core.LlamaDecoder``): ``rows``, ``cols`` and
+    ``codes`` ``"q4k"`` or ``"q6k"`` with ``raw``, the GGUF superblocks as the file stores them (Q4_K and Q6_K
+    with ``kquant``: the decoder re-lays them and multiplies them with 8-bit activations), else
     ``codes`` ``"u4"`` (Q4_0, Q4_1: the 16 nibble bytes of each block as GGUF stores them; Q4_K: its sub-blocks
     of 32 repacked so), ``"i8h"`` (Q6_K: codes ``q - 32`` with a scale per 16 values, two per block), ``"i8"``
     (Q8_0; Q5_0 and Q5_1 as codes minus 16, their offsets moved by ``16 d``) or ``"f32"`` (F32, F16,
@@ -202,6 +204,10 @@ def native_matrix(raw: np.ndarray, t: int, k: int) -> dict:
     t = int(t)
     rows = int(raw.shape[0])
     out: dict = {"rows": rows, "cols": int(k)}
+    if kquant and t in (Q4_K, Q6_K):
+        _kblocks(raw, t, k)  # whole superblocks, else UnsupportedModelError
+        out.update(codes="q4k" if t == Q4_K else "q6k", raw=np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1))
+        return out
     if t == Q4_K:  # 4-bit codes with a scale and an offset per sub-block of 32
         q, d, m = q4k_values(raw, k)
         packed = q[..., :16] | (q[..., 16:] << 4)  # byte j: code j low, code j + 16 high

@@ -22,6 +22,12 @@ from gguf.quants import dequantize as ref_dequantize  # noqa: E402
 
 from _oracles.qwen2 import TOKENS, NumpyQwen2, q4k_rows, q6k_rows, write_planted  # noqa: E402
 
+@pytest.fixture(autouse=True)
+def _float32_activations(monkeypatch):
+    """These tests check the exact path (float32 activations); the 8-bit one is test_gguf_kquant_int8.py's."""
+    monkeypatch.setenv("MOMOKA_LLM_ACTIVATIONS", "float32")
+
+
 LEVELS = ("scalar", "avx2", "avx512")
 KERNELS = LEVELS[: LEVELS.index(_core.llama_simd()) + 1]
 
