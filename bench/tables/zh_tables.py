@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import itertools
 import json
 import random
 import sys
