@@ -8,7 +8,8 @@ per second of the whole build, and paragraphs per second of the embedding alone 
 paragraphs), with the load average before and after. Two corpora:
 
 - Chinese: the paragraphs with at least 40 Han characters of a Chinese text. ``MOMOKA_BENCH_ZH``
-  names a file or folder (read by momoka's readers); by default the Chinese translation of *Rust
+  names a file or folder (read by momoka's readers), or a ``documents.jsonl`` of the shared layout (each
+  document's ``text`` one paragraph: e.g. the CRUD-RAG news of ``bench/data/crud_rag.py``); by default the Chinese translation of *Rust
   by Example* that rustup installs with its documentation (``share/doc/rust/html/rust-by-example/
   zh/print.html``), else CPython's ``test/cjkencodings/gb2312-utf8.txt``; skipped when none is found.
 - English: SQuAD paragraphs from ``../shared/data`` (skipped without them).
@@ -75,8 +76,12 @@ def _zh_paragraphs() -> tuple[list[str], str]:
     src = _zh_source()
     if src is None:
         pytest.skip("no Chinese text found (set MOMOKA_BENCH_ZH to a file or folder)")
-    texts = [to_document(it).text for it in expand_paths([src])]
-    paras = [p.strip() for t in texts for p in re.split(r"\n\s*\n", t)]
+    if src.suffix == ".jsonl":  # the shared layout: one document, one paragraph
+        with open(src, encoding="utf-8") as f:
+            paras = [json.loads(line)["text"].strip() for line in f if line.strip()]
+    else:
+        texts = [to_document(it).text for it in expand_paths([src])]
+        paras = [p.strip() for t in texts for p in re.split(r"\n\s*\n", t)]
     paras = [p for p in paras if len(re.findall(r"[\u4e00-\u9fff]", p)) >= 40]
     if len(paras) < 16:
         pytest.skip(f"{src} has only {len(paras)} Chinese paragraphs")

@@ -140,3 +140,29 @@ def test_estimate_prices_enrichers_and_relators_by_backend(tmp_path, capsys, mak
     assert [est["enrichers"][n]["llm_calls"] for n in ("title", "keywords", "summary")] == [0, 0, 0]
     assert est["relators"]["jerr"] == {"backend": "offline", "units": est["relators"]["jerr"]["units"], "llm_calls": 0}
     assert not (tmp_path / "s").exists()
+
+
+def test_estimate_names_the_language_aware_embedder(tmp_path, capsys):
+    # a Chinese corpus without --embedder: the estimate names the embedder the build chose (the
+    # multilingual one when it is installed) and counts the chunks that build stores
+    from momoka.models.catalog import MULTILINGUAL_EMBEDDER, is_installed
+
+    if not is_installed(MULTILINGUAL_EMBEDDER):
+        pytest.skip(f"{MULTILINGUAL_EMBEDDER} is not installed")
+    f = tmp_path / "zh.txt"
+    f.write_text("\n\n".join("长城是中国古代的军事防御工程，是一道高大、坚固而且连绵不断的长垣。" * 6 for _ in range(4)),
+                 encoding="utf-8")
+    assert main(["index", str(f), "--store", str(tmp_path / "e"), "--estimate"]) == 0
+    cap = capsys.readouterr()
+    est = json.loads(cap.out)
+    assert est["embedder"] == MULTILINGUAL_EMBEDDER and "building with " + MULTILINGUAL_EMBEDDER in cap.err
+    assert not (tmp_path / "e").exists()
+    store = tmp_path / "s"
+    assert main(["index", str(f), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert est["chunks"] == len(_stored_chunks(store, "zh"))
+    # --embedder keeps its choice; --no-dense has none
+    assert main(["index", str(f), "--store", str(tmp_path / "e"), "--estimate", "--embedder", "minilm-l6-v2-int8"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedder"] == "minilm-l6-v2-int8"
+    assert main(["index", str(f), "--store", str(tmp_path / "e"), "--estimate", "--no-dense"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedder"] is None

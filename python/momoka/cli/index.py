@@ -333,7 +333,8 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
     from .. import registry  # start-up: momoka.registry (dataclasses)
     from ..methods.pipeline import DEFAULT_CHUNKER, chunker_params  # start-up: momoka.methods.pipeline
     # start-up: momoka.methods.sources
-    from ..methods.sources import expand_paths, jsonable, load_embedder, resolve_chunker, to_document
+    from ..methods.sources import (expand_paths, jsonable, language_default_embedder, load_embedder,
+                                   resolve_chunker, to_document)
 
     # the files index would skip are named here too (a warning each, and in the output), as index names them
     skipped: list = []
@@ -348,11 +349,16 @@ def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, 
             skipped.append((str(x), str(exc)))
     _say_skipped(skipped, say)
     name = chunker_of(args)
-    # its tokenizer and input limit only: no model is run
-    emb = None if args.no_dense else load_embedder(args.embedder)
+    # its tokenizer and input limit only: no model is run. The build's embedder: without --embedder, the
+    # language-aware default (a mostly Chinese corpus builds with the multilingual one, said in one line)
+    emb = None
+    if not args.no_dense:
+        chosen = args.embedder or language_default_embedder(docs, say=say)
+        emb = load_embedder(None if chosen == "default" else chosen)
     params = chunker_params(name, args.size, chunker_opts, embedder=emb, headers=getattr(args, "headers", True))
     chunker, _ = resolve_chunker(name, params, emb)
     out: dict = {"documents": len(docs), "skipped": [[str(src), why] for src, why in skipped],
+                 "embedder": None if emb is None else emb.model_id,
                  "chunker": {"name": name, "params": jsonable(params)}}
     if getattr(chunker, "runs_model", False):
         priced = chunker.estimate(docs) if callable(getattr(chunker, "estimate", None)) else None
