@@ -274,3 +274,47 @@ def test_memory_accounting_and_round_trip(real):
     b, sb = again.search_batch(questions, k=10)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(sa, sb)
+
+
+def test_reused_query_buffers_start_clean_after_every_kind_of_query():
+    # tried: one index queried through the pruned path, the exhaustive path (a zero-idf term), a masked
+    # query and a query matching nothing, in turn, then grown by adds and shrunk by deletes between
+    # queries, and queried from 4 Python threads at once: every answer equals the exhaustive top-k of
+    # that moment (the per-slot buffers a query leaves behind must be all zero for the next one)
+    import threading
+
+    rng = np.random.default_rng(5296)
+    p = 1.0 / np.arange(1, len(ZIPF) + 1)
+    p /= p.sum()
+    docs = [" ".join(rng.choice(ZIPF, size=rng.integers(1, 50), p=p)) for _ in range(int(rng.integers(50, 800)))]
+    ix = BM25()
+    ix.add(docs)
+    zero_idf = "w3 w90 w234 w235 w233"  # w233 is in exactly half of these documents (test above)
+    mask = np.zeros(ix.n_slots, bool)
+    mask[1::3] = True
+    for _ in range(3):
+        _assert_same(ix, ["w0 w7 w31", zero_idf, "w5 w6"], 10, docs=docs)
+        _assert_same(ix, ["w1 w40 w2", zero_idf], 10, mask=mask, docs=docs)
+        _assert_same(ix, ["nothing here"], 10, docs=docs)
+    more = [" ".join(rng.choice(ZIPF, size=rng.integers(1, 50), p=p)) for _ in range(500)]
+    ix.add(more)
+    docs = docs + more
+    _assert_same(ix, ["w0 w7 w31", zero_idf, "w250 w299 w2"], 25, docs=docs)
+    ix.delete(range(0, len(docs), 4))
+    _assert_same(ix, ["w0 w7 w31", zero_idf, "w250 w299 w2"], 25, docs=docs)
+    queries = [" ".join(rng.choice(ZIPF, size=rng.integers(1, 8))) for _ in range(40)]
+    want = [exhaustive_top(ix, q, 10, None, docs)[0] for q in queries]
+    got: dict[int, list[int]] = {}
+
+    def run(t: int) -> None:
+        for i in range(t, len(queries), 4):
+            for _ in range(5):
+                ids, _sc = ix.search(queries[i], k=10)
+                assert got.setdefault(i, ids.tolist()) == ids.tolist()
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert [got[i] for i in range(len(queries))] == want

@@ -132,7 +132,8 @@ def test_dense_over_segments_against_brute_force(tmp_path, real, monkeypatch):
 
 def test_graph_parts_searched_side_by_side_answer_as_one_after_another(tmp_path, real, monkeypatch):
     """The parts' graphs searched on the thread pool give the hits of searching them in turn, each part through
-    hnswlib itself (its own graph, the same ef) and the best k kept by score, then chunk id."""
+    hnswlib itself (its own graph, the same ef), first for its share of k, again for k when its last hit
+    reaches the k-th best of all, and the best k kept by score, then chunk id."""
     import momoka.store.vectors as vectors_mod
 
     monkeypatch.setattr(vectors_mod, "GRAPH_ROWS", 64)
@@ -149,15 +150,64 @@ def test_graph_parts_searched_side_by_side_answer_as_one_after_another(tmp_path,
         monkeypatch.setattr(vectors_mod, "_pool", [None])  # one after another
         assert [view.search(q, k) for q in qs] == pooled
         total = view.n_rows
+        def part_hits(q, pi, kk):
+            vp = view._parts[pi]
+            g = view._graph(pi)
+            g.set_ef(max(2 * kk, min(128, int(np.ceil(vectors_mod.PART_EF_SHARE * 128 * vp.n / total)))))
+            lab, dist = g.knn_query(q[None, :], k=min(kk, vp.n))
+            return [(int(c), float(1.0 - d)) for c, d in zip(lab[0], dist[0])]
+
         for q, got in zip(qs, pooled):  # hnswlib per part, merged by hand
-            hits = []
+            first = {}
             for pi, vp in enumerate(view._parts):
-                g = view._graph(pi)
-                g.set_ef(max(2 * k, min(128, int(np.ceil(vectors_mod.PART_EF_SHARE * 128 * vp.n / total)))))
-                lab, dist = g.knn_query(q[None, :], k=min(k, vp.n))
-                hits += [(int(c), float(1.0 - d)) for c, d in zip(lab[0], dist[0])]
+                first[pi] = min(k, max(10, int(np.ceil(2.0 * k * vp.n / total))))
+                assert 2 * first[pi] < vp.n  # each part through its graph (else it would be searched exactly)
+            tops = {pi: part_hits(q, pi, first[pi]) for pi in first}
+            kth = sorted((s for top in tops.values() for _, s in top), reverse=True)
+            kth = kth[k - 1] if len(kth) >= k else -np.inf
+            for pi, top in tops.items():
+                if first[pi] < k and top[-1][1] >= kth:
+                    tops[pi] = part_hits(q, pi, k)
+            hits = [h for top in tops.values() for h in top]
             assert got == sorted(hits, key=lambda t: (-t[1], t[0]))[:k]
     many.close()
+
+
+def test_a_part_holding_all_of_the_top_k_gives_them_all(tmp_path, monkeypatch):
+    """Parts are first asked for their share of k; a small part holding every one of the best k (a document
+    just added, alone in its segment, about what is asked) is asked again and gives them all: the top k equals
+    brute force, for k up to that part's size."""
+    import momoka.store.vectors as vectors_mod
+
+    monkeypatch.setattr(vectors_mod, "GRAPH_ROWS", 64)  # every segment searched through its own graph
+    monkeypatch.setenv("MOMOKA_MERGE_FACTOR", "1000")
+    emb = HashEmbedder(dim=32)
+    rng = np.random.default_rng(7)
+    other = [{"doc_id": f"o{i}", "text": f"other words {i} " + " ".join(f"w{rng.integers(0, 500)}" for _ in range(12))}
+             for i in range(1200)]
+    ix = _build(tmp_path / "s", other, 300, emb)
+    view = ix.store.vector_view("raw")
+    # 150 new documents of one chunk each, in one commit: one segment, their vectors close to each other
+    news = [{"doc_id": f"n{i}", "text": f"news item {i}"} for i in range(150)]
+    ix.add(news, commit=True)
+    assert view.graph_parts() >= 4
+    ids = view.ids()
+    mat = view.get(ids)
+    small = view._parts[-1]
+    assert small.n == 150 and small.n < 0.2 * view.n_rows
+    planted = set(small.ids[: small.n].tolist())
+    # the query: the mean of the new part's vectors, so that they are the nearest rows
+    q = np.asarray(mat[np.isin(ids, list(planted))].mean(axis=0), np.float32)
+    sims = mat @ q
+    for k in (10, 26, 60):
+        truth = ids[np.lexsort((ids, -sims))[:k]].tolist()
+        assert set(truth) <= planted  # the whole top k sits in the small part
+        assert vectors_mod.part_k(k, small.n, view.n_rows) < k or k == 10
+        got = view.search(q, k)
+        # the best k (scores as brute force's: rows of equal score may stand for each other)
+        assert {c for c, _ in got} <= planted
+        np.testing.assert_allclose([s for _, s in got], np.sort(sims)[::-1][:k], atol=1e-5)
+    ix.close()
 
 
 def test_each_commit_writes_only_its_batch(tmp_path, monkeypatch):

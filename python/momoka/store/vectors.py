@@ -115,6 +115,14 @@ def check_embedder_info(embedder: object) -> dict:
 #: A part's graph is searched with ``ef`` = ``PART_EF_SHARE`` x ``ef_search`` x its share of the view's vectors,
 #: at most ``ef_search``, at least 2k (recall@10 against brute force at least that of one graph: tested).
 PART_EF_SHARE = 2.0
+#: A view with several graph parts asks each first for ``PART_EF_SHARE`` x k x its share of the rows, at least
+#: this many (:meth:`VectorView._graphs_top`), and for k when they may not be all it holds of the top k.
+PART_K_MIN = 10
+
+
+def part_k(k: int, n: int, total: int) -> int:
+    """The hits a graph part of ``n`` of a view's ``total`` rows is first asked for, for the view's top ``k``."""
+    return min(k, max(PART_K_MIN, int(np.ceil(PART_EF_SHARE * k * n / max(total, 1)))))
 
 
 def _mark_deleted(graph, label: int) -> None:
@@ -399,6 +407,9 @@ class VectorView(Artifact):
         otherwise each part gives its top ``k`` (exactly, or through its HNSW
         graph when it has one and more than ``2k`` live rows, falling back to
         exact when the graph cannot fill k) and the best ``k`` of them are kept.
+        With several graph parts, each is first asked for its share of ``k``
+        and asked again for ``k`` only when its hits may not be all it holds of
+        the top ``k`` (:meth:`_graphs_top`).
         """
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
@@ -420,12 +431,10 @@ class VectorView(Artifact):
         small = [pi for pi, vp in enumerate(self._parts) if vp.n and pi not in graphed]
         if small:
             out += self._exact_stack(q, small, k)
-        if graphed:
-            total = self.n_rows
-            pool = _part_pool() if len(graphed) > 1 else None
-            tops = (pool.map(lambda pi: self._graph_top(q, pi, k, total), graphed) if pool is not None
-                    else (self._graph_top(q, pi, k, total) for pi in graphed))
-            out += [h for top in tops for h in top]
+        if len(graphed) == 1:
+            out += self._graph_top(q, graphed[0], k, self.n_rows)
+        elif graphed:
+            out += self._graphs_top(q, graphed, k, out)
         # Equal scores come back in hnswlib's heap order; order them by chunk id, as the exact path does.
         return sorted(out, key=lambda t: (-t[1], t[0]))[:k]
 
@@ -466,6 +475,36 @@ class VectorView(Artifact):
             top = np.arange(len(sims))
         order = top[np.lexsort((ids[top], -sims[top]))][:k]
         return [(int(ids[i]), float(sims[i])) for i in order]
+
+    def _graphs_top(self, q: np.ndarray, graphed: list[int], k: int, exact: list[tuple[int, float]]
+                    ) -> list[tuple[int, float]]:
+        """The hits of the graph parts ``graphed`` for the view's top ``k`` (``exact``: the other parts' hits).
+
+        Each part is first asked for its share of ``k`` (:func:`part_k`: ``PART_EF_SHARE`` x ``k`` x its share of
+        the rows, at least :data:`PART_K_MIN`), through the breadth that asks for; a part whose last hit still
+        reaches the ``k``-th best of all the hits so far may hold more of the top ``k`` (a newly added
+        document's part does) and is asked again for ``k``, as every part was before. So each part's hits
+        that can be in the top ``k`` are there, at a fraction of the breadth when ``k`` is deep (the hybrid
+        retriever reads 4x the budget's depth): the breadth of a graph search grows with the hits asked for.
+        """
+        total = self.n_rows
+        pool = _part_pool()
+        want = {pi: part_k(k, self._parts[pi].n, total) for pi in graphed}
+
+        def run(jobs: list[tuple[int, int]]) -> list[list[tuple[int, float]]]:
+            return list(pool.map(lambda j: self._graph_top(q, j[0], j[1], total), jobs) if pool is not None
+                        else (self._graph_top(q, pi, kk, total) for pi, kk in jobs))
+
+        tops = dict(zip(graphed, run([(pi, want[pi]) for pi in graphed])))
+        scores = sorted((s for top in tops.values() for _, s in top), reverse=True)
+        scores += sorted((s for _, s in exact), reverse=True)
+        scores.sort(reverse=True)
+        tau = scores[k - 1] if len(scores) >= k else -np.inf
+        again = [pi for pi in graphed
+                 if want[pi] < k and len(tops[pi]) >= want[pi] and tops[pi] and tops[pi][-1][1] >= tau]
+        if again:
+            tops.update(zip(again, run([(pi, k) for pi in again])))
+        return [h for pi in graphed for h in tops[pi]]
 
     def _graph_top(self, q: np.ndarray, pi: int, k: int, total: int) -> list[tuple[int, float]]:
         """Top-``k`` of part ``pi`` through its graph (exactly when it has at most 2k live rows or the graph
