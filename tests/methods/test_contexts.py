@@ -50,10 +50,10 @@ def test_an_enricher_gets_a_batch_and_a_retriever_a_corpus():
     assert v.n_rows == ix.store.n_chunks
     # the vectors written through the batch are the embedder's own (an independent reference)
     c = int(ix.store.chunks.ids()[0])
-    want = emb.embed([f"{ix.title('a') or ''} {ix.store.chunks.text(c)}"])[0]
+    want = emb.embed([f"{ix.corpus.title('a') or ''} {ix.store.chunks.text(c)}"])[0]
     np.testing.assert_allclose(v.get([c])[0], want, rtol=1e-6)
     for name in ("dense", "bm25", "hybrid"):
-        r = ix.retriever(name)
+        r = ix.corpus.retriever(name)
         assert isinstance(r.index, Corpus), name
         for attr in ("save", "add", "delete", "extend"):
             assert not hasattr(r.index, attr), attr
@@ -92,7 +92,7 @@ def test_a_batch_is_written_apart_and_applied_whole(tmp_path):
         # the failed batch left nothing behind: the committed store holds document a alone, with its two
         # paragraphs (the paragraph chunker's cut of DOCS[0]) and the enricher's mark
         ix = Index.open(tmp_path / "s", embedder=HashEmbedder())
-        assert ix.doc_ids == ["a"] and ix.store.n_chunks == 2
+        assert ix.corpus.doc_ids == ["a"] and ix.store.n_chunks == 2
         assert ix.store.documents["a"].metadata["seen"] is True
         assert ix.store.vector_view("raw").n_rows == 2
     finally:

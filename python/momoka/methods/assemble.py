@@ -54,7 +54,7 @@ whole stored chunk of a composite item); the result's
 ``assembled_trimmed``, ``assembled_skipped``).
 
 The parent and adjacency tables are built once per state of the chunk table,
-with numpy (:meth:`momoka.Index.assembler` caches them).
+with numpy (:meth:`Corpus.assembler <momoka.methods.context.Corpus.assembler>` caches them).
 """
 
 from __future__ import annotations

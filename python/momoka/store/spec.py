@@ -130,6 +130,16 @@ class PipelineSpec:
         """The entry of enricher/relator ``name`` (None when the pipeline has none)."""
         return next((c for c in self.components(kind) if c.name == name), None)
 
+    def pending(self, kind: str, name: str) -> list[str]:
+        """Documents an interrupted ``Index.extend`` left for enricher/relator ``name`` to do (empty when none)."""
+        entry = self.entry(kind, name) if kind in COMPONENT_KINDS else None
+        return list(entry.pending or []) if entry is not None else []
+
+    def needs(self, kind: str, name: str) -> bool:
+        """Whether ``Index.extend`` has work for enricher/relator ``name``: not in the pipeline, or left unfinished."""
+        entry = self.entry(kind, name) if kind in COMPONENT_KINDS else None
+        return entry is None or bool(entry.pending)
+
     def record_settings(self, kind: str, name: str, settings: dict) -> None:
         """Record what enricher/relator ``name`` reported (its ``describe()``)."""
         for c in self.components(kind):

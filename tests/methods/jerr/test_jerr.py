@@ -266,7 +266,7 @@ def test_store_round_trip_and_retriever(tmp_path):
     ix2 = Index.open(tmp_path / "s", components={"jerr": JerrRelator("offline")})
     after = ix2.search("Who kept the lighthouse lamp burning?", k=3, retriever="jerr")
     assert [it.to_dict() for it in before] == [it.to_dict() for it in after] and len(after) > 0
-    text = ix2.document("story").text
+    text = ix2.corpus.document("story").text
     for it in after:
         assert it.provenance["kind"] == "node"
         for m in it.members:

@@ -92,7 +92,7 @@ def _warnings(stderr: str) -> list[str]:
 
 def _records(tmp_path: Path) -> dict:
     with Index.open(tmp_path / "s") as ix:
-        return {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.doc_ids}
+        return {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.corpus.doc_ids}
 
 
 def _view_docs(tmp_path: Path, view: str, word: str) -> int:

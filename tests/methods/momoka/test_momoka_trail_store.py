@@ -370,7 +370,7 @@ def test_guarded_expansion_by_hand_and_against_a_reference(tiny_docs, word_embed
     assert [it.provenance["kind"] for it in res] == ["chunk", "node", "chunk", "node", "chunk", "chunk"]
     assert [it.score for it in res] == [5, 4, 3, 3.5, 1, 2] and [it.rank for it in res] == [1, 2, 3, 4, 5, 6]
     assert len(rr.calls) == 1 and len(rr.calls[0]) == 7  # every distinct chunk once, in one call
-    assert all(ix.document(m.doc_id).text[m.start:m.end] == m.text for it in res for m in it.members)
+    assert all(ix.corpus.document(m.doc_id).text[m.start:m.end] == m.text for it in res for m in it.members)
     assert [it.chunk_ids for it in tr.retrieve("anything", k=3)] == [(o[0],), (o[1],), (r[0],)]
     # Tried: 200 random first stages, paths and scores over the 7 chunks, against the plain reference.
     rng = np.random.default_rng(7)
