@@ -98,3 +98,33 @@ def test_a_batch_is_written_apart_and_applied_whole(tmp_path):
     finally:
         if ix is not None:
             ix.close()
+
+
+class _CountingTruncator(HashEmbedder):
+    """A hash embedder that says how many texts of a call it truncated (over 3 words): its count in
+    ``last_truncated``, its warning without a number."""
+
+    def embed(self, texts):
+        import warnings
+
+        from momoka.models import TruncationWarning
+
+        self.last_truncated = sum(len(t.split()) > 3 for t in texts)
+        if self.last_truncated:
+            warnings.warn("some inputs were truncated", TruncationWarning, stacklevel=2)
+        return super().embed(texts)
+
+
+def test_the_truncation_count_is_the_embedders_own_not_parsed_from_its_warning():
+    """Regression: the count was read from the warning's text (``N of``); a warning without a number counted 1."""
+    from momoka.methods.indexer import Embedding
+    from momoka.store.store import Store
+
+    emb = _CountingTruncator()
+    st = Store.create(None)
+    st.add_vector_view("raw", embedder={"model_id": emb.model_id, "checksum": emb.checksum, "dim": emb.dim})
+    service = Embedding(st, emb)
+    texts = ["one two", "one two three four", "a b c d e", "x y z w v u", "short"]  # 3 over 3 words, by hand
+    with pytest.warns(UserWarning, match=r"^3 of 5 texts of view 'raw' are longer"):
+        service.embed(texts, st.vector_view("raw").info["embedder"])
+    assert service.last_truncated == 3

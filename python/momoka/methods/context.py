@@ -260,7 +260,7 @@ class Batch:
         return (d.title or None) if d is not None else None
 
     def embed(self, texts: Sequence[str], *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
-        """Embed ``texts`` with the embedder of ``view`` (see :meth:`momoka.Index.embed`); the number of texts
+        """Embed ``texts`` with the embedder of ``view`` (see :meth:`Embedding.embed <momoka.methods.indexer.Embedding.embed>`); the number of texts
         embedded truncated is :attr:`truncated` afterwards."""
         return self._embedding.embed(texts, self._store.vector_view(view).info["embedder"], view=view, label=label)
 

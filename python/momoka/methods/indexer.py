@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -159,12 +158,16 @@ class Embedding:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     got = np.asarray(emb.embed([texts[i] for i in part]), dtype=np.float32)
+                # the embedder's own count of the call's truncated texts (``last_truncated``); its per-call
+                # warning gives way to the one warning below (an embedder that does not count: one per warning)
+                counted = getattr(emb, "last_truncated", None)
+                warned = 0
                 for w in caught:
                     if type(w.message).__name__ == "TruncationWarning":
-                        m = re.match(r"(\d+) of", str(w.message))
-                        n_trunc += int(m.group(1)) if m else 1
+                        warned += 1
                     else:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                n_trunc += int(counted) if isinstance(counted, int) and not isinstance(counted, bool) else warned
                 for i, v in zip(part, got):
                     vecs[i] = v
                 pr.update(len(part))

@@ -162,7 +162,7 @@ class Index:
             overwrite: replace an existing store at ``store``.
             on_error, encoding, follow_links: as for :meth:`add`.
             commit_docs, commit_seconds: commit every this many documents or seconds
-                (default :attr:`commit_docs`, :attr:`commit_seconds`).
+                (default ``index.writer.commit_docs``, ``commit_seconds``).
             engine, workers, address: ``engine="ray"`` runs the per-document work on Ray
                 workers (see :meth:`add`).
             llm_max_failed: the share of unusable LLM answers above which an LLM-backed
@@ -284,7 +284,7 @@ class Index:
         Accepts the forms of :meth:`build`. Returns the added doc ids (also in
         :attr:`report`, with what was skipped and why, and the number of texts
         embedded and of vectors reused from the replaced documents: ``"embedded"``,
-        ``"reused"``; see :meth:`embed`).
+        ``"reused"``; see :meth:`Embedding.embed <momoka.methods.indexer.Embedding.embed>`).
 
         ``existing``: what to do with a doc id already in the index:
         ``"error"`` raises :class:`InputError` before anything is added;
@@ -292,7 +292,7 @@ class Index:
         reports it as skipped when they changed; ``"replace"`` skips identical
         ones and replaces changed ones. With ``"skip"`` and ``"replace"``, an
         identical document some of whose LLM outputs are fallbacks is indexed
-        again (:attr:`report` ``"redone"``): its usable answers come from the
+        again (:attr:`report` ``redone``): its usable answers come from the
         LLM cache, so only the fallback items are asked again.
         ``llm_max_failed``: the share of unusable answers above which an
         LLM-backed stage stops with :class:`~momoka.errors.LLMFallbackError`
@@ -310,8 +310,8 @@ class Index:
         inside the paths given are followed (a loop is not), a link whose target
         is elsewhere is not, unless ``follow_links``; a link not followed is
         skipped and reported like an unreadable file (``on_error``).
-        ``commit=True`` saves a generation every :attr:`commit_docs` documents or
-        :attr:`commit_seconds` seconds and at the end (a store with a directory
+        ``commit=True`` saves a generation every ``writer.commit_docs`` documents or
+        ``commit_seconds`` seconds and at the end (a store with a directory
         only), so an interruption loses at most the documents since the last
         commit; otherwise changes are in memory until :meth:`save`. Raises
         :class:`EmptyInputError` when no document is given.
@@ -327,7 +327,7 @@ class Index:
                              "(to add documents to an index, call its add())")
         writer = self._writing()
         if progress is not None:
-            writer.progress = progress
+            writer.progress = self._corpus.progress = progress
         docs, hashes = writer.collect(sources, existing=existing, on_error=on_error, encoding=encoding,
                                       follow_links=bool(follow_links))
         if llm_max_failed is not None:
@@ -346,10 +346,10 @@ class Index:
         The components join the recorded pipeline, so later :meth:`add` calls
         run them too. A component already in the pipeline raises
         :class:`ConfigError`, unless an interrupted :meth:`extend` left it with
-        documents still to do (:meth:`pending`): then it resumes on those only.
+        documents still to do (``index.store.pipeline.pending(kind, name)``): then it resumes on those only.
 
         ``commit=True`` (with a store directory) runs each component on
-        :attr:`commit_docs` documents at a time and saves after each batch,
+        ``writer.commit_docs`` documents at a time and saves after each batch,
         recording the documents still to do in the manifest, so a kill or
         Ctrl-C loses at most one batch.
 
@@ -440,14 +440,14 @@ class Index:
 
         ``k``: at most this many items (default 5 without a budget).
         ``budget``: fill a context of this many characters instead, from the
-        top ``k`` items (when given; otherwise as many as :meth:`depth_for`
+        top ``k`` items (when given; otherwise as many as :meth:`Corpus.depth_for <momoka.methods.context.Corpus.depth_for>`
         reads). With ``assemble`` (default) the context is assembled
         (:mod:`momoka.methods.assemble`, its default widening rule):
         touching hits merged with the whitespace between them, a hit widened
         to its paragraph where the rule says, the first item that does not
         fit cut to its sentences that best match the query, later ones
         skipped, no character twice (``result.fit(budget,
-        assemble=index.assembler(cap, min_hits=..., extra=..., trim=...))`` for other
+        assemble=index.corpus.assembler(cap, min_hits=..., extra=..., trim=...))`` for other
         settings); ``assemble=False`` keeps the longest prefix of the ranking that
         fits. ``doc_ids`` restricts the search to these documents; ``where``
         filters on metadata before the budget is filled (``{"type": "pdf",
