@@ -21,7 +21,7 @@ import os
 import posixpath
 import time
 import warnings
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import registry, settings
@@ -167,6 +167,9 @@ class IndexWriter:
         self.llm_max_failed: float | None = None
         #: What the last :meth:`add` did.
         self.report = Report()
+        #: Called after :meth:`optimize` changed the store's segments (the index's read side forgets what it
+        #: built over them); None: nothing to tell.
+        self.changed: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ parts
 
@@ -241,7 +244,11 @@ class IndexWriter:
         of deleted chunks leaves the store and each dense view has one HNSW graph.
         """
         self._store.ensure_writable()
-        return self._store.merge(everything=True)
+        try:
+            return self._store.merge(everything=True)
+        finally:
+            if self.changed is not None:
+                self.changed()
 
     # ------------------------------------------------------------------ add
 

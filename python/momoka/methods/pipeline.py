@@ -413,6 +413,7 @@ class Index:
             self._writer = IndexWriter(spec if spec is not None else self._store.pipeline, self._store,
                                        self._corpus.embedding, chunker=self._chunker, components=self._components,
                                        progress=self._progress)
+            self._writer.changed = self._corpus.forget
         return self._writer
 
     def _use(self, store: Store) -> None:
