@@ -41,7 +41,6 @@ from momoka import Index  # noqa: E402
 from momoka.eval import load_dataset, paired_bootstrap  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
 from momoka.methods.base import DEFAULT_BUDGET  # noqa: E402
-from momoka.methods.context import Corpus  # noqa: E402
 from momoka.methods.ets import candidate_sentences  # noqa: E402
 from momoka.registry import create  # noqa: E402
 from momoka.store.bm25 import BM25  # noqa: E402
@@ -79,7 +78,7 @@ def score_selection(spans: list[tuple], gold: list[tuple], mode: str) -> dict:
 
 
 def run_set(name: str, ix, qs, field: str, mode: str, limit: int | None, hybrid: dict) -> list[dict]:
-    refiner = create("refiner", "ets", embedder=ix.corpus.embedder, corpus=Corpus(ix), policy="offline", budget=None)
+    refiner = create("refiner", "ets", embedder=ix.corpus.embedder, corpus=ix.corpus, policy="offline", budget=None)
     retriever = ix.corpus.retriever("hybrid", **hybrid)
     asm = ix.corpus.assembler()
     depth = ix.corpus.depth_for(DEFAULT_BUDGET)

@@ -390,7 +390,7 @@ def test_llm_key_chunk_step_keeps_the_pages_the_model_names(tmp_path):
 
     ix = _build(tmp_path)
     q = "Who kept the lighthouse lamp burning?"
-    offline = JerrRetriever(ix, backend="offline").retrieve(q, 3)
+    offline = JerrRetriever(ix.corpus, backend="offline").retrieve(q, 3)
     assert offline.stats["key_chunks"].startswith("keywords (no LLM") and len(offline) == 2
     answers = iter(["I want to look up Page [2] to see who kept the lamp.", "I need no page."])
     with ScriptedServer(lambda body, i: Reply(next(answers))) as srv:
@@ -426,7 +426,7 @@ def test_look_up_estimate_is_the_request_made(tmp_path):
 
     ix = _build(tmp_path)
     q = "Who kept the lighthouse lamp burning?"
-    assert JerrRetriever(ix, backend="offline").estimate(q, 3) == {
+    assert JerrRetriever(ix.corpus, backend="offline").estimate(q, 3) == {
         "per": "question", "backend": "offline", "llm_calls": 0, "look_up": "skipped (offline)"}
 
     class NoEndpoint:  # a client with no base_url (the local model): never called by an estimate

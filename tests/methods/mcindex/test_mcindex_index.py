@@ -140,7 +140,7 @@ def test_llm_backend_uses_the_paper_prompts_and_records_the_model(env):
         bodies = srv.chat_bodies()
         ids = ix.store.chunks.ids()
         # the fallback (Cooling) is not cached: asked again here
-        kw_texts = {ix.store.chunks.get(c).section[-1]: t for c, t in zip(ids, kw.view_texts(ix, ids))}
+        kw_texts = {ix.store.chunks.get(c).section[-1]: t for c, t in zip(ids, kw.view_texts(ix.corpus, ids))}
     first = bodies[0]["messages"][-1]["content"]
     assert "Section Name:" in first and "Do not output anything else" in first or "summarization" in first
     assert kw_texts["Reactor"] == "reactor core, steam turbine"
