@@ -395,7 +395,7 @@ def test_llm_key_chunk_step_keeps_the_pages_the_model_names(tmp_path):
     answers = iter(["I want to look up Page [2] to see who kept the lamp.", "I need no page."])
     with ScriptedServer(lambda body, i: Reply(next(answers))) as srv:
         llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
-        ret = JerrRetriever(ix, backend="auto", llm=llm)
+        ret = JerrRetriever(ix.corpus, backend="auto", llm=llm)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a usable answer: no warning
             res = ret.retrieve(q, 3)
@@ -433,11 +433,11 @@ def test_look_up_estimate_is_the_request_made(tmp_path):
         def complete(self, *a, **kw):
             raise AssertionError("called")
 
-    local = JerrRetriever(ix, backend="llm", llm=NoEndpoint()).estimate(q, 3)
+    local = JerrRetriever(ix.corpus, backend="llm", llm=NoEndpoint()).estimate(q, 3)
     assert local["llm_calls"] == 0 and local["endpoint"] is None and local["nodes_found"] >= 1
     with ScriptedServer(lambda body, i: Reply("I want to look up Page [1].")) as srv:
         llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
-        ret = JerrRetriever(ix, backend="auto", llm=llm, max_tokens=40)
+        ret = JerrRetriever(ix.corpus, backend="auto", llm=llm, max_tokens=40)
         est = ret.estimate(q, 3)
         assert srv.count == 0
         res = ret.retrieve(q, 3)
@@ -462,4 +462,4 @@ def test_retriever_bad_options(tmp_path):
     for kw in ({"variant": "magic"}, {"backend": "cloud"}, {"simulations": -1}, {"max_pages": 0},
                {"direction": "up"}, {"method": "bfs"}):
         with pytest.raises(ConfigError, match=next(iter(kw))):
-            JerrRetriever(ix, **kw)
+            JerrRetriever(ix.corpus, **kw)
