@@ -84,7 +84,7 @@ def _spans(ix):
 
 def assert_same_store(ix, ref, views=("raw", "titled")):
     """Same chunk ids, spans and texts; same vectors (float tolerance) in ``views``; same titles and hashes."""
-    assert sorted(ix.corpus.doc_ids) == sorted(ref.doc_ids)
+    assert sorted(ix.corpus.doc_ids) == sorted(ref.corpus.doc_ids)
     assert list(ix.store.chunks.ids()) == list(ref.store.chunks.ids())
     assert _spans(ix) == _spans(ref)
     ids = ref.store.chunks.ids()
@@ -92,7 +92,7 @@ def assert_same_store(ix, ref, views=("raw", "titled")):
     for v in views:
         a, b = ix.store.vector_view(v).get(ids), ref.store.vector_view(v).get(ids)
         np.testing.assert_allclose(a, b, atol=1e-6)
-    for d in ref.doc_ids:
+    for d in ref.corpus.doc_ids:
         if "titled" in views:
             assert ix.store.documents[d].metadata["momoka_title"] == ref.store.documents[d].metadata["momoka_title"]
         assert ix.store.documents[d].sha256 == ref.store.documents[d].sha256
@@ -150,7 +150,7 @@ def test_ray_build_with_every_component_equals_single_process(cluster, corpus, c
     for r in b.store.relations:
         ra, rb = a.store.relation(r), b.store.relation(r)
         assert ra.rows() == rb.rows() and all(ra.get(c).tolist() == rb.get(c).tolist() for c in ra.rows()), r
-    for d in b.doc_ids:  # the same records (first_entity, first_edge renumbered), but for the time taken
+    for d in b.corpus.doc_ids:  # the same records (first_entity, first_edge renumbered), but for the time taken
         ra, rb = (dict(x.store.documents[d].metadata["jerr"]) for x in (a, b))
         assert ra.pop("seconds") >= 0 and rb.pop("seconds") >= 0 and ra == rb
     for r in registry.available("retriever"):
