@@ -165,15 +165,21 @@ def test_progress_flag_refuses_an_unknown_word(monkeypatch):
 
 def test_commit_settings_of_a_new_index(monkeypatch):
     """Regression: MOMOKA_COMMIT_DOCS=many was a bare ValueError."""
-    from momoka.methods.pipeline import Index
+    from momoka.methods.index_writer import IndexWriter
+    from momoka.methods.indexer import Embedding
+    from momoka.store.store import Store
+
+    def writer():  # an index's writer over a new in-memory store: the settings are read as it is made
+        st = Store.create(None)
+        return IndexWriter(st.pipeline, st, Embedding(st, None))
 
     monkeypatch.setenv("MOMOKA_COMMIT_DOCS", "7")
     monkeypatch.setenv("MOMOKA_COMMIT_SECONDS", "2.5")
-    ix = Index(None)  # the settings are read before the store is used
-    assert (ix.commit_docs, ix.commit_seconds) == (7, 2.5)
+    w = writer()
+    assert (w.commit_docs, w.commit_seconds) == (7, 2.5)
     monkeypatch.setenv("MOMOKA_COMMIT_DOCS", "many")
     with pytest.raises(ConfigError, match="MOMOKA_COMMIT_DOCS must be a positive integer, not 'many'"):
-        Index(None)
+        writer()
 
 
 def test_bad_device_variable_is_named(monkeypatch):

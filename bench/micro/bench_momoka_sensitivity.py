@@ -42,7 +42,7 @@ def sensitivity(data_dir: Path, name: str, limit: int) -> tuple[str, list[dict]]
             if ix.store.has_relation("paths"):
                 ix.store.remove_artifact("relation", "paths")
             t0 = time.perf_counter()
-            PathRelator("embedding", iterations=it, rollout=ro, progress=False).relate(ix, ix.doc_ids)
+            PathRelator("embedding", iterations=it, rollout=ro, progress=False).relate(ix, ix.corpus.doc_ids)
             paths_s = time.perf_counter() - t0
             rel = ix.store.relation("paths")
             lens = [len(rel.get(c)) for c in ix.store.chunks.ids()]

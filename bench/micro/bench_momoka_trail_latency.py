@@ -32,7 +32,7 @@ def test_trail_latency(benchmark, shared_data):
     build_s = time.perf_counter() - t0
     rel = ix.store.relation("paths")
     firsts = []
-    for d in ix.doc_ids:
+    for d in ix.corpus.doc_ids:
         ids = ix.store.documents[d].chunk_ids
         pos = {c: i for i, c in enumerate(ids)}
         firsts += [(i, pos[int(rel.get(c)[0])]) for i, c in enumerate(ids) if len(rel.get(c))]

@@ -427,7 +427,7 @@ def measure(work: Path, size: str, n: int, peers_too: bool = True) -> dict:
     for q in qs:
         ix.search(q, budget=BUDGET)
     rss_warm = rss_mb()
-    k = ix.depth_for(BUDGET)
+    k = ix.corpus.depth_for(BUDGET)
     modes = {"bm25": dict(retriever="bm25", assemble=False), "dense": dict(retriever="dense", assemble=False),
              "hybrid": dict(retriever="hybrid", assemble=False), "default": {}}
     times: dict[str, list[float]] = {m: [] for m in modes}
@@ -458,7 +458,7 @@ def measure(work: Path, size: str, n: int, peers_too: bool = True) -> dict:
 
     ids, texts = indexed_texts(ix)
     vv = ix.store.vector_view("raw")
-    emb = ix.embedding.for_view("raw")
+    emb = ix.corpus.embedding.for_view("raw")
     peers: dict = {}
     b, bm = bm25s_peer(texts, qs, k)
     peers["bm25s"] = b
@@ -506,7 +506,7 @@ def measure(work: Path, size: str, n: int, peers_too: bool = True) -> dict:
             return np.array([[x for _, x in hits[:k]]]), np.array([[d for d, _ in hits[:k]]])
 
     h = Graphs()
-    qv_all = ix.embed_queries(qs)
+    qv_all = ix.corpus.embed_queries(qs)
     recall = np.mean([len({c for c, _ in vv.search(v, k)} & set(h.knn_query(v[None, :], k=k)[0][0].tolist())) / k
                       for v in qv_all[:50]])
     d_times, p1_times = [], []

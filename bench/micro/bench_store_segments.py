@@ -322,15 +322,15 @@ def child(args) -> dict:
         result["segments"] = segments_of(index)
         log(f"{args.label}: queries on {result['segments']} segment(s)")
         result["latency"] = query_latency(index, qs)
-        if hasattr(index, "optimize"):
+        if hasattr(index, "writer"):
             io0, t0 = proc_io(), time.perf_counter()
             try:
-                index.optimize()
+                index.writer.optimize()
             except Exception as exc:  # a read-only reader may not merge: do it as the writer
                 log(f"{args.label}: optimize on the reader failed ({exc!r}); optimizing as the writer")
                 index.close()
                 w = Index.open(path, embedder=emb, writable=True)
-                w.optimize()
+                w.writer.optimize()
                 w.close()
                 index = Index.open(path, embedder=emb)
             result["optimize"] = {"seconds": time.perf_counter() - t0, "write_bytes": _written(io0, proc_io())}

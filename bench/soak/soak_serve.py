@@ -112,7 +112,7 @@ def writer(args: argparse.Namespace) -> int:
     def commit(ix, kind: str) -> None:
         ix.save()
         _log(log, {"event": "commit", "kind": kind, "generation": int(ix.store.manifest["generation"]),
-                   "doc_ids": sorted(ix.doc_ids), "t": time.time(), "pid": os.getpid()})
+                   "doc_ids": sorted(ix.corpus.doc_ids), "t": time.time(), "pid": os.getpid()})
 
     ix = Index.open(store, writable=True, progress=False)  # resumes where the last writer's commit left it
     pending = [d for d in docs if d["doc_id"] not in ix]
@@ -121,7 +121,7 @@ def writer(args: argparse.Namespace) -> int:
     while time.time() < args.until:
         t_next = time.time() + args.commit_every
         n += 1
-        scratch = [d for d in ix.doc_ids if d.startswith(SCRATCH)]
+        scratch = [d for d in ix.corpus.doc_ids if d.startswith(SCRATCH)]
         if scratch:  # the compaction: delete, save
             ix.delete(scratch)
             commit(ix, "compact")
@@ -371,7 +371,7 @@ def run(args: argparse.Namespace) -> dict:
 
     ix = Index.build(docs[: args.batch], store=store, embedder=None, progress=False)  # the first commit
     _log(log, {"event": "commit", "kind": "build", "generation": int(ix.store.manifest["generation"]),
-               "doc_ids": sorted(ix.doc_ids), "t": time.time()})
+               "doc_ids": sorted(ix.corpus.doc_ids), "t": time.time()})
     ix.close()
     srv = subprocess.Popen([sys.executable, "-m", "momoka", "serve", str(store), "--port", "0", "--retriever", "bm25",
                             "--poll", str(args.poll), "--workers", str(args.workers),

@@ -67,7 +67,7 @@ def main() -> int:
         ix = Index.open(store) if (store / "manifest.json").exists() else Index.build(ds.documents, store=store)
         print(f"store: {len(ix)} documents ({time.perf_counter() - t0:.1f} s to open or build); "
               f"{len(questions)} questions; retriever {a.retriever}, budget {a.budget} characters")
-        evidence = EvidenceReader(ix.embedder, max_context_chars=a.budget)
+        evidence = EvidenceReader(ix.corpus.embedder, max_context_chars=a.budget)
         gen = LLMReader(LocalClient(cache=False, progress=False), max_context_chars=a.budget) if a.gen_limit else None
         recs = []
         gen_wall = gen_cpu = 0.0

@@ -41,7 +41,6 @@ from momoka import Index  # noqa: E402
 from momoka.eval import load_dataset, paired_bootstrap  # noqa: E402
 from momoka.eval.datasets import find_shared_data  # noqa: E402
 from momoka.methods.base import DEFAULT_BUDGET  # noqa: E402
-from momoka.methods.context import Corpus  # noqa: E402
 from momoka.methods.ets import candidate_sentences  # noqa: E402
 from momoka.registry import create  # noqa: E402
 from momoka.store.bm25 import BM25  # noqa: E402
@@ -79,10 +78,10 @@ def score_selection(spans: list[tuple], gold: list[tuple], mode: str) -> dict:
 
 
 def run_set(name: str, ix, qs, field: str, mode: str, limit: int | None, hybrid: dict) -> list[dict]:
-    refiner = create("refiner", "ets", embedder=ix.embedder, corpus=Corpus(ix), policy="offline", budget=None)
-    retriever = ix.retriever("hybrid", **hybrid)
-    asm = ix.assembler()
-    depth = ix.depth_for(DEFAULT_BUDGET)
+    refiner = create("refiner", "ets", embedder=ix.corpus.embedder, corpus=ix.corpus, policy="offline", budget=None)
+    retriever = ix.corpus.retriever("hybrid", **hybrid)
+    asm = ix.corpus.assembler()
+    depth = ix.corpus.depth_for(DEFAULT_BUDGET)
     out = []
     for q in qs[:limit]:
         gold = gold_units(q, field)
@@ -91,7 +90,7 @@ def run_set(name: str, ix, qs, field: str, mode: str, limit: int | None, hybrid:
         refined = refiner.refine(q.question, ctx)
         wall = time.perf_counter() - t
         ets = [(m.doc_id, m.start, m.end) for it in refined for m in it.members]
-        sents = candidate_sentences(q.question, result=ctx, embedder=ix.embedder, n=10 ** 9)
+        sents = candidate_sentences(q.question, result=ctx, embedder=ix.corpus.embedder, n=10 ** 9)
         k, chars = len(ets), sum(e - s for _, s, e in ets)
         dense = sorted(range(len(sents)), key=lambda i: (-sents[i].score, i))
         bm = BM25(stem=True, stopwords="english")

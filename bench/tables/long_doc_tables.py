@@ -128,8 +128,8 @@ def main(argv=None) -> int:
                 t1 = time.perf_counter()
                 # as momoka eval scores: the ranking read deep enough, assembled at the budget, strictly (an
                 # item longer than the whole budget is not kept first)
-                ranked = ix.search_batch([q.question for q in qs], ix.depth_for(DEFAULT_BUDGET), retriever, **opts)
-                asm = ix.assembler()
+                ranked = ix.search_batch([q.question for q in qs], ix.corpus.depth_for(DEFAULT_BUDGET), retriever, **opts)
+                asm = ix.corpus.assembler()
                 res = [r.fit(DEFAULT_BUDGET, keep_first=False, assemble=asm) for r in ranked]
                 ms = 1000 * (time.perf_counter() - t1) / len(qs)
                 spans = {q.qid: r.spans() for q, r in zip(qs, ranked)}

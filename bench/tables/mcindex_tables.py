@@ -103,9 +103,9 @@ def run_set(name: str, n_docs, n_q, llm: bool) -> dict:
     t0 = time.perf_counter()
     ix = Index.build(docs, chunker="sections", enrich=enrich)
     rep["build"]["MC-indexing"] = {"chunks": ix.store.n_chunks, "seconds": round(time.perf_counter() - t0, 1),
-                                   "views": {c["name"]: c.get("settings") for c in ix.pipeline["enrich"]},
+                                   "views": {c["name"]: c.get("settings") for c in ix.corpus.pipeline["enrich"]},
                                    "sources": {v: ix.store.vector_view(v).source for v in ix.store.vector_views}}
-    emb = ix.embedder
+    emb = ix.corpus.embedder
     _, over = emb.tokenize([ix.store.chunks.text(c) for c in ix.store.chunks.ids()])
     rep["build"]["MC-indexing"]["raw_over_window"] = int(over)
     for be in ("dense", "bm25"):

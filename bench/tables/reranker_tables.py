@@ -39,7 +39,7 @@ from momoka.eval import load_dataset, paired_bootstrap  # noqa: E402
 def rerank_rows(ds, qs, ix, depth: int, rerankers: dict) -> dict:
     """One row per reranker: the hybrid candidates reordered, scored at the budget."""
     texts = [q.question for q in qs]
-    res = ix.retriever("hybrid", fusion="convex", dense_weight=0.6).retrieve_batch(texts, depth)
+    res = ix.corpus.retriever("hybrid", fusion="convex", dense_weight=0.6).retrieve_batch(texts, depth)
     spans = [r.spans() for r in res]
     passages = [[it.text for it in r] for r in res]
     rows = {"none (hybrid order)": rt.score({q.qid: s for q, s in zip(qs, spans)}, qs, ds.evidence_mode)}

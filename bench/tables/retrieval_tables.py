@@ -227,7 +227,7 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
     try:
         for label, name, opts in variants:
             t1 = time.perf_counter()
-            res = ix.retriever(name, **opts).retrieve_batch(texts, ix.depth_for(BUDGET))
+            res = ix.corpus.retriever(name, **opts).retrieve_batch(texts, ix.corpus.depth_for(BUDGET))
             dt = (time.perf_counter() - t1) / len(qs)
             row = score({q.qid: r.spans() for q, r in zip(qs, res)}, qs, mode)
             row["ms_per_question"] = 1000 * dt
@@ -235,7 +235,7 @@ def momoka_rows(ds, qs, mode: str, size: int, stores: Path, variants, trail: boo
             if not trail and label == DEFAULT_VARIANT:
                 out.update(assembled_rows(ix, qs, mode, res, row))
             elif not trail and label in {v[0] for v in COVERAGE_VARIANTS + LINK_VARIANTS + DOCUMENT_VARIANTS}:  # the default rule
-                fitted = [r.fit(BUDGET, keep_first=False, assemble=ix.assembler()) for r in res]
+                fitted = [r.fit(BUDGET, keep_first=False, assemble=ix.corpus.assembler()) for r in res]
                 out[f"{label} assembled"] = score({q.qid: r.spans() for q, r in zip(qs, fitted)}, qs, mode)
         out["_store"] = {"chunks": ix.store.n_chunks, "open_or_build_seconds": built}
     finally:
@@ -250,7 +250,7 @@ def assembled_rows(ix, qs, mode: str, res: list, plain: dict) -> dict:
     rules = [("", DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_TRIM)] + \
         [(f" {label}", c, h, x, t) for label, c, h, x, t in ASSEMBLE_RULES]
     for label, cap, min_hits, extra, trim in rules:
-        asm = ix.assembler(cap, min_hits=min_hits, extra=extra, trim=trim)
+        asm = ix.corpus.assembler(cap, min_hits=min_hits, extra=extra, trim=trim)
         t = time.perf_counter()
         fitted = [r.fit(BUDGET, keep_first=False, assemble=asm) for r in res]
         dt = (time.perf_counter() - t) / len(qs)

@@ -11,7 +11,7 @@ Every component is registered by kind and name, in the package that defines it::
     create("retriever", "my-retriever", corpus, k1=2)
 
 Factories of retrievers take a :class:`~momoka.methods.context.Corpus` first (what a
-retriever may read of an index; :meth:`momoka.Index.retriever` gives it); the others
+retriever may read of an index; :meth:`Corpus.retriever <momoka.methods.context.Corpus.retriever>` gives it); the others
 take keyword options only. :mod:`momoka.chunking` registers the classic chunkers
 (``create("chunker", "recursive", size=200)``), each method package its own components.
 
@@ -140,7 +140,7 @@ def register(kind: str, name: str, *, summary: str = "", requires: dict | None =
     ``produces`` (enrichers, relators) and ``needs`` (retrievers): the store
     artifacts it writes or reads, as keys ``"KIND/NAME"`` (KIND one of
     :data:`ARTIFACT_KINDS`), a tuple or a function of the options; a retriever
-    whose needs the store lacks is refused by :meth:`momoka.Index.retriever`
+    whose needs the store lacks is refused by :meth:`Corpus.retriever <momoka.methods.context.Corpus.retriever>`
     with an error naming the ``--enrich``/``--relate`` that produces them
     (:func:`missing`). ``defaults``: options passed to the
     factory unless the caller gives them (how an alias such as ``mm`` fixes the

@@ -20,7 +20,7 @@ What a client can cost is bounded (:class:`QueryServer`'s ``max_body``,
 ``read_timeout``, ``idle_timeout``, ``max_connections``, ``workers`` and
 ``queue``, enforced by the HTTP layer), and so is what the server keeps per
 request: each snapshot keeps at most ``max_retrievers`` built retrievers
-(one per retriever and ``options``; :attr:`momoka.Index.max_retrievers`),
+(one per retriever and ``options``; :attr:`momoka.Index.corpus`'s ``max_retrievers``),
 least recently used dropped first. ``token``: a bearer token every request
 must send, compared in constant time; required to bind an address that is
 not loopback (the CLI takes it from ``--token`` or ``MOMOKA_SERVE_TOKEN``).
@@ -174,7 +174,7 @@ class QueryServer:
         self._lock = threading.Lock()
         self._seen: tuple | None = None  # (inode, mtime, size) of the manifest last read
         self._snapshot = self._open()
-        self._embedder = self._snapshot.index.embedder  # loaded once, shared by the snapshots to come
+        self._embedder = self._snapshot.index.corpus.embedder  # loaded once, shared by the snapshots to come
         self.refresh_error: str | None = None
         self.refreshes = 0
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="momoka-search")
@@ -194,7 +194,7 @@ class QueryServer:
     def _open(self) -> _Snapshot:
         stamp = self._manifest_stamp()
         ix = Index.open(self.path, embedder=self._embedder, progress=False)
-        ix.max_retrievers = self.max_retrievers
+        ix.corpus.max_retrievers = self.max_retrievers
         try:
             snap = _Snapshot(ix)
             if snap.documents:
@@ -282,7 +282,7 @@ class QueryServer:
             k, budget = self.k, self.budget
         options = {**self.options.get(retriever, {}), **options}
         try:  # built (or found in the snapshot's cache) here, so a bad option value is told from a failing search
-            snap.index.retriever(retriever, **options)
+            snap.index.corpus.retriever(retriever, **options)
         except (TypeError, ValueError, OverflowError) as exc:
             names = ", ".join(sorted(options))
             raise InputError(f"retriever {retriever!r}: a bad value among its options {names[:200]}: "
@@ -313,7 +313,7 @@ class QueryServer:
         return {"status": "ok", "store": str(self.path), "generation": snap.generation, "documents": snap.documents,
                 "chunks": snap.chunks, "retriever": self.retriever, "refreshes": self.refreshes,
                 "refresh_error": self.refresh_error, "in_flight": self._pending,
-                "retrievers_cached": snap.index.cached_retrievers, "max_retrievers": self.max_retrievers,
+                "retrievers_cached": snap.index.corpus.cached_retrievers, "max_retrievers": self.max_retrievers,
                 "connections": http.connections, "max_connections": http.max_connections,
                 "max_body": http.max_body, "read_timeout": http.read_timeout, "idle_timeout": http.idle_timeout,
                 "refused": dict(http.stats), "auth": self._token is not None}

@@ -118,9 +118,9 @@ SETTINGS: dict[str, Setting] = _table(
             "distributed (Ray) build", "momoka.methods.distributed", minimum=1),
     # indexing and the store
     Setting("MOMOKA_COMMIT_DOCS", "int", 256, "documents an `add(..., commit=True)` indexes between two saved "
-            "generations", "momoka.methods.pipeline", minimum=1),
+            "generations", "momoka.methods.index_writer", minimum=1),
     Setting("MOMOKA_COMMIT_SECONDS", "float", 60.0, "seconds after which such an add saves a generation "
-            "(whichever of the two comes first)", "momoka.methods.pipeline", minimum=0, unit="seconds"),
+            "(whichever of the two comes first)", "momoka.methods.index_writer", minimum=0, unit="seconds"),
     Setting("MOMOKA_MERGE_FACTOR", "int", 10, "segments of one level merged into one after a commit",
             "momoka.store.segments", minimum=2),
     Setting("MOMOKA_MERGE_BACKGROUND", "flag", True, "merges of segments run in a background thread of the "

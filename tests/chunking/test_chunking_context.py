@@ -74,13 +74,13 @@ def test_the_index_searches_headers_and_returns_chunk_text(tmp_path):
         cid = res.items[0].members[0].chunk_id
         assert st.chunks.get(cid).metadata["header"] == "Phineas and Ferb"
         # the stored vector is the embedding of header + newline + text (computed here by the embedder itself)
-        want = np.asarray(ix.embedder.embed(["Phineas and Ferb\n" + st.chunks.get(cid).text]))[0]
+        want = np.asarray(ix.corpus.embedder.embed(["Phineas and Ferb\n" + st.chunks.get(cid).text]))[0]
         got = st.vector_view("raw").get(np.array([cid]))[0]
         assert float(np.dot(want, got) / np.linalg.norm(want) / np.linalg.norm(got)) > 0.999
         # a new version of the document keeps that chunk: its vector (of the same header and text) is reused
         new = dict(_docs()[0], text=_docs()[0]["text"] + "\n\n" + " ".join(f"Episode {i} aired." for i in range(60)))
         ix.add([new], existing="replace")
-        assert ix.report["reused"] >= 1 and ix.report["embedded"] >= 1
+        assert ix.report.reused >= 1 and ix.report.embedded >= 1
     with momoka.Index.build(_docs(), store=tmp_path / "plain", progress=False, headers=False) as ix:
         assert ix.store.bm25_view("raw").source["text"] == "chunk"
         assert not ix.search("phineas", retriever="bm25", k=1).items  # the chunk alone does not name it

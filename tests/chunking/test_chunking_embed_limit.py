@@ -144,16 +144,16 @@ def test_build_records_the_limit_and_old_stores_keep_theirs(embedder, tmp_path):
     room = embedder.max_length - HEADER_TOKENS  # the chunk's share: its header is embedded with it
     with momoka.Index.build([md], store=tmp_path / "new", embedder=embedder, progress=False) as ix:
         assert ix.store.manifest["chunker"]["params"]["max_embed_tokens"] == room
-        assert ix.embedding.last_truncated == 0
+        assert ix.corpus.embedding.last_truncated == 0
     with momoka.Index.open(tmp_path / "new", embedder=embedder) as ix:  # re-read from the manifest
-        assert ix.chunker.max_embed_tokens == room
+        assert ix.writer.chunker.max_embed_tokens == room
     with momoka.Index.build([md], embedder=embedder, progress=False, headers=False) as ix:  # chunks alone: all of it
-        assert ix.chunker.max_embed_tokens == embedder.max_length
+        assert ix.writer.chunker.max_embed_tokens == embedder.max_length
     # a store built before the option: new documents are chunked as before (no limit recorded, none used)
     old = tmp_path / "old"
     shutil.copytree(REPO / "tests" / "store" / "data" / "store-v3-notails", old)
     with momoka.Index.open(old) as ix:
-        assert ix.chunker.max_embed_tokens is None and "max_embed_tokens" not in ix.chunker.params()
+        assert ix.writer.chunker.max_embed_tokens is None and "max_embed_tokens" not in ix.writer.chunker.params()
 
 
 def test_cli_index_no_longer_warns(tmp_path, capsys):

@@ -196,21 +196,21 @@ QUERIES = ["where is the lighthouse and who keeps it?", "which battle occurred f
      DEFAULT_ASSEMBLE_TRIM_FILL)])
 def test_assembled_search_matches_the_reference(corpus, budget, cap, min_hits, extra, trim, fill):
     ix, texts, chunks = corpus
-    asm = ix.assembler(cap, min_hits=min_hits, extra=extra, trim=trim, trim_fill=fill)
+    asm = ix.corpus.assembler(cap, min_hits=min_hits, extra=extra, trim=trim, trim_fill=fill)
     bm = ix.store.bm25_view("raw").index
     for q in QUERIES:
-        ranked = ix.search(q, k=ix.depth_for(budget), retriever="bm25")
+        ranked = ix.search(q, k=ix.corpus.depth_for(budget), retriever="bm25")
         check(ranked.fit(budget, assemble=asm), ranked, budget, cap, texts, chunks, min_hits=min_hits, extra=extra,
               trim=trim, bm=bm, fill=fill)
 
 
 def test_assembly_widens_and_merges_on_real_documents(corpus):
     ix, texts, chunks = corpus
-    ranked = [ix.search(q, k=ix.depth_for(5000), retriever="bm25") for q in QUERIES]
-    outs = [r.fit(5000, assemble=ix.assembler(2500)) for r in ranked]
+    ranked = [ix.search(q, k=ix.corpus.depth_for(5000), retriever="bm25") for q in QUERIES]
+    outs = [r.fit(5000, assemble=ix.corpus.assembler(2500)) for r in ranked]
     assert sum(o.stats["assembled_widened"] for o in outs) > 0              # the cases the reference checks occur
     assert sum(o.stats["assembled_merged"] for o in outs) > 0
-    assert sum(r.fit(1500, assemble=ix.assembler(trim=1, trim_fill=0)).stats["assembled_trimmed"] for r in ranked) > 0
+    assert sum(r.fit(1500, assemble=ix.corpus.assembler(trim=1, trim_fill=0)).stats["assembled_trimmed"] for r in ranked) > 0
     default = [ix.search(q, budget=5000, retriever="bm25") for q in QUERIES]
     assert all(o.stats["assembled_cap"] == DEFAULT_ASSEMBLE_CAP and "assembled_merged" in o.stats for o in default)
     plain = [ix.search(q, budget=5000, retriever="bm25", assemble=False) for q in QUERIES]
@@ -220,15 +220,15 @@ def test_assembly_widens_and_merges_on_real_documents(corpus):
 def test_search_default_is_the_assembled_fit(corpus):
     ix, _, _ = corpus
     q = QUERIES[0]
-    ranked = ix.search(q, k=ix.depth_for(2000), retriever="bm25")
+    ranked = ix.search(q, k=ix.corpus.depth_for(2000), retriever="bm25")
     items = lambda r: r.to_dict()["items"]  # noqa: E731 (stats hold timings)
-    assert items(ix.search(q, budget=2000, retriever="bm25")) == items(ranked.fit(2000, assemble=ix.assembler()))
+    assert items(ix.search(q, budget=2000, retriever="bm25")) == items(ranked.fit(2000, assemble=ix.corpus.assembler()))
     assert items(ix.search(q, budget=2000, retriever="bm25", assemble=False)) == items(ranked.fit(2000))
 
 
 def test_parent_is_the_paragraph_by_a_scan(corpus):
     ix, _, chunks = corpus
-    asm = ix.assembler()
+    asm = ix.corpus.assembler()
     for cid, c in chunks.items():
         want = sorted((i for i, o in chunks.items() if o.doc_id == c.doc_id and o.paragraph == c.paragraph),
                       key=lambda i: chunks[i].start)
@@ -238,12 +238,12 @@ def test_parent_is_the_paragraph_by_a_scan(corpus):
 
 def test_assembler_follows_the_chunk_table(corpus, tmp_path):
     ix, _, _ = corpus
-    assert ix.assembler() is ix.assembler() and ix.assembler(2500) is not ix.assembler()
-    assert ix.assembler(extra=0) is not ix.assembler() and ix.assembler(min_hits=1) is not ix.assembler()
+    assert ix.corpus.assembler() is ix.corpus.assembler() and ix.corpus.assembler(2500) is not ix.corpus.assembler()
+    assert ix.corpus.assembler(extra=0) is not ix.corpus.assembler() and ix.corpus.assembler(min_hits=1) is not ix.corpus.assembler()
     small = Index.build([Document.from_text("One two.\n\nThree four.", doc_id="a")], embedder=None, progress=False)
-    before = small.assembler()
+    before = small.corpus.assembler()
     small.add([Document.from_text("Five six.", doc_id="b")])
-    assert small.assembler() is not before and small.assembler().parent(small.store.documents["b"].chunk_ids[0])
+    assert small.corpus.assembler() is not before and small.corpus.assembler().parent(small.store.documents["b"].chunk_ids[0])
 
 
 def _member(d, s, text):
@@ -294,41 +294,41 @@ def test_trimming_by_hand():
     try:
         (cid,) = ix.store.documents["a"].chunk_ids
         (ferry,) = ix.store.documents["b"].chunk_ids
-        res = ix.result("lighthouse keeper", [(cid, 1.0)], "t")
+        res = ix.corpus.result("lighthouse keeper", [(cid, 1.0)], "t")
         keeper = "The lighthouse keeper lives alone on the rock."         # both terms: the heaviest run
         assert len(keeper) == 46
-        out = res.fit(80, keep_first=False, assemble=ix.assembler(trim=1))
+        out = res.fit(80, keep_first=False, assemble=ix.corpus.assembler(trim=1))
         assert [m.text for it in out for m in it.members] == [keeper]   # runs 2-4 hold as much but are longer
         assert out[0].chunk_id == -1 and out[0].provenance["assembly"]["trimmed"] == [1]
         assert out.stats["assembled_trimmed"] == 1 and out.stats["assembled_skipped"] == 0
         assert text[out[0].start:out[0].end] == keeper
-        out = res.fit(100, keep_first=False, assemble=ix.assembler(trim=1))  # 46 of 100 left: below half
+        out = res.fit(100, keep_first=False, assemble=ix.corpus.assembler(trim=1))  # 46 of 100 left: below half
         assert len(out) == 0 and out.stats["assembled_skipped"] == 1 and out.stats["assembled_trimmed"] == 0
-        assert res.fit(100, keep_first=False, assemble=ix.assembler(trim=1, trim_fill=0.46))[0].text == keeper
-        out = res.fit(40, keep_first=False, assemble=ix.assembler(trim=1))   # only "keeper" fits
+        assert res.fit(100, keep_first=False, assemble=ix.corpus.assembler(trim=1, trim_fill=0.46))[0].text == keeper
+        out = res.fit(40, keep_first=False, assemble=ix.corpus.assembler(trim=1))   # only "keeper" fits
         assert [m.text for it in out for m in it.members] == ["The keeper lights the lamp at dusk."]
-        out = res.fit(30, keep_first=False, assemble=ix.assembler(trim=1))   # no run with a query term fits
+        out = res.fit(30, keep_first=False, assemble=ix.corpus.assembler(trim=1))   # no run with a query term fits
         assert len(out) == 0 and out.stats["assembled_skipped"] == 1 and out.stats["assembled_trimmed"] == 0
-        assert len(res.fit(80, keep_first=False, assemble=ix.assembler(trim=0))) == 0
-        assert ix.result("winter storms", [(cid, 1.0)], "t").fit(
-            40, keep_first=False, assemble=ix.assembler(trim=1))[0].text == "Storms come in winter."
-        assert len(ix.result("volcano", [(cid, 1.0)], "t").fit(80, keep_first=False,
-                                                               assemble=ix.assembler(trim=1))) == 0
-        out = res.fit(80, assemble=ix.assembler(trim=1))                    # keep-first: the best hit whole
+        assert len(res.fit(80, keep_first=False, assemble=ix.corpus.assembler(trim=0))) == 0
+        assert ix.corpus.result("winter storms", [(cid, 1.0)], "t").fit(
+            40, keep_first=False, assemble=ix.corpus.assembler(trim=1))[0].text == "Storms come in winter."
+        assert len(ix.corpus.result("volcano", [(cid, 1.0)], "t").fit(80, keep_first=False,
+                                                               assemble=ix.corpus.assembler(trim=1))) == 0
+        out = res.fit(80, assemble=ix.corpus.assembler(trim=1))                    # keep-first: the best hit whole
         assert out[0].n_chars == len(text) and out.stats["assembled_trimmed"] == 0
         # a run never holds text already taken: "Storms come in winter." is, so the run starts after it
         s0 = text.index("Storms")
         taken = Item((Member(-1, "a", s0, s0 + 22, text[s0:s0 + 22]),), 3.0, 1)
-        whole = ix.result("q", [(cid, 1.0)], "t").items[0]
+        whole = ix.corpus.result("q", [(cid, 1.0)], "t").items[0]
         both = Result("storms keeper lamp", (taken, Item(whole.members, 1.0, 2)), "t")
-        out = both.fit(22 + 60, keep_first=False, assemble=ix.assembler(trim=1))
+        out = both.fit(22 + 60, keep_first=False, assemble=ix.corpus.assembler(trim=1))
         assert [it.text for it in out] == ["Storms come in winter.", "The keeper lights the lamp at dusk."]
         assert out[1].provenance["assembly"]["trimmed"] == [2] and out[0].provenance["assembly"]["trimmed"] == []
         # only the first `trim` hits that do not fit are tried: the ferry (no query term) uses up trim=1
-        two = ix.result("lighthouse keeper", [(ferry, 2.0), (cid, 1.0)], "t")
-        out = two.fit(80, keep_first=False, assemble=ix.assembler(trim=1))
+        two = ix.corpus.result("lighthouse keeper", [(ferry, 2.0), (cid, 1.0)], "t")
+        out = two.fit(80, keep_first=False, assemble=ix.corpus.assembler(trim=1))
         assert len(out) == 0 and out.stats["assembled_skipped"] == 2
-        out = two.fit(80, keep_first=False, assemble=ix.assembler(trim=2))
+        out = two.fit(80, keep_first=False, assemble=ix.corpus.assembler(trim=2))
         assert [it.text for it in out] == [keeper] and out[0].provenance["assembly"]["trimmed"] == [2]
     finally:
         ix.close()
@@ -344,13 +344,13 @@ def test_the_bm25_index_is_looked_up_only_when_a_hit_does_not_fit(corpus):
 
     from momoka.methods.assemble import Assembler
 
-    asm = Assembler(ix.store.chunks, ix.results.member, terms=terms)
+    asm = Assembler(ix.store.chunks, ix.corpus.results.member, terms=terms)
     ranked = ix.search(QUERIES[0], k=3, retriever="bm25")
     asm(ranked, 10 ** 6)                                  # everything fits: a dense-only search loads no BM25
     assert calls == []
     out = asm(ranked, ranked[0].n_chars + 1, keep_first=False)   # the second hit does not fit
     assert len(calls) == 1 and out.stats["assembled_skipped"] + out.stats["assembled_trimmed"] >= 1
-    out = Assembler(ix.store.chunks, ix.results.member, terms=lambda: None)(ranked, 5)  # no index: none trimmed
+    out = Assembler(ix.store.chunks, ix.corpus.results.member, terms=lambda: None)(ranked, 5)  # no index: none trimmed
     assert out.stats["assembled_trimmed"] == 0 and out.stats["assembled_skipped"] == len(ranked) - 1
 
 
@@ -372,8 +372,8 @@ def test_random_rankings_match_the_reference(corpus, data):
     trim = data.draw(st.sampled_from([0, 1, 2, 5]))
     fill = data.draw(st.sampled_from([0.0, 0.5, 0.9]))
     query = data.draw(st.sampled_from(QUERIES))
-    res = ix.result(query, [(c, 1.0 - i / 100) for i, c in enumerate(picks)], "t")
-    out = res.fit(budget, keep_first=keep_first, assemble=ix.assembler(cap, min_hits=min_hits, extra=extra, trim=trim,
+    res = ix.corpus.result(query, [(c, 1.0 - i / 100) for i, c in enumerate(picks)], "t")
+    out = res.fit(budget, keep_first=keep_first, assemble=ix.corpus.assembler(cap, min_hits=min_hits, extra=extra, trim=trim,
                                                                        trim_fill=fill))
     check(out, res, budget, cap, texts, chunks, keep_first, min_hits, extra, trim, ix.store.bm25_view("raw").index,
           fill)

@@ -50,10 +50,10 @@ def test_an_enricher_gets_a_batch_and_a_retriever_a_corpus():
     assert v.n_rows == ix.store.n_chunks
     # the vectors written through the batch are the embedder's own (an independent reference)
     c = int(ix.store.chunks.ids()[0])
-    want = emb.embed([f"{ix.title('a') or ''} {ix.store.chunks.text(c)}"])[0]
+    want = emb.embed([f"{ix.corpus.title('a') or ''} {ix.store.chunks.text(c)}"])[0]
     np.testing.assert_allclose(v.get([c])[0], want, rtol=1e-6)
     for name in ("dense", "bm25", "hybrid"):
-        r = ix.retriever(name)
+        r = ix.corpus.retriever(name)
         assert isinstance(r.index, Corpus), name
         for attr in ("save", "add", "delete", "extend"):
             assert not hasattr(r.index, attr), attr
@@ -92,9 +92,39 @@ def test_a_batch_is_written_apart_and_applied_whole(tmp_path):
         # the failed batch left nothing behind: the committed store holds document a alone, with its two
         # paragraphs (the paragraph chunker's cut of DOCS[0]) and the enricher's mark
         ix = Index.open(tmp_path / "s", embedder=HashEmbedder())
-        assert ix.doc_ids == ["a"] and ix.store.n_chunks == 2
+        assert ix.corpus.doc_ids == ["a"] and ix.store.n_chunks == 2
         assert ix.store.documents["a"].metadata["seen"] is True
         assert ix.store.vector_view("raw").n_rows == 2
     finally:
         if ix is not None:
             ix.close()
+
+
+class _CountingTruncator(HashEmbedder):
+    """A hash embedder that says how many texts of a call it truncated (over 3 words): its count in
+    ``last_truncated``, its warning without a number."""
+
+    def embed(self, texts):
+        import warnings
+
+        from momoka.models import TruncationWarning
+
+        self.last_truncated = sum(len(t.split()) > 3 for t in texts)
+        if self.last_truncated:
+            warnings.warn("some inputs were truncated", TruncationWarning, stacklevel=2)
+        return super().embed(texts)
+
+
+def test_the_truncation_count_is_the_embedders_own_not_parsed_from_its_warning():
+    """Regression: the count was read from the warning's text (``N of``); a warning without a number counted 1."""
+    from momoka.methods.indexer import Embedding
+    from momoka.store.store import Store
+
+    emb = _CountingTruncator()
+    st = Store.create(None)
+    st.add_vector_view("raw", embedder={"model_id": emb.model_id, "checksum": emb.checksum, "dim": emb.dim})
+    service = Embedding(st, emb)
+    texts = ["one two", "one two three four", "a b c d e", "x y z w v u", "short"]  # 3 over 3 words, by hand
+    with pytest.warns(UserWarning, match=r"^3 of 5 texts of view 'raw' are longer"):
+        service.embed(texts, st.vector_view("raw").info["embedder"])
+    assert service.last_truncated == 3

@@ -84,7 +84,7 @@ def _spans(ix):
 
 def assert_same_store(ix, ref, views=("raw", "titled")):
     """Same chunk ids, spans and texts; same vectors (float tolerance) in ``views``; same titles and hashes."""
-    assert sorted(ix.doc_ids) == sorted(ref.doc_ids)
+    assert sorted(ix.corpus.doc_ids) == sorted(ref.corpus.doc_ids)
     assert list(ix.store.chunks.ids()) == list(ref.store.chunks.ids())
     assert _spans(ix) == _spans(ref)
     ids = ref.store.chunks.ids()
@@ -92,7 +92,7 @@ def assert_same_store(ix, ref, views=("raw", "titled")):
     for v in views:
         a, b = ix.store.vector_view(v).get(ids), ref.store.vector_view(v).get(ids)
         np.testing.assert_allclose(a, b, atol=1e-6)
-    for d in ref.doc_ids:
+    for d in ref.corpus.doc_ids:
         if "titled" in views:
             assert ix.store.documents[d].metadata["momoka_title"] == ref.store.documents[d].metadata["momoka_title"]
         assert ix.store.documents[d].sha256 == ref.store.documents[d].sha256
@@ -105,8 +105,8 @@ def test_ray_build_equals_single_process(cluster, corpus, reference, tmp_path):
     folder, questions = corpus
     ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
                             commit_docs=1, progress=False)
-    assert ix.report["failed"] == [] and len(ix.report["added"]) == N_DOCS
-    assert ix.report["embedded"] == 2 * ref_chunks(reference)  # raw + titled, each chunk once
+    assert ix.report.failed == [] and len(ix.report.added) == N_DOCS
+    assert ix.report.embedded == 2 * ref_chunks(reference)  # raw + titled, each chunk once
     ix.close()
     assert verify_store(tmp_path / "s")["damaged"] == []
     ix = momoka.Index.open(tmp_path / "s")
@@ -135,7 +135,7 @@ def test_ray_build_with_every_component_equals_single_process(cluster, corpus, c
               progress=False)
     local = momoka.Index.build([folder], store=tmp_path / "l", **kw)
     ix = momoka.Index.build([folder], store=tmp_path / "r", engine="ray", workers=2, **kw)
-    assert ix.report["failed"] == [] and len(ix.report["added"]) == N_DOCS
+    assert ix.report.failed == [] and len(ix.report.added) == N_DOCS
     ix.close()
     local.close()
     assert verify_store(tmp_path / "r")["damaged"] == []
@@ -150,7 +150,7 @@ def test_ray_build_with_every_component_equals_single_process(cluster, corpus, c
     for r in b.store.relations:
         ra, rb = a.store.relation(r), b.store.relation(r)
         assert ra.rows() == rb.rows() and all(ra.get(c).tolist() == rb.get(c).tolist() for c in ra.rows()), r
-    for d in b.doc_ids:  # the same records (first_entity, first_edge renumbered), but for the time taken
+    for d in b.corpus.doc_ids:  # the same records (first_entity, first_edge renumbered), but for the time taken
         ra, rb = (dict(x.store.documents[d].metadata["jerr"]) for x in (a, b))
         assert ra.pop("seconds") >= 0 and rb.pop("seconds") >= 0 and ra == rb
     for r in registry.available("retriever"):
@@ -223,7 +223,7 @@ def test_worker_killed_mid_run(cluster, corpus, reference, tmp_path):
     runs = [line.split(" ", 1) for line in (pids / "runs.log").read_text(encoding="utf-8").splitlines()]
     again = [pid for pid, docs in runs if pid != str(killed[0]) and docs == first]
     assert again, "the killed worker's batch did not run again in another worker"
-    assert ix.report["failed"] == [] and sorted(ix.report["added"]) == sorted(reference.doc_ids)
+    assert ix.report.failed == [] and sorted(ix.report.added) == sorted(reference.corpus.doc_ids)
     ix.close()
     assert verify_store(tmp_path / "s")["damaged"] == []
     ix = momoka.Index.open(tmp_path / "s", components={"killhook": KillHook(str(pids))})
@@ -252,12 +252,12 @@ def test_worker_dying_on_every_retry_is_reported(cluster, corpus, reference, tmp
 
     cp.register_pickle_by_value(sys.modules[__name__])
     folder, _ = corpus
-    bad = sorted(reference.doc_ids)[1]
+    bad = sorted(reference.corpus.doc_ids)[1]
     ix = momoka.Index.build([folder], store=tmp_path / "s", embedder=None, enrich=[Poison(bad)], engine="ray",
                             workers=2, commit_docs=1, on_error="skip", progress=False)
-    assert ix.report["failed"] == [bad]
-    assert any(bad in src and "worker died" in why for src, why in ix.report["skipped"])
-    assert sorted(ix.report["added"]) == sorted(set(reference.doc_ids) - {bad})
+    assert ix.report.failed == [bad]
+    assert any(bad in src and "worker died" in why for src, why in ix.report.skipped)
+    assert sorted(ix.report.added) == sorted(set(reference.corpus.doc_ids) - {bad})
     ix.close()
     assert verify_store(tmp_path / "s")["damaged"] == []
     ix = momoka.Index.open(tmp_path / "s", components={"poison": Poison(bad)})
@@ -324,7 +324,7 @@ def test_llm_requests_share_one_limit_across_workers(cluster, corpus, tmp_path, 
                                 engine="ray", workers=2, commit_docs=1, progress=False)
         assert srv.count == 8 * N_DOCS
         assert srv.max_inflight == 3
-    assert len(ix.report["added"]) == N_DOCS
+    assert len(ix.report.added) == N_DOCS
     ix.close()
 
 
@@ -358,16 +358,16 @@ def test_driver_killed_rerun_skips_committed(cluster, corpus, reference, tmp_pat
     assert child.returncode == -signal.SIGKILL, out
     assert verify_store(store)["damaged"] == []
     before = momoka.Index.open(store)
-    done = set(before.doc_ids)
+    done = set(before.corpus.doc_ids)
     done_chunks = sum(len(before.store.documents[d].chunk_ids) for d in done)
     before.close()
     assert 1 <= len(done) < N_DOCS, f"the driver was killed with {len(done)} of {N_DOCS} documents committed"
     ix = momoka.Index.open(store, writable=True)
-    ix.commit_docs = 1
+    ix.writer.commit_docs = 1
     ix.add([folder], existing="skip", commit=True, engine="ray", workers=2)
-    assert sorted(ix.report["unchanged"]) == sorted(done)
-    assert sorted(ix.report["added"]) == sorted(set(reference.doc_ids) - done)
-    assert ix.report["embedded"] == ref_chunks(reference) - done_chunks
+    assert sorted(ix.report.unchanged) == sorted(done)
+    assert sorted(ix.report.added) == sorted(set(reference.corpus.doc_ids) - done)
+    assert ix.report.embedded == ref_chunks(reference) - done_chunks
     ix.close()
     ix = momoka.Index.open(store)
     assert sorted(_spans(ix)) == sorted(_spans(reference))

@@ -94,13 +94,13 @@ def test_a_failing_extend_leaves_the_store_as_it_was(tmp_path, commit):
     emb = HashEmbedder()
     Index.build(DOCS, store=tmp_path / "s", chunker="paragraph", embedder=emb, progress=False).close()
     ix = Index.open(tmp_path / "s", embedder=emb, writable=True)
-    ix.commit_docs = 10  # one batch: the failure is in the first one
+    ix.writer.commit_docs = 10  # one batch: the failure is in the first one
     before = _state(ix.store)
     # the enricher runs first and succeeds; the relator writes d0's and d1's rows, then fails at d2
     with pytest.raises(RuntimeError, match="failed at d2"):
         ix.extend(enrich=[Titler()], relate=[HalfwayRelator(stop_at="d2")], commit=commit)
     assert _state(ix.store) == before
-    assert not ix.store.dirty and ix.pipeline["enrich"] == [] and ix.pipeline["relate"] == []
+    assert not ix.store.dirty and ix.corpus.pipeline["enrich"] == [] and ix.corpus.pipeline["relate"] == []
     ix.save()
     ix.close()
     again = Index.open(tmp_path / "s", embedder=emb)
@@ -111,7 +111,7 @@ def test_a_failing_extend_leaves_the_store_as_it_was(tmp_path, commit):
 def test_extend_writes_relations_and_metadata_over_the_stored_chunks(tmp_path):
     emb = HashEmbedder()
     ix = Index.build(DOCS, store=tmp_path / "s", chunker="paragraph", embedder=emb, progress=False)
-    ix.commit_docs = 3  # two committed batches: d0..d2, d3
+    ix.writer.commit_docs = 3  # two committed batches: d0..d2, d3
     ix.extend(enrich=[Titler()], relate=[HalfwayRelator()], commit=True)
     ix.close()
     st = Index.open(tmp_path / "s", embedder=emb).store
@@ -214,7 +214,7 @@ def test_a_declared_artifact_exists_when_no_document_gave_it_a_row(tmp_path, not
     ix.close()
     again = Index.open(tmp_path / "s", embedder=HashEmbedder())
     assert again.store.has_vector_view("nothing") and len(again.store.vector_view("nothing").ids()) == 0
-    assert again.retriever("dense", view="nothing") is not None   # a retriever needing it opens
+    assert again.corpus.retriever("dense", view="nothing") is not None   # a retriever needing it opens
     again.close()
 
 
@@ -230,5 +230,5 @@ def test_extend_over_no_documents_still_makes_the_declared_artifacts(tmp_path, m
     assert st.has_vector_view("titled") and st.has_relation("paths")
     assert st.has_node_table("jerr.entities") and st.has_relation("jerr.mentions")
     for name in ("mm", "trail", "jerr"):
-        assert again.retriever(name) is not None
+        assert again.corpus.retriever(name) is not None
     again.close()

@@ -137,10 +137,10 @@ def test_reindex_changed_document_reembeds_only_changed_chunks(emb, docs, tmp_pa
     expect_new = len({t for t in new_texts if t not in old_texts})
     assert 0 < expect_new < len(new_texts)
     ix.add([docs[0], changed, docs[2]], existing="replace")
-    assert ix.report["unchanged"] == [docs[0]["doc_id"], docs[2]["doc_id"]]
-    assert ix.report["replaced"] == [target["doc_id"]]
-    assert ix.report["embedded"] == expect_new
-    assert ix.report["reused"] == sum(1 for t in new_texts if t in old_texts)
+    assert ix.report.unchanged == [docs[0]["doc_id"], docs[2]["doc_id"]]
+    assert ix.report.replaced == [target["doc_id"]]
+    assert ix.report.embedded == expect_new
+    assert ix.report.reused == sum(1 for t in new_texts if t in old_texts)
     got = {ix.store.chunks.get(int(c)).text: v for c, v in
            zip(ix.store.documents[target["doc_id"]].chunk_ids,
                ix.store.vector_view("raw").get(ix.store.documents[target["doc_id"]].chunk_ids))}
@@ -153,7 +153,7 @@ def test_reindex_changed_document_reembeds_only_changed_chunks(emb, docs, tmp_pa
     ix = Index.open(tmp_path / "s")
     again = dict(changed, text=changed["text"] + "\nOne more closing sentence was appended here.")
     ix.add([again], existing="replace")
-    assert ix.report["reused"] >= len(new_texts) - 2 and ix.report["embedded"] <= 2
+    assert ix.report.reused >= len(new_texts) - 2 and ix.report.embedded <= 2
     ix.close()
 
 
@@ -161,9 +161,9 @@ def test_duplicate_texts_embedded_once(emb):
     # Tried: one call with a text repeated three times among others: embedded once, same vector.
     ix = Index.build([{"doc_id": "a", "text": "Warsaw is the capital of Poland."}], embedder=emb, progress=False)
     texts = ["alpha beta", "gamma", "alpha beta", "delta", "alpha beta"]
-    before = ix.report["embedded"]
-    v = ix.embed(texts)
-    assert ix.report["embedded"] - before == 3
+    before = ix.report.embedded
+    v = ix.corpus.embed(texts)
+    assert ix.report.embedded - before == 3
     np.testing.assert_array_equal(v[0], v[2])
     np.testing.assert_array_equal(v[0], v[4])
     np.testing.assert_array_equal(v, emb.embed(texts))

@@ -276,7 +276,7 @@ def test_named_documents_parts_are_embedded_with_the_question(tmp_path, independ
             {"doc_id": "c", "title": "Gamma Group", "text": "Gamma Group revenue rose. " * 20}]
     q = "Compare the revenue of Alpha Corp in 2019 and Beta Ltd in 2020."
     with momoka.Index.build(docs, store=tmp_path / "s", embedder=emb, size=20, progress=False) as ix:
-        assert ix.embedder_for() is emb
+        assert ix.corpus.embedder_for() is emb
         before = emb.calls
         got = ix.search(q, k=6, retriever="hybrid", named_documents=1)
         assert emb.calls - before == (1 if independent else 2)

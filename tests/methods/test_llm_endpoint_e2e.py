@@ -81,7 +81,7 @@ def test_title_keywords_and_summary_enrichers(use_endpoint, tmp_path, capsys):
     with _open(tmp_path / "s") as ix:
         ids = [c for d in ix.store.documents for c in ix.store.documents[d].chunk_ids]
         assert len(ids) == est["chunks"]
-        assert all(ix.title(d) for d in ix.store.documents)
+        assert all(ix.corpus.title(d) for d in ix.store.documents)
         for view in ("keywords", "summary"):
             assert ix.store.has_bm25_view(view)
         assert ix.search("keeper lamp", retriever="bm25", view="summary", k=1)[0].doc_id == "lighthouse"

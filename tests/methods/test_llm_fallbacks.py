@@ -101,7 +101,7 @@ def test_llm_chunker_fallbacks_below_the_bound_warn_are_recorded_and_a_rerun_red
     assert _manifest(tmp_path)["pipeline"][FALLBACKS_KEY] == {
         "chunker": {"asked": 10, "fallbacks": 2, "documents": 2, "share": 0.2}}
     with Index.open(tmp_path / "s") as ix:
-        recs = {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.doc_ids}
+        recs = {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.corpus.doc_ids}
         fog_chunks = [ix.store.chunks.text(c) for c in ix.store.documents["fog"].chunk_ids]
     a, b = texts["fog"].index(fog2), texts["bee"].index(bee1)
     assert recs["fog"] == {"chunker": {"asked": 2, "fallbacks": [[a, a + len(fog2)]]}}
@@ -117,7 +117,7 @@ def test_llm_chunker_fallbacks_below_the_bound_warn_are_recorded_and_a_rerun_red
     assert sorted(_paragraph_of(b) for b in srv.chat_bodies()) == sorted([fog2, bee1])
     assert _warnings(p.stderr) == [] and "2 redone" in p.stdout
     with Index.open(tmp_path / "s") as ix:
-        assert not any(has_fallbacks(ix.store.documents[d].metadata) for d in ix.doc_ids)
+        assert not any(has_fallbacks(ix.store.documents[d].metadata) for d in ix.corpus.doc_ids)
         assert [ix.store.chunks.text(c) for c in ix.store.documents["fog"].chunk_ids] == _paragraphs("fog")
         assert len(ix) == 5
     assert _manifest(tmp_path)["pipeline"][FALLBACKS_KEY]["chunker"]["fallbacks"] == 0
@@ -154,7 +154,7 @@ def test_fallback_titles_are_redone_by_a_rerun_without_overwrite(tmp_path, make_
     assert _warnings(p.stderr) == ["momoka: warning: title: 3 of 3 titles (100.0 %) were unusable; those "
                                    "documents got their own title, first heading or first sentence"]
     with Index.open(tmp_path / "s") as ix:
-        md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+        md = {d: ix.store.documents[d].metadata for d in ix.corpus.doc_ids}
     assert {d: m["momoka_title"] for d, m in md.items()} == {t: f"The {t} woke at dawn." for t in TOPICS[:3]}
     assert all(m[FALLBACKS_KEY] == {"title": {"asked": 1, "fallbacks": ["title"]}} for m in md.values())
 
@@ -164,7 +164,7 @@ def test_fallback_titles_are_redone_by_a_rerun_without_overwrite(tmp_path, make_
     assert p.returncode == 0, p.stderr
     assert srv.count == 3 and _warnings(p.stderr) == []  # one request per fallback title
     with Index.open(tmp_path / "s") as ix:
-        md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+        md = {d: ix.store.documents[d].metadata for d in ix.corpus.doc_ids}
     assert {d: (m["momoka_title"], m["momoka_title_source"]) for d, m in md.items()} == {
         t: (f"On the {t}", "llm") for t in TOPICS[:3]}
     assert not any(has_fallbacks(m) for m in md.values())
@@ -264,7 +264,7 @@ def test_keyword_and_summary_views_follow_the_rule(tmp_path, make_server):
     srv.reset()
     srv.script = lambda body, i: Reply(_first_sentence(body))
     ix.add(docs, existing="skip")
-    assert srv.count == 2 and ix.report["redone"] == ["owl"]
+    assert srv.count == 2 and ix.report.redone == ["owl"]
     assert not has_fallbacks(ix.store.documents["owl"].metadata)
 
 
@@ -322,11 +322,11 @@ def test_jerr_extraction_follows_the_rule(tmp_path, make_server):
                                          r"were extracted offline \(no LLM\)$"):
         ix = _jerr_index(llm)
     text = "\n\n".join(_paragraphs("owl"))
-    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    md = {d: ix.store.documents[d].metadata for d in ix.corpus.doc_ids}
     assert md["owl"][FALLBACKS_KEY] == {"jerr": {"asked": 1, "fallbacks": [[0, len(text)]]}}
     assert all(md[t][FALLBACKS_KEY] == {"jerr": {"asked": 1, "fallbacks": []}} for t in TOPICS if t != "owl")
     assert md["owl"]["jerr"]["backends"] == ["offline-fallback"]
-    assert ix.pipeline[FALLBACKS_KEY]["jerr"] == {"asked": 5, "fallbacks": 1, "documents": 1, "share": 0.2}
+    assert ix.corpus.pipeline[FALLBACKS_KEY]["jerr"] == {"asked": 5, "fallbacks": 1, "documents": 1, "share": 0.2}
 
     # the server is fixed: adding the same documents again asks only the owl's unusable element list (the
     # owl's synopsis and atoms were usable: read from the cache) and then the owl's 3 edge questions
@@ -335,7 +335,7 @@ def test_jerr_extraction_follows_the_rule(tmp_path, make_server):
     ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
     asked = sorted((_topic(b), _jerr_kind(b)) for b in srv.chat_bodies())
     assert asked == [("owl", "edge")] * 3 + [("owl", "elements")]
-    assert ix.report["redone"] == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
+    assert ix.report.redone == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
     ents, _ = read_graphs(ix.store, ["owl"])
     assert {e["name"] for e in ents} == {"The owl", "the farm", "noon"}
 
@@ -385,20 +385,20 @@ def test_llm_referee_follows_the_rule(tmp_path, make_server):
                                          r"scored 0$"):
         ix = _paths_index(llm)
     assert sum(_pair_of(b) == (owl1, owl2) for b in srv.chat_bodies()) == 3  # asked, then re-asked twice
-    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    md = {d: ix.store.documents[d].metadata for d in ix.corpus.doc_ids}
     assert md["owl"][FALLBACKS_KEY] == {"referee": {"asked": 2, "fallbacks": [[[0], 1]]}}
     assert all(md[t][FALLBACKS_KEY] == {"referee": {"asked": 2, "fallbacks": []}} for t in TOPICS if t != "owl")
-    assert ix.pipeline[FALLBACKS_KEY]["referee"] == {"asked": 10, "fallbacks": 1, "documents": 1, "share": 0.1}
+    assert ix.corpus.pipeline[FALLBACKS_KEY]["referee"] == {"asked": 10, "fallbacks": 1, "documents": 1, "share": 0.1}
 
     # a working server (it says 0 for that pair): the same documents again ask exactly that verdict, once
     srv.script = lambda body, i: Reply("0") if _pair_of(body) == (owl1, owl2) else _verdict(body, i)
     srv.reset()
     ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
     assert [_pair_of(b) for b in srv.chat_bodies()] == [(owl1, owl2)]
-    assert ix.report["redone"] == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
+    assert ix.report.redone == ["owl"] and not has_fallbacks(ix.store.documents["owl"].metadata)
     srv.reset()
     ix.add([{"doc_id": t, "text": "\n\n".join(_paragraphs(t))} for t in TOPICS], existing="skip")
-    assert srv.count == 0 and ix.report["redone"] == []
+    assert srv.count == 0 and ix.report.redone == []
 
 
 # ------------------------------------------------------------------ the MoC meta-chunker
@@ -443,7 +443,7 @@ def test_meta_chunker_follows_the_rule(tmp_path, make_server):
     with pytest.warns(UserWarning, match=r"^meta chunker: 2 of 5 windows \(40.0 %\) were unusable; those windows "
                                          r"were cut into merged whole sentences$"):
         ix = Index.build(docs, chunker=MetaChunker(llm), embedder=None, progress=False, llm_max_failed=0.5)
-    md = {d: ix.store.documents[d].metadata for d in ix.doc_ids}
+    md = {d: ix.store.documents[d].metadata for d in ix.corpus.doc_ids}
     whole = len(docs[0]["text"])  # every document is as long as the cat's
     assert {t: md[t][FALLBACKS_KEY] for t in TOPICS} == {
         t: {"chunker": {"asked": 1, "fallbacks": [[0, whole]] if t in ("owl", "bee") else []}} for t in TOPICS}
@@ -455,7 +455,7 @@ def test_meta_chunker_follows_the_rule(tmp_path, make_server):
     srv.reset()
     ix.add(docs, existing="skip")
     assert sorted(_topic(b) for b in srv.chat_bodies()) == ["bee", "owl"]
-    assert sorted(ix.report["redone"]) == ["bee", "owl"]
+    assert sorted(ix.report.redone) == ["bee", "owl"]
     assert [ix.store.chunks.text(c) for c in ix.store.documents["owl"].chunk_ids] == _paragraphs("owl")
     assert not any(has_fallbacks(ix.store.documents[t].metadata) for t in TOPICS)
 

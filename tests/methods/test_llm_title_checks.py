@@ -72,12 +72,12 @@ def _warnings(stderr: str) -> list[str]:
 def _titles(tmp_path: Path) -> dict:
     with Index.open(tmp_path / "s") as ix:
         return {d: (ix.store.documents[d].metadata["momoka_title"], ix.store.documents[d].metadata["momoka_title_source"])
-                for d in ix.doc_ids}
+                for d in ix.corpus.doc_ids}
 
 
 def _records(tmp_path: Path) -> dict:
     with Index.open(tmp_path / "s") as ix:
-        return {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.doc_ids}
+        return {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.corpus.doc_ids}
 
 
 # ------------------------------------------------------------------ through the CLI

@@ -108,14 +108,14 @@ def test_toy_enricher_and_relator_add_a_view_and_a_relation(tmp_path, toys):
             assert st.relation("next").get(a).tolist() == [b]
             assert st.relation("next").weights(a).tolist() == [float(len(st.chunks.text(b)))]
         assert st.relation("next").get(cs[-1]).tolist() == []
-    pipe = again.pipeline
+    pipe = again.corpus.pipeline
     assert [c["name"] for c in pipe["enrich"]] == ["toy-upper"]
     assert [c["name"] for c in pipe["relate"]] == ["toy-next"]
 
     # adding a document runs the recorded components on it alone (rebuilt from the registry)
     before = emb.texts
     again.add([DOCS[2]])
-    comp = again.component("enrich", "toy-upper")
+    comp = again.writer.component("enrich", "toy-upper")
     assert comp.seen == [["d2"]]
     n_new = len(st.documents["d2"].chunk_ids)
     assert emb.texts - before == 2 * n_new  # raw + upper view of the new chunks only
@@ -178,7 +178,7 @@ def test_options_that_json_cannot_hold_make_an_object_component(tmp_path):
         registry.register("enricher", registry_name)(lambda client=None: _ClientEnricher(client))
     ix = Index.build(DOCS[:1], store=tmp_path / "s", chunker="paragraph", embedder=HashEmbedder(),
                      enrich=[(registry_name, {"client": Client()})], progress=False)
-    spec = ix.pipeline["enrich"][0]
+    spec = ix.corpus.pipeline["enrich"][0]
     assert spec["object"] is True and spec["params"] == {}
     ix.close()
     with pytest.raises(ConfigError, match="pass it again"):
@@ -244,20 +244,20 @@ def test_extend_resumes_after_an_interruption(tmp_path):
     emb = HashEmbedder()
     Index.build(docs, store=tmp_path / "s", chunker="paragraph", embedder=emb, progress=False).close()
     ix = Index.open(tmp_path / "s", embedder=emb, writable=True)
-    ix.commit_docs = 2
+    ix.writer.commit_docs = 2
     with pytest.raises(KeyboardInterrupt):
         ix.extend(enrich=[_Interrupting(stop_at="e4")], commit=True)
     ix.close()
     again = Index.open(tmp_path / "s", embedder=emb, writable=True,
                        components={"toy-upper": _Interrupting()})
     st = again.store
-    assert again.pending("enrich", "toy-upper") == ["e4", "e5"]
+    assert again.store.pipeline.pending("enrich", "toy-upper") == ["e4", "e5"]
     done = [c for d in ("e0", "e1", "e2", "e3") for c in st.documents[d].chunk_ids]
     left = [c for d in ("e4", "e5") for c in st.documents[d].chunk_ids]
     assert st.vector_view("upper").has(done).all() and not st.vector_view("upper").has(left).any()
     again.extend(enrich=[_Interrupting()], commit=True)
-    comp = again.component("enrich", "toy-upper")
-    assert comp.seen == [["e4", "e5"]] and again.pending("enrich", "toy-upper") == []
+    comp = again.writer.component("enrich", "toy-upper")
+    assert comp.seen == [["e4", "e5"]] and again.store.pipeline.pending("enrich", "toy-upper") == []
     ids = list(st.chunks.ids())
     want = emb.embed([st.chunks.text(c).upper() for c in ids])
     np.testing.assert_allclose(st.vector_view("upper").get(ids), want, atol=1e-6)
@@ -291,7 +291,7 @@ def test_search_with_a_budget_fills_it_from_the_full_ranking():
         assert (n == 1 or sum(lengths[:n]) <= budget) and (n == len(full) or sum(lengths[:n + 1]) > budget)
     assert len(ix.search(q, k=1, retriever="bm25", budget=10_000)) == 1   # k still caps
     # by default the context is assembled from the same ranking (tests/methods/test_assemble.py)
-    assembled = full.fit(100, assemble=ix.assembler())
+    assembled = full.fit(100, assemble=ix.corpus.assembler())
     assert ix.search(q, retriever="bm25", budget=100).to_dict()["items"] == assembled.to_dict()["items"]
     assert len(ix.search(q, retriever="bm25")) == min(5, len(full))      # neither: 5
     with pytest.raises(ConfigError):
@@ -313,7 +313,7 @@ def test_every_retriever_lacking_its_artifacts_names_what_makes_them(tmp_path):
             assert ix.search("topic", retriever=name, k=2)
             continue
         with pytest.raises(MissingArtifactError) as ei:
-            ix.retriever(name)
+            ix.corpus.retriever(name)
         assert all(f in str(ei.value) for f in flags), (name, str(ei.value))
     # options change what is needed: trail over paths given in memory needs no relation, mcindex over BM25 views
     assert registry.missing("trail", ix.store, {"paths": {}}) is None

@@ -76,8 +76,8 @@ def test_every_item_and_member_carries_its_page_and_section(index):
     # the one line of page 4 is found on page 4, whatever chunk holds it
     top = index.search("dingo", k=1, retriever="bm25")[0]
     assert top.page == 4 and "dingo" in top.text
-    assert index.page_of("manual", top.start + top.text.index("dingo")) == 4
-    assert index.page_of("report", 0) is None
+    assert index.corpus.page_of("manual", top.start + top.text.index("dingo")) == 4
+    assert index.corpus.page_of("report", 0) is None
 
 
 @pytest.mark.filterwarnings("ignore:no embedder")
@@ -164,7 +164,7 @@ def test_filters_equal_the_full_ranking_filtered_by_hand(corpus, index, where, k
         # a budget is filled with matching passages: the longest prefix of the filtered ranking that fits
         res = index.search(q, budget=400, retriever="bm25", where=where, assemble=False)
         total, fit = 0, []
-        for it in ref[: index.search_depth(None, 400)]:
+        for it in ref[: index.corpus.search_depth(None, 400)]:
             if total + it.n_chars > 400:
                 break
             total += it.n_chars
@@ -253,8 +253,8 @@ def test_hybrid_with_dense_fills_its_budget_with_matching_passages(corpus, tmp_p
     except (ImportError, ModelNotInstalledError) as exc:
         pytest.skip(f"default embedder unavailable: {exc}")
     with ix:
-        matching = sum(len(ix.member(c).text) for c in ix.store.documents["manual"].chunk_ids
-                       if _on(ix.member(c), 2, 5))
+        matching = sum(len(ix.corpus.member(c).text) for c in ix.store.documents["manual"].chunk_ids
+                       if _on(ix.corpus.member(c), 2, 5))
         for q in QUESTIONS:
             res = ix.search(q, budget=500, where={"page": "2-5"})
             assert res and res.stats["where"]["read"] >= 1
@@ -264,4 +264,4 @@ def test_hybrid_with_dense_fills_its_budget_with_matching_passages(corpus, tmp_p
                     assert m.doc_id == "manual" and (m.page, m.page_end) == (first, last) and last >= 2 and first <= 5
             # filled: as much as the budget takes of the matching text, up to one chunk short of it
             assert sum(it.n_chars for it in res) >= min(matching, 500) - max(
-                len(ix.member(c).text) for c in ix.store.documents["manual"].chunk_ids)
+                len(ix.corpus.member(c).text) for c in ix.store.documents["manual"].chunk_ids)

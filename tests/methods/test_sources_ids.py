@@ -75,7 +75,7 @@ def test_index_stores_one_file_once_under_any_spelling(tree):
         ix = Index.build(["licenses/GPL-3", tree / "licenses" / "GPL-3", tree / "a" / "README.txt",
                           tree / "b" / "README.txt"], store=tree / "s", embedder=None, chunker="paragraph",
                          progress=False)
-    assert sorted(ix.doc_ids) == ["a/README", "b/README", "licenses/GPL-3"]
+    assert sorted(ix.corpus.doc_ids) == ["a/README", "b/README", "licenses/GPL-3"]
     hits = ix.search("copyleft license", k=5, retriever="bm25")
     assert [h.doc_id for h in hits].count("licenses/GPL-3") == 1  # before: every hit came back twice
     ix.close()

@@ -213,7 +213,7 @@ def test_store_records_e5_and_refuses_another_embedder(e5, tmp_path):
     info = ix.store.embedder_info
     assert info["model_id"] == E5 and info["dim"] == 384 and info["checksum"] == e5.checksum
     # the store's queries get the query form
-    np.testing.assert_allclose(ix.embed_queries(["谁每天早上喝咖啡？"]), e5.embed_query(["谁每天早上喝咖啡？"]),
+    np.testing.assert_allclose(ix.corpus.embed_queries(["谁每天早上喝咖啡？"]), e5.embed_query(["谁每天早上喝咖啡？"]),
                                atol=1e-6)
     ix.close()
     reopened = momoka.Index.open(tmp_path / "store")

@@ -339,13 +339,13 @@ def test_the_retrievers_kept_per_options_are_bounded(store):
 
 def test_the_index_keeps_the_most_recently_used_retrievers(store):
     ix = Index.open(store, embedder=HashEmbedder())
-    ix.max_retrievers = 2
-    a = ix.retriever("bm25")
-    b = ix.retriever("dense")
-    assert ix.retriever("bm25") is a  # used again: now the most recent
-    c = ix.retriever("hybrid")  # drops dense, the least recently used
-    assert ix.cached_retrievers == 2 and ix.retriever("bm25") is a and ix.retriever("hybrid") is c
-    assert ix.retriever("dense") is not b  # built again
+    ix.corpus.max_retrievers = 2
+    a = ix.corpus.retriever("bm25")
+    b = ix.corpus.retriever("dense")
+    assert ix.corpus.retriever("bm25") is a  # used again: now the most recent
+    c = ix.corpus.retriever("hybrid")  # drops dense, the least recently used
+    assert ix.corpus.cached_retrievers == 2 and ix.corpus.retriever("bm25") is a and ix.corpus.retriever("hybrid") is c
+    assert ix.corpus.retriever("dense") is not b  # built again
     ix.close()
 
 

@@ -31,7 +31,7 @@ def text(i: int, version: int) -> str:
 if __name__ == "__main__":
     store, n, version = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     ix = Index.open(store, embedder=SlowEmbedder(), writable=True)
-    ix.commit_docs = 1
+    ix.writer.commit_docs = 1
     print("ready", flush=True)
     ix.add([{"doc_id": f"d{i}", "text": text(i, version)} for i in range(n)], existing="replace", commit=True, progress=False)
     ix.close()

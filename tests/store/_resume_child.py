@@ -71,7 +71,7 @@ def main() -> None:
     print("ready", flush=True)
     if os.path.exists(os.path.join(store, "manifest.json")):
         ix = Index.open(store, embedder=emb, writable=True)
-        ix.commit_docs = 10
+        ix.writer.commit_docs = 10
         ix.add([corpus], existing="skip", commit=True, progress=False)
     else:
         ix = Index.build([corpus], store=store, embedder=emb, chunker="paragraph", commit_docs=10, progress=False)

@@ -55,7 +55,7 @@ def answers(store: Path) -> list:
         if r == "hybrid" or (view and r == "bm25"):
             opts = {}
         out.append([(it.doc_id, it.start, it.end, round(it.score, 5)) for it in ix.search(q, k=3, retriever=r, **opts)])
-    out.append(sorted(ix.doc_ids))
+    out.append(sorted(ix.corpus.doc_ids))
     return out
 
 

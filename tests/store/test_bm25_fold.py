@@ -71,7 +71,7 @@ def test_index_finds_ligature_text_and_keeps_it_with_exact_offsets():
     top = hits[0]
     assert text[top.start : top.end] == top.text  # exact offsets into the stored text
     assert "\ufb01rst \ufb02ow" in top.text  # the stored text keeps the ligatures
-    stored = ix.document("river").text  # rebuilt from the stored chunks (whitespace between them as spaces)
+    stored = ix.corpus.document("river").text  # rebuilt from the stored chunks (whitespace between them as spaces)
     assert stored.split() == text.split() and len(stored) == len(text)
     ix.close()
 

@@ -59,11 +59,11 @@ def test_reader_keeps_its_generation_across_commits_then_refreshes(tmp_path, doc
     writer.close()
 
     assert first in _gens(s) and len(_gens(s)) == 3  # the reader's, the previous and the newest; 3 between are gone
-    assert _answers(reader) == want and sorted(reader.doc_ids) == sorted(d["doc_id"] for d in docs)
+    assert _answers(reader) == want and sorted(reader.corpus.doc_ids) == sorted(d["doc_id"] for d in docs)
 
     assert reader.refresh() is True and reader.refresh() is False
     fresh = Index.open(s, embedder=HashEmbedder())
-    assert sorted(reader.doc_ids) == sorted(fresh.doc_ids) and "late" in reader.doc_ids and "d3" in reader.doc_ids
+    assert sorted(reader.corpus.doc_ids) == sorted(fresh.corpus.doc_ids) and "late" in reader.corpus.doc_ids and "d3" in reader.corpus.doc_ids
     assert _answers(reader) == _answers(fresh) != want
     fresh.close()
 

@@ -192,10 +192,10 @@ def test_same_file_name_in_two_folders_are_two_documents(tmp_path, capsys, monke
     # tried: x/report.md and y/report.md in one run, as a folder and as two file arguments
     rc, out, err = _cli(capsys, "index", tmp_path / "in", "--store", tmp_path / "s", "--no-dense")
     assert rc == 0, err
-    assert sorted(Index.open(tmp_path / "s").doc_ids) == ["x/report", "y/report"]
+    assert sorted(Index.open(tmp_path / "s").corpus.doc_ids) == ["x/report", "y/report"]
     monkeypatch.chdir(tmp_path / "in")
     rc, out, err = _cli(capsys, "index", "x/report.md", "y/report.md", "--store", tmp_path / "s2", "--no-dense")
-    assert rc == 0 and sorted(Index.open(tmp_path / "s2").doc_ids) == ["x/report", "y/report"]
+    assert rc == 0 and sorted(Index.open(tmp_path / "s2").corpus.doc_ids) == ["x/report", "y/report"]
 
 
 # --- permissions, read-only stores, full disks ------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import momoka.methods.engine as engine_mod
+import momoka.methods.index_writer as writer_mod
 from momoka import Index
 from momoka.errors import StoreError
 from momoka.store import Store
@@ -52,7 +52,7 @@ def _fail(monkeypatch, store: Path, stage: str, fail_at: int) -> None:
     its segment was written, before the manifest names it)."""
     calls = {"n": 0}
     if stage == "index":
-        real_run = engine_mod.Indexer.run
+        real_run = writer_mod.Indexer.run
 
         def run(self, *a, **k):
             calls["n"] += 1
@@ -60,7 +60,7 @@ def _fail(monkeypatch, store: Path, stage: str, fail_at: int) -> None:
                 raise RuntimeError("injected failure")
             return real_run(self, *a, **k)
 
-        monkeypatch.setattr(engine_mod.Indexer, "run", run)
+        monkeypatch.setattr(writer_mod.Indexer, "run", run)
     elif stage == "apply":
         real_add = StoreClass.add_documents
 
@@ -101,7 +101,7 @@ def test_a_failure_in_any_batch_keeps_every_document(tmp_path, monkeypatch, stag
     monkeypatch.setattr(StoreClass, "save", save)
     _fail(monkeypatch, store, stage, fail_at)
     ix = Index.open(store, embedder=HashEmbedder(), writable=True)
-    ix.commit_docs = 1
+    ix.writer.commit_docs = 1
     with pytest.raises((RuntimeError, OSError, StoreError), match="injected"):
         ix.add([{"doc_id": f"d{i}", "text": text(i, 1)} for i in range(N)], existing="replace", commit=True, progress=False)
     if stage == "apply":  # the failed batch's deletion is in memory without its new version: never committed
@@ -127,7 +127,7 @@ def test_a_skipped_new_version_keeps_the_old_one_and_is_not_reported_replaced(tm
     ix = Index.open(store, embedder=HashEmbedder(), writable=True)
     docs = [{"doc_id": "d0", "text": text(0, 1)}, {"doc_id": "d1", "text": ""}]  # d1's new version is empty
     ix.add(docs, existing="replace", on_error="skip", commit=True, progress=False)
-    assert ix.report["replaced"] == ["d0"]
+    assert ix.report.replaced == ["d0"]
     ix.close()
     assert _versions(store) == {"d0": 1, "d1": 0, "d2": 0, "d3": 0}
 

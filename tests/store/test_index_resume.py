@@ -50,7 +50,7 @@ def _results(ix: Index) -> list:
     returns at the k-th place may differ; the exact search and the scores may not.
     """
     out = []
-    every = ix.doc_ids
+    every = ix.corpus.doc_ids
     for q in QUERIES:
         for r in ("bm25", "dense", "hybrid"):
             exact = ix.search(q, k=8, retriever=r, doc_ids=every)
@@ -124,7 +124,7 @@ def test_kill_and_resume_equals_a_clean_build(tmp_path):
     assert len(staged) == 4 and all(o[1] == -signal.SIGKILL for o in staged), outcomes
     assert _committed(store, texts) == total
     ix = Index.open(store, embedder=HashEmbedder())
-    assert sorted(ix.doc_ids) == sorted(texts)
+    assert sorted(ix.corpus.doc_ids) == sorted(texts)
     ref = Store.open(tmp_path / "clean")
     for d, e in ref.documents.items():  # same chunks, same ids, same vectors
         assert ix.store.documents[d].chunk_ids == e.chunk_ids

@@ -96,7 +96,7 @@ def test_many_segments_rank_exactly_as_one(tmp_path, real, monkeypatch):
     before = {(q, r): _hits(many, q, r) for q in QUERIES for r in ("bm25", "dense", "hybrid")}
     text_bytes = sum((tmp_path / "many" / sg["name"] / "chunks" / "text.bin").stat().st_size
                      for sg in st.segments if "chunks/text.bin" in sg["parts"].get("chunks", {}))
-    assert many.optimize() and len(many.store.segments) == 1
+    assert many.writer.optimize() and len(many.store.segments) == 1
     assert {(q, r): _hits(many, q, r) for q in QUERIES for r in ("bm25", "dense", "hybrid")} == before
     merged = (tmp_path / "many" / many.store.segments[0]["name"] / "chunks" / "text.bin").stat().st_size
     assert merged < text_bytes
@@ -375,7 +375,7 @@ def test_no_segment_or_generation_is_left_behind(tmp_path, monkeypatch):
     # a reader keeps its generation, and the segments it names, while the writer merges them away
     reader = Index.open(root, embedder=emb)
     want = _hits(reader, "item7 topic2", "hybrid")
-    assert ix.optimize()
+    assert ix.writer.optimize()
     ix.add([{"doc_id": "late", "text": "A late document about item7."}])
     ix.save()
     assert _hits(reader, "item7 topic2", "hybrid") == want

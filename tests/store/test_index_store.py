@@ -141,7 +141,7 @@ def test_incremental_add_delete_equal_a_fresh_build(tmp_path, docs, embedder):
     ix.close()
     inc = Index.open(tmp_path / "s", embedder=embedder)
     fresh = _build(tmp_path, [d for d in docs if d["doc_id"] != "rockets"], embedder, name="fresh")
-    assert sorted(inc.doc_ids) == sorted(fresh.doc_ids)
+    assert sorted(inc.corpus.doc_ids) == sorted(fresh.corpus.doc_ids)
     for q in ("rocket engine thrust", "volcanic islands", "violin bow", "chess king"):
         for method in ("dense", "bm25", "hybrid"):
             a = [(h.doc_id, h.start, h.end, round(h.score, 5)) for h in inc.search(q, k=6, retriever=method)]
@@ -151,7 +151,7 @@ def test_incremental_add_delete_equal_a_fresh_build(tmp_path, docs, embedder):
     inc.close()
     # merged into one segment: one graph holding only the live chunks, the same answers
     merged = Index.open(tmp_path / "s", embedder=embedder, writable=True)
-    assert merged.optimize() and len(merged.store.segments) == 1
+    assert merged.writer.optimize() and len(merged.store.segments) == 1
     assert merged.store.vector_view("raw").graph().get_current_count() == merged.store.n_chunks
     for q in ("rocket engine thrust", "volcanic islands"):
         for method in ("dense", "bm25", "hybrid"):
@@ -184,7 +184,7 @@ def test_bm25_only_store(tmp_path, docs):
 
 def test_in_memory_then_save(tmp_path, docs, embedder):
     ix = Index.build(docs, embedder=embedder, chunker="paragraph", progress=False)
-    assert ix.path is None
+    assert ix.store.path is None
     ix.save(tmp_path / "later")
     ix.close()
     assert len(Index.open(tmp_path / "later", embedder=embedder)) == len(docs)
@@ -197,8 +197,8 @@ def test_files_and_directories(tmp_path, embedder):
     (d / "sub" / "b.txt").write_text("Beta text about glaciers and ice.\n")
     (d / "skip.bin").write_bytes(b"\x00\x01")
     ix = Index.build([d], store=tmp_path / "s", embedder=embedder, progress=False)
-    assert sorted(ix.doc_ids) == ["a", "sub/b"]  # ids: paths relative to the directory, no extension
-    assert [s for s, _ in ix.report["skipped"]] == [str(d / "skip.bin")]  # listed, not silent
+    assert sorted(ix.corpus.doc_ids) == ["a", "sub/b"]  # ids: paths relative to the directory, no extension
+    assert [s for s, _ in ix.report.skipped] == [str(d / "skip.bin")]  # listed, not silent
     hit = ix.search("comets tails", k=1, retriever="bm25")[0]
     assert hit.doc_id == "a" and hit.to_dict()["members"][0]["text"] == hit.text
     ix.close()
@@ -267,7 +267,7 @@ def test_queries_empty_and_huge(tmp_path, docs, embedder):
     with pytest.raises(InputTooLargeError, match="limit"):
         ix.search(huge)
     # documented behaviour: the limit can be raised, then the whole query is used
-    ix.max_query_chars = 200_000
+    ix.corpus.max_query_chars = 200_000
     assert ix.search(huge, retriever="bm25")[0].doc_id == "violins"
     with pytest.raises(ConfigError):
         ix.search("violin", k=0)
@@ -360,7 +360,7 @@ def test_overwrite_existing_store(tmp_path, docs, embedder):
         _build(tmp_path, docs[:1], embedder)
     ix = _build(tmp_path, docs[:1], embedder, overwrite=True)
     ix.close()
-    assert Index.open(tmp_path / "s").doc_ids == [docs[0]["doc_id"]]
+    assert Index.open(tmp_path / "s").corpus.doc_ids == [docs[0]["doc_id"]]
 
 
 def test_search_batch_per_query_filters(tmp_path, docs, embedder):

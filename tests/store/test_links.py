@@ -66,7 +66,7 @@ def _cli(tmp_path: Path, *args) -> subprocess.CompletedProcess:
 
 def _texts(store: Path) -> dict:
     with Index.open(store) as ix:
-        return {d: " ".join(ix.store.chunks.text(c) for c in ix.store.documents[d].chunk_ids) for d in ix.doc_ids}
+        return {d: " ".join(ix.store.chunks.text(c) for c in ix.store.documents[d].chunk_ids) for d in ix.corpus.doc_ids}
 
 
 def _warnings(stderr: str) -> list[str]:
@@ -130,18 +130,18 @@ def test_a_loop_reached_twice_is_reported_once(tmp_path):
     d = _layout(tmp_path)
     (d / "alias2").symlink_to("alias", target_is_directory=True)
     ix = Index.build([d], embedder=None, chunker="paragraph", on_error="skip")
-    assert [(p, why) for p, why in ix.report["skipped"] if why.endswith(LOOP)] == [
+    assert [(p, why) for p, why in ix.report.skipped if why.endswith(LOOP)] == [
         (str(d / "sub" / "up"), f"a link to {d}{LOOP}")]
-    assert sorted(ix.doc_ids) == ["a", "shared/s", "sub/b"]
+    assert sorted(ix.corpus.doc_ids) == ["a", "shared/s", "sub/b"]
 
 
 def test_a_link_back_from_a_followed_folder_outside_is_a_loop(tmp_path):
     d = _layout(tmp_path)
     (d.parent / "outside" / "back").symlink_to(d, target_is_directory=True)  # outside/back -> docs
     ix = Index.build([d], embedder=None, chunker="paragraph", on_error="skip", follow_links=True)
-    assert sorted(ix.report["skipped"]) == [(str(d / "ext" / "back"), f"a link to {d}{LOOP}"),
+    assert sorted(ix.report.skipped) == [(str(d / "ext" / "back"), f"a link to {d}{LOOP}"),
                                             (str(d / "sub" / "up"), f"a link to {d}{LOOP}")]
-    assert sorted(ix.doc_ids) == ["a", "ext/o", "pw", "shared/s", "sub/b"]
+    assert sorted(ix.corpus.doc_ids) == ["a", "ext/o", "pw", "shared/s", "sub/b"]
 
 
 def test_the_python_api_follows_the_same_rule(tmp_path):
@@ -151,14 +151,14 @@ def test_the_python_api_follows_the_same_rule(tmp_path):
         Index.build([d], embedder=None, chunker="paragraph")
     assert str(e.value) == f"{d / 'pw.txt'} is a link to {root / 'secret.txt'}{OUTSIDE} (found in {d})"
     ix = Index.build([d], embedder=None, chunker="paragraph", on_error="skip")
-    assert sorted(ix.doc_ids) == ["a", "shared/s", "sub/b"]
-    assert sorted((str(p), why) for p, why in ix.report["skipped"]) == sorted([
+    assert sorted(ix.corpus.doc_ids) == ["a", "shared/s", "sub/b"]
+    assert sorted((str(p), why) for p, why in ix.report.skipped) == sorted([
         (str(d / "ext"), f"a link to {root / 'outside'}{OUTSIDE}"),
         (str(d / "pw.txt"), f"a link to {root / 'secret.txt'}{OUTSIDE}"),
         (str(d / "sub" / "up"), f"a link to {d}{LOOP}")])
     ix = Index.build([d], embedder=None, chunker="paragraph", on_error="skip", follow_links=True)
-    assert sorted(ix.doc_ids) == ["a", "ext/o", "pw", "shared/s", "sub/b"]
-    assert [str(p) for p, _ in ix.report["skipped"]] == [str(d / "sub" / "up")]
+    assert sorted(ix.corpus.doc_ids) == ["a", "ext/o", "pw", "shared/s", "sub/b"]
+    assert [str(p) for p, _ in ix.report.skipped] == [str(d / "sub" / "up")]
 
 
 def test_a_link_to_another_path_given_is_inside(tmp_path):
@@ -168,9 +168,9 @@ def test_a_link_to_another_path_given_is_inside(tmp_path):
     with pytest.warns(UserWarning) as got:
         ix = Index.build([d, root / "outside", root / "secret.txt"], embedder=None, chunker="paragraph",
                          on_error="skip")
-    assert [str(p) for p, _ in ix.report["skipped"]] == [str(d / "sub" / "up")]
+    assert [str(p) for p, _ in ix.report.skipped] == [str(d / "sub" / "up")]
     # each file once, under the path given rather than the link's
-    assert sorted(ix.doc_ids) == ["docs/a", "docs/shared/s", "docs/sub/b", "outside/o", "secret"]
+    assert sorted(ix.corpus.doc_ids) == ["docs/a", "docs/shared/s", "docs/sub/b", "outside/o", "secret"]
     assert sorted(str(w.message) for w in got) == [
         f"{d / 'ext' / 'o.txt'} is the same file as {root / 'outside' / 'o.txt'}; it is indexed once",
         f"{d / 'pw.txt'} is the same file as {root / 'secret.txt'}; it is indexed once"]

@@ -81,9 +81,9 @@ def test_only_the_writer_commits_the_spec(tmp_path, docs):
     with pytest.raises(ReadOnlyError):
         snap.pipeline = PipelineSpec()
     view = Index.open(tmp_path / "s", embedder=HashEmbedder())
-    shown = view.pipeline
+    shown = view.corpus.pipeline
     shown["enrich"].append({"name": "x", "params": {}, "object": False})  # a copy: changes nothing
-    assert view.pipeline["enrich"] == [] and not view.has_component("enrich", "x")
+    assert view.corpus.pipeline["enrich"] == [] and view.store.pipeline.entry("enrich", "x") is None
     view.close()
     w = Store.open(tmp_path / "s", writable=True)
     w.pipeline.enrich.append(ComponentSpec("x", {"a": 1}))

@@ -11,7 +11,6 @@ import pytest
 
 from momoka import Index
 from momoka.errors import ReadOnlyError, StoreError, StoreLockedError
-from momoka.methods.context import Corpus
 from momoka.store import Delta, Snapshot, Store, StoreWriter
 from momoka.text.model import Chunk
 
@@ -73,7 +72,7 @@ def test_a_snapshot_refuses_every_change_and_takes_no_lock(built):
 
 def test_the_corpus_of_an_index_opened_for_reading_cannot_write(built):
     ix = Index.open(built, embedder=HashEmbedder())
-    corpus = Corpus(ix)  # what a retriever is given
+    corpus = ix.corpus  # what a retriever is given
     assert isinstance(corpus.store, Snapshot)
     for what, change in _writes(corpus.store).items():
         with pytest.raises(ReadOnlyError):

@@ -72,11 +72,11 @@ def test_a_folder_with_a_dangling_link_and_a_fifo_warns_for_each(tmp_path):
                     "outside the folders and files given: not followed (--follow-links or follow_links=True follows it)",
                     f"momoka: warning: skipped {d / 'pipe.txt'}: a FIFO (named pipe), not a regular file: not read"]
     with Index.open(tmp_path / "s") as ix:
-        assert sorted(ix.doc_ids) == ["a"]
+        assert sorted(ix.corpus.doc_ids) == ["a"]
     p = _cli(tmp_path, "index", d, "--store", tmp_path / "s2", "--no-dense", "--follow-links")
     assert p.returncode == 1, p.stderr
     with Index.open(tmp_path / "s2") as ix:
-        assert sorted(ix.doc_ids) == ["a", "link"]
+        assert sorted(ix.corpus.doc_ids) == ["a", "link"]
         link_text = " ".join(ix.store.chunks.text(c) for c in ix.store.documents["link"].chunk_ids)
     assert link_text == "Bananas grow in bunches. They are yellow."  # the link's target was read
 
@@ -120,7 +120,7 @@ def test_python_add_raises_by_default_and_reports_with_skip(tmp_path):
     with pytest.raises(InputError, match=r"gone.txt is a dangling symbolic link"):
         Index.build([d], embedder=None, chunker="paragraph")
     ix = Index.build([d], embedder=None, chunker="paragraph", on_error="skip", follow_links=True)
-    assert sorted(ix.doc_ids) == ["a", "link"]
-    assert sorted((Path(p).name, why) for p, why in ix.report["skipped"]) == [
+    assert sorted(ix.corpus.doc_ids) == ["a", "link"]
+    assert sorted((Path(p).name, why) for p, why in ix.report.skipped) == [
         ("gone.txt", "a dangling symbolic link, not a regular file: not read"),
         ("pipe.txt", "a FIFO (named pipe), not a regular file: not read")]

@@ -121,9 +121,9 @@ def test_ids_do_not_depend_on_decoding_and_readding_is_unchanged(tmp_path):
     p = tmp_path / "page.html"
     p.write_bytes(f'<meta charset="ISO-8859-1"><p>{FRENCH}</p>'.encode("iso-8859-1"))
     ix = Index.build([p], embedder=None, progress=False)
-    assert ix.doc_ids == ["page"]
+    assert ix.corpus.doc_ids == ["page"]
     ix.add([p], existing="skip", encoding="latin-1")  # the same text, decoded by the given encoding
-    assert ix.report["unchanged"] == ["page"] and ix.doc_ids == ["page"]
+    assert ix.report.unchanged == ["page"] and ix.corpus.doc_ids == ["page"]
     ix.close()
 
 

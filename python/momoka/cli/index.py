@@ -224,10 +224,10 @@ def _index(args: argparse.Namespace) -> int:
             say("note: --no-headers applies to new stores; this store indexes its chunks as it was built to")
         ix = Index.open(store, writable=True)
         _commit_options(ix, args)
-        new_e = [s for s in enrich_specs if ix.needs("enrich", s[0])]
-        new_r = [s for s in relate_specs if ix.needs("relate", s[0])]
+        new_e = [s for s in enrich_specs if ix.store.pipeline.needs("enrich", s[0])]
+        new_r = [s for s in relate_specs if ix.store.pipeline.needs("relate", s[0])]
         if new_e or new_r:
-            resumed = [n for n, _ in new_e if ix.pending("enrich", n)] + [n for n, _ in new_r if ix.pending("relate", n)]
+            resumed = [n for n, _ in new_e if ix.store.pipeline.pending("enrich", n)] + [n for n, _ in new_r if ix.store.pipeline.pending("relate", n)]
             fresh = [n for n, _ in new_e + new_r if n not in resumed]
             if fresh:
                 say(f"adding {', '.join(fresh)} to the store's pipeline (runs on every document)")
@@ -246,18 +246,18 @@ def _index(args: argparse.Namespace) -> int:
                          commit_seconds=args.commit_seconds, headers=args.headers, follow_links=args.follow_links,
                          **engine, **chunker_opts)
     report = ix.report
-    added = report["added"]
+    added = report.added
     n_chunks = sum(len(ix.store.documents[d].chunk_ids) for d in added)
-    pipe = ix.pipeline
+    pipe = ix.corpus.pipeline
     extra = [c["name"] for c in pipe["enrich"] + pipe["relate"]]
-    _say_skipped(report["skipped"], say)
-    if report["skipped"] and not (added or report["unchanged"] or report["replaced"] or report.get("redone")):
-        _nothing_indexed(ix, store, existed, report["skipped"])
-    notes = [f"{len(report[k])} {k}" for k in ("unchanged", "replaced") if report[k]]
-    if report.get("redone"):
-        notes.append(f"{len(report['redone'])} redone (LLM fallbacks asked again)")
-    if report["skipped"]:
-        notes.append(f"{len(report['skipped'])} skipped")
+    _say_skipped(report.skipped, say)
+    if report.skipped and not (added or report.unchanged or report.replaced or report.redone):
+        _nothing_indexed(ix, store, existed, report.skipped)
+    notes = [f"{len(v)} {k}" for k, v in (("unchanged", report.unchanged), ("replaced", report.replaced)) if v]
+    if report.redone:
+        notes.append(f"{len(report.redone)} redone (LLM fallbacks asked again)")
+    if report.skipped:
+        notes.append(f"{len(report.skipped)} skipped")
     print(f"indexed {len(added)} document(s), {n_chunks} chunk(s) into {store} ({len(ix)} documents in the store) "
           f"in {time.monotonic() - t0:.1f}s" + (f"; {', '.join(notes)}" if notes else "")
           + (f"; pipeline: {', '.join(extra)}" if extra else ""))
@@ -266,7 +266,7 @@ def _index(args: argparse.Namespace) -> int:
         if st:
             print(f"  {c['name']}: " + ", ".join(f"{k} {v}" for k, v in st.items() if isinstance(v, (int, float))))
     ix.close()
-    return 1 if report["skipped"] else 0
+    return 1 if report.skipped else 0
 
 
 #: Files of types momoka does not read are named one by one up to this many; past it, a count per type.
@@ -314,9 +314,9 @@ def _say_skipped(skipped: list, say) -> None:
 
 def _commit_options(ix, args: argparse.Namespace) -> None:
     if args.commit_every:
-        ix.commit_docs = args.commit_every
+        ix.writer.commit_docs = args.commit_every
     if args.commit_seconds:
-        ix.commit_seconds = args.commit_seconds
+        ix.writer.commit_seconds = args.commit_seconds
 
 
 def _estimate(args: argparse.Namespace, enrich_specs: list, relate_specs: list, chunker_opts: dict) -> int:
@@ -398,7 +398,7 @@ def _ask_estimate(args: argparse.Namespace, kb: dict) -> int:
     opts = parse_options(args.option)  # each component's options taken as Index.ask takes them
     reader = args.reader or default_reader()
     with Index.open(args.store) as ix:
-        est = getattr(ix.retriever(args.retriever, **opts.pop(args.retriever, {})), "estimate", None)
+        est = getattr(ix.corpus.retriever(args.retriever, **opts.pop(args.retriever, {})), "estimate", None)
         priced = est(args.question, ix.search_depth(kb["k"], kb["budget"])) if callable(est) else "calls no LLM"
     out: dict = {"question": args.question, "retriever": {"name": args.retriever, "estimate": priced}}
     parts = [("refiner", args.refine, opts.pop(args.refine, {}))] if args.refine else []
@@ -461,7 +461,7 @@ def _query(args: argparse.Namespace) -> int:
     registry.check_options_used({n: o for n, o in opts.items() if n != args.retriever}, [args.retriever])
     ix = Index.open(args.store)
     if args.max_query_chars:
-        ix.max_query_chars = args.max_query_chars
+        ix.corpus.max_query_chars = args.max_query_chars
     res = ix.search(args.question, retriever=args.retriever, doc_ids=args.doc, where=_where(args), **_k_budget(args),
                     **opts.pop(args.retriever, {}))
     print_result(res, args.json)

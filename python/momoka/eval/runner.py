@@ -30,7 +30,6 @@ import numpy as np
 
 from ..errors import ConfigError, DatasetError
 from .. import registry
-from ..methods.context import Corpus
 from ..methods.pipeline import DEFAULT_BUDGET, DEFAULT_CHUNKER, Index
 from ..methods.sources import jsonable
 from ..progress import Progress
@@ -81,11 +80,11 @@ def _index_for(ds: Any, documents: list, need: dict, *, chunker: Any, size: int 
                embedder: Any, progress: bool | None, chunker_options: dict, headers: bool = True):
     if store is not None and (Path(store) / "manifest.json").exists():
         ix = Index.open(store, progress=progress)
-        missing = {d.doc_id for d in documents} - set(ix.doc_ids)
+        missing = {d.doc_id for d in documents} - set(ix.corpus.doc_ids)
         if missing:
             raise ConfigError(f"store {store} lacks {len(missing)} document(s) of {ds.name}; use another store")
-        todo_e = [e for e in need["enrich"] if ix.needs("enrich", e[0])]
-        todo_r = [r for r in need["relate"] if ix.needs("relate", r[0])]
+        todo_e = [e for e in need["enrich"] if ix.store.pipeline.needs("enrich", e[0])]
+        todo_r = [r for r in need["relate"] if ix.store.pipeline.needs("relate", r[0])]
         if todo_e or todo_r:
             ix.extend(enrich=todo_e, relate=todo_r)
             ix.save()
@@ -189,19 +188,19 @@ def run_eval(dataset: Any, retrievers: Sequence[str], *, chunker: Any = DEFAULT_
         "evidence_mode_source": "argument" if evidence_mode else ds.evidence_mode_source, "n_questions": len(questions), "limit": limit,
         "scope": scope, "documents": documents, "n_documents": len(docs), "ks": list(ks), "budgets": list(budgets),
         "chunker": ix.store.manifest.get("chunker"), "n_chunks": ix.store.n_chunks,
-        "embedder": (ix.store.embedder_info or {}).get("model_id"), "pipeline": ix.pipeline,
+        "embedder": (ix.store.embedder_info or {}).get("model_id"), "pipeline": ix.corpus.pipeline,
         "index_seconds": round(t_index, 2), "refine": refine, "retrievers": {},
     }
-    asm = ix.assembler() if assemble else None
+    asm = ix.corpus.assembler() if assemble else None
     report["assemble"] = {"on": True, "cap": asm.cap} if asm is not None else {"on": False}
-    depth = max([kmax] + [ix.depth_for(b) for b in budgets])
+    depth = max([kmax] + [ix.corpus.depth_for(b) for b in budgets])
     report["depth"] = depth
     qtexts = [q.question for q in questions]
     per_question: dict[str, dict] = {}
     per_doc = [q.doc_id for q in questions] if scope == "document" else None
     try:
         for name in retrievers:
-            r = ix.retriever(name, **_retriever_options(name, options.get(name, {}), need))
+            r = ix.corpus.retriever(name, **_retriever_options(name, options.get(name, {}), need))
             t1 = time.perf_counter()
             results = _retrieve_all(r, name, qtexts, depth, per_doc, progress)
             dt = time.perf_counter() - t1
@@ -278,7 +277,7 @@ def _refined(ix: Any, refine: str, opts: dict, name: str, qtexts: list, results:
              assemble: Any = None):
     """``(NAME+REFINER, refined results, seconds)``: the refiner on each result fitted to the first budget
     (assembled with ``assemble`` when given)."""
-    refiner = registry.create("refiner", refine, embedder=ix.embedder, corpus=Corpus(ix), **opts)
+    refiner = registry.create("refiner", refine, embedder=ix.corpus.embedder, corpus=ix.corpus, **opts)
     t = time.perf_counter()
     out = []
     with Progress(f"{name}+{refine}", total=len(qtexts), unit="questions") as bar:

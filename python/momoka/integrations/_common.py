@@ -29,7 +29,7 @@ def prepare(index: Any, retriever: str, k: int, options: dict, where: dict | Non
         from ..methods.filters import Where  # start-up: momoka.methods.filters
 
         Where.parse(where)
-    build = getattr(index, "retriever", None)
+    build = getattr(getattr(index, "corpus", index), "retriever", None)
     if callable(build):
         build(retriever, **options)
 

@@ -260,7 +260,7 @@ class Result(Sequence):
         length fits. An item longer than what is left ends the prefix (so the
         ranking's order is kept). With ``assemble``, an assembler (a callable
         ``assemble(result, budget, keep_first=...) -> Result``, e.g. the
-        :class:`~momoka.methods.assemble.Assembler` of :meth:`momoka.Index.assembler`):
+        :class:`~momoka.methods.assemble.Assembler` of :meth:`Corpus.assembler <momoka.methods.context.Corpus.assembler>`):
         hits that touch are merged, a hit is widened to its paragraph when that
         fits, an item that does not fit is skipped and the fill goes on, and
         no character is returned twice.

@@ -12,14 +12,14 @@ Who does what:
 - **The driver** (the process calling :meth:`Index.add`) reads and parses the files (so workers
   need no shared filesystem), skips documents already committed, hands out batches and is the
   single writer: it applies the outputs to the real store in submission order
-  (:func:`~momoka.methods.indexer.apply_batch`, which maps the scratch store's chunk and node ids onto new global ids, so
+  (:meth:`IndexWriter.apply <momoka.methods.index_writer.IndexWriter.apply>`, which maps the scratch store's chunk and node ids onto new global ids, so
   the store is the one a single-process run builds, ids included) and commits every ``commit_docs``
   documents or ``commit_seconds`` seconds: a commit writes one segment holding only the new
   batches, so the driver's commit costs the batch, not the store. A killed driver loses only what
   was not committed; rerunning the same command skips the committed documents (their content
   hash matches), so they are never chunked or embedded again.
 - **A killed worker**: its actor is restarted by Ray (``max_restarts``) and the batch retried
-  (``max_task_retries``); a batch whose retries run out is reported in ``index.report["failed"]``
+  (``max_task_retries``); a batch whose retries run out is reported in ``index.report.failed``
   (with ``on_error="skip"``) or raises :class:`~momoka.errors.MomokaError` after committing every
   batch before it (``on_error="raise"``). The store stays consistent either way: only the driver
   writes it.
@@ -51,7 +51,7 @@ from ..errors import ConfigError, MomokaError
 from ..progress import Progress
 from ..store.spec import PipelineSpec
 from .base import ADD_BATCH
-from .indexer import Indexer, apply_batch, scratch_store, store_template
+from .indexer import Embedding, Indexer, Report, recorded_chunker, recorded_component, scratch_store, store_template
 
 #: Times Ray restarts a dead worker actor, and retries a batch whose worker died.
 MAX_RESTARTS = 3
@@ -78,21 +78,22 @@ def require_ray():
 class Worker:
     """One Ray worker: the models loaded once, then :meth:`run` per batch of documents."""
 
-    def __init__(self, index_cls: type, template: dict, chunker: Any = None, embedder: Any = None,
-                 components: dict | None = None, limiter: Any = None):
-        self.index_cls = index_cls
+    def __init__(self, template: dict, chunker: Any = None, embedder: Any = None, components: dict | None = None,
+                 limiter: Any = None):
         self.template = template
-        self.components = dict(components or {})
         if limiter is not None:
             from ..llm.base import set_request_limiter  # start-up: momoka.llm.base
 
             set_request_limiter(_LimiterClient(limiter))
-        st = scratch_store(template)
-        st.pipeline = PipelineSpec.from_dict(template["pipeline"])
-        # an index over an empty scratch store: the chunker, the embedder and the components of the pipeline,
-        # rebuilt from the manifest unless given, loaded once
-        self.index = index_cls(st, chunker=chunker, embedder=embedder, components=self.components, progress=False)
-        self.indexer = Indexer.of(self.index)
+        # the chunker, the embedder and the components of the pipeline, rebuilt from the spec unless given,
+        # loaded once (the embedding service reads the views of an empty scratch store shaped like the real one)
+        spec = PipelineSpec.from_dict(template["pipeline"])
+        embedding = Embedding(scratch_store(template), embedder)
+        given = dict(components or {})
+        parts = {kind: [given[c.name] if c.name in given else recorded_component(spec, kind, c.name)
+                        for c in spec.components(kind)] for kind in ("enrich", "relate")}
+        chunker = chunker if chunker is not None else recorded_chunker(embedding.store, embedding)
+        self.indexer = Indexer(template, chunker, parts["enrich"], parts["relate"], embedding, False)
 
     def pid(self) -> int:
         """The worker's process id."""
@@ -102,11 +103,11 @@ class Worker:
         """Chunk, embed, enrich and relate ``docs`` (:meth:`Indexer.run <momoka.methods.indexer.Indexer.run>`):
         the batch's Delta, the components' settings, what was skipped and the texts embedded."""
         t0 = time.perf_counter()
-        self.index.report = {"embedded": 0, "reused": 0}  # texts embedded, counted as the single-process path does
+        counts = self.indexer.embedding.report = Report()  # texts embedded, counted as the single-process path does
         skipped: list = []
         delta = self.indexer.run(list(docs), hashes, on_error, skipped)
         return {"delta": delta, "settings": self.indexer.settings(), "skipped": skipped,
-                "embedded": int(self.index.report["embedded"]), "seconds": time.perf_counter() - t0}
+                "embedded": int(counts.embedded), "seconds": time.perf_counter() - t0}
 
 
 class Limiter:
@@ -169,26 +170,27 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     return ray
 
 
-def _shippable(index) -> tuple[Any, Any, dict]:
+def _shippable(writer: Any) -> tuple[Any, Any, dict]:
     """The chunker, embedder and components the workers cannot rebuild from the manifest (objects)."""
-    chunker = index.chunker if (index.store.manifest.get("chunker") or {}).get("object") else None
-    emb = index.embedding.own
+    chunker = writer.chunker if (writer.store.manifest.get("chunker") or {}).get("object") else None
+    emb = writer.embedding.own
     if emb is not None and type(emb).__module__.startswith("momoka.models"):
         emb = None  # a registry model: each worker loads it itself
-    comps = {spec["name"]: index.component(kind, spec["name"]) for kind in ("enrich", "relate")
-             for spec in index.pipeline.get(kind, []) if spec.get("object")}
+    comps = {c.name: writer.component(kind, c.name) for kind in ("enrich", "relate")
+             for c in writer.spec.components(kind) if c.object}
     return chunker, emb, comps
 
 
-def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any, workers: int | None = None,
+def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commits: Any, workers: int | None = None,
                  address: str | None = None, llm_concurrency: int | None = None,
                  batch: int | None = None, replace: Collection[str] = ()) -> None:
-    """Run ``docs`` through the pipeline on Ray workers and commit their outputs into ``index`` in order.
+    """Run ``docs`` through the pipeline on Ray workers and commit their outputs through ``writer`` (the
+    :class:`~momoka.methods.index_writer.IndexWriter`) in order.
 
     Called by :meth:`Index.add` with ``engine="ray"`` (the documents are parsed and checked there).
     A task is ``batch`` documents (default: the single-process path's batches, ``min(32, commit_docs)``,
     so both paths give the same store; a smaller ``commit_docs`` gives more, smaller tasks).
-    Fills ``index.report``: ``added``, ``skipped``, ``failed`` (doc ids whose batch failed after
+    Fills ``writer.report``: ``added``, ``skipped``, ``failed`` (doc ids whose batch failed after
     every retry), ``embedded`` (texts embedded by the workers) and ``timing`` (the writer's seconds
     applying outputs, ``apply_s``, and committing, ``commit_s``; the workers' seconds, ``worker_s``).
     ``replace``: stored documents indexed again, each deleted in the batch that adds its new version.
@@ -196,26 +198,25 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     ray = connect(address)
     from ray.exceptions import RayActorError, RayTaskError  # optional: ray
 
-    report = index.report
-    report.setdefault("failed", [])
-    report["embedded"] = 0
+    report = writer.report
+    report.embedded = 0
     # seconds the writer spent applying outputs and committing, and the workers' seconds summed
-    report["timing"] = timing = {"apply_s": 0.0, "commit_s": 0.0, "worker_s": 0.0}
+    report.timing = timing = {"apply_s": 0.0, "commit_s": 0.0, "worker_s": 0.0}
     if not docs:
         return
     n_workers = int(workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
     if llm_concurrency is None:
         llm_concurrency = settings.get_int(ENV_LLM_CONCURRENCY)
-    chunker, emb, comps = _shippable(index)
+    chunker, emb, comps = _shippable(writer)
     limiter = ray.remote(num_cpus=0)(Limiter).remote(llm_concurrency)
     actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(Worker)
-    template = store_template(index.store)
-    actors = [actor_cls.remote(type(index), template, chunker, emb, comps, limiter) for _ in range(n_workers)]
+    template = store_template(writer.store)
+    actors = [actor_cls.remote(template, chunker, emb, comps, limiter) for _ in range(n_workers)]
     if batch is None:
         # The batches of the single-process path: the default embedder's int8 activations are quantised
         # per forward pass, so a chunk's vector depends on the texts embedded with it; the same batches
         # give the same vectors, bit for bit.
-        batch = max(1, min(ADD_BATCH, index.commit_docs))
+        batch = max(1, min(ADD_BATCH, writer.commit_docs))
     batches = [docs[i : i + batch] for i in range(0, len(docs), batch)]
     hashes_of = [{d.doc_id: hashes.get(d.doc_id) for d in b} for b in batches]
     pending: dict[Any, tuple[int, Any]] = {}
@@ -224,7 +225,7 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
     idle = list(actors)
     err: BaseException | None = None
     try:
-        with Progress("indexing on ray", total=len(docs), unit="docs", enabled=index.progress) as pr:
+        with Progress("indexing on ray", total=len(docs), unit="docs", enabled=writer.progress) as pr:
             while nxt_apply < len(batches):
                 while idle and nxt_submit < len(batches) and err is None and nxt_submit - nxt_apply < 4 * n_workers:
                     a = idle.pop()
@@ -260,17 +261,17 @@ def add_with_ray(index, docs: list, hashes: dict, *, on_error: str, commits: Any
                         err = err or MomokaError(f"a Ray worker died {MAX_RESTARTS + 1} times on documents "
                                                  f"{', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}: {out}")
                         break
-                    report["failed"].extend(ids)
-                    report["skipped"].extend((d.source or d.doc_id, f"its Ray worker died: {out}") for d in b)
+                    report.failed.extend(ids)
+                    report.skipped.extend((d.source or d.doc_id, f"its Ray worker died: {out}") for d in b)
                     pr.update(len(b))
                     continue
                 t_w = time.perf_counter()
-                report["added"].extend(apply_batch(index, out, replace=replace))
+                report.added.extend(writer.apply(out, replace=replace))
                 t_c = time.perf_counter()
-                commits.added(len(report["added"]))
+                commits.added(len(report.added))
                 t_e = time.perf_counter()
-                report["skipped"].extend(out["skipped"])
-                report["embedded"] += int(out["embedded"])
+                report.skipped.extend(out["skipped"])
+                report.embedded += int(out["embedded"])
                 timing["apply_s"] += t_c - t_w
                 timing["commit_s"] += t_e - t_c
                 timing["worker_s"] += float(out["seconds"])

@@ -189,7 +189,7 @@ def _scope(allowed: list[str], doc_filter: Any, store: Any) -> list[str]:
     return [d for d in allowed if d in keep]
 
 
-def filtered_search(retriever: Any, index: Any, queries: Sequence[str], depth: int, where: Any,
+def filtered_search(retriever: Any, corpus: Any, queries: Sequence[str], depth: int, where: Any,
                     doc_ids: Any = None, per_query_doc_ids: Sequence[Any] | None = None) -> list[Result]:
     """``retriever.retrieve_batch(queries, depth, ...)`` under the filter ``where`` (the rule in the module doc):
     per query, at most ``depth`` items that match, in the retriever's order, ranked from 1."""
@@ -197,9 +197,9 @@ def filtered_search(retriever: Any, index: Any, queries: Sequence[str], depth: i
     if w is None:
         kw = {"doc_ids": doc_ids} if per_query_doc_ids is None else {"per_query_doc_ids": per_query_doc_ids}
         return retriever.retrieve_batch(queries, depth, **kw)
-    queries = index.check_queries(queries)
+    queries = corpus.check_queries(queries)
     depth = check_int(depth, "k", minimum=1)
-    store = index.store
+    store = corpus.store
     allowed = w.documents(store)
     if per_query_doc_ids is not None:
         if doc_ids is not None:
@@ -228,7 +228,7 @@ def filtered_search(retriever: Any, index: Any, queries: Sequence[str], depth: i
             break
         left = []
         for i, res in zip(todo, got):
-            res = index.results.locate(res)
+            res = corpus.results.locate(res)
             kept = [it for it in res if w.on_pages(it)]
             if len(kept) >= depth or len(res) < n or n >= chunks[id(scopes[i])]:
                 items = tuple(replace(it, rank=r) for r, it in enumerate(kept[:depth], start=1))

@@ -5,8 +5,8 @@ texts as vector view ``"raw"``, and BM25 view ``"raw"``); then each enricher and
 given a :class:`~momoka.methods.context.Batch`. All of it is written into a scratch in-memory
 store shaped like the index's (:func:`store_template`, :func:`scratch_store`), never into the
 index's store: the scratch store's contents are the batch's Delta, which
-:meth:`Store.apply <momoka.store.store.Store.apply>` then adds to the index's store
-(:func:`apply_batch`), renumbering its ids. The single-process path and the Ray workers
+:meth:`StoreWriter.apply <momoka.store.writer.StoreWriter.apply>` then adds to the index's store
+(:meth:`IndexWriter.apply <momoka.methods.index_writer.IndexWriter.apply>`), renumbering its ids. The single-process path and the Ray workers
 (:mod:`momoka.methods.distributed`) run the very same :meth:`Indexer.run`; the store is only
 written by ``Store.apply``. A batch that fails (an LLM stage over its share of unusable answers,
 a document without chunks) leaves the index's store as it was.
@@ -18,28 +18,61 @@ cache of a document being replaced, the counts of texts embedded and reused, and
 from __future__ import annotations
 
 import copy
-import re
+import dataclasses
 import warnings
-from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .. import registry
 from ..chunking.context import context_headers, headed, indexed_text
-from ..errors import InputError, MomokaError, StoreError
-from ..store.delta import Delta
+from ..errors import ConfigError, InputError, MomokaError, StoreError
 from ..progress import Progress
-from ..text.model import Chunk, with_tails
+from ..store._kinds import ARTIFACT_KINDS
+from ..store.delta import Delta
+from ..store.spec import PipelineSpec
 from ..store.store import RAW_VIEW, Store, check_embedder
+from ..text.model import Chunk, with_tails
+from .base import DEFAULT_CHUNKER
 from .context import Batch
 from .fallbacks import set_record
-from .sources import embedder_info, jsonable, load_embedder
-
-if TYPE_CHECKING:  # (annotations only: the Index imports this module)
-    from .pipeline import Index
+from .sources import embedder_info, jsonable, load_embedder, resolve_chunker
 
 #: Texts embedded per embedder call while indexing.
 EMBED_BATCH = 256
+#: The size stores record-less of their chunker were built with (the default before it was 100).
+LEGACY_CHUNK_SIZE = 200
+
+
+@dataclass
+class Report:
+    """What the last :meth:`momoka.Index.add` did (:attr:`momoka.Index.report`).
+
+    ``added``: the doc ids added; ``unchanged``: given again, identical, not indexed; ``replaced``: changed and
+    indexed again; ``redone``: identical but indexed again because some LLM outputs were fallbacks;
+    ``skipped``: ``(source, reason)`` of what was not indexed; ``embedded``: texts embedded; ``reused``: vectors
+    taken over from the replaced documents instead; with ``engine="ray"``, ``failed`` (doc ids whose batch
+    failed after every retry) and ``timing`` (the writer's seconds applying outputs, ``apply_s``, and
+    committing, ``commit_s``; the workers' seconds, ``worker_s``).
+    """
+
+    added: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    redone: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    embedded: int = 0
+    reused: int = 0
+    failed: list[str] = field(default_factory=list)
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The report as JSON values (the skipped pairs as lists)."""
+        out = dataclasses.asdict(self)
+        out["skipped"] = [list(x) for x in self.skipped]
+        return out
 
 
 class Embedding:
@@ -47,16 +80,18 @@ class Embedding:
 
     :meth:`resolve` gives the embedder of a view from the view's recorded embedder
     (``{"model_id", "checksum", "dim"}``): the index's own (:attr:`own`) when it is that model
-    (checked), else loaded by model id once. ``report()`` gives the dict whose ``"embedded"`` and
-    ``"reused"`` counts each call adds to.
+    (checked), else loaded by model id once. :attr:`report` (the index writer's :class:`Report` while it
+    runs, else None) counts the texts each call embeds and the vectors it reuses (``embedded``, ``reused``).
     """
 
-    def __init__(self, store: Any, embedder: Any, report: Callable[[], dict], progress: Callable[[], Any]):
+    def __init__(self, store: Any, embedder: Any, *, progress: bool | None = None):
         self.store = store
         #: The embedder given to the index, or the one loaded for its views (None until one is).
         self.own = embedder
-        self._report = report
-        self._progress = progress
+        #: What counts the texts embedded and the vectors reused (anything with ``embedded`` and ``reused``).
+        self.report: Any = None
+        #: Whether embedding shows progress (None: the default, see :class:`momoka.progress.Progress`).
+        self.progress = progress
         #: embedder checksum -> {text: vector}: the vectors of documents being replaced (see :meth:`keep`)
         self.cache: dict[str, dict[str, np.ndarray]] = {}
         #: Texts the last :meth:`embed` embedded truncated (over the embedder's input limit).
@@ -99,7 +134,7 @@ class Embedding:
         :attr:`last_truncated` and reported in one warning.
         """
         emb = self.resolve(info, view)
-        report = self._report()
+        report = self.report
         texts = list(texts)
         vecs: list[Any] = [None] * len(texts)
         todo = list(range(len(texts)))
@@ -110,28 +145,34 @@ class Embedding:
             for i, t in enumerate(texts):
                 if t in cache:
                     vecs[i] = cache[t]
-                    report["reused"] = report.get("reused", 0) + 1
+                    if report is not None:
+                        report.reused += 1
                 elif t not in first:
                     first[t] = i
                     todo.append(i)
         n_trunc = 0
         self.last_truncated = 0
-        with Progress(label, total=len(todo), unit="texts", enabled=self._progress()) as pr:
+        with Progress(label, total=len(todo), unit="texts", enabled=self.progress) as pr:
             for s in range(0, len(todo), EMBED_BATCH):
                 part = todo[s : s + EMBED_BATCH]
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     got = np.asarray(emb.embed([texts[i] for i in part]), dtype=np.float32)
+                # the embedder's own count of the call's truncated texts (``last_truncated``); its per-call
+                # warning gives way to the one warning below (an embedder that does not count: one per warning)
+                counted = getattr(emb, "last_truncated", None)
+                warned = 0
                 for w in caught:
                     if type(w.message).__name__ == "TruncationWarning":
-                        m = re.match(r"(\d+) of", str(w.message))
-                        n_trunc += int(m.group(1)) if m else 1
+                        warned += 1
                     else:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                n_trunc += int(counted) if isinstance(counted, int) and not isinstance(counted, bool) else warned
                 for i, v in zip(part, got):
                     vecs[i] = v
                 pr.update(len(part))
-        report["embedded"] = report.get("embedded", 0) + len(todo)
+        if report is not None:
+            report.embedded += len(todo)
         self.last_truncated = n_trunc
         if n_trunc:
             warnings.warn(f"{n_trunc} of {len(texts)} texts of view {view!r} are longer than the embedder's input "
@@ -170,33 +211,57 @@ class Embedding:
 
 
 def store_template(store: Any) -> dict:
-    """What a scratch store needs to look like ``store``: chunker, HNSW settings, pipeline and every artifact."""
+    """What a scratch store needs to look like ``store``: chunker, HNSW settings, pipeline and the spec of every
+    artifact (by kind, as :data:`~momoka.store._kinds.ARTIFACT_KINDS` declares it: the Delta's keys)."""
     m = store.manifest
-    arts = store._artifacts
-    vectors = {n: {"embedder": v.embedder, "dtype": v.dtype, "source": dict(v.source)}
-               for n, v in arts["vectors"].items()}
-    bm25 = {n: {"params": dict(v.params), "source": dict(v.source)} for n, v in arts["bm25"].items()}
-    relations = {n: {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
-                     "source": dict(r.source)} for n, r in arts["relation"].items()}
-    nodes = {n: {"source": dict(t.source), "id_fields": dict(t.id_fields), "doc_fields": copy.deepcopy(t.doc_fields)}
-             for n, t in arts["nodes"].items()}
-    return {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": store.pipeline.to_dict(),
-            "vectors": vectors, "bm25": bm25, "relations": relations, "nodes": nodes}
+    out = {"chunker": m.get("chunker"), "hnsw": m.get("hnsw"), "pipeline": store.pipeline.to_dict()}
+    for kind in ARTIFACT_KINDS:
+        out[kind.delta] = {n: kind.spec(a) for n, a in store.artifacts(kind.key).items()}
+    return out
 
 
 def scratch_store(template: dict):
     """A new in-memory :class:`~momoka.store.store.Store` shaped as ``template`` says (:func:`store_template`)."""
     st = Store.create(None, chunker=template["chunker"], hnsw=template["hnsw"])
-    for name, e in template["vectors"].items():
-        st.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
-    for name, e in template["bm25"].items():
-        st.add_bm25_view(name, params=e["params"], source=e["source"])
-    for name, e in template["relations"].items():
-        st.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
-                        source=e["source"])
-    for name, e in template["nodes"].items():
-        st.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
+    for kind in ARTIFACT_KINDS:
+        for name, spec in template[kind.delta].items():
+            kind.create(st, name, spec)
     return st
+
+
+# ---------------------------------------------------------------------------------- the pipeline's parts
+
+
+def recorded_component(spec: PipelineSpec, kind: str, name: str) -> Any:
+    """Enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` rebuilt from the registry with the
+    options ``spec`` (a store's pipeline) records, and what its entry's ``reopen`` hook takes from the recorded
+    settings; :class:`ConfigError` when it has no such component or it was
+    an object the manifest cannot rebuild."""
+    entry = spec.entry(kind, name) if kind in ("enrich", "relate") else None
+    if entry is None:
+        raise ConfigError(f"the pipeline has no {kind} component {name!r}")
+    if entry.object:
+        raise ConfigError(f"this store was built with a custom component {name!r}; pass it again: "
+                          f"Index.open(..., components={{{name!r}: obj}})")
+    kind_name = "enricher" if kind == "enrich" else "relator"
+    # the entry's reopen hook may pin settings the store recorded (e.g. the defaults it was built with)
+    opts = registry.entry(kind_name, name).reopen_options(dict(entry.params or {}), entry.settings)
+    return registry.create(kind_name, name, **opts)
+
+
+def recorded_chunker(store: Any, embedding: Embedding) -> Any:
+    """The chunker ``store``'s manifest records, rebuilt (a store with no record gets the default chunker at
+    :data:`LEGACY_CHUNK_SIZE`); :class:`ConfigError` for a chunker object the manifest cannot rebuild."""
+    info = store.manifest.get("chunker") or {"name": DEFAULT_CHUNKER, "params": {"size": LEGACY_CHUNK_SIZE}}
+    if info.get("object"):
+        raise ConfigError(f"this store was built with a custom chunker ({info['name']}); pass it again: "
+                          "Index.open(..., chunker=...)")
+    params = dict(info.get("params") or {})
+    emb = None
+    if "max_embed_tokens" in params:  # a store built with the embedder's limit counts it with the store's embedder
+        emb = embedding.for_view(RAW_VIEW) if store.has_vector_view(RAW_VIEW) else embedding.own
+    chunker, _ = resolve_chunker(info["name"], params, emb)
+    return chunker
 
 
 # ---------------------------------------------------------------------------------- the indexer
@@ -221,7 +286,8 @@ class Indexer:
 
     Holds the chunker, the enrichers and relators, the :class:`Embedding` service and the
     ``template`` of the store the Deltas are for (:func:`store_template`; refresh it when that
-    store gains artifacts). Build one over an index with :meth:`of`.
+    store gains artifacts). :meth:`IndexWriter.indexer <momoka.methods.index_writer.IndexWriter.indexer>`
+    builds the one of an index's pipeline.
     """
 
     def __init__(self, template: dict, chunker: Any, enrichers: Sequence[Any], relators: Sequence[Any],
@@ -232,13 +298,6 @@ class Indexer:
         self.relators = list(relators)
         self.embedding = embedding
         self.progress = progress
-
-    @classmethod
-    def of(cls, index: Index) -> Indexer:
-        """The indexer of ``index``'s pipeline (its chunker, enrichers, relators and embedding service)."""
-        p = index.pipeline
-        return cls(store_template(index.store), index.chunker, [index.component("enrich", c["name"]) for c in p["enrich"]],
-                   [index.component("relate", c["name"]) for c in p["relate"]], index.embedding, index.progress)
 
     def run(self, docs: list, hashes: dict, on_error: str = "raise", skipped: list | None = None) -> Delta:
         """Chunk, embed, enrich and relate ``docs`` (parsed documents; ``hashes``: doc id -> content hash).
@@ -343,23 +402,3 @@ def describe(comp: Any) -> dict | None:
     """What a component's ``describe()`` reports, as JSON values (None when it has no ``describe``)."""
     fn = getattr(comp, "describe", None)
     return jsonable(fn()) if callable(fn) else None
-
-
-def apply_batch(index: Index, out: dict, replace: Collection[str] = ()) -> list[str]:
-    """Write one batch's output (``{"delta", "settings"}``) into ``index``'s store; returns the doc ids added.
-
-    :meth:`Store.apply <momoka.store.store.Store.apply>` renumbers the batch's chunk and node ids to
-    follow the store's (the store is then the same whichever process indexed the batch, ids
-    included); artifacts the store lacks are created as the batch's scratch store had them. The
-    components' settings are recorded in the manifest's pipeline. ``replace``: ids of stored documents
-    being indexed again; those of this batch are deleted as it is applied (the delta's ``deletes``), so
-    a commit never holds the deletion of a document without its new version.
-    """
-    delta = out["delta"]
-    if replace:
-        delta.deletes = [d for d in delta.doc_ids if d in replace and d in index.store.documents]
-    added = index.store.apply(delta)
-    for kind, name, recorded in out["settings"]:
-        index.record_settings(kind, name, recorded)
-    index.store.mark_dirty()
-    return added

@@ -9,13 +9,15 @@
     index = momoka.Index.open("my.store")
     index.add(["new.txt"]); index.delete(["report"]); index.save()
 
-The :class:`Index` is the front door (build, open, add, extend, delete, save, search, ask), a
-facade over the parts that do the work: indexing runs in :mod:`momoka.methods.engine` (batches,
-commits, fallback tallies, the Ray dispatch, extend), each batch through the
+The :class:`Index` is the front door (build, open, add, extend, delete, save, search, ask, refresh,
+close), a facade over the parts that do the work: the read side is a
+:class:`~momoka.methods.context.Corpus` (:attr:`Index.corpus`: a store snapshot, the
+:class:`~momoka.methods.indexer.Embedding` service, the :class:`~momoka.methods.results.Results`
+factory and the retrievers built over them); the write side is an
+:class:`~momoka.methods.index_writer.IndexWriter` (:attr:`Index.writer`: batches, commits, fallback
+tallies, the Ray dispatch, extend), which runs each batch through the
 :class:`~momoka.methods.indexer.Indexer` (chunker, raw views, enrichers, relators) into a
-:class:`~momoka.store.delta.Delta` that the :class:`Store` applies; texts are embedded by the
-:class:`~momoka.methods.indexer.Embedding` service, results built by
-:class:`~momoka.methods.results.Results`. The pipeline (chunker,
+:class:`~momoka.store.delta.Delta` that the :class:`~momoka.store.writer.StoreWriter` applies. The pipeline (chunker,
 enrichers, relators and their options) is recorded in the store's manifest, so
 :meth:`Index.add` runs the same components on new documents only. Searching asks a
 registered retriever by name. Inputs (paths, documents, chunkers, embedders, queries) are
@@ -25,38 +27,26 @@ in :mod:`momoka.methods.sources`.
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from .. import settings
-from ..errors import ConfigError, InputError, MissingArtifactError
-from ..store.snapshot import Snapshot
-from ..store.store import RAW_VIEW, Store, check_embedder, read_manifest
-from ..store.writer import StoreWriter
 from .. import registry
-from . import engine as engine_
+from ..errors import InputError
+from ..store.snapshot import Snapshot
+from ..store.spec import PipelineSpec
+from ..store.store import Store, check_embedder, read_manifest
+from ..store.writer import StoreWriter
 from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_TRIM,
     DEFAULT_ASSEMBLE_TRIM_FILL, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member,
     Result, check_budget)
-from .context import Corpus, stored_document
-from .engine import ENGINES, check_engine, check_share  # noqa: F401 (ENGINES re-exported)
-from .indexer import EMBED_BATCH, Embedding, Indexer  # noqa: F401 (EMBED_BATCH re-exported)
+from .context import DEFAULT_K, MAX_RETRIEVERS, Corpus  # noqa: F401 (re-exported)
+from .index_writer import ENGINES, IndexWriter, check_engine, check_share, create_store  # noqa: F401 (re-exported)
+from .indexer import EMBED_BATCH, LEGACY_CHUNK_SIZE, Embedding, Report  # noqa: F401 (re-exported)
 from .results import Results
-from .sources import (MAX_QUERY_CHARS, check_query, embed_limit, embedder_info, language_default_embedder,
+from .sources import (MAX_QUERY_CHARS, embed_limit, embedder_info, language_default_embedder,  # noqa: F401
                       make_embedder, resolve_chunker)
-
-#: The size stores record-less of their chunker were built with (the default before it was 100).
-LEGACY_CHUNK_SIZE = 200
-#: Items returned when neither k nor a budget is given.
-DEFAULT_K = 5
-#: Built retrievers an :class:`Index` keeps (one per name and options), the least recently used dropped first.
-MAX_RETRIEVERS = 32
 
 
 def chunker_params(chunker: Any, size: int | None = None, params: dict | None = None, embedder: Any = None,
@@ -98,45 +88,30 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
 
 
 class Index:
-    """A searchable index of documents: a :class:`Store` plus the pipeline that fills it.
+    """A searchable index of documents: the facade over a store, its read side and its write side.
 
     Build one with :meth:`build`, or load one with :meth:`open`. Search with
     :meth:`search` and any registered retriever (``momoka.registry.available("retriever")``).
     An index that writes holds its store's writer lock until :meth:`close`; use it as a
     context manager (``with Index.build(...) as index:``) to release the lock at the end of
     the block. Readers (:meth:`open` without changes) take no lock.
+
+    The facade's parts: :attr:`store` (a read-only :class:`~momoka.store.snapshot.Snapshot` until the
+    index writes, then its :class:`~momoka.store.writer.StoreWriter`), :attr:`corpus` (the read side:
+    documents, titles, pages, query embedding, results, retrievers: :class:`~momoka.methods.context.Corpus`),
+    :attr:`writer` (the write side: the pipeline's components, commits, the LLM fallback limit:
+    :class:`~momoka.methods.index_writer.IndexWriter`) and :attr:`report` (what the last :meth:`add` did).
     """
 
     def __init__(self, store: Store, *, chunker: Any = None, embedder: Any = None,
                  components: dict[str, Any] | None = None, progress: bool | None = None):
-        self.store = store
+        self._store = store
         self._chunker = chunker
         self._components: dict[str, Any] = dict(components or {})
-        self._retrievers: OrderedDict[tuple, Any] = OrderedDict()  # LRU, see retriever()
-        self._retrievers_lock = threading.Lock()
-        #: Built retrievers kept, one per name and options (:meth:`retriever`); beyond it the least recently
-        #: used is dropped (and built again when asked for), so options that vary per call cost no memory.
-        self.max_retrievers: int = MAX_RETRIEVERS
-        self.progress = progress
-        #: The embedding service of this index's views (embedder per view, cache, counts, truncation).
-        self.embedding = Embedding(store, embedder, lambda: self.report, lambda: self.progress)
-        #: Members, titles and results of the store's chunks (:mod:`momoka.methods.results`).
-        self.results = Results(store)
-        #: Queries longer than this many characters are refused (raise it for long queries).
-        self.max_query_chars = MAX_QUERY_CHARS
-        #: ``add(..., commit=True)`` saves a generation after this many documents ...
-        self.commit_docs: int = settings.get_int("MOMOKA_COMMIT_DOCS")
-        #: ... or after this many seconds, whichever comes first.
-        self.commit_seconds: float = settings.get_float("MOMOKA_COMMIT_SECONDS")
-        #: What the last :meth:`add` did: ``{"added", "unchanged", "replaced", "redone", "skipped": [(source,
-        #: reason)]}`` (``redone``: unchanged documents indexed again because some LLM outputs were fallbacks).
-        self.report: dict = {"added": [], "unchanged": [], "replaced": [], "redone": [], "skipped": [],
-                             "embedded": 0, "reused": 0}
-        #: The share of unusable answers above which an LLM stage stops (None: ``$MOMOKA_LLM_MAX_FAILED``,
-        #: else 0.25); see :mod:`momoka.methods.fallbacks`.
-        self.llm_max_failed: float | None = None
-
-    # ------------------------------------------------------------------ construction
+        self._progress = progress
+        embedding = Embedding(store, embedder, progress=progress)
+        self._corpus = Corpus(store, embedding, Results(store), progress=progress)
+        self._writer: IndexWriter | None = None
 
     @classmethod
     def build(
@@ -187,7 +162,7 @@ class Index:
             overwrite: replace an existing store at ``store``.
             on_error, encoding, follow_links: as for :meth:`add`.
             commit_docs, commit_seconds: commit every this many documents or seconds
-                (default :attr:`commit_docs`, :attr:`commit_seconds`).
+                (default ``index.writer.commit_docs``, ``commit_seconds``).
             engine, workers, address: ``engine="ray"`` runs the per-document work on Ray
                 workers (see :meth:`add`).
             llm_max_failed: the share of unusable LLM answers above which an LLM-backed
@@ -215,16 +190,17 @@ class Index:
         check_share(llm_max_failed)
         chunker_obj, chunker_info = resolve_chunker(chunker, params, emb)
         check_engine(engine)
-        st, components = engine_.create_store(store, chunker_info, emb, enrich=enrich, relate=relate, bm25=bm25,
-                                              vector_dtype=vector_dtype, overwrite=overwrite, engine=engine,
-                                              headers=bool(headers))
+        st, spec, components = create_store(store, chunker_info, emb, enrich=enrich, relate=relate, bm25=bm25,
+                                            vector_dtype=vector_dtype, overwrite=overwrite, engine=engine,
+                                            headers=bool(headers))
         try:
             index = cls(st, chunker=chunker_obj, embedder=emb, components=components, progress=progress)
-            Indexer.of(index).prepare(st)  # every declared artifact, before any document
+            writer = index._writing(spec)
+            writer.prepare()  # every declared artifact, before any document
             if commit_docs:
-                index.commit_docs = int(commit_docs)
+                writer.commit_docs = int(commit_docs)
             if commit_seconds:
-                index.commit_seconds = float(commit_seconds)
+                writer.commit_seconds = float(commit_seconds)
             index.add(sources, on_error=on_error, encoding=encoding, commit=store is not None, engine=engine,
                       workers=workers, address=address, llm_max_failed=llm_max_failed, follow_links=follow_links)
             if store is not None and index.store.dirty:
@@ -261,83 +237,41 @@ class Index:
     # ------------------------------------------------------------------ parts
 
     @property
-    def path(self) -> Path | None:
-        """The store directory (None for an in-memory index)."""
-        return self.store.path
+    def store(self) -> Store:
+        """The store: a read-only :class:`~momoka.store.snapshot.Snapshot` of the generation opened, or the
+        :class:`~momoka.store.writer.StoreWriter` once this index writes."""
+        return self._store
 
     @property
-    def pipeline(self) -> dict:
-        """``{"chunker": ..., "enrich": [...], "relate": [...]}`` as the store records it (a copy: the typed
-        spec is the store's :attr:`~momoka.store.store.Store.pipeline`, which its writer commits)."""
-        return self.store.pipeline.view(self.store.manifest.get("chunker"))
-
-    def has_component(self, kind: str, name: str) -> bool:
-        """Whether the pipeline ran enricher/relator ``name`` (``kind``: ``"enrich"`` or ``"relate"``)."""
-        return kind in ("enrich", "relate") and self.store.pipeline.entry(kind, name) is not None
-
-    def embedder_for(self, view: str = RAW_VIEW):
-        """The embedder of vector view ``view`` (loaded and checked on first use)."""
-        return self.embedding.for_view(view)
+    def corpus(self) -> Corpus:
+        """The read side (:class:`~momoka.methods.context.Corpus`, what a retriever is given): ``doc_ids``,
+        ``document``, ``title``, ``page_of``, ``pipeline``, ``embedder``, ``embed_queries``, ``member``,
+        ``result``, ``assembler``, ``depth_for``, ``retriever`` and the query limit ``max_query_chars``."""
+        return self._corpus
 
     @property
-    def embedder(self):
-        """The embedder of the raw view (None for a BM25-only store)."""
-        if not self.store.has_vector_view(RAW_VIEW):
-            return self.embedding.own
-        return self.embedder_for(RAW_VIEW)
+    def writer(self) -> IndexWriter:
+        """The write side (:class:`~momoka.methods.index_writer.IndexWriter`): ``chunker``, ``component``,
+        ``commit_docs``, ``commit_seconds``, ``llm_max_failed``, ``optimize``. An index opened for reading
+        becomes the writer of the generation it loaded here (taking the lock; refused when someone committed
+        since it was opened); a closed writer takes its lock again."""
+        return self._writing()
 
     @property
-    def chunker(self):
-        """The chunker documents are cut with (rebuilt from the manifest when needed)."""
-        if self._chunker is None:
-            info = self.store.manifest.get("chunker") or {"name": DEFAULT_CHUNKER, "params": {"size": LEGACY_CHUNK_SIZE}}
-            if info.get("object"):
-                raise ConfigError(f"this store was built with a custom chunker ({info['name']}); pass it again: "
-                                  "Index.open(..., chunker=...)")
-            params = dict(info.get("params") or {})
-            # a store built with the embedder's limit counts it with the store's embedder
-            self._chunker, _ = resolve_chunker(info["name"], params,
-                                               self.embedder if "max_embed_tokens" in params else None)
-        return self._chunker
-
-    def component(self, kind: str, name: str) -> Any:
-        """The enricher (``kind="enrich"``) or relator (``"relate"``) ``name`` of the pipeline."""
-        if name not in self._components:
-            self._components[name] = engine_.recorded_component(self.pipeline, kind, name)
-        return self._components[name]
-
-    @property
-    def doc_ids(self) -> list[str]:
-        """The ids of the indexed documents, in insertion order."""
-        return list(self.store.documents)
+    def report(self) -> Report:
+        """What the last :meth:`add` did (:class:`~momoka.methods.indexer.Report`: ``added``, ``unchanged``,
+        ``replaced``, ``redone``, ``skipped`` as ``(source, reason)``, ``embedded``, ``reused``)."""
+        return self._writer.report if self._writer is not None else Report()
 
     def __len__(self) -> int:
-        return len(self.store.documents)
+        return len(self._store.documents)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self.store.documents
+        return doc_id in self._store.documents
 
     def __repr__(self) -> str:
-        emb = (self.store.embedder_info or {}).get("model_id")
-        return f"Index({self.path}, documents={len(self)}, chunks={self.store.n_chunks}, embedder={emb})"
-
-    # ------------------------------------------------------------------ embedding
-
-    def embed(self, texts: Sequence[str], *, view: str = RAW_VIEW, label: str = "embedding") -> np.ndarray:
-        """Embed ``texts`` with the embedder of ``view``, in slices, with progress (see
-        :meth:`Embedding.embed <momoka.methods.indexer.Embedding.embed>`: duplicates and the vectors of
-        replaced documents are not embedded again, :attr:`report` counts ``"embedded"`` and ``"reused"``,
-        texts over the embedder's input limit are embedded truncated with one warning)."""
-        return self.embedding.embed(texts, self.store.vector_view(view).info["embedder"], view=view, label=label)
-
-    @property
-    def last_truncated(self) -> int:
-        """Texts the last :meth:`embed` embedded truncated (over the embedder's input limit)."""
-        return self.embedding.last_truncated
-
-    def embed_queries(self, queries: Sequence[str], *, view: str = RAW_VIEW) -> np.ndarray:
-        """Query vectors for vector view ``view`` (the embedder's query form when it has one)."""
-        return self.embedding.embed_queries(queries, view)
+        emb = (self._store.embedder_info or {}).get("model_id")
+        return f"Index({self._store.path}, documents={len(self)}, chunks={self._store.n_chunks}, embedder={emb})"
 
     # ------------------------------------------------------------------ changes
 
@@ -350,7 +284,7 @@ class Index:
         Accepts the forms of :meth:`build`. Returns the added doc ids (also in
         :attr:`report`, with what was skipped and why, and the number of texts
         embedded and of vectors reused from the replaced documents: ``"embedded"``,
-        ``"reused"``; see :meth:`embed`).
+        ``"reused"``; see :meth:`Embedding.embed <momoka.methods.indexer.Embedding.embed>`).
 
         ``existing``: what to do with a doc id already in the index:
         ``"error"`` raises :class:`InputError` before anything is added;
@@ -358,7 +292,7 @@ class Index:
         reports it as skipped when they changed; ``"replace"`` skips identical
         ones and replaces changed ones. With ``"skip"`` and ``"replace"``, an
         identical document some of whose LLM outputs are fallbacks is indexed
-        again (:attr:`report` ``"redone"``): its usable answers come from the
+        again (:attr:`report` ``redone``): its usable answers come from the
         LLM cache, so only the fallback items are asked again.
         ``llm_max_failed``: the share of unusable answers above which an
         LLM-backed stage stops with :class:`~momoka.errors.LLMFallbackError`
@@ -376,8 +310,8 @@ class Index:
         inside the paths given are followed (a loop is not), a link whose target
         is elsewhere is not, unless ``follow_links``; a link not followed is
         skipped and reported like an unreadable file (``on_error``).
-        ``commit=True`` saves a generation every :attr:`commit_docs` documents or
-        :attr:`commit_seconds` seconds and at the end (a store with a directory
+        ``commit=True`` saves a generation every ``writer.commit_docs`` documents or
+        ``commit_seconds`` seconds and at the end (a store with a directory
         only), so an interruption loses at most the documents since the last
         commit; otherwise changes are in memory until :meth:`save`. Raises
         :class:`EmptyInputError` when no document is given.
@@ -387,42 +321,23 @@ class Index:
         their outputs in order (see :mod:`momoka.methods.distributed`); the
         store is the one ``engine="local"`` builds.
         """
-        if progress is not None:
-            self.progress = progress
         check_engine(engine)
-        self._writer()
-        docs, hashes = engine_.collect(self, sources, existing=existing, on_error=on_error, encoding=encoding,
-                                       follow_links=bool(follow_links))
+        if isinstance(sources, Index):
+            raise InputError("cannot index an Index: give paths, Documents or dicts with text "
+                             "(to add documents to an index, call its add())")
+        writer = self._writing()
+        if progress is not None:
+            writer.progress = self._corpus.progress = progress
+        docs, hashes = writer.collect(sources, existing=existing, on_error=on_error, encoding=encoding,
+                                      follow_links=bool(follow_links))
         if llm_max_failed is not None:
             check_share(llm_max_failed)
-            self.llm_max_failed = llm_max_failed
+            writer.llm_max_failed = llm_max_failed
         try:
-            engine_.add(self, docs, hashes, on_error=on_error, commit=commit, engine=engine, workers=workers,
-                        address=address)
+            writer.add(docs, hashes, on_error=on_error, commit=commit, engine=engine, workers=workers, address=address)
         finally:
-            self._retrievers.clear()
-        return list(self.report["added"])
-
-    def document(self, doc_id: str):
-        """The :class:`momoka.text.Document` of ``doc_id``.
-
-        It is rebuilt from the stored chunks: every
-        chunk's text at its offsets, whitespace between chunks as spaces (the
-        chunkers cover every non-whitespace character, so only whitespace
-        differs), parsed as plain text with the stored title and page spans.
-        """
-        return stored_document(self.store, doc_id)
-
-    def page_of(self, doc_id: str, offset: int) -> int | None:
-        """The page number (1-based) of ``offset`` in document ``doc_id``; ``None`` when it has no pages
-        (only PDFs have them)."""
-        if self.store.documents.get(doc_id) is None:
-            raise InputError(f"unknown document id {doc_id!r}")
-        return self.results.pages(doc_id, offset, offset + 1)[0]
-
-    def record_settings(self, kind: str, name: str, settings: dict) -> None:
-        """Record what enricher/relator ``name`` reports (its ``describe()``) in the pipeline of the manifest."""
-        self.store.pipeline.record_settings(kind, name, settings)
+            self._corpus.forget()
+        return list(writer.report.added)
 
     def extend(self, *, enrich: Sequence[Any] = (), relate: Sequence[Any] = (), commit: bool = False,
                llm_max_failed: float | None = None) -> None:
@@ -431,10 +346,10 @@ class Index:
         The components join the recorded pipeline, so later :meth:`add` calls
         run them too. A component already in the pipeline raises
         :class:`ConfigError`, unless an interrupted :meth:`extend` left it with
-        documents still to do (:meth:`pending`): then it resumes on those only.
+        documents still to do (``index.store.pipeline.pending(kind, name)``): then it resumes on those only.
 
         ``commit=True`` (with a store directory) runs each component on
-        :attr:`commit_docs` documents at a time and saves after each batch,
+        ``writer.commit_docs`` documents at a time and saves after each batch,
         recording the documents still to do in the manifest, so a kill or
         Ctrl-C loses at most one batch.
 
@@ -443,21 +358,13 @@ class Index:
         """
         if llm_max_failed is not None:
             check_share(llm_max_failed)
-            self.llm_max_failed = llm_max_failed
-        self._writer()
+        writer = self._writing()
+        if llm_max_failed is not None:
+            writer.llm_max_failed = llm_max_failed
         try:
-            engine_.extend(self, enrich, relate, commit, objects=self._components)
+            writer.extend(enrich, relate, commit)
         finally:
-            self._retrievers.clear()
-
-    def needs(self, kind: str, name: str) -> bool:
-        """Whether :meth:`extend` has work for enricher/relator ``name``: not in the pipeline, or left unfinished."""
-        return not self.has_component(kind, name) or bool(self.pending(kind, name))
-
-    def pending(self, kind: str, name: str) -> list[str]:
-        """Documents an interrupted :meth:`extend` left for enricher/relator ``name`` to do (empty when none)."""
-        entry = self.store.pipeline.entry(kind, name) if kind in ("enrich", "relate") else None
-        return list(entry.pending or []) if entry is not None else []
+            self._corpus.forget()
 
     def delete(self, doc_ids: Iterable[str] | str) -> int:
         """Delete documents by id (from every view and relation); returns the number of chunks removed.
@@ -466,22 +373,11 @@ class Index:
         """
         if isinstance(doc_ids, str):
             doc_ids = [doc_ids]
-        return self._writer().delete(doc_ids)
+        return self._writing().store.delete(doc_ids)
 
     def save(self, path: str | os.PathLike | None = None) -> Path:
         """Persist atomically to the store directory (or to ``path`` for an in-memory index)."""
-        return self._writer().save(path)
-
-    def optimize(self) -> bool:
-        """Merge the store's segments into one (saving unsaved changes first); True when something was merged.
-
-        Each commit adds a segment and the merge policy merges the newest ones as
-        they pile up (:mod:`momoka.store.segments`); this merges them all: the data
-        of deleted chunks leaves the store and each dense view has one HNSW graph.
-        """
-        merged = self._writer().merge(everything=True)
-        self._retrievers.clear()
-        return merged
+        return self._writing().store.save(path)
 
     def refresh(self) -> bool:
         """Move this reader to the store's newest commit; True when it moved.
@@ -492,11 +388,11 @@ class Index:
         Not for use while other threads search this index: a server opens a
         new :class:`Index` and swaps it in instead (``momoka serve`` does).
         """
-        old = self.store
+        old = self._store
         new = old.refresh()
         if new is old:
             return False
-        emb = self.embedding.own
+        emb = self._corpus.embedding.own
         try:
             if emb is not None and new.embedder_info is not None:
                 check_embedder(new.embedder_info, embedder_info(emb), new.path or "")
@@ -507,25 +403,27 @@ class Index:
         old.close()
         return True
 
-    def _writer(self) -> StoreWriter:
-        """The store's writer: an index opened for reading becomes the writer of the generation it loaded
-        on its first change (taking the lock; refused when someone committed since it was opened)."""
-        if isinstance(self.store, Snapshot):
-            self._use(StoreWriter.adopt(self.store))
-        self.store.ensure_writable()  # a closed writer takes its lock again
-        return self.store
+    def _writing(self, spec: PipelineSpec | None = None) -> IndexWriter:
+        """The index's :class:`IndexWriter` (made on the first change: an index opened for reading becomes the
+        writer of the generation it loaded, taking the lock); ``spec``: the pipeline of a new store."""
+        if isinstance(self._store, Snapshot):
+            self._use(StoreWriter.adopt(self._store))
+        self._store.ensure_writable()  # a closed writer takes its lock again
+        if self._writer is None:
+            self._writer = IndexWriter(spec if spec is not None else self._store.pipeline, self._store,
+                                       self._corpus.embedding, chunker=self._chunker, components=self._components,
+                                       progress=self._progress)
+            self._writer.changed = self._corpus.forget
+        return self._writer
 
     def _use(self, store: Store) -> None:
         """Answer from ``store`` from now on (a newer snapshot, or the writer that adopted the snapshot)."""
-        self.store = store
-        self.embedding.store = store
-        self.results.store = store
-        self.results.reset()
-        self._retrievers.clear()
+        self._store = store
+        self._corpus._use(store)
 
     def close(self) -> None:
         """Release the writer lock and the reader's lease (unsaved changes are dropped from disk's point of view)."""
-        self.store.close()
+        self._store.close()
 
     def __enter__(self) -> Index:
         """``with Index.build(...) as index:`` / ``with Index.open(...) as index:``: :meth:`close` at the end."""
@@ -534,61 +432,7 @@ class Index:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ results
-
-    def member(self, chunk_id: int) -> Member:
-        """The :class:`~momoka.methods.base.Member` for a stored chunk."""
-        return self.results.member(chunk_id)
-
-    def title(self, doc_id: str) -> str | None:
-        """The document's title as stored (None when it has none)."""
-        return self.results.title(doc_id)
-
-    def result(self, query: str, ranked: Sequence[tuple[Any, float]], retriever: str, provenance: dict | None = None,
-               *, stats: dict | None = None) -> Result:
-        """A :class:`~momoka.methods.base.Result` from ranked ``(chunk id or tuple of ids, score)`` pairs."""
-        return self.results.result(query, ranked, retriever, provenance, stats=stats)
-
     # ------------------------------------------------------------------ search
-
-    def check_queries(self, queries: Sequence[str]) -> list[str]:
-        """Validated queries: a list of non-empty str of at most :attr:`max_query_chars` characters."""
-        if isinstance(queries, str):
-            raise InputError("give a list of queries (use search() for one query)")
-        return [check_query(q, self.max_query_chars) for q in queries]
-
-    def retriever(self, name: str = DEFAULT_RETRIEVER, **options: Any):
-        """The registered retriever ``name`` over this index (built once per name and options).
-
-        The last :attr:`max_retrievers` retrievers built are kept (least recently used dropped first;
-        :attr:`cached_retrievers` counts them), so a caller passing new options every time (a server's
-        clients) does not grow memory. Raises :class:`ConfigError` for an unknown name, and
-        :class:`~momoka.errors.MissingArtifactError` (a ``StoreError``) when the
-        store lacks an artifact the retriever declares it needs, naming the
-        ``--enrich``/``--relate`` that makes it (e.g. ``trail`` on a store
-        built without Momoka-Map paths: ``--relate paths``).
-        """
-        key = (name, tuple(sorted((k, repr(v)) for k, v in options.items())))
-        with self._retrievers_lock:
-            r = self._retrievers.get(key)
-            if r is not None:
-                self._retrievers.move_to_end(key)
-                return r
-        why = registry.missing(name, self.store, options)
-        if why is not None:
-            raise MissingArtifactError(why)
-        r = registry.create("retriever", name, Corpus(self), **options)
-        with self._retrievers_lock:  # built twice at once: both callers get the one kept
-            r = self._retrievers.setdefault(key, r)
-            self._retrievers.move_to_end(key)
-            while len(self._retrievers) > max(1, self.max_retrievers):
-                self._retrievers.popitem(last=False)
-        return r
-
-    @property
-    def cached_retrievers(self) -> int:
-        """How many built retrievers :meth:`retriever` keeps now (at most :attr:`max_retrievers`)."""
-        return len(self._retrievers)
 
     def search(self, query: str, k: int | None = None, retriever: str = DEFAULT_RETRIEVER, *,
                budget: int | None = None, doc_ids: Iterable[str] | str | None = None, where: dict | None = None,
@@ -597,14 +441,14 @@ class Index:
 
         ``k``: at most this many items (default 5 without a budget).
         ``budget``: fill a context of this many characters instead, from the
-        top ``k`` items (when given; otherwise as many as :meth:`depth_for`
+        top ``k`` items (when given; otherwise as many as :meth:`Corpus.depth_for <momoka.methods.context.Corpus.depth_for>`
         reads). With ``assemble`` (default) the context is assembled
         (:mod:`momoka.methods.assemble`, its default widening rule):
         touching hits merged with the whitespace between them, a hit widened
         to its paragraph where the rule says, the first item that does not
         fit cut to its sentences that best match the query, later ones
         skipped, no character twice (``result.fit(budget,
-        assemble=index.assembler(cap, min_hits=..., extra=..., trim=...))`` for other
+        assemble=index.corpus.assembler(cap, min_hits=..., extra=..., trim=...))`` for other
         settings); ``assemble=False`` keeps the longest prefix of the ranking that
         fits. ``doc_ids`` restricts the search to these documents; ``where``
         filters on metadata before the budget is filled (``{"type": "pdf",
@@ -630,24 +474,17 @@ class Index:
         """
         from .filters import filtered_search  # start-up: momoka.methods.filters
 
-        r = self.retriever(retriever, **options)
-        depth = self.search_depth(k, budget)
+        corpus = self._corpus
+        r = corpus.retriever(retriever, **options)
+        depth = corpus.search_depth(k, budget)
         if per_query_doc_ids is not None and where is None:
             out = r.retrieve_batch(queries, depth, doc_ids=doc_ids, per_query_doc_ids=per_query_doc_ids)
         else:
-            out = filtered_search(r, self, queries, depth, where, doc_ids, per_query_doc_ids)
+            out = filtered_search(r, corpus, queries, depth, where, doc_ids, per_query_doc_ids)
         if budget is not None:
-            asm = self.assembler() if assemble else None
+            asm = corpus.assembler() if assemble else None
             out = [res.fit(budget, assemble=asm) for res in out]
-        return [self.results.locate(res) for res in out]
-
-    def assembler(self, cap: int = DEFAULT_ASSEMBLE_CAP, *, min_hits: int = DEFAULT_ASSEMBLE_MIN_HITS,
-                  extra: int = DEFAULT_ASSEMBLE_EXTRA, trim: int = DEFAULT_ASSEMBLE_TRIM,
-                  trim_fill: float = DEFAULT_ASSEMBLE_TRIM_FILL):
-        """The :class:`~momoka.methods.assemble.Assembler` over this index's chunks with these widening and
-        trimming settings (built once per state of the chunk table): ``result.fit(budget,
-        assemble=index.assembler())``."""
-        return self.results.assembler(cap, min_hits=min_hits, extra=extra, trim=trim, trim_fill=trim_fill)
+        return [corpus.results.locate(res) for res in out]
 
     def ask(self, question: str, *, retriever: str = DEFAULT_RETRIEVER, reader: str | None = None,
             k: int | None = None, budget: int | None = DEFAULT_BUDGET, refine: str | None = None,
@@ -671,6 +508,7 @@ class Index:
         """
         from .standard.reader import default_reader, make_reader  # start-up: momoka.methods.standard.reader
 
+        corpus = self._corpus
         opts = {n: dict(o) for n, o in (options or {}).items()}
         reader = reader or default_reader()
         registry.check_options_used({n: o for n, o in opts.items() if n not in (retriever, refine, reader)},
@@ -678,17 +516,8 @@ class Index:
         res = self.search(question, k=k, retriever=retriever, budget=budget, where=where, assemble=assemble,
                           **opts.pop(retriever, {}))
         if refine:
-            res = registry.create("refiner", refine, embedder=self.embedder, corpus=Corpus(self),
+            res = registry.create("refiner", refine, embedder=corpus.embedder, corpus=corpus,
                                   **opts.pop(refine, {})).refine(question, res)
-            res = self.results.locate(res)
-        answer = make_reader(reader, opts.pop(reader, {}), budget, lambda: self.embedder).answer(question, res)
-        return self.results.locate_answer(answer)
-
-    def search_depth(self, k: int | None = None, budget: int | None = None) -> int:
-        """How many items :meth:`search` asks its retriever for: ``k`` when given, else :meth:`depth_for`
-        ``budget`` when given, else 5."""
-        return k if k is not None else (self.depth_for(budget) if budget is not None else DEFAULT_K)
-
-    def depth_for(self, budget: int) -> int:
-        """How many items to read to fill ``budget`` characters: enough at half the mean chunk length."""
-        return self.results.depth_for(budget)
+            res = corpus.results.locate(res)
+        answer = make_reader(reader, opts.pop(reader, {}), budget, lambda: corpus.embedder).answer(question, res)
+        return corpus.results.locate_answer(answer)

@@ -507,5 +507,5 @@ def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
     check_text(query, "query", error=InputError)
     if len(query) > max_chars:
         raise InputTooLargeError(f"query is {len(query):,} characters; the limit is {max_chars:,} (raise it with "
-                                 "momoka query --max-query-chars, or Index.max_query_chars in Python)")
+                                 "momoka query --max-query-chars, or Index.corpus.max_query_chars in Python)")
     return query

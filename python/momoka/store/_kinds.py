@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
+from typing import Any
+
 from ..errors import ConfigError, StoreError
 from ._io import check_name
 from ._manifest import RAW_VIEW
@@ -11,14 +15,55 @@ from .node_table import NodeTable
 from .relations import Relation
 from .vectors import VectorView
 
-#: Artifact kinds a store holds besides its documents and chunk table, with their labels.
-KINDS = {"vectors": "vector view", "bm25": "BM25 view", "relation": "relation", "nodes": "node table"}
+
+
+@dataclass(frozen=True)
+class ArtifactKind:
+    """One kind of artifact, declared once: its key in the store, its label, its key in a batch's
+    :class:`~momoka.store.delta.Delta` and a scratch store's template, the fields of its spec (the
+    constructor arguments, read back from an artifact as its attributes of the same names) and the
+    writer method that creates one from them. The scratch store (:func:`momoka.methods.indexer.scratch_store`),
+    :meth:`Delta.of_store <momoka.store.delta.Delta.of_store>` and :func:`~momoka.store.delta.apply_delta`
+    all read a kind from here."""
+
+    key: str
+    label: str
+    delta: str
+    fields: tuple[str, ...]
+    create_with: str
+
+    def spec(self, art: Artifact) -> dict[str, Any]:
+        """The spec of ``art`` (a copy: JSON values), what :meth:`create` makes an empty one like it from."""
+        return {f: copy.deepcopy(getattr(art, f)) for f in self.fields}
+
+    def create(self, store: Any, name: str, spec: dict[str, Any]) -> Artifact:
+        """A new, empty artifact ``name`` of this kind in ``store`` (a writer) with ``spec`` (extra keys, such as
+        a Delta entry's rows, are ignored)."""
+        return getattr(store, self.create_with)(name, **{f: copy.deepcopy(spec[f]) for f in self.fields})
+
+
+#: The artifact kinds a store holds besides its documents and chunk table.
+ARTIFACT_KINDS: tuple[ArtifactKind, ...] = (
+    ArtifactKind("vectors", "vector view", "vectors", ("embedder", "dtype", "source"), "add_vector_view"),
+    ArtifactKind("bm25", "BM25 view", "bm25", ("params", "source"), "add_bm25_view"),
+    ArtifactKind("relation", "relation", "relations", ("ordered", "weighted", "target_table", "source"),
+                 "add_relation"),
+    ArtifactKind("nodes", "node table", "nodes", ("source", "id_fields", "doc_fields"), "add_node_table"),
+)
+#: Each :class:`ArtifactKind` by its key.
+KIND = {k.key: k for k in ARTIFACT_KINDS}
+#: Artifact kinds by key, with their labels.
+KINDS = {k.key: k.label for k in ARTIFACT_KINDS}
 
 
 class ArtifactRegistry:
     """Named artifacts by kind, read access: ``self._artifacts[kind][name]`` (the store provides it)."""
 
     _artifacts: dict[str, dict[str, Artifact]]
+
+    def artifacts(self, kind: str) -> dict[str, Artifact]:
+        """The artifacts of ``kind`` (a key of :data:`KINDS`) by name (a copy of the mapping)."""
+        return dict(self._artifacts[kind])
 
     def _get(self, kind: str, name: str):
         arts = self._artifacts[kind]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from ._kinds import ARTIFACT_KINDS
 
 
 @dataclass
@@ -61,23 +62,21 @@ class Delta:
             out.documents.append({"doc_id": d.doc_id, "title": d.title, "source": d.source, "length": d.length,
                                   "metadata": dict(d.metadata), "sha256": d.sha256})
             out.chunks.append([(cid, store.chunks.get(cid)) for cid in d.chunk_ids])
-        for name, v in store._artifacts["vectors"].items():
+        arts = {kind.key: store.artifacts(kind.key) for kind in ARTIFACT_KINDS}
+        for kind in ARTIFACT_KINDS:  # the spec of each artifact, as its kind declares it
+            getattr(out, kind.delta).update((n, kind.spec(a)) for n, a in arts[kind.key].items())
+        for name, v in arts["vectors"].items():
             ids = v.ids()
-            out.vectors[name] = {"embedder": dict(v.embedder), "dtype": v.dtype, "source": dict(v.source),
-                                 "ids": ids, "rows": np.asarray(v.get(ids)) if len(ids) else None}
-        for name, v in store._artifacts["bm25"].items():
+            out.vectors[name].update(ids=ids, rows=np.asarray(v.get(ids)) if len(ids) else None)
+        for name, v in arts["bm25"].items():
             texts = v.unsaved_texts()
             ids = sorted(texts)
-            out.bm25[name] = {"params": dict(v.params), "source": dict(v.source), "ids": ids,
-                              "texts": [texts[c] for c in ids]}
-        for name, r in store._artifacts["relation"].items():
-            rows = {c: (np.asarray(r.get(c)), np.asarray(r.weights(c)) if r.weighted else None) for c in r.rows()}
-            out.relations[name] = {"ordered": r.ordered, "weighted": r.weighted, "target_table": r.target_table,
-                                   "source": dict(r.source), "rows": rows}
-        for name, t in store._artifacts["nodes"].items():
-            out.nodes[name] = {"source": dict(t.source), "id_fields": dict(t.id_fields),
-                               "doc_fields": {k: list(v) for k, v in t.doc_fields.items()},
-                               "rows": [t.get(i) for i in range(len(t))]}
+            out.bm25[name].update(ids=ids, texts=[texts[c] for c in ids])
+        for name, r in arts["relation"].items():
+            out.relations[name]["rows"] = {c: (np.asarray(r.get(c)), np.asarray(r.weights(c)) if r.weighted else None)
+                                           for c in r.rows()}
+        for name, t in arts["nodes"].items():
+            out.nodes[name]["rows"] = [t.get(i) for i in range(len(t))]
         return out
 
     @property
@@ -148,9 +147,10 @@ def apply_delta(store, delta: Delta) -> list[str]:
     save commits the deletions and the new versions together. :func:`check_delta` runs first.
     """
     check_delta(store, delta)
-    for name, e in delta.nodes.items():  # the tables first: their sizes are the offsets of the batch's node ids
-        if not store.has_node_table(name):
-            store.add_node_table(name, source=e["source"], id_fields=e["id_fields"], doc_fields=e["doc_fields"])
+    for kind in ARTIFACT_KINDS:  # the artifacts the store lacks, as the batch's had them (its kind's spec)
+        for name, e in getattr(delta, kind.delta).items():  # (node tables before their sizes give the offsets)
+            if name not in store.artifacts(kind.key):
+                kind.create(store, name, e)
     if delta.deletes:  # a replace: the old versions go in the same change as the new ones come
         store.delete(delta.deletes)
     offset = {f"nodes/{n}": len(store.node_table(n)) for n in delta.nodes}
@@ -170,13 +170,9 @@ def apply_delta(store, delta: Delta) -> list[str]:
         return lambda i, o=offset.get(table, 0): o + i
 
     for name, e in delta.vectors.items():
-        if not store.has_vector_view(name):
-            store.add_vector_view(name, embedder=e["embedder"], dtype=e["dtype"], source=e["source"])
         if e["rows"] is not None:
             store.vector_view(name).add([gid[int(i)] for i in e["ids"]], e["rows"])
     for name, e in delta.bm25.items():
-        if not store.has_bm25_view(name):
-            store.add_bm25_view(name, params=e["params"], source=e["source"])
         if e["ids"]:
             store.bm25_view(name).add([gid[int(i)] for i in e["ids"]], e["texts"])
     for name, e in delta.nodes.items():
@@ -190,9 +186,6 @@ def apply_delta(store, delta: Delta) -> list[str]:
                     store.documents[d].metadata[key] = {k: (_shift(v, node(f"nodes/{name}")) if k in subs else v)
                                                         for k, v in rec.items()}
     for name, e in delta.relations.items():
-        if not store.has_relation(name):
-            store.add_relation(name, ordered=e["ordered"], weighted=e["weighted"], target_table=e["target_table"],
-                               source=e["source"])
         rel = store.relation(name)
         target = chunk if e["target_table"] is None else node(f"nodes/{e['target_table']}")
         for c, (targets, weights) in e["rows"].items():

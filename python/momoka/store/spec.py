@@ -113,7 +113,7 @@ class PipelineSpec:
 
     def view(self, chunker: dict | None = None) -> dict:
         """A copy as a plain dict with ``chunker`` (default: the spec's), ``enrich`` and ``relate`` always there
-        (what :attr:`momoka.Index.pipeline` shows; changing it changes nothing)."""
+        (what :attr:`Corpus.pipeline <momoka.methods.context.Corpus.pipeline>` shows; changing it changes nothing)."""
         out = self.to_dict()
         out.setdefault("chunker", copy.deepcopy(chunker))
         for kind in COMPONENT_KINDS:
@@ -129,6 +129,16 @@ class PipelineSpec:
     def entry(self, kind: str, name: str) -> ComponentSpec | None:
         """The entry of enricher/relator ``name`` (None when the pipeline has none)."""
         return next((c for c in self.components(kind) if c.name == name), None)
+
+    def pending(self, kind: str, name: str) -> list[str]:
+        """Documents an interrupted ``Index.extend`` left for enricher/relator ``name`` to do (empty when none)."""
+        entry = self.entry(kind, name) if kind in COMPONENT_KINDS else None
+        return list(entry.pending or []) if entry is not None else []
+
+    def needs(self, kind: str, name: str) -> bool:
+        """Whether ``Index.extend`` has work for enricher/relator ``name``: not in the pipeline, or left unfinished."""
+        entry = self.entry(kind, name) if kind in COMPONENT_KINDS else None
+        return entry is None or bool(entry.pending)
 
     def record_settings(self, kind: str, name: str, settings: dict) -> None:
         """Record what enricher/relator ``name`` reported (its ``describe()``)."""

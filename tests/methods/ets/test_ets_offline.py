@@ -19,7 +19,6 @@ import pytest
 from _oracles.embedders import HashEmbedder
 from momoka import Index, registry
 from momoka.errors import ConfigError
-from momoka.methods.context import Corpus
 from momoka.methods.ets.beam import run_beam
 from momoka.methods.ets.offline import CoverageValue, OfflinePolicy, reformulate
 from momoka.methods.ets.refiner import ETSRefiner
@@ -85,7 +84,7 @@ def test_expansion_scores_equal_a_plain_python_reference(index):
     """Every candidate's score after a one-sentence path: 0.3 x min-max cosine(question + path, sentence) +
     0.7 x min-max BM25 of the terms in the question or the path but not both (zero where no term matches).
     Candidates: sentences of every chunk (chunks=50 reaches them all), less the path's and those adding nothing."""
-    pol = OfflinePolicy(Corpus(index), chunks=50, dense_weight=0.3)
+    pol = OfflinePolicy(index.corpus, chunks=50, dense_weight=0.3)
     got = pol.expand(QUESTION, [BRIDGE], {("amber", 0, len(BRIDGE))}, [], 100)
     emb = HashEmbedder(dim=512)
     query = QUESTION + " " + BRIDGE
@@ -115,7 +114,7 @@ def test_second_hop_is_found_only_through_the_bridge(index):
     """From the question alone the author's birth sentence is not among the best three (it shares only "born"
     with the question, like four distractors); after the bridge sentence it is the best next sentence, and the
     search, given a first stage holding only the novel's chunk, returns exactly the two hops."""
-    pol = OfflinePolicy(Corpus(index))
+    pol = OfflinePolicy(index.corpus)
     first = [t for _, _, t, _ in pol.expand(QUESTION, [], set(), [_chunk_of(index, "amber")], 3)]
     assert HOP2 not in first and BRIDGE in first
     second = pol.expand(QUESTION, [BRIDGE], set(), [_chunk_of(index, "amber")], 1)
@@ -163,7 +162,7 @@ def test_refiner_end_to_end_fills_the_budget_after_the_evidence(index):
     """Offline (the default without an endpoint): the two evidence paragraphs come first, then the first stage's
     chunks, assembled within the budget; every member an exact span. With budget None: the two sentences."""
     first = index.search(QUESTION, k=2, retriever="bm25")
-    ref = registry.create("refiner", "ets", corpus=Corpus(index), budget=300, progress=False)
+    ref = registry.create("refiner", "ets", corpus=index.corpus, budget=300, progress=False)
     assert ref.policy_name == "offline" and ref.describe()["policy"] == "offline"
     out = ref.refine(QUESTION, first)
     assert out.retriever == "bm25+ets"
@@ -176,7 +175,7 @@ def test_refiner_end_to_end_fills_the_budget_after_the_evidence(index):
             assert DOCS[m.doc_id][m.start:m.end] == m.text
     fill = [it.doc_id for it in out][2:]
     assert fill and set(fill) <= {it.doc_id for it in first} - {"amber", "vex"}
-    bare = ETSRefiner(corpus=Corpus(index), budget=None, progress=False).refine(QUESTION, first)
+    bare = ETSRefiner(corpus=index.corpus, budget=None, progress=False).refine(QUESTION, first)
     assert [it.text for it in bare] == [BRIDGE, HOP2] and all(it.members[0].chunk_id == -1 for it in bare)
 
 
@@ -187,7 +186,7 @@ def test_policy_choice_and_bad_options(index, monkeypatch):
     with pytest.raises(ConfigError, match="corpus"):
         ETSRefiner().policy
     monkeypatch.setenv("MOMOKA_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-    assert ETSRefiner(corpus=Corpus(index)).policy_name == "lm"
+    assert ETSRefiner(corpus=index.corpus).policy_name == "lm"
     assert ETSRefiner(policy="offline").policy_name == "offline"
     for bad in ({"policy": "mcts"}, {"budget": 0}, {"dense_weight": 1.5}, {"coverage_weight": -1}, {"chunks": 0},
                 {"paragraph_cap": -1}, {"value": "likelihood"}):

@@ -97,7 +97,7 @@ def test_bridge_reached_through_the_first_page(index):
 def test_matches_the_plain_reference(index, beam, expansion, hops):
     for q in ("Where was the director of Film Zorro born?", "Which drama film was shot in Spain?",
               "Who studied art in Paris and made films?", "In which town was the director of Film Mira 3 born?"):
-        got = index.retriever("ets", beam=beam, expansion=expansion, hops=hops, links=0).retrieve(q, 6)
+        got = index.corpus.retriever("ets", beam=beam, expansion=expansion, hops=hops, links=0).retrieve(q, 6)
         assert [h.chunk_id for h in got] == reference(index, q, 6, beam, expansion, hops, links=0), q
 
 
@@ -110,4 +110,4 @@ def test_one_hop_is_the_hybrid_ranking(index):
 def test_bad_options(index):
     for bad in ({"beam": 0}, {"hops": "two"}, {"expansion": -1}, {"links": -1}):
         with pytest.raises(momoka.errors.ConfigError):
-            index.retriever("ets", **bad)
+            index.corpus.retriever("ets", **bad)

@@ -266,7 +266,7 @@ def test_store_round_trip_and_retriever(tmp_path):
     ix2 = Index.open(tmp_path / "s", components={"jerr": JerrRelator("offline")})
     after = ix2.search("Who kept the lighthouse lamp burning?", k=3, retriever="jerr")
     assert [it.to_dict() for it in before] == [it.to_dict() for it in after] and len(after) > 0
-    text = ix2.document("story").text
+    text = ix2.corpus.document("story").text
     for it in after:
         assert it.provenance["kind"] == "node"
         for m in it.members:
@@ -390,12 +390,12 @@ def test_llm_key_chunk_step_keeps_the_pages_the_model_names(tmp_path):
 
     ix = _build(tmp_path)
     q = "Who kept the lighthouse lamp burning?"
-    offline = JerrRetriever(ix, backend="offline").retrieve(q, 3)
+    offline = JerrRetriever(ix.corpus, backend="offline").retrieve(q, 3)
     assert offline.stats["key_chunks"].startswith("keywords (no LLM") and len(offline) == 2
     answers = iter(["I want to look up Page [2] to see who kept the lamp.", "I need no page."])
     with ScriptedServer(lambda body, i: Reply(next(answers))) as srv:
         llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
-        ret = JerrRetriever(ix, backend="auto", llm=llm)
+        ret = JerrRetriever(ix.corpus, backend="auto", llm=llm)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a usable answer: no warning
             res = ret.retrieve(q, 3)
@@ -426,18 +426,18 @@ def test_look_up_estimate_is_the_request_made(tmp_path):
 
     ix = _build(tmp_path)
     q = "Who kept the lighthouse lamp burning?"
-    assert JerrRetriever(ix, backend="offline").estimate(q, 3) == {
+    assert JerrRetriever(ix.corpus, backend="offline").estimate(q, 3) == {
         "per": "question", "backend": "offline", "llm_calls": 0, "look_up": "skipped (offline)"}
 
     class NoEndpoint:  # a client with no base_url (the local model): never called by an estimate
         def complete(self, *a, **kw):
             raise AssertionError("called")
 
-    local = JerrRetriever(ix, backend="llm", llm=NoEndpoint()).estimate(q, 3)
+    local = JerrRetriever(ix.corpus, backend="llm", llm=NoEndpoint()).estimate(q, 3)
     assert local["llm_calls"] == 0 and local["endpoint"] is None and local["nodes_found"] >= 1
     with ScriptedServer(lambda body, i: Reply("I want to look up Page [1].")) as srv:
         llm = OpenAIClient("scripted-llm", base_url=srv.base_url, api_key="x", cache=False)
-        ret = JerrRetriever(ix, backend="auto", llm=llm, max_tokens=40)
+        ret = JerrRetriever(ix.corpus, backend="auto", llm=llm, max_tokens=40)
         est = ret.estimate(q, 3)
         assert srv.count == 0
         res = ret.retrieve(q, 3)
@@ -462,7 +462,7 @@ def test_retriever_bad_options(tmp_path):
     for kw in ({"variant": "magic"}, {"backend": "cloud"}, {"simulations": -1}, {"max_pages": 0},
                {"direction": "up"}, {"method": "bfs"}):
         with pytest.raises(ConfigError, match=next(iter(kw))):
-            JerrRetriever(ix, **kw)
+            JerrRetriever(ix.corpus, **kw)
 
 
 # --------------------------------------------------------------------------- across documents
@@ -536,7 +536,7 @@ def test_linked_pages_match_reference_and_reach_the_bridge_page(tmp_path):
             words[v] |= set(node_words([""], [[]], [[e["attr"]]])[0])
     root, _every, ranked = ref_alg1(adj, words, keywords(q), N=100, depth=10)
     assert root is not None and names[root.state] == "Ana Varga"
-    r = JerrRetriever(ix, across="documents", chunks_per_node=2)
+    r = JerrRetriever(ix.corpus, across="documents", chunks_per_node=2)
     res = r.retrieve(q, k=len(ranked))
     assert [it.provenance["entity"] for it in res] == [names[t.state] for t in ranked]
     assert [it.score for it in res] == [t.wins / t.visits for t in ranked]
@@ -547,15 +547,15 @@ def test_linked_pages_match_reference_and_reach_the_bridge_page(tmp_path):
     node = [it for it in res if it.provenance["entity"] == "Lumen Quartet"][0]
     assert node.chunk_ids[0] == lumen and node.title == "Lumen Quartet"
     # unlinked, the walk cannot leave the pages the question's words name
-    alone = JerrRetriever(ix, across="none").retrieve(q, k=10)
+    alone = JerrRetriever(ix.corpus, across="none").retrieve(q, k=10)
     assert lumen not in {c for it in alone for c in it.chunk_ids}
     # auto links when several documents are searched and most are one unit long (pages), not within one
-    assert [it.to_dict() for it in JerrRetriever(ix).retrieve(q, k=10)] == [
-        it.to_dict() for it in JerrRetriever(ix, across="documents").retrieve(q, k=10)]
-    one = JerrRetriever(ix).retrieve(q, k=10, doc_ids="Ana_Varga")
+    assert [it.to_dict() for it in JerrRetriever(ix.corpus).retrieve(q, k=10)] == [
+        it.to_dict() for it in JerrRetriever(ix.corpus, across="documents").retrieve(q, k=10)]
+    one = JerrRetriever(ix.corpus).retrieve(q, k=10, doc_ids="Ana_Varga")
     assert one.items and {m.doc_id for it in one for m in it.members} == {"Ana_Varga"}
     with pytest.raises(ConfigError, match="across"):
-        JerrRetriever(ix, across="pages")
+        JerrRetriever(ix.corpus, across="pages")
     ix.close()
 
 
@@ -602,7 +602,7 @@ def test_auto_does_not_link_documents_of_several_units(tmp_path):
     docs = list(ix.store.documents)
     assert all(ix.store.documents[d].metadata["jerr"]["units"] >= 2 for d in docs) and not pages_like(ix.store, docs)
     q = "Who founded the ensemble that Ana Varga joined?"
-    auto = [it.to_dict() for it in JerrRetriever(ix).retrieve(q, k=10)]
-    assert auto == [it.to_dict() for it in JerrRetriever(ix, across="none").retrieve(q, k=10)]
-    assert auto != [it.to_dict() for it in JerrRetriever(ix, across="documents").retrieve(q, k=10)]
+    auto = [it.to_dict() for it in JerrRetriever(ix.corpus).retrieve(q, k=10)]
+    assert auto == [it.to_dict() for it in JerrRetriever(ix.corpus, across="none").retrieve(q, k=10)]
+    assert auto != [it.to_dict() for it in JerrRetriever(ix.corpus, across="documents").retrieve(q, k=10)]
     ix.close()

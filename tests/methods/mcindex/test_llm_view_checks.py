@@ -92,7 +92,7 @@ def _warnings(stderr: str) -> list[str]:
 
 def _records(tmp_path: Path) -> dict:
     with Index.open(tmp_path / "s") as ix:
-        return {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.doc_ids}
+        return {d: ix.store.documents[d].metadata.get(FALLBACKS_KEY) for d in ix.corpus.doc_ids}
 
 
 def _view_docs(tmp_path: Path, view: str, word: str) -> int:
@@ -240,8 +240,8 @@ def test_view_texts_keep_checked_answers_and_forget_the_rejected_ones(tmp_path, 
         "summary: 1 of 2 answers (50.0 %) were unusable; those chunks are their own summary"]
     ids = ix.store.chunks.ids()
     by_doc = {ix.store.chunks.doc_id(c): c for c in ids}
-    kw_texts = dict(zip(ids, kw.view_texts(ix, ids)))
-    sm_texts = dict(zip(ids, sm.view_texts(ix, ids)))
+    kw_texts = dict(zip(ids, kw.view_texts(ix.corpus, ids)))
+    sm_texts = dict(zip(ids, sm.view_texts(ix.corpus, ids)))
     # apollo: "Saturn V rocket" dropped; bees: "honey" kept, "quarterly revenue" dropped (a kept list: no fallback)
     assert kw_texts[by_doc["apollo"]] == "Apollo 11, Moon landing, Neil Armstrong, Buzz Aldrin"
     assert kw_texts[by_doc["bees"]] == "honey"
@@ -328,5 +328,5 @@ def test_views_cached_before_the_checks_are_not_read_back(tmp_path, make_server)
                      progress=False)
     assert srv.count == 1 and kw.stats.get("cached", 0) == 0
     ids = ix.store.chunks.ids()
-    assert kw.view_texts(ix, ids) == ["Apollo 11, Moon landing, Neil Armstrong, Buzz Aldrin"]  # now from the cache
+    assert kw.view_texts(ix.corpus, ids) == ["Apollo 11, Moon landing, Neil Armstrong, Buzz Aldrin"]  # now from the cache
     assert srv.count == 1

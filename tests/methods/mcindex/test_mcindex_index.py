@@ -74,7 +74,7 @@ def test_views_added_to_a_raw_store_do_not_reembed_raw(env):
     ids = ix.store.chunks.ids()
     assert np.array_equal(ix.store.vector_view("raw").get(ids), raw_before)
     # only the Reactor section is over 200 words: one extractive summary; the others copy their raw vector
-    summ = ix.component("enrich", "summary")
+    summ = ix.writer.component("enrich", "summary")
     assert summ.stats["copied_from_raw"] == 3 and summ.stats["embedded"] == 1
     short = [i for i, t in enumerate(raw_texts) if len(t.split()) <= 200]
     assert np.array_equal(ix.store.vector_view("summary").get([ids[i] for i in short]), raw_before[short])
@@ -96,7 +96,7 @@ def test_retriever_union_rrf_bm25_and_errors(env):
     res = ix.search(q, k=3, retriever="mcindex")
     kp = 2  # round(2 * 3 / 3)
     store = ix.store
-    qv = ix.embed_queries([q])[0]
+    qv = ix.corpus.embed_queries([q])[0]
     per = [store.vector_view(v).search(qv, kp, None) for v in ("raw", "keywords", "summary")]
     want = list(dict.fromkeys(c for r in range(kp) for view in per for c, _ in view[r:r + 1]))
     assert [it.chunk_id for it in res] == want and res.stats["returned"] == len(want)
@@ -140,7 +140,7 @@ def test_llm_backend_uses_the_paper_prompts_and_records_the_model(env):
         bodies = srv.chat_bodies()
         ids = ix.store.chunks.ids()
         # the fallback (Cooling) is not cached: asked again here
-        kw_texts = {ix.store.chunks.get(c).section[-1]: t for c, t in zip(ids, kw.view_texts(ix, ids))}
+        kw_texts = {ix.store.chunks.get(c).section[-1]: t for c, t in zip(ids, kw.view_texts(ix.corpus, ids))}
     first = bodies[0]["messages"][-1]["content"]
     assert "Section Name:" in first and "Do not output anything else" in first or "summarization" in first
     assert kw_texts["Reactor"] == "reactor core, steam turbine"
@@ -151,7 +151,7 @@ def test_llm_backend_uses_the_paper_prompts_and_records_the_model(env):
     assert ix.store.vector_view("keywords").source["backend"] == "llm:scripted-llm"
     est = sm.estimate([None], [[ix.store.chunks.get(c) for c in ids]])
     assert est["llm_calls"] == 1 and est["prompt_tokens"] > len(LONG) // 4
-    assert ix.store.documents[ix.doc_ids[0]].metadata["llm_fallbacks"]["keywords"]["fallbacks"] == [
+    assert ix.store.documents[ix.corpus.doc_ids[0]].metadata["llm_fallbacks"]["keywords"]["fallbacks"] == [
         list(ix.store.chunks.span(c)[1:]) for c in ids if ix.store.chunks.get(c).section[-1] == "Cooling"]
     n_req = len(bodies)
     # a second build reads every usable view text from the cache; the one fallback (Cooling) is asked again

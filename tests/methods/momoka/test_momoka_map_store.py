@@ -123,7 +123,7 @@ def test_title_stats_add_up_over_batches_and_record_no_counts_before_one(tmp_pat
     ix.add([Document.from_text("Glacier ice melted. Orbit moon photo.", doc_id="new")])
     # planted and pair have their own titles, single and new get their first sentence
     want = {"llm": 0, "document": 2, "heading": 0, "sentence": 2, "failed_llm": 0}
-    assert ix.component("enrich", "title").describe()["stats"] == want
+    assert ix.writer.component("enrich", "title").describe()["stats"] == want
     ix.save()
     ix.close()
     (en,) = json.loads((tmp_path / "s" / "manifest.json").read_text())["pipeline"]["enrich"]
@@ -139,10 +139,10 @@ def test_add_computes_paths_for_the_new_document_only(tmp_path):
     new = Document.from_text("Glacier ice melted. Orbit moon photo. Glacier ice cracked.", doc_id="new")
     assert ix.add([new]) == ["new"]
     # the relator was rebuilt from the manifest and searched the new document alone
-    rel = ix.component("relate", "paths")
+    rel = ix.writer.component("relate", "paths")
     assert isinstance(rel, PathRelator)
     assert rel.map.stats.documents == 1 and rel.map.stats.chunks == 3
-    assert ix.component("enrich", "title").describe()["stats"] == {"document": 0, "heading": 0, "sentence": 1,
+    assert ix.writer.component("enrich", "title").describe()["stats"] == {"document": 0, "heading": 0, "sentence": 1,
                                                                    "llm": 0, "failed_llm": 0}
     ix.save()
     ix.close()
@@ -169,7 +169,7 @@ def test_default_paths_use_the_embedding_referee_on_the_stored_vectors(tmp_path,
     monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
     ix = Index.build(DOCS, store=tmp_path / "s", chunker=sentence_chunker, embedder=HashEmbedder(), progress=False,
                      enrich=[TITLES], relate=[("paths", {"alpha": 0, "beta": 0, "rollout": 1})], headers=False)
-    (rel,) = ix.pipeline["relate"]
+    (rel,) = ix.corpus.pipeline["relate"]
     assert "referee" not in rel["params"] and "preset" not in rel["params"]
     rec = rel["settings"]
     assert rec["referee"]["name"] == "embedding" and rec["referee"]["model"] == "test-hash-128"
@@ -186,7 +186,7 @@ def _old_store(path, settings_preset):
     None: a store from before presets existed, whose settings have no preset)."""
     ix = Index.build([DOCS[0]], store=path, chunker=sentence_chunker, embedder=HashEmbedder(), progress=False,
                      relate=[("paths", {"referee": "embedding", "preset": "paper", "iterations": 10})])
-    spec = ix.store.pipeline.relate[0]  # the writer's typed spec (ix.pipeline is a copy)
+    spec = ix.store.pipeline.relate[0]  # the writer's typed spec (ix.corpus.pipeline is a copy)
     assert spec.settings["preset"] == "paper" and spec.settings["long_docs"] is None
     spec.params = {"referee": "embedding", "iterations": 10}
     if settings_preset is None:
@@ -211,7 +211,7 @@ def test_a_reopened_store_adds_documents_with_the_settings_it_recorded(tmp_path,
                               doc_id="long")
     with pytest.warns(UserWarning, match=r"preset='paper'\): 14 of their 14 roots got a one-chunk path"):
         ix.add([long])
-    rel = ix.component("relate", "paths")
+    rel = ix.writer.component("relate", "paths")
     assert (rel.map.preset, rel.map.long_docs, rel.map.prior_weight, rel.map.short_docs) == ("paper", None, None, None)
     rec = ix.store.documents["long"].metadata["momoka_map"]
     assert rec["n_chunks"] == 14 and rec["remedy"] is None and rec["tie_break_roots"] == 14
@@ -225,7 +225,7 @@ def test_a_reopened_store_keeps_its_recorded_referee_and_preset_unless_its_optio
     # a store whose settings say the referee preset: its window remedy is kept (control of the test above)
     _old_store(tmp_path / "s", "referee")
     ix = Index.open(tmp_path / "s", embedder=HashEmbedder(), chunker=sentence_chunker)
-    assert ix.component("relate", "paths").map.preset == "referee"
+    assert ix.writer.component("relate", "paths").map.preset == "referee"
     ix.close()
     # the referee: a store built when ppl was the offline default recorded no referee option but the
     # referee's name in its settings; options recorded with the relator win over its settings
@@ -287,7 +287,7 @@ def test_titles_only_store_has_no_paths(tmp_path):
     st = ix.store
     assert st.documents["pair"].metadata["momoka_title"] == "Halves"
     assert not st.has_relation("paths") and "momoka_map" not in st.documents["pair"].metadata
-    assert ix.pipeline["relate"] == []
+    assert ix.corpus.pipeline["relate"] == []
     with pytest.raises(MissingArtifactError, match="--relate paths"):
         ix.search("volcano lava", retriever="trail")
     res = ix.search("volcano lava", k=2, retriever="mm")
@@ -381,7 +381,7 @@ def test_cli_builds_a_momoka_store(tmp_path, capsys, no_llm_env):
         assert 1 <= len(p) <= 5 and set(p) <= a_ids - {c}
     assert [st.relation("paths").get(c).tolist() for c in docs["b"].chunk_ids] == [[]]
     assert st.vector_view("titled").has(sorted(st.chunks.ids())).all()
-    settings = ix.pipeline["relate"][0]["settings"]
+    settings = ix.corpus.pipeline["relate"][0]["settings"]
     assert settings["referee"]["name"] == "embedding" and settings["stats"]["documents"] == 2
     ix.close()
 
@@ -400,5 +400,5 @@ def test_referee_sees_the_title_unless_told_not_to(tmp_path):
         # with chunk 0, the referee accepts it too (alpha = beta = 0 here), and the documented tie-break (lower
         # index) picks it. A first-sentence fallback title is not given to the referee: as without a title.
         assert _paths(ix.store, "new")[0] == want0
-        assert ix.component("relate", "paths").describe()["referee_sees_title"] is title
+        assert ix.writer.component("relate", "paths").describe()["referee_sees_title"] is title
         ix.close()

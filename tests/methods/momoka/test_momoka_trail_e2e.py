@@ -53,7 +53,7 @@ def test_top_result_joins_planted_partner(real_embedder):
     assert ix.store.chunks.text(ids[11]) == PARTNER
     rel = ix.store.relation("paths")
     assert rel.get(ids[0]).tolist()[:1] == [ids[11]]  # the anchor's path starts at the planted partner
-    tr = TrailRetriever(ix, first_stage="dense")  # dense first stage, cosine reranker with the same embedder
+    tr = TrailRetriever(ix.corpus, first_stage="dense")  # dense first stage, cosine reranker with the same embedder
     res = tr.retrieve("Who founded the Zorblax Corporation and where is its headquarters?", k=3)
     top = res[0]
     assert set(top.chunk_ids) >= {ids[0], ids[11]}

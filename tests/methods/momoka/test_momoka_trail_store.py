@@ -97,7 +97,7 @@ def make_index(docs, embedder, with_paths=True, store=None):
 
 def test_spans_are_exact_and_text_is_members(tiny_docs, word_embedder):
     ix = make_index(tiny_docs, word_embedder)
-    tr = TrailRetriever(ix, reranker=Recorder())
+    tr = TrailRetriever(ix.corpus, reranker=Recorder())
     by_id = {d.doc_id: d for d in tiny_docs}
     seen_composite = False
     for query in ("apples orchard harvest", "rocket engine thrust", "bees spring cider"):
@@ -118,21 +118,21 @@ def test_spans_are_exact_and_text_is_members(tiny_docs, word_embedder):
 
 def test_paths_map_to_store_ids(tiny_docs, word_embedder):
     ix = make_index(tiny_docs, word_embedder)
-    tr = TrailRetriever(ix, reranker=Recorder())
+    tr = TrailRetriever(ix.corpus, reranker=Recorder())
     o = ix.store.documents["orchard"].chunk_ids
     r = ix.store.documents["rocket"].chunk_ids
     assert tr.path(o[0]) == [o[1], o[3]] and tr.path(o[1]) == [o[0]] and tr.path(o[2]) == []
     assert tr.path(r[0]) == [r[2]]
     assert tr.title("orchard") == "Orchard"
-    assert TrailRetriever(ix, reranker=Recorder(), titles={"orchard": "Fruit"}).title("orchard") == "Fruit"
-    assert TrailRetriever(ix, reranker=Recorder(), titles=False).title("orchard") is None
+    assert TrailRetriever(ix.corpus, reranker=Recorder(), titles={"orchard": "Fruit"}).title("orchard") == "Fruit"
+    assert TrailRetriever(ix.corpus, reranker=Recorder(), titles=False).title("orchard") is None
 
 
 def test_one_batch_title_for_reranking_only(tiny_docs, word_embedder):
     ix = make_index(tiny_docs, word_embedder)
     rec = Recorder()
     o = ix.store.documents["orchard"].chunk_ids
-    tr = TrailRetriever(ix, reranker=rec, first_stage=lambda q, n: o[:1])
+    tr = TrailRetriever(ix.corpus, reranker=rec, first_stage=lambda q, n: o[:1])
     res = tr.retrieve("apples in the orchard", k=3)
     assert len(rec.calls) == 1  # every candidate scored in one call
     texts = rec.calls[0][1]
@@ -151,7 +151,7 @@ def test_one_batch_title_for_reranking_only(tiny_docs, word_embedder):
     assert res.stats == {"candidates": 6, "composites": 3, "truncated": 0}
     # titles off: the raw texts
     rec2 = Recorder()
-    TrailRetriever(ix, reranker=rec2, titles=False, first_stage=lambda q, n: o[:1]).retrieve("apples", k=2)
+    TrailRetriever(ix.corpus, reranker=rec2, titles=False, first_stage=lambda q, n: o[:1]).retrieve("apples", k=2)
     assert rec2.calls[0][1][0] == ch(0)
 
 
@@ -161,7 +161,7 @@ def test_truncated_composites_counted(tiny_docs, word_embedder):
     lens = {i: len(ix.store.chunks.text(o[i])) for i in range(4)}
     limit = len("Orchard\n\n") + lens[0] + 2 + lens[1]  # (0,1) fits exactly; (0,1,3) and (0,3) (if longer) do not
     rec = Recorder(max_passage_chars=limit)
-    tr = TrailRetriever(ix, reranker=rec, first_stage=lambda q, n: o[:1])
+    tr = TrailRetriever(ix.corpus, reranker=rec, first_stage=lambda q, n: o[:1])
     res = tr.retrieve("apples", k=6)
     composites = {(0, 1, 3): 2 + lens[1] + 2 + lens[3], (0, 1): 2 + lens[1], (0, 3): 2 + lens[3]}
     expect = sum(1 for extra in composites.values() if len("Orchard\n\n") + lens[0] + extra > limit)
@@ -178,11 +178,11 @@ def test_store_without_paths_is_refused(tiny_docs, word_embedder):
     ix = make_index(tiny_docs, word_embedder, with_paths=False)
     assert not ix.store.has_relation("paths")
     with pytest.raises(PathsMissingError, match="no Momoka-Map paths"):
-        TrailRetriever(ix, reranker=Recorder())
+        TrailRetriever(ix.corpus, reranker=Recorder())
     assert issubclass(PathsMissingError, StoreError)
     # explicit paths work without a stored map
     o = ix.store.documents["orchard"].chunk_ids
-    res = TrailRetriever(ix, reranker=Recorder(), paths={o[0]: [o[2]]},
+    res = TrailRetriever(ix.corpus, reranker=Recorder(), paths={o[0]: [o[2]]},
                          first_stage=lambda q, n: o[:1]).retrieve("cider market apples", k=1)
     assert res[0].chunk_ids == (o[0], o[2])
 
@@ -205,7 +205,7 @@ def test_relation_written_by_hand_survives_save_and_open(tmp_path, tiny_docs, wo
         assert st.relation("paths").get(c).tolist() == written.get(c, [])
     st.close()
     ix = Index.open(tmp_path / "st", embedder=word_embedder)
-    tr = TrailRetriever(ix, reranker=Recorder())
+    tr = TrailRetriever(ix.corpus, reranker=Recorder())
     assert {c: tr.path(c) for c in ix.store.chunks.ids() if tr.path(c)} == written
     ix.close()
 
@@ -215,12 +215,12 @@ def test_bad_arguments(tiny_docs, word_embedder):
     with pytest.raises(InputError, match="not live chunk ids"):  # a path to a chunk that does not exist
         ix.store.relation("paths").set(ix.store.documents["orchard"].chunk_ids[0], [999])
     with pytest.raises(ConfigError):  # unknown first-stage retriever
-        TrailRetriever(ix, reranker=Recorder(), first_stage="sparse")
+        TrailRetriever(ix.corpus, reranker=Recorder(), first_stage="sparse")
     with pytest.raises(ConfigError):  # neither a name nor a callable
-        TrailRetriever(ix, reranker=Recorder(), first_stage=3)
+        TrailRetriever(ix.corpus, reranker=Recorder(), first_stage=3)
     with pytest.raises(ConfigError):  # the first stage depth factor must be a positive int
-        TrailRetriever(ix, reranker=Recorder(), expand=0)
-    tr = TrailRetriever(ix, reranker=Recorder())
+        TrailRetriever(ix.corpus, reranker=Recorder(), expand=0)
+    tr = TrailRetriever(ix.corpus, reranker=Recorder())
     with pytest.raises(ConfigError):  # k must be a positive int
         tr.retrieve("apples", k=0)
     with pytest.raises(InputError):  # a bare string where a list of queries is expected
@@ -242,7 +242,7 @@ def test_trail_reads_what_the_pipeline_wrote_after_a_reopen(tmp_path, word_embed
     ix = Index.open(tmp_path / "s", embedder=word_embedder)
     ids = ix.store.documents["p"].chunk_ids
     rec = Recorder()
-    tr = TrailRetriever(ix, reranker=rec, first_stage=lambda q, n: [ids[1]])
+    tr = TrailRetriever(ix.corpus, reranker=rec, first_stage=lambda q, n: [ids[1]])
     assert [tr.path(c) for c in ids] == [[ids[2]], [ids[3]], [ids[0]], [ids[1]]]
     assert tr.title("p") == "Volcano lava flowed."  # the document has no title: its first sentence
     tr.retrieve("bakery bread", k=4)
@@ -263,7 +263,7 @@ def test_trail_reads_an_index_built_with_the_paths_relator(word_embedder):
     docs = [{"doc_id": "a", "title": "Apples", "text": "\n\n".join(paras)}]
     ix = Index.build(docs, chunker="paragraph", embedder=word_embedder, enrich=["title"],
                      relate=[("paths", {"referee": "embedding"})], progress=False)
-    tr = TrailRetriever(ix, reranker=CosineReranker(word_embedder))
+    tr = TrailRetriever(ix.corpus, reranker=CosineReranker(word_embedder))
     ids = ix.store.documents["a"].chunk_ids
     chunks = [ix.store.chunks.get(c) for c in ids]
     assert [c.text for c in chunks] == paras
@@ -292,7 +292,7 @@ def test_member_scoring_and_dedup_by_hand(tiny_docs, word_embedder):
     cands = [(o[0],), (o[0], o[1], o[3]), (o[1],), (o[0], o[1]), (o[3],), (o[0], o[3])]
     for scoring, combine in (("max", max), ("mean", lambda xs: sum(xs) / len(xs))):
         rec = Recorder()
-        tr = TrailRetriever(ix, reranker=rec, first_stage=first, scoring=scoring)
+        tr = TrailRetriever(ix.corpus, reranker=rec, first_stage=first, scoring=scoring)
         res = tr.retrieve(q, k=6)
         want = {c: combine([single[x] for x in c]) for c in cands}
         assert {it.chunk_ids: it.score for it in res} == pytest.approx(want, rel=1e-5)
@@ -301,16 +301,16 @@ def test_member_scoring_and_dedup_by_hand(tiny_docs, word_embedder):
         assert all(not it.provenance["truncated"] and it.provenance["scoring"] == scoring for it in res)
     # max: (1,) and its composites tie at 3 and the earliest candidate wins ties: (0,1,3) first. With dedup,
     # (0,1) and (1,) add no chunk after (0,1,3), so the next items are the ones that still add one (none).
-    tr = TrailRetriever(ix, reranker=Recorder(), first_stage=first, scoring="max", dedup=True)
+    tr = TrailRetriever(ix.corpus, reranker=Recorder(), first_stage=first, scoring="max", dedup=True)
     res = tr.retrieve(q, k=3)
     assert [it.chunk_ids for it in res] == [(o[0], o[1], o[3])]
-    tr = TrailRetriever(ix, reranker=Recorder(), first_stage=first, scoring="mean", dedup=True)
+    tr = TrailRetriever(ix.corpus, reranker=Recorder(), first_stage=first, scoring="mean", dedup=True)
     # mean: (1,) 3 > (0,1) 2 > (0,1,3) 4/3 > (0,) 1 > (0,3) 0.5 > (3,) 0; dedup keeps (1,), (0,1) adds 0,
     # (0,1,3) adds 3; the rest add nothing.
     assert [it.chunk_ids for it in tr.retrieve(q, k=5)] == [(o[1],), (o[0], o[1]), (o[0], o[1], o[3])]
     # flatten (the "budget" preset: mean scoring, flattened; the explicit first stage wins over the preset's):
     # the distinct chunks in the order they first appear: 1 (from (1,), 3), 0 (from (0,1), 2), 3 (from (0,1,3)).
-    tr = TrailRetriever(ix, reranker=Recorder(), first_stage=first, preset="budget")
+    tr = TrailRetriever(ix.corpus, reranker=Recorder(), first_stage=first, preset="budget")
     res = tr.retrieve(q, k=5)
     assert [it.chunk_ids for it in res] == [(o[1],), (o[0],), (o[3],)]
     assert [it.score for it in res] == pytest.approx([single[o[1]], (single[o[0]] + single[o[1]]) / 2,
@@ -318,9 +318,9 @@ def test_member_scoring_and_dedup_by_hand(tiny_docs, word_embedder):
     assert all(it.provenance["flattened"] and it.provenance["preset"] == "budget" for it in res)
     assert [it.rank for it in res] == [1, 2, 3] and len(tr.retrieve(q, k=2)) == 2
     with pytest.raises(ConfigError):
-        TrailRetriever(ix, reranker=Recorder(), scoring="sum")
+        TrailRetriever(ix.corpus, reranker=Recorder(), scoring="sum")
     with pytest.raises(ConfigError):
-        TrailRetriever(ix, reranker=Recorder(), preset="best")
+        TrailRetriever(ix.corpus, reranker=Recorder(), preset="best")
 
 
 class TableReranker:
@@ -363,14 +363,14 @@ def test_guarded_expansion_by_hand_and_against_a_reference(tiny_docs, word_embed
     sc = {o[0]: 5, o[1]: 4, o[2]: 1, o[3]: 0.5, r[0]: 3, r[1]: 2, r[2]: 3.5}
     rr = TableReranker({text(c): v for c, v in sc.items()})
     paths = {o[0]: [o[1], o[3]], r[0]: [r[2]]}
-    tr = TrailRetriever(ix, reranker=rr, first_stage=lambda q, n: [o[0], r[0], o[2], r[1]][:n], paths=paths,
+    tr = TrailRetriever(ix.corpus, reranker=rr, first_stage=lambda q, n: [o[0], r[0], o[2], r[1]][:n], paths=paths,
                         preset="guarded")
     res = tr.retrieve("anything", k=6)
     assert [it.chunk_ids for it in res] == [(o[0],), (o[1],), (r[0],), (r[2],), (o[2],), (r[1],)]
     assert [it.provenance["kind"] for it in res] == ["chunk", "node", "chunk", "node", "chunk", "chunk"]
     assert [it.score for it in res] == [5, 4, 3, 3.5, 1, 2] and [it.rank for it in res] == [1, 2, 3, 4, 5, 6]
     assert len(rr.calls) == 1 and len(rr.calls[0]) == 7  # every distinct chunk once, in one call
-    assert all(ix.document(m.doc_id).text[m.start:m.end] == m.text for it in res for m in it.members)
+    assert all(ix.corpus.document(m.doc_id).text[m.start:m.end] == m.text for it in res for m in it.members)
     assert [it.chunk_ids for it in tr.retrieve("anything", k=3)] == [(o[0],), (o[1],), (r[0],)]
     # Tried: 200 random first stages, paths and scores over the 7 chunks, against the plain reference.
     rng = np.random.default_rng(7)
@@ -380,9 +380,9 @@ def test_guarded_expansion_by_hand_and_against_a_reference(tiny_docs, word_embed
         paths = {c: [int(x) for x in rng.choice(ids, size=rng.integers(0, 4), replace=False)] for c in ids}
         sc = {c: float(rng.integers(0, 5)) for c in ids}  # ties on purpose: the partner must beat, not equal
         k = int(rng.integers(1, 8))
-        tr = TrailRetriever(ix, reranker=TableReranker({text(c): v for c, v in sc.items()}),
+        tr = TrailRetriever(ix.corpus, reranker=TableReranker({text(c): v for c, v in sc.items()}),
                             first_stage=lambda q, n, init=init: init, paths=paths, guard=True)
         got = [it.chunk_ids[0] for it in tr.retrieve("q", k=k)]
         assert got == _guarded_reference(init[:2 * k], paths, sc, k)  # the first stage is asked for 2k
     with pytest.raises(ConfigError):
-        TrailRetriever(ix, reranker=Recorder(), guard="yes")
+        TrailRetriever(ix.corpus, reranker=Recorder(), guard="yes")
