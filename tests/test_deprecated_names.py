@@ -56,4 +56,4 @@ def test_the_package_itself_uses_no_old_name():
         for old in ("momoka.index", "momoka.search", "from .index", "from ..index", "from ...index",
                     "from ..search", "from ...search", "models.registry", "models import registry",
                     "methods.registry", "methods import registry"):
-            assert old not in text.replace("from .indexer", ""), (p, old)
+            assert old not in text.replace("from .indexer", "").replace("from .index_writer", ""), (p, old)

@@ -399,7 +399,7 @@ def _ask_estimate(args: argparse.Namespace, kb: dict) -> int:
     reader = args.reader or default_reader()
     with Index.open(args.store) as ix:
         est = getattr(ix.corpus.retriever(args.retriever, **opts.pop(args.retriever, {})), "estimate", None)
-        priced = est(args.question, ix.search_depth(kb["k"], kb["budget"])) if callable(est) else "calls no LLM"
+        priced = est(args.question, ix.corpus.search_depth(kb["k"], kb["budget"])) if callable(est) else "calls no LLM"
     out: dict = {"question": args.question, "retriever": {"name": args.retriever, "estimate": priced}}
     parts = [("refiner", args.refine, opts.pop(args.refine, {}))] if args.refine else []
     ropts = dict(opts.pop(reader, {}))

@@ -102,7 +102,7 @@ def candidate_sentences(
         raise InputError("candidate_sentences takes exactly one of result= or documents=")
     n = check_int(n, "n (sentences kept)", minimum=1)
     if embedder is None and index is not None:
-        embedder = index.embedder
+        embedder = getattr(index, "corpus", index).embedder  # an Index or its read side
     if embedder is None:
         raise InputError("candidate_sentences needs an embedder (embedder= or an index with a vector view)")
     raw = _raw_sentences(result, documents)
