@@ -8,8 +8,8 @@ the same passages to
 * the ``evidence`` reader: hit = the top quoted sentence contains a gold answer
   (SQuAD-normalised containment, :func:`momoka.eval.metrics.contains_answer`);
   also within its top 3 sentences;
-* the ``local`` reader (SmolLM2-135M, greedy, 128 tokens at most, no response
-  cache): exact match and token F1 (:mod:`momoka.eval.metrics`), and the same
+* the ``local`` reader (SmolLM2-135M, or the model ``MOMOKA_LLM_LOCAL_MODEL`` names; greedy,
+  128 tokens at most, no response cache): exact match and token F1 (:mod:`momoka.eval.metrics`), and the same
   containment of a gold answer in its answer, on the first ``--gen-limit``
   questions (the generator takes seconds per question on a CPU).
 
@@ -101,7 +101,7 @@ def main() -> int:
     if g:
         print(f"-- on the first {len(g)} questions (the generator's):")
         print(_fmt("evidence: top sentence contains a gold answer", [r["hit1"] for r in g]))
-        print(_fmt("local generator (SmolLM2-135M): exact match", [r["em"] for r in g]))
+        print(_fmt(f"local generator ({gen.llm.model}): exact match", [r["em"] for r in g]))
         print(_fmt("local generator: token F1", [r["f1"] for r in g]))
         print(_fmt("local generator: answer contains a gold answer", [r["gen_contains"] for r in g]))
         print(f"generator time: {gen_wall / len(g):.2f} s wall, {gen_cpu / len(g):.2f} s CPU per question "
