@@ -344,3 +344,53 @@ def test_hybrid_links_pages_by_their_document_titles(tmp_path):
         plain = ix.search(q, k=2, retriever="hybrid", links=0)
         assert plain[0].doc_id == "page0" and "page1" not in [h.doc_id for h in plain]
         assert [h.doc_id for h in ix.search(q, k=2)] == ["page0", "page1"]
+
+
+def _mentions_reference(text: str, titles: list[str]) -> list[str]:
+    """The titles ``text`` writes, by comparing every title at every word start (the module doc's rule, written
+    plainly: the first letter as in the title, the rest in any case; a first word may carry trailing
+    punctuation; an exact spelling at a word start wins over case variants there), in text order, once each."""
+    import re
+
+    out: list[str] = []
+    for m in re.finditer(r"\S+", text):
+        word, keys = m.group(), [m.group()]
+        while len(word) > 1 and word[-1] in ".,;:!?\"')]}":
+            word = word[:-1]
+            keys.append(word)
+        found = []
+        for key in keys:  # the keys longest first; titles in table order under each
+            for t in titles:
+                first = t.split()[0]
+                if first[:1] + first[1:].lower() != key[:1] + key[1:].lower():
+                    continue
+                part = m.string[m.start():m.start() + len(t)]
+                if part == t or (len(part) == len(t) and part[:1] == t[:1] and part.lower() == t.lower()):
+                    found.append(t)
+        exact = [t for t in found if text.startswith(t, m.start())]
+        for t in exact or found:
+            if t not in out:
+                out.append(t)
+    return out
+
+
+def test_mentions_equal_a_per_title_reference():
+    """TitleTable.mentions looks titles up by length and lower-cased text; on random texts over a vocabulary
+    of shared first words, case variants, punctuation and titles that are prefixes of others, it finds what
+    comparing every title at every word start finds, in the same order."""
+    rng = random.Random(7)
+    words = ["The", "the", "Crown", "crown", "Battle", "of", "Manila", "MANILA", "Outrage!", "Outrage", "Zorro",
+             "Da", "da", "Silva", "Marco", "The!", "Lima,", "Lima", "İstanbul", "x"]
+    titles: list[str] = []
+    while len(titles) < 60:
+        t = " ".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
+        if len(t) >= 4 and any(c.isupper() for c in t) and t not in titles:
+            titles.append(t)
+    table = TitleTable([(i, f"d{i}", f"{t}\n{t} {BODY}", None, None) for i, t in enumerate(titles)],
+                       lambda t: 1, 10_000)
+    linkable = [t for ts in table.by_word.values() for t in ts]
+    assert len(linkable) > 40
+    order = {t: i for i, t in enumerate(table.heads)}  # the table's order of titles (first chunk first)
+    for _ in range(300):
+        text = " ".join(rng.choice(words + titles) for _ in range(rng.randint(1, 30)))
+        assert table.mentions(text) == _mentions_reference(text, sorted(linkable, key=order.get)), text

@@ -94,12 +94,31 @@ def _written(text: str, at: int, title: str) -> bool:
     return len(part) == len(title) and part[:1] == title[:1] and part.lower() == title.lower()
 
 
-def _at(text: str, m: re.Match, by_word: dict[str, list[str]]) -> list[str]:
-    """The titles of ``by_word`` (keyed by :func:`_fold` of their first word) that ``text`` writes at the word
-    ``m``: those written exactly, or when none is, those written but for the case of later letters (two titles
-    that differ only in case, "Marco Da Silva" and "Marco da Silva", are two subjects: the exact one wins)."""
-    found = [t for key in _word_keys(m.group()) for t in by_word.get(_fold(key), ()) if _written(text, m.start(), t)]
-    exact = [t for t in found if text.startswith(t, m.start())]
+def _at(text: str, m: re.Match, by_key: dict[str, tuple[tuple[int, ...], dict]]) -> list[str]:
+    """The titles that ``text`` writes at the word ``m`` (:func:`_written`): those written exactly, or when
+    none is, those written but for the case of later letters (two titles that differ only in case, "Marco Da
+    Silva" and "Marco da Silva", are two subjects: the exact one wins). ``by_key`` (:meth:`TitleTable._keys`):
+    per :func:`_fold` of a title's first word, the titles' lengths and, per (length, lower-cased title), the
+    titles in table order; a title is looked up by the text's slice of its length, so a word that starts
+    thousands of titles ("The") costs one look-up per length, not one comparison per title."""
+    at = m.start()
+    found: list[str] = []
+    for key in _word_keys(m.group()):
+        entry = by_key.get(_fold(key))
+        if entry is None:
+            continue
+        lengths, by_lower = entry
+        hits: list[tuple[int, str]] = []
+        for n in lengths:
+            part = text[at:at + n]
+            if len(part) < n:
+                break  # (lengths ascend: the text ends before the longer ones)
+            for order, t in by_lower.get((n, part.lower()), ()):
+                if part[:1] == t[:1]:
+                    hits.append((order, t))
+        hits.sort()
+        found += [t for _, t in hits]
+    exact = [t for t in found if text.startswith(t, at)]
     return exact or found
 
 
@@ -155,6 +174,19 @@ class TitleTable:
             if doc_freq(t) <= limit:
                 self.by_word[_fold(t.split()[0])].append(t)
                 self._linkable += 1
+        self._by_key = self._keys(self.by_word)
+
+    @staticmethod
+    def _keys(by_word: dict[str, list[str]]) -> dict[str, tuple[tuple[int, ...], dict]]:
+        """Per first-word key: the lengths of its titles (ascending) and, per (length, lower-cased title),
+        ``(position in by_word[key], title)`` pairs (what :func:`_at` looks titles up by)."""
+        out: dict[str, tuple[tuple[int, ...], dict]] = {}
+        for key, titles in by_word.items():
+            by_lower: dict[tuple[int, str], list[tuple[int, str]]] = defaultdict(list)
+            for order, t in enumerate(titles):
+                by_lower[(len(t), t.lower())].append((order, t))
+            out[key] = (tuple(sorted({len(t) for t in titles})), dict(by_lower))
+        return out
 
     def __len__(self) -> int:
         """The number of linkable titles."""
@@ -166,7 +198,7 @@ class TitleTable:
         title's first word may carry the text's punctuation (``Outrage!?`` names ``Outrage!``)."""
         out: list[str] = []
         for m in _WORD.finditer(text):
-            for t in _at(text, m, self.by_word):
+            for t in _at(text, m, self._by_key):
                 if t not in out:
                     out.append(t)
         return out
@@ -266,6 +298,7 @@ class DocumentTitles:
         self.by_word: dict[str, list[str]] = defaultdict(list)
         for t in self.docs_of:
             self.by_word[_fold(t.split()[0])].append(t)
+        self._by_key = TitleTable._keys(self.by_word)
 
     def __len__(self) -> int:
         """The number of titles that count."""
@@ -279,7 +312,7 @@ class DocumentTitles:
         for m in _WORD.finditer(text):
             if m.start() < pos:
                 continue
-            best = max(_at(text, m, self.by_word), key=len, default=None)
+            best = max(_at(text, m, self._by_key), key=len, default=None)
             if best is not None:
                 pos = m.start() + len(best)
                 if all(t != best for t, _ in out):
