@@ -162,7 +162,7 @@ def test_hard_wrap_detection_hand_cases_and_real_texts(shared_data):
 
 
 def test_numbered_data_lines_are_not_headings():
-    from momoka.chunking._engine import heading_paragraphs
+    from momoka.chunking._splitter import heading_paragraphs
 
     text = ("5. Termination\n\nThis licence ends when you breach it.\n\n2019 revenue grew 5% to 12 million\n\n"
             "2020 revenue fell 3% to 11 million\n\nBoth years are audited.\n")

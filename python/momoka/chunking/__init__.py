@@ -8,7 +8,7 @@ offsets. Pick one by name with :func:`get_chunker`::
     chunks = get_chunker("recursive", size=256)(document)
 """
 
-from ._engine import PARAGRAPH, SENTENCE, title_lines
+from ._splitter import PARAGRAPH, SENTENCE, title_lines
 from ._tokens import WhitespaceTokenizer, resolve_tokenizer
 from .chunkers import (
     Chunker,

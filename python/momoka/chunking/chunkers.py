@@ -27,7 +27,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..errors import ConfigError, InputError
-from ._engine import PARAGRAPH, SENTENCE, Splitter
+from ._splitter import PARAGRAPH, SENTENCE, Splitter
 from ._hf_tokens import HFSource
 from ._tokens import TokenSource, _is_hf_tokenizer, resolve_tokenizer
 

@@ -13,7 +13,7 @@ The header's lines, each left out when empty, already given, or the chunk's text
 * the heading path of the chunk's section (:attr:`momoka.text.model.Chunk.section`) in a document
   with sections;
 * in a document without sections, the title line over the chunk
-  (:func:`momoka.chunking._engine.title_lines`: ``Title\\nText`` written without a blank line), the last
+  (:func:`momoka.chunking._splitter.title_lines`: ``Title\\nText`` written without a blank line), the last
   one that starts at or before the chunk's start.
 
 The header is cut to :data:`HEADER_CHARS` characters; the default chunker leaves
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._engine import title_lines
+from ._splitter import title_lines
 
 __all__ = ["HEADED_TEXT", "HEADER_CHARS", "HEADER_TOKENS", "context_headers", "headed", "indexed_text", "with_header"]
 

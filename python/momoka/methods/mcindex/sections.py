@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ...chunking._engine import Splitter
+from ...chunking._splitter import Splitter
 from ...chunking._tokens import resolve_tokenizer
 from ..._validate import check_int
 from ...chunking.chunkers import StructureChunker, _as_document, _check_unit
