@@ -19,7 +19,7 @@ from .chunkers import (
     StructureChunker,
 )
 from .by_name import available_chunkers, chunker_summaries, get_chunker
-from .context import context_headers, with_header
+from .headers import context_headers, with_header
 
 __all__ = [
     "Chunker",

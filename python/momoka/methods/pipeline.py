@@ -61,8 +61,8 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     other chunker its own default; the recursive chunker gets ``hard_wrap="auto"`` and ``glue_titles=True``. With
     ``embedder`` (one that counts its input, :func:`~momoka.methods.sources.embed_limit`), a classic
     chunker gets ``max_embed_tokens``, the embedder's input limit less the
-    :data:`~momoka.chunking.context.HEADER_TOKENS` its header may take (``headers``, as the index embeds
-    each chunk with its header: :mod:`momoka.chunking.context`): no chunk is embedded truncated
+    :data:`~momoka.chunking.headers.HEADER_TOKENS` its header may take (``headers``, as the index embeds
+    each chunk with its header: :mod:`momoka.chunking.headers`): no chunk is embedded truncated
     (pass the same embedder to :func:`~momoka.methods.sources.resolve_chunker`).
     """
     out = {k: v for k, v in (params or {}).items() if v is not None}
@@ -79,7 +79,7 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
         from ..chunking import available_chunkers  # start-up: momoka.chunking
 
         if chunker in available_chunkers():  # over-long chunks are split further (Chunker._fit_embedding)
-            from ..chunking.context import HEADER_TOKENS  # start-up: momoka.chunking
+            from ..chunking.headers import HEADER_TOKENS  # start-up: momoka.chunking
 
             room = limit[1] - HEADER_TOKENS if headers else limit[1]
             # an embedder with a small input (under twice the header's share) keeps it all for the chunk
@@ -169,7 +169,7 @@ class Index:
                 stage (chunker, enricher, relator) stops with
                 :class:`~momoka.errors.LLMFallbackError` (see :meth:`add`).
             headers: embed and BM25-index each chunk with its contextual header (the document's
-                title and the chunk's section or title line, :mod:`momoka.chunking.context`), as
+                title and the chunk's section or title line, :mod:`momoka.chunking.headers`), as
                 recorded in the raw views' ``source``; False indexes the chunk text alone.
 
         With a ``store`` directory the work is committed as it is done (see
