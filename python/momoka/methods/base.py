@@ -260,7 +260,7 @@ class Result(Sequence):
         length fits. An item longer than what is left ends the prefix (so the
         ranking's order is kept). With ``assemble``, an assembler (a callable
         ``assemble(result, budget, keep_first=...) -> Result``, e.g. the
-        :class:`~momoka.methods.assemble.Assembler` of :meth:`Corpus.assembler <momoka.methods.context.Corpus.assembler>`):
+        :class:`~momoka.methods.assemble.Assembler` of :meth:`Corpus.assembler <momoka.methods.corpus.Corpus.assembler>`):
         hits that touch are merged, a hit is widened to its paragraph when that
         fits, an item that does not fit is skipped and the fill goes on, and
         no character is returned twice.
@@ -371,7 +371,7 @@ class Enricher(Protocol):
     """Adds vector/BM25 views or metadata for the given documents of an index.
 
     ``enrich`` is called after the documents' chunks are in the store (and the
-    raw views are filled), with a :class:`~momoka.methods.context.Batch` (the
+    raw views are filled), with a :class:`~momoka.methods.corpus.Batch` (the
     store, the documents, embedding; never the index itself); it must only touch
     rows of those documents, so that adding documents later runs it on the new
     ones alone. ``describe()`` gives the settings recorded in the manifest. An optional
@@ -390,7 +390,7 @@ class Enricher(Protocol):
 @runtime_checkable
 class Relator(Protocol):
     """Adds the rows of a relation (a sparse graph over chunk ids) for the given documents, given a
-    :class:`~momoka.methods.context.Batch`; an optional ``prepare(batch)`` as for :class:`Enricher`."""
+    :class:`~momoka.methods.corpus.Batch`; an optional ``prepare(batch)`` as for :class:`Enricher`."""
 
     name: str
 
@@ -403,7 +403,7 @@ class Relator(Protocol):
 class Retriever(Protocol):
     """Query in, one :class:`Result` out. ``requires`` names the enrichers and relators it needs.
 
-    Its factory receives a :class:`~momoka.methods.context.Corpus` (store reads, query
+    Its factory receives a :class:`~momoka.methods.corpus.Corpus` (store reads, query
     embedding, results, documents, other retrievers), never the index itself.
     """
 

@@ -11,7 +11,7 @@
 
 The :class:`Index` is the front door (build, open, add, extend, delete, save, search, ask, refresh,
 close), a facade over the parts that do the work: the read side is a
-:class:`~momoka.methods.context.Corpus` (:attr:`Index.corpus`: a store snapshot, the
+:class:`~momoka.methods.corpus.Corpus` (:attr:`Index.corpus`: a store snapshot, the
 :class:`~momoka.methods.indexer.Embedding` service, the :class:`~momoka.methods.results.Results`
 factory and the retrievers built over them); the write side is an
 :class:`~momoka.methods.index_writer.IndexWriter` (:attr:`Index.writer`: batches, commits, fallback
@@ -41,7 +41,7 @@ from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_TRIM,
     DEFAULT_ASSEMBLE_TRIM_FILL, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member,
     Result, check_budget)
-from .context import DEFAULT_K, MAX_RETRIEVERS, Corpus  # noqa: F401 (re-exported)
+from .corpus import DEFAULT_K, MAX_RETRIEVERS, Corpus  # noqa: F401 (re-exported)
 from .index_writer import ENGINES, IndexWriter, check_engine, check_share, create_store  # noqa: F401 (re-exported)
 from .indexer import EMBED_BATCH, LEGACY_CHUNK_SIZE, Embedding, Report  # noqa: F401 (re-exported)
 from .results import Results
@@ -98,7 +98,7 @@ class Index:
 
     The facade's parts: :attr:`store` (a read-only :class:`~momoka.store.snapshot.Snapshot` until the
     index writes, then its :class:`~momoka.store.writer.StoreWriter`), :attr:`corpus` (the read side:
-    documents, titles, pages, query embedding, results, retrievers: :class:`~momoka.methods.context.Corpus`),
+    documents, titles, pages, query embedding, results, retrievers: :class:`~momoka.methods.corpus.Corpus`),
     :attr:`writer` (the write side: the pipeline's components, commits, the LLM fallback limit:
     :class:`~momoka.methods.index_writer.IndexWriter`) and :attr:`report` (what the last :meth:`add` did).
     """
@@ -244,7 +244,7 @@ class Index:
 
     @property
     def corpus(self) -> Corpus:
-        """The read side (:class:`~momoka.methods.context.Corpus`, what a retriever is given): ``doc_ids``,
+        """The read side (:class:`~momoka.methods.corpus.Corpus`, what a retriever is given): ``doc_ids``,
         ``document``, ``title``, ``page_of``, ``pipeline``, ``embedder``, ``embed_queries``, ``member``,
         ``result``, ``assembler``, ``depth_for``, ``retriever`` and the query limit ``max_query_chars``."""
         return self._corpus
@@ -441,7 +441,7 @@ class Index:
 
         ``k``: at most this many items (default 5 without a budget).
         ``budget``: fill a context of this many characters instead, from the
-        top ``k`` items (when given; otherwise as many as :meth:`Corpus.depth_for <momoka.methods.context.Corpus.depth_for>`
+        top ``k`` items (when given; otherwise as many as :meth:`Corpus.depth_for <momoka.methods.corpus.Corpus.depth_for>`
         reads). With ``assemble`` (default) the context is assembled
         (:mod:`momoka.methods.assemble`, its default widening rule):
         touching hits merged with the whitespace between them, a hit widened

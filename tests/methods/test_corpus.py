@@ -1,4 +1,4 @@
-"""Components receive narrow contexts, never the Index: an enricher or relator a Batch, a retriever a Corpus."""
+"""Components receive narrow views, never the Index: an enricher or relator a Batch, a retriever a Corpus."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from momoka import Index
-from momoka.methods.context import Batch, Corpus
+from momoka.methods.corpus import Batch, Corpus
 
 from ..store.conftest import HashEmbedder
 
