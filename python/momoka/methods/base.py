@@ -2,7 +2,8 @@
 
 Components (see ``docs/architecture.md``):
 
-* :class:`Chunker` -- ``chunker(document) -> list[Chunk]`` (and ``batch``);
+* :class:`Chunker` -- ``chunker(document) -> list[Chunk]``, with ``name`` and ``params()`` (the contract is
+  :class:`momoka.chunking.base.Chunker`, the same object, loaded on first use);
 * :class:`Enricher` -- adds views or metadata for some documents of an index;
 * :class:`Relator` -- adds rows of a relation (a sparse graph over chunk ids);
 * :class:`Retriever` -- ``retrieve(query, k) -> Result``;
@@ -19,11 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._validate import MAX_COUNT
 from ..errors import ConfigError
 from ..stats import Stats
+
+if TYPE_CHECKING:
+    from ..chunking.base import Chunker
 
 #: The context budget (characters) `momoka query/ask` fill, the reader sends, and `momoka eval` scores at by default.
 DEFAULT_BUDGET = 5000
@@ -358,15 +362,6 @@ class FallbackCounts(Stats):
 
 
 @runtime_checkable
-class Chunker(Protocol):
-    """Cuts a :class:`momoka.text.Document` into chunks with exact offsets."""
-
-    name: str
-
-    def __call__(self, document: Any) -> list: ...
-
-
-@runtime_checkable
 class Enricher(Protocol):
     """Adds vector/BM25 views or metadata for the given documents of an index.
 
@@ -430,3 +425,13 @@ class Reader(Protocol):
     name: str
 
     def answer(self, question: str, result: Result) -> Answer: ...
+
+
+def __getattr__(name: str) -> Any:
+    """``Chunker``: the chunker contract, defined with the chunkers (:class:`momoka.chunking.base.Chunker`)."""
+    if name == "Chunker":
+        from ..chunking.base import Chunker  # start-up: momoka.chunking (numpy, the native kernels) off `momoka --help`
+
+        globals()["Chunker"] = Chunker
+        return Chunker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -78,7 +78,7 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     if limit is not None and "max_embed_tokens" not in out and isinstance(chunker, str):
         from ..chunking import available_chunkers  # start-up: momoka.chunking
 
-        if chunker in available_chunkers():  # over-long chunks are split further (Chunker._fit_embedding)
+        if chunker in available_chunkers():  # over-long chunks are split further (ClassicChunker._fit_embedding)
             from ..chunking.headers import HEADER_TOKENS  # start-up: momoka.chunking
 
             room = limit[1] - HEADER_TOKENS if headers else limit[1]
