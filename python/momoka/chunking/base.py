@@ -43,8 +43,9 @@ class Chunker(Protocol):
       ``str`` as a plain-text document) and returns its chunks: :class:`momoka.text.Chunk` objects in document order, each with
       exact offsets (``document.text[c.start:c.end] == c.text``) and the paragraph, sentence and section
       indices :func:`momoka.text.make_chunks` fills;
-    * ``params()`` -- its parameters as a dict that JSON can hold, recorded in a store's manifest so that
-      a reopened index rebuilds the same chunker from its registered name.
+    * ``params()`` -- its settings as a dict that JSON can hold (what a store's manifest records for a
+      chunker passed as an object; a chunker given by name is recorded with the options it was given,
+      from which a reopened index rebuilds it).
 
     And, where it has them: ``batch(documents) -> list[list[Chunk]]``, the chunks of several documents
     at once (the index calls it instead of one call per document: an LLM chunker sends one batch of
