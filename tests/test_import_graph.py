@@ -149,17 +149,17 @@ def _resolve_from(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _lazy_names(pkg: str, tree: ast.Module, mods) -> dict[str, str] | None:
-    """Name -> module for the names a package's module-level ``__getattr__`` (PEP 562) imports on first use;
-    ``None`` when it has none. Read from the imports in ``__getattr__`` (``from .m import Name``) and from the
-    module-level ``{"Name": "submodule"}`` dicts it looks names up in."""
+def _lazy_names(pkg: str, tree: ast.Module, mods, is_pkg: bool = True) -> dict[str, str] | None:
+    """Name -> module for the names a module-level ``__getattr__`` (PEP 562) of a package (or of a plain module:
+    ``is_pkg`` false) imports on first use; ``None`` when it has none. Read from the imports in ``__getattr__``
+    (``from .m import Name``) and from the module-level ``{"Name": "submodule"}`` dicts it looks names up in."""
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "__getattr__"), None)
     if fn is None:
         return None
     out: dict[str, str] = {}
     for node in ast.walk(fn):
         if isinstance(node, ast.ImportFrom):
-            frm = _resolve_from(pkg, True, node)
+            frm = _resolve_from(pkg, is_pkg, node)
             out.update({a.name: f"{frm}.{a.name}" if f"{frm}.{a.name}" in mods else frm for a in node.names})
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     for node in tree.body:
@@ -178,7 +178,7 @@ def import_graph(pkg_dir: Path, pkg: str, compiled=(), deferred: bool = False) -
     lines = {m: p.read_text(encoding="utf-8").splitlines() for m, p in mods.items() if p is not None}
     trees = {m: ast.parse("\n".join(text), filename=str(mods[m])) for m, text in lines.items()}
     bound = {m: _bound_names(t) for m, t in trees.items()}
-    lazy = {m: _lazy_names(m, t, mods) for m, t in trees.items()}
+    lazy = {m: _lazy_names(m, t, mods, mods[m].name == "__init__.py") for m, t in trees.items()}
     graph: dict[str, list[Edge]] = {m: [] for m in mods}
     for mod, tree in trees.items():
         path = mods[mod]
@@ -470,3 +470,26 @@ def test_names_a_package_imports_on_first_use(tmp_path):
     (pkg / "bad.py").write_text("from . import Unknown\n", encoding="utf-8")
     with pytest.raises(ValueError, match="Unknown"):
         import_graph(pkg, "pkg")
+
+
+def test_names_a_plain_module_imports_on_first_use(tmp_path):
+    """A module-level ``__getattr__`` of a module that is not a package resolves its relative imports from the
+    module's own package (``from ..other.m import Name`` in ``pkg/sub/mod.py`` is ``pkg.other.m``)."""
+    pkg = _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/mod.py": """
+            def __getattr__(name):
+                if name == "Name":
+                    from ..other.m import Name
+                    return Name
+                raise AttributeError(name)
+        """,
+        "pkg/other/__init__.py": "",
+        "pkg/other/m.py": "Name = 1\n",
+        "pkg/user.py": "from .sub.mod import Name\n",
+    })
+    graph = import_graph(pkg, "pkg")
+    assert _edges(graph, "pkg.user") == {"pkg.sub", "pkg.sub.mod", "pkg.other", "pkg.other.m"}
+    assert cycles_report(import_graph(pkg, "pkg", deferred=True), tmp_path) == ""
+    assert {"pkg.other", "pkg.other.m"} <= _edges(import_graph(pkg, "pkg", deferred=True), "pkg.sub.mod")

@@ -191,7 +191,7 @@ class ReplayEmbedder:
 
 def indexed_texts(ix) -> tuple[np.ndarray, list[str]]:
     """Chunk ids and the text each raw view indexes for them (header + newline + chunk)."""
-    from momoka.chunking.context import headed, indexed_text
+    from momoka.chunking.headers import headed, indexed_text
 
     bv = ix.store.bm25_view("raw")
     h = headed(bv.source)

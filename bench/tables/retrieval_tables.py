@@ -18,7 +18,7 @@ credit. Rows:
   (k = 60, equal weights);
 * momoka's recursive chunker at 100/150/200 tokens with dense, BM25 and
   hybrid retrieval under each fusion rule and dense weight of the grid, each chunk
-  indexed with its contextual header (``momoka.chunking.context``), as ``Index.build``
+  indexed with its contextual header (``momoka.chunking.headers``), as ``Index.build``
   does by default, and the default once more on a store built with ``headers=False``
   (chunks indexed alone, store ``SET-r100-noheaders``);
 * the default without its title links (``links=0``, :mod:`momoka.methods.standard.links`), without

@@ -10,8 +10,8 @@ Every component is registered by kind and name, in the package that defines it::
 
     create("retriever", "my-retriever", corpus, k1=2)
 
-Factories of retrievers take a :class:`~momoka.methods.context.Corpus` first (what a
-retriever may read of an index; :meth:`Corpus.retriever <momoka.methods.context.Corpus.retriever>` gives it); the others
+Factories of retrievers take a :class:`~momoka.methods.corpus.Corpus` first (what a
+retriever may read of an index; :meth:`Corpus.retriever <momoka.methods.corpus.Corpus.retriever>` gives it); the others
 take keyword options only. :mod:`momoka.chunking` registers the classic chunkers
 (``create("chunker", "recursive", size=200)``), each method package its own components.
 
@@ -140,7 +140,7 @@ def register(kind: str, name: str, *, summary: str = "", requires: dict | None =
     ``produces`` (enrichers, relators) and ``needs`` (retrievers): the store
     artifacts it writes or reads, as keys ``"KIND/NAME"`` (KIND one of
     :data:`ARTIFACT_KINDS`), a tuple or a function of the options; a retriever
-    whose needs the store lacks is refused by :meth:`Corpus.retriever <momoka.methods.context.Corpus.retriever>`
+    whose needs the store lacks is refused by :meth:`Corpus.retriever <momoka.methods.corpus.Corpus.retriever>`
     with an error naming the ``--enrich``/``--relate`` that produces them
     (:func:`missing`). ``defaults``: options passed to the
     factory unless the caller gives them (how an alias such as ``mm`` fixes the
@@ -188,7 +188,7 @@ def entry(kind: str, name: str) -> Entry:
 
 
 def create(kind: str, name: str, *args: Any, **options: Any) -> Any:
-    """Build component ``name`` of ``kind`` (retrievers take a :class:`~momoka.methods.context.Corpus` first)."""
+    """Build component ``name`` of ``kind`` (retrievers take a :class:`~momoka.methods.corpus.Corpus` first)."""
     _check_kind(kind)
     e = entry(kind, name)
     opts = {**e.defaults, **options}

@@ -3,7 +3,7 @@ text tokenised in Python on every query (the native path reads the held terms fr
 
 from __future__ import annotations
 
-from momoka.chunking.context import headed, indexed_text
+from momoka.chunking.headers import headed, indexed_text
 from momoka.methods.standard.coverage import cover_terms
 
 

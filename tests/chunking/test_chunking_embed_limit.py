@@ -16,7 +16,7 @@ import pytest
 
 from momoka.chunking import FixedChunker, RecursiveChunker, StructureChunker
 from momoka.cli import main
-from momoka.chunking.context import HEADER_TOKENS
+from momoka.chunking.headers import HEADER_TOKENS
 from momoka.errors import ConfigError
 from momoka.eval.datasets import load_dataset
 from momoka.text import Document

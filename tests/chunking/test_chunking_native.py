@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from momoka import _core
-from momoka.chunking import FixedChunker, ParagraphChunker, RecursiveChunker, StructureChunker, _engine, _tokens
+from momoka.chunking import FixedChunker, ParagraphChunker, RecursiveChunker, StructureChunker, _splitter, _tokens
 from momoka.text import Document
 
 from _oracles import chunking as ref
@@ -24,7 +24,7 @@ SEPARATORS = (" ", "\n\n", "e.", "東京", "e", ". ", "\n")
 def reference_chunks(chunkers, doc) -> list:
     """Spans of each chunker with the reference kernels in place of the native ones."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_engine, "_core", ref.REFERENCE_CORE)
+        mp.setattr(_splitter, "_core", ref.REFERENCE_CORE)
         mp.setattr(_tokens, "_core", ref.REFERENCE_CORE)
         return [c.spans(doc).tolist() for c in chunkers]
 

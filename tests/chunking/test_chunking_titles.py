@@ -12,7 +12,7 @@ import re
 import pytest
 
 from momoka.chunking import RecursiveChunker, get_chunker
-from momoka.chunking._engine import title_lines
+from momoka.chunking._splitter import title_lines
 from momoka.errors import ConfigError
 from momoka.text import Document
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from _oracles.embedders import HashEmbedder
-from momoka import Index
+from momoka import Index, registry
 from momoka.errors import InputError
 from momoka.store.delta import Delta
 
-
+from .conftest import OFFLINE_OPTIONS, builtin_components, offline_spec
 
 
 class HalfwayRelator:
@@ -219,16 +219,27 @@ def test_a_declared_artifact_exists_when_no_document_gave_it_a_row(tmp_path, not
 
 
 def test_extend_over_no_documents_still_makes_the_declared_artifacts(tmp_path, monkeypatch):
+    # every enricher and relator momoka registers (listed from the registry), each with the options that let it
+    # run here without a model or an endpoint
     monkeypatch.delenv("MOMOKA_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("MOMOKA_LLM_MODEL", raising=False)
+    enrich, relate = builtin_components("enricher"), builtin_components("relator")
+    assert {"title"} <= set(enrich) and {"paths", "jerr"} <= set(relate)
     ix = Index.build(DOCS[:2], store=tmp_path / "s", chunker="paragraph", embedder=HashEmbedder(), progress=False)
     ix.delete(["d0", "d1"])
-    ix.extend(enrich=["title"], relate=[("paths", {"referee": "embedding"}), ("jerr", {"backend": "offline"})])
+    ix.extend(enrich=[offline_spec(n) for n in enrich], relate=[offline_spec(n) for n in relate])
     ix.save()
     ix.close()
     again = Index.open(tmp_path / "s", embedder=HashEmbedder())
     st = again.store
+    # written by hand for the components named above, then what each registered one declares
     assert st.has_vector_view("titled") and st.has_relation("paths")
     assert st.has_node_table("jerr.entities") and st.has_relation("jerr.mentions")
-    for name in ("mm", "trail", "jerr"):
-        assert again.corpus.retriever(name) is not None
+    for kind, names in (("enricher", enrich), ("relator", relate)):
+        for n in names:
+            declared = registry.entry(kind, n).artifacts("produces", OFFLINE_OPTIONS.get(n))
+            assert all(registry.has_artifact(st, key) for key in declared), (n, declared)
+    # so every retriever momoka registers opens on it
+    for name in builtin_components("retriever"):
+        assert again.corpus.retriever(name) is not None, name
     again.close()

@@ -16,6 +16,7 @@ from _oracles.embedders import HashEmbedder
 from momoka import Index
 from momoka import registry
 from momoka.methods.base import Item, Member, Result
+from .conftest import builtin_components, offline_spec
 
 
 
@@ -324,13 +325,12 @@ def _artifacts(store) -> set[str]:
     return {f"{kind}/{name}" for kind in registry.ARTIFACT_KINDS for name in store._artifacts[kind]}
 
 
-@pytest.mark.parametrize("kind,spec", [("enrich", "title"), ("enrich", "keywords"), ("enrich", "summary"),
-                                       ("relate", ("paths", {"referee": "embedding"})),
-                                       ("relate", ("jerr", {"backend": "offline"}))])
-def test_declared_products_are_what_each_component_writes(kind, spec, monkeypatch):
+@pytest.mark.parametrize("kind,name", [("enrich", n) for n in builtin_components("enricher")]
+                         + [("relate", n) for n in builtin_components("relator")])
+def test_declared_products_are_what_each_component_writes(kind, name, monkeypatch):
     for var in ("MOMOKA_LLM_BASE_URL", "MOMOKA_LLM_MODEL"):
         monkeypatch.delenv(var, raising=False)
-    name = spec if isinstance(spec, str) else spec[0]
+    spec = offline_spec(name)
     entry = registry.entry("enricher" if kind == "enrich" else "relator", name)
     plain = Index.build(DOCS, chunker="paragraph", embedder=HashEmbedder(), progress=False)
     built = Index.build(DOCS, chunker="paragraph", embedder=HashEmbedder(), progress=False, **{kind: [spec]})

@@ -134,7 +134,7 @@ def test_hard_wrapped_text_is_not_cut_mid_sentence(name):
 
 
 def test_hard_wrap_detection_hand_cases_and_real_texts(shared_data):
-    from momoka.chunking.chunkers import RecursiveChunker, looks_hard_wrapped
+    from momoka.chunking import RecursiveChunker, looks_hard_wrapped
 
     prose = " ".join(f"Clause {i} grants the licensee a right that the licensor may not withdraw later" for i in range(40))
     wrapped = "\n".join(prose[i:i + 72] for i in range(0, len(prose), 72))  # cut at 72 characters, mid-sentence
@@ -162,7 +162,7 @@ def test_hard_wrap_detection_hand_cases_and_real_texts(shared_data):
 
 
 def test_numbered_data_lines_are_not_headings():
-    from momoka.chunking._engine import heading_paragraphs
+    from momoka.chunking._splitter import heading_paragraphs
 
     text = ("5. Termination\n\nThis licence ends when you breach it.\n\n2019 revenue grew 5% to 12 million\n\n"
             "2020 revenue fell 3% to 11 million\n\nBoth years are audited.\n")

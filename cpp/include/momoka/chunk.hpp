@@ -172,7 +172,7 @@ struct CutLevel {
   std::vector<std::uint32_t> pattern;  // non-empty: search this string instead of using cuts
 };
 
-// Greedy recursive packing (see python/momoka/chunking/_engine.py, whose
+// Greedy recursive packing (see python/momoka/chunking/_splitter.py, whose
 // pure-Python Splitter.recursive and Splitter.pack this mirrors exactly).
 // Sizes are characters (length after trimming whitespace) when atom_starts
 // is null, else tokens: cum[k] tokens start before atom k, and a span holds

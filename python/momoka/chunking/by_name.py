@@ -13,16 +13,14 @@ from typing import Any, Callable
 
 from ..errors import ConfigError
 from ..registry import create, register
-from .chunkers import (
-    Chunker,
-    FixedChunker,
-    ParagraphChunker,
-    RecursiveChunker,
-    SentenceChunker,
-    StructureChunker,
-)
+from .base import Chunker, ClassicChunker
+from .fixed import FixedChunker
+from .paragraph import ParagraphChunker
+from .recursive import RecursiveChunker
+from .sentence import SentenceChunker
+from .structure import StructureChunker
 
-_CLASSIC: dict[str, type[Chunker]] = {
+_CLASSIC: dict[str, type[ClassicChunker]] = {
     "fixed": FixedChunker,
     "sentence": SentenceChunker,
     "paragraph": ParagraphChunker,
@@ -34,10 +32,10 @@ _CLASSIC: dict[str, type[Chunker]] = {
 _SIZE_ALIAS = {"structure": "max_size", "sentence": "n"}
 
 
-def _factory(name: str, cls: type[Chunker]) -> Callable[..., Chunker]:
+def _factory(name: str, cls: type[ClassicChunker]) -> Callable[..., ClassicChunker]:
     """Build ``cls`` from options: None values left at the default, ``size`` read into the chunker's own size
     parameter, an unknown parameter a ConfigError naming those it takes."""
-    def make(**params: Any) -> Chunker:
+    def make(**params: Any) -> ClassicChunker:
         params = {k: v for k, v in params.items() if v is not None}
         alias = _SIZE_ALIAS.get(name)
         if alias and "size" in params:

@@ -54,7 +54,7 @@ whole stored chunk of a composite item); the result's
 ``assembled_trimmed``, ``assembled_skipped``).
 
 The parent and adjacency tables are built once per state of the chunk table,
-with numpy (:meth:`Corpus.assembler <momoka.methods.context.Corpus.assembler>` caches them).
+with numpy (:meth:`Corpus.assembler <momoka.methods.corpus.Corpus.assembler>` caches them).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class Assembler:
     Args:
         chunks: the store's chunk table (its ``doc``, ``paragraph``, ``start``,
             ``end`` and ``live`` columns and ``doc_list`` are read once, here).
-        member: ``chunk id -> Member`` with the chunk's exact text (:meth:`Corpus.member <momoka.methods.context.Corpus.member>`).
+        member: ``chunk id -> Member`` with the chunk's exact text (:meth:`Corpus.member <momoka.methods.corpus.Corpus.member>`).
         cap: widen a hit to a paragraph spanning at most this many characters
             when the paragraph holds at least ``min_hits`` hits (0: never).
         min_hits: hits of the ranking (any rank) a paragraph must hold to be

@@ -2,7 +2,8 @@
 
 Components (see ``docs/architecture.md``):
 
-* :class:`Chunker` -- ``chunker(document) -> list[Chunk]`` (and ``batch``);
+* :class:`Chunker` -- ``chunker(document) -> list[Chunk]``, with ``name`` and ``params()`` (the contract is
+  :class:`momoka.chunking.base.Chunker`, the same object, loaded on first use);
 * :class:`Enricher` -- adds views or metadata for some documents of an index;
 * :class:`Relator` -- adds rows of a relation (a sparse graph over chunk ids);
 * :class:`Retriever` -- ``retrieve(query, k) -> Result``;
@@ -19,11 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._validate import MAX_COUNT
 from ..errors import ConfigError
 from ..stats import Stats
+
+if TYPE_CHECKING:
+    from ..chunking.base import Chunker
 
 #: The context budget (characters) `momoka query/ask` fill, the reader sends, and `momoka eval` scores at by default.
 DEFAULT_BUDGET = 5000
@@ -260,7 +264,7 @@ class Result(Sequence):
         length fits. An item longer than what is left ends the prefix (so the
         ranking's order is kept). With ``assemble``, an assembler (a callable
         ``assemble(result, budget, keep_first=...) -> Result``, e.g. the
-        :class:`~momoka.methods.assemble.Assembler` of :meth:`Corpus.assembler <momoka.methods.context.Corpus.assembler>`):
+        :class:`~momoka.methods.assemble.Assembler` of :meth:`Corpus.assembler <momoka.methods.corpus.Corpus.assembler>`):
         hits that touch are merged, a hit is widened to its paragraph when that
         fits, an item that does not fit is skipped and the fill goes on, and
         no character is returned twice.
@@ -358,20 +362,11 @@ class FallbackCounts(Stats):
 
 
 @runtime_checkable
-class Chunker(Protocol):
-    """Cuts a :class:`momoka.text.Document` into chunks with exact offsets."""
-
-    name: str
-
-    def __call__(self, document: Any) -> list: ...
-
-
-@runtime_checkable
 class Enricher(Protocol):
     """Adds vector/BM25 views or metadata for the given documents of an index.
 
     ``enrich`` is called after the documents' chunks are in the store (and the
-    raw views are filled), with a :class:`~momoka.methods.context.Batch` (the
+    raw views are filled), with a :class:`~momoka.methods.corpus.Batch` (the
     store, the documents, embedding; never the index itself); it must only touch
     rows of those documents, so that adding documents later runs it on the new
     ones alone. ``describe()`` gives the settings recorded in the manifest. An optional
@@ -390,7 +385,7 @@ class Enricher(Protocol):
 @runtime_checkable
 class Relator(Protocol):
     """Adds the rows of a relation (a sparse graph over chunk ids) for the given documents, given a
-    :class:`~momoka.methods.context.Batch`; an optional ``prepare(batch)`` as for :class:`Enricher`."""
+    :class:`~momoka.methods.corpus.Batch`; an optional ``prepare(batch)`` as for :class:`Enricher`."""
 
     name: str
 
@@ -403,7 +398,7 @@ class Relator(Protocol):
 class Retriever(Protocol):
     """Query in, one :class:`Result` out. ``requires`` names the enrichers and relators it needs.
 
-    Its factory receives a :class:`~momoka.methods.context.Corpus` (store reads, query
+    Its factory receives a :class:`~momoka.methods.corpus.Corpus` (store reads, query
     embedding, results, documents, other retrievers), never the index itself.
     """
 
@@ -430,3 +425,13 @@ class Reader(Protocol):
     name: str
 
     def answer(self, question: str, result: Result) -> Answer: ...
+
+
+def __getattr__(name: str) -> Any:
+    """``Chunker``: the chunker contract, defined with the chunkers (:class:`momoka.chunking.base.Chunker`)."""
+    if name == "Chunker":
+        from ..chunking.base import Chunker  # start-up: momoka.chunking (numpy, the native kernels) off `momoka --help`
+
+        globals()["Chunker"] = Chunker
+        return Chunker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

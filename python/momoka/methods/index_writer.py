@@ -107,7 +107,7 @@ def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequen
                  headers: bool = True) -> tuple[StoreWriter, PipelineSpec, dict]:
     """The new store of :meth:`momoka.Index.build` with its raw views, the pipeline spec to fill it with and the
     component objects given (name -> object). Every option is checked before a store directory is made.
-    ``headers``: the raw views index each chunk with its header (:data:`~momoka.chunking.context.HEADED_TEXT`)."""
+    ``headers``: the raw views index each chunk with its header (:data:`~momoka.chunking.headers.HEADED_TEXT`)."""
     if engine == "ray":
         from .distributed import require_ray  # start-up: momoka.methods.distributed
 
@@ -120,7 +120,7 @@ def create_store(path: Any, chunker_info: dict, embedder: Any, *, enrich: Sequen
         for name, _, obj in specs[key]:
             if obj is None:
                 registry.entry(kind, name)  # an unknown name fails here
-    from ..chunking.context import HEADED_TEXT  # start-up: momoka.chunking
+    from ..chunking.headers import HEADED_TEXT  # start-up: momoka.chunking
 
     source = {"text": HEADED_TEXT if headers else "chunk", "by": "index"}
     st = Store.create(path, chunker=chunker_info, overwrite=overwrite)

@@ -11,7 +11,7 @@
 
 The :class:`Index` is the front door (build, open, add, extend, delete, save, search, ask, refresh,
 close), a facade over the parts that do the work: the read side is a
-:class:`~momoka.methods.context.Corpus` (:attr:`Index.corpus`: a store snapshot, the
+:class:`~momoka.methods.corpus.Corpus` (:attr:`Index.corpus`: a store snapshot, the
 :class:`~momoka.methods.indexer.Embedding` service, the :class:`~momoka.methods.results.Results`
 factory and the retrievers built over them); the write side is an
 :class:`~momoka.methods.index_writer.IndexWriter` (:attr:`Index.writer`: batches, commits, fallback
@@ -41,7 +41,7 @@ from .base import (  # noqa: F401 (re-exported)
     ADD_BATCH, DEFAULT_ASSEMBLE_CAP, DEFAULT_ASSEMBLE_EXTRA, DEFAULT_ASSEMBLE_MIN_HITS, DEFAULT_ASSEMBLE_TRIM,
     DEFAULT_ASSEMBLE_TRIM_FILL, DEFAULT_BUDGET, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNKER, DEFAULT_RETRIEVER, Item, Member,
     Result, check_budget)
-from .context import DEFAULT_K, MAX_RETRIEVERS, Corpus  # noqa: F401 (re-exported)
+from .corpus import DEFAULT_K, MAX_RETRIEVERS, Corpus  # noqa: F401 (re-exported)
 from .index_writer import ENGINES, IndexWriter, check_engine, check_share, create_store  # noqa: F401 (re-exported)
 from .indexer import EMBED_BATCH, LEGACY_CHUNK_SIZE, Embedding, Report  # noqa: F401 (re-exported)
 from .results import Results
@@ -61,8 +61,8 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     other chunker its own default; the recursive chunker gets ``hard_wrap="auto"`` and ``glue_titles=True``. With
     ``embedder`` (one that counts its input, :func:`~momoka.methods.sources.embed_limit`), a classic
     chunker gets ``max_embed_tokens``, the embedder's input limit less the
-    :data:`~momoka.chunking.context.HEADER_TOKENS` its header may take (``headers``, as the index embeds
-    each chunk with its header: :mod:`momoka.chunking.context`): no chunk is embedded truncated
+    :data:`~momoka.chunking.headers.HEADER_TOKENS` its header may take (``headers``, as the index embeds
+    each chunk with its header: :mod:`momoka.chunking.headers`): no chunk is embedded truncated
     (pass the same embedder to :func:`~momoka.methods.sources.resolve_chunker`).
     """
     out = {k: v for k, v in (params or {}).items() if v is not None}
@@ -78,8 +78,8 @@ def chunker_params(chunker: Any, size: int | None = None, params: dict | None = 
     if limit is not None and "max_embed_tokens" not in out and isinstance(chunker, str):
         from ..chunking import available_chunkers  # start-up: momoka.chunking
 
-        if chunker in available_chunkers():  # over-long chunks are split further (Chunker._fit_embedding)
-            from ..chunking.context import HEADER_TOKENS  # start-up: momoka.chunking
+        if chunker in available_chunkers():  # over-long chunks are split further (ClassicChunker._fit_embedding)
+            from ..chunking.headers import HEADER_TOKENS  # start-up: momoka.chunking
 
             room = limit[1] - HEADER_TOKENS if headers else limit[1]
             # an embedder with a small input (under twice the header's share) keeps it all for the chunk
@@ -98,7 +98,7 @@ class Index:
 
     The facade's parts: :attr:`store` (a read-only :class:`~momoka.store.snapshot.Snapshot` until the
     index writes, then its :class:`~momoka.store.writer.StoreWriter`), :attr:`corpus` (the read side:
-    documents, titles, pages, query embedding, results, retrievers: :class:`~momoka.methods.context.Corpus`),
+    documents, titles, pages, query embedding, results, retrievers: :class:`~momoka.methods.corpus.Corpus`),
     :attr:`writer` (the write side: the pipeline's components, commits, the LLM fallback limit:
     :class:`~momoka.methods.index_writer.IndexWriter`) and :attr:`report` (what the last :meth:`add` did).
     """
@@ -169,7 +169,7 @@ class Index:
                 stage (chunker, enricher, relator) stops with
                 :class:`~momoka.errors.LLMFallbackError` (see :meth:`add`).
             headers: embed and BM25-index each chunk with its contextual header (the document's
-                title and the chunk's section or title line, :mod:`momoka.chunking.context`), as
+                title and the chunk's section or title line, :mod:`momoka.chunking.headers`), as
                 recorded in the raw views' ``source``; False indexes the chunk text alone.
 
         With a ``store`` directory the work is committed as it is done (see
@@ -244,7 +244,7 @@ class Index:
 
     @property
     def corpus(self) -> Corpus:
-        """The read side (:class:`~momoka.methods.context.Corpus`, what a retriever is given): ``doc_ids``,
+        """The read side (:class:`~momoka.methods.corpus.Corpus`, what a retriever is given): ``doc_ids``,
         ``document``, ``title``, ``page_of``, ``pipeline``, ``embedder``, ``embed_queries``, ``member``,
         ``result``, ``assembler``, ``depth_for``, ``retriever`` and the query limit ``max_query_chars``."""
         return self._corpus
@@ -441,7 +441,7 @@ class Index:
 
         ``k``: at most this many items (default 5 without a budget).
         ``budget``: fill a context of this many characters instead, from the
-        top ``k`` items (when given; otherwise as many as :meth:`Corpus.depth_for <momoka.methods.context.Corpus.depth_for>`
+        top ``k`` items (when given; otherwise as many as :meth:`Corpus.depth_for <momoka.methods.corpus.Corpus.depth_for>`
         reads). With ``assemble`` (default) the context is assembled
         (:mod:`momoka.methods.assemble`, its default widening rule):
         touching hits merged with the whitespace between them, a hit widened

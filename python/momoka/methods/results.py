@@ -2,7 +2,7 @@
 context assembler and how many items fill a budget.
 
 :class:`Results` is what :class:`momoka.Index` (and through it a retriever's
-:class:`~momoka.methods.context.Corpus`) builds its results with; what it derives from the chunk
+:class:`~momoka.methods.corpus.Corpus`) builds its results with; what it derives from the chunk
 table (the assemblers, the mean chunk length) is computed once per state of that table.
 """
 

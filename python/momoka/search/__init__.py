@@ -2,4 +2,4 @@
 
 from .._deprecated import alias
 
-alias("momoka.search", "momoka.mcts", {"mcts": "engine"})
+alias("momoka.search", "momoka.mcts", {"mcts": "tree_search"})

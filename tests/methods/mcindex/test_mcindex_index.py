@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from momoka.chunking.context import with_header
+from momoka.chunking.headers import with_header
 
 from momoka.errors import ConfigError, StoreError
 from momoka import Index

@@ -77,7 +77,7 @@ class OfflinePolicy:
     """The next evidence sentence ranked by the question reformulated with the path (module docstring).
 
     Args:
-        corpus: the index as a retriever sees it (:class:`momoka.methods.context.Corpus`); its store
+        corpus: the index as a retriever sees it (:class:`momoka.methods.corpus.Corpus`); its store
             needs a vector view (the embedder) and a BM25 view.
         chunks: chunks the ``hybrid`` retriever returns per reformulated query.
         dense_weight: the cosine's share of the fused score, in [0, 1].

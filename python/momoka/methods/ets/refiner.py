@@ -24,7 +24,7 @@ default context), the stored chunks holding the evidence sentences come first,
 each widened to its whole paragraph when that spans at most ``paragraph_cap``
 characters (0: never), then the first stage's chunks in their order, assembled to the budget as
 ``momoka query`` fills it (:meth:`Corpus.assembler
-<momoka.methods.context.Corpus.assembler>`: touching hits merged, a hit widened to
+<momoka.methods.corpus.Corpus.assembler>`: touching hits merged, a hit widened to
 a small paragraph), so the refined context is compared with the first stage's at
 equal characters; each evidence item's ``provenance["evidence"]`` lists its
 sentences' spans. With ``budget=None`` (or no index) the result is the
@@ -66,7 +66,7 @@ class ETSRefiner:
     Options: ``policy``: ``"auto"`` (default: ``"lm"`` when ``MOMOKA_LLM_BASE_URL``
     (``--llm-url``) is set, else ``"offline"``), ``"offline"``, ``"lm"`` or a
     :class:`.beam.Policy` object (an LM policy); ``corpus``: the index as a
-    component sees it (:class:`momoka.methods.context.Corpus`; the CLI, ``Index.ask``
+    component sees it (:class:`momoka.methods.corpus.Corpus`; the CLI, ``Index.ask``
     and the eval runner give it); ``budget``: the characters of the output, evidence
     first, then the first stage (None: the evidence sentences alone); the offline
     policy's ``chunks`` (retrieved per reformulated question), ``dense_weight`` (of

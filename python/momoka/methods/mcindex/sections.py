@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from ...chunking._engine import Splitter
+from ...chunking._splitter import Splitter
 from ...chunking._tokens import resolve_tokenizer
 from ..._validate import check_int
-from ...chunking.chunkers import StructureChunker, _as_document, _check_unit
+from ...chunking.base import _as_document, _check_unit
+from ...chunking.structure import StructureChunker
 from ...errors import ConfigError
 from ...stats import Stats
 from ...text import Document, make_chunks

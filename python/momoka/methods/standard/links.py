@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from ..._core import split_paragraphs
-from ...chunking._engine import title_lines
+from ...chunking._splitter import title_lines
 
 __all__ = ["chunk_titles", "DocumentTitles", "TitleTable", "link_titles", "RARE_SHARE", "RARE_MIN"]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..._validate import MAX_COUNT, check_choice, check_float, check_int
-from ...chunking.context import HEADED_TEXT, headed, indexed_text
+from ...chunking.headers import HEADED_TEXT, headed, indexed_text
 from ...errors import ConfigError, StoreError
 from ...store.store import RAW_VIEW
 from ..base import Result

@@ -1,4 +1,4 @@
-"""Python API of the native MCTS engine (``momoka._core.MctsEngine``).
+"""Python API of the native Monte Carlo tree search (``momoka._core.MctsEngine``).
 
 One :class:`MCTS` object holds one independent Monte Carlo tree search per
 root item over ``n_items`` items (Momoka-Map: every chunk of a document is a

@@ -1,14 +1,15 @@
-"""Components receive narrow contexts, never the Index: an enricher or relator a Batch, a retriever a Corpus."""
+"""Components receive narrow views, never the Index: an enricher or relator a Batch, a retriever a Corpus."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from momoka import Index
-from momoka.methods.context import Batch, Corpus
+from momoka import Index, registry
+from momoka.methods.corpus import Batch, Corpus
 
 from ..store.conftest import HashEmbedder
+from .conftest import builtin_components
 
 DOCS = [{"doc_id": "a", "text": "Owls hunt at night.\n\nPenguins swim well."},
         {"doc_id": "b", "text": "The sun is a star.\n\nNeutron stars are dense."}]
@@ -52,7 +53,10 @@ def test_an_enricher_gets_a_batch_and_a_retriever_a_corpus():
     c = int(ix.store.chunks.ids()[0])
     want = emb.embed([f"{ix.corpus.title('a') or ''} {ix.store.chunks.text(c)}"])[0]
     np.testing.assert_allclose(v.get([c])[0], want, rtol=1e-6)
-    for name in ("dense", "bm25", "hybrid"):
+    # every retriever momoka registers that this index has the artifacts of (listed from the registry)
+    runs = [n for n in builtin_components("retriever") if registry.missing(n, ix.store) is None]
+    assert {"dense", "bm25", "hybrid"} <= set(runs)
+    for name in runs:
         r = ix.corpus.retriever(name)
         assert isinstance(r.index, Corpus), name
         for attr in ("save", "add", "delete", "extend"):

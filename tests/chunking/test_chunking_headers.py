@@ -1,4 +1,4 @@
-"""Contextual headers (momoka.chunking.context): hand-computed headers, and an index that embeds and
+"""Contextual headers (momoka.chunking.headers): hand-computed headers, and an index that embeds and
 BM25-indexes each chunk with its header while returning the chunk's own text."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from momoka.chunking import RecursiveChunker
-from momoka.chunking.context import HEADED_TEXT, HEADER_CHARS, context_headers, headed, with_header
+from momoka.chunking.headers import HEADED_TEXT, HEADER_CHARS, context_headers, headed, with_header
 from momoka.text import Document
 
 PLAIN = ("Battle of Calabria\nThe Battle of Calabria was a naval battle of the Second World War. "
