@@ -41,10 +41,15 @@ renumbers them (:class:`~momoka.store.delta.Delta`); rows holding ints in undecl
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import time
+import warnings
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, MomokaError
@@ -61,6 +66,11 @@ LLM_CONCURRENCY: int = settings.default("MOMOKA_LLM_GLOBAL_CONCURRENCY")
 ENV_LLM_CONCURRENCY = "MOMOKA_LLM_GLOBAL_CONCURRENCY"
 
 INSTALL_HINT = 'Ray is not installed: pip install "momoka[ray]"'
+#: ``$MOMOKA_RAY_WRITE_PARTS``: workers write their batches' vectors into the store (off: they ship them).
+ENV_WRITE_PARTS = "MOMOKA_RAY_WRITE_PARTS"
+#: The file of a run's staging folder holding the run's token: a worker that reads it there shares the
+#: driver's filesystem.
+TOKEN_FILE = "driver.token"
 
 
 def require_ray():
@@ -94,20 +104,74 @@ class Worker:
                         for c in spec.components(kind)] for kind in ("enrich", "relate")}
         chunker = chunker if chunker is not None else recorded_chunker(embedding.store, embedding)
         self.indexer = Indexer(template, chunker, parts["enrich"], parts["relate"], embedding, False)
+        self.held: dict[int, tuple] = {}  # batch number -> its vectors, until write() or take()
 
     def pid(self) -> int:
         """The worker's process id."""
         return os.getpid()
 
-    def run(self, docs: list, hashes: dict, on_error: str) -> dict:
+    def run(self, docs: list, hashes: dict, on_error: str, hold: int | None = None) -> dict:
         """Chunk, embed, enrich and relate ``docs`` (:meth:`Indexer.run <momoka.methods.indexer.Indexer.run>`):
-        the batch's Delta, the components' settings, what was skipped and the texts embedded."""
+        the batch's Delta, the components' settings, what was skipped and the texts embedded.
+
+        ``hold``: the batch's number; its vectors stay here (the Delta ships without their rows, ``"held"``
+        says so) until :meth:`write` writes them into the store's staging folder, numbered as the driver
+        says, or :meth:`take` hands them over."""
         t0 = time.perf_counter()
         counts = self.indexer.embedding.report = Report()  # texts embedded, counted as the single-process path does
         skipped: list = []
         delta = self.indexer.run(list(docs), hashes, on_error, skipped)
-        return {"delta": delta, "settings": self.indexer.settings(), "skipped": skipped,
-                "embedded": int(counts.embedded), "seconds": time.perf_counter() - t0}
+        out = {"delta": delta, "settings": self.indexer.settings(), "skipped": skipped,
+               "embedded": int(counts.embedded), "seconds": time.perf_counter() - t0}
+        if hold is not None and not delta.stored:  # (a batch of new documents: its chunks are numbered in order)
+            rows = {name: (np.asarray(e["ids"], np.int64), e["rows"]) for name, e in delta.vectors.items()
+                    if e["rows"] is not None and len(e["ids"])}
+            order = [int(c) for cs in delta.chunks for c, _ in cs]
+            specs = {name: {k: e.get(k) for k in ("embedder", "dtype", "source")} for name, e in delta.vectors.items()}
+            delta.vectors = {name: {**e, "ids": [], "rows": None} for name, e in delta.vectors.items()}
+            self.held[hold] = (rows, order, specs)
+            out["held"] = hold
+        return out
+
+    def write(self, hold: int, base: int, folder: str, token: str, hnsw: dict | None) -> dict:
+        """Write the vectors of batch ``hold`` into a new folder under ``folder`` (the store's staging folder),
+        its chunks numbered from ``base`` in the order of the batch's documents, as the driver's store numbers
+        them: ``{"folder", "views": {name: {"ids", "records"}}}`` for :meth:`VectorView.stage
+        <momoka.store.vectors.VectorView.stage>`. ``{"unreachable": True}`` when ``folder`` is not the
+        driver's (its token file is missing or holds another token: no shared filesystem), ``{"lost": True}``
+        when the vectors are not here (this worker was restarted since it ran the batch).
+
+        Files are written under a temporary name and renamed when complete (fsynced), so a worker killed
+        while writing leaves only a temporary folder, which is never adopted."""
+        from ..store._io import fsync_dir  # start-up: momoka.store._io
+        from ..store.vectors import write_part  # start-up: momoka.store.vectors
+
+        if _read_token(Path(folder)) != token:
+            return {"unreachable": True}
+        item = self.held.pop(hold, None)
+        if item is None:
+            return {"lost": True}
+        rows, order, specs = item
+        gid = {c: base + k for k, c in enumerate(order)}
+        tmp = Path(folder) / f"b{hold:06d}.tmp-{os.getpid()}"
+        views = {}
+        for name, (ids, vecs) in rows.items():
+            new = np.array([gid[int(c)] for c in ids], dtype=np.int64)
+            views[name] = {"ids": new, "records": write_part(tmp, name, specs[name], new, vecs, hnsw)}
+        if not views:
+            return {"folder": None, "views": {}}
+        for d, _, _ in os.walk(tmp, topdown=False):
+            fsync_dir(Path(d))
+        final = Path(folder) / f"b{hold:06d}-{os.getpid()}-{time.monotonic_ns()}"
+        os.rename(tmp, final)
+        fsync_dir(Path(folder))
+        return {"folder": str(final), "views": views}
+
+    def take(self, hold: int) -> dict | None:
+        """The vectors of batch ``hold`` as the Delta's entries hold them (``{name: (ids, rows)}``), given up
+        here; None when they are not here."""
+        item = self.held.pop(hold, None)
+        return None if item is None else item[0]
 
 
 class Limiter:
@@ -209,9 +273,19 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
         llm_concurrency = settings.get_int(ENV_LLM_CONCURRENCY)
     chunker, emb, comps = _shippable(writer)
     limiter = ray.remote(num_cpus=0)(Limiter).remote(llm_concurrency)
-    actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(Worker)
+    actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
+                           max_concurrency=2)(Worker)  # a batch's write() runs beside the next batch's run()
     template = store_template(writer.store)
     actors = [actor_cls.remote(template, chunker, emb, comps, limiter) for _ in range(n_workers)]
+    # Workers write their batches' vectors into the store's staging folder when the driver commits as it
+    # goes (the driver adopts one batch's part per commit); else, or where a worker cannot reach the
+    # folder, they ship them in the Delta.
+    stage = token = None
+    if commits.enabled and settings.get_flag(ENV_WRITE_PARTS):
+        stage, token = writer.store.staging(), secrets.token_hex(16)
+        (stage / TOKEN_FILE).write_text(token, encoding="utf-8")
+    hnsw = writer.store.manifest.get("hnsw")
+    unreachable = False
     if batch is None:
         # The batches of the single-process path: the default embedder's int8 activations are quantised
         # per forward pass, so a chunk's vector depends on the texts embedded with it; the same batches
@@ -221,6 +295,7 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
     hashes_of = [{d.doc_id: hashes.get(d.doc_id) for d in b} for b in batches]
     pending: dict[Any, tuple[int, Any]] = {}
     results: dict[int, Any] = {}
+    ran_on: dict[int, Any] = {}  # batch number -> the actor that ran it (holding its vectors)
     nxt_submit = nxt_apply = 0
     idle = list(actors)
     err: BaseException | None = None
@@ -229,7 +304,8 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
             while nxt_apply < len(batches):
                 while idle and nxt_submit < len(batches) and err is None and nxt_submit - nxt_apply < 4 * n_workers:
                     a = idle.pop()
-                    pending[a.run.remote(batches[nxt_submit], hashes_of[nxt_submit], on_error)] = (nxt_submit, a)
+                    hold = nxt_submit if stage is not None and not unreachable else None
+                    pending[a.run.remote(batches[nxt_submit], hashes_of[nxt_submit], on_error, hold)] = (nxt_submit, a)
                     nxt_submit += 1
                 if nxt_apply not in results:
                     if not pending:
@@ -238,6 +314,7 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
                     i, a = pending.pop(done[0])
                     try:
                         results[i] = ray.get(done[0])
+                        ran_on[i] = a
                         idle.append(a)
                     except RayTaskError as exc:  # the pipeline raised (e.g. a document without chunks)
                         cause = exc.as_instanceof_cause()
@@ -251,7 +328,8 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
                             nxt_submit = len(batches)
                     continue
                 out = results.pop(nxt_apply)
-                b = batches[nxt_apply]
+                a = ran_on.pop(nxt_apply, None)
+                b, h = batches[nxt_apply], hashes_of[nxt_apply]
                 nxt_apply += 1
                 if out is None:
                     break
@@ -266,9 +344,20 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
                     pr.update(len(b))
                     continue
                 t_w = time.perf_counter()
+                written = None
+                if out.get("held") is not None:
+                    out, written, lost_reach = _written_part(ray, writer, out, a, actors, b, h, on_error, stage,
+                                                             token, hnsw)
+                    if lost_reach and not unreachable:
+                        unreachable = True
+                        warnings.warn(f"a Ray worker cannot reach the store's staging folder {stage} (the store is "
+                                      "not on a filesystem the workers share): the workers ship their vectors to "
+                                      "the driver instead", UserWarning, stacklevel=3)
                 report.added.extend(writer.apply(out, replace=replace))
+                if written and written["views"]:
+                    _stage(writer, out, written)
                 t_c = time.perf_counter()
-                commits.added(len(report.added))
+                commits.added(len(report.added), now=bool(written and written["views"]))
                 t_e = time.perf_counter()
                 report.skipped.extend(out["skipped"])
                 report.embedded += int(out["embedded"])
@@ -285,6 +374,74 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
         for a in actors:
             ray.kill(a)
         ray.kill(limiter)
+        if stage is not None:  # what no commit adopted (a worker killed while writing, a failed run)
+            shutil.rmtree(stage, ignore_errors=True)
+            try:
+                stage.parent.rmdir()  # the store's staging folder, when no other run's is in it
+            except OSError:
+                pass
     if err is not None:
         commits.finish()
         raise err
+
+
+def _worker_path(stage: Path) -> str:
+    """The staging folder as the workers are told it (the driver's path: workers must share its filesystem)."""
+    return str(stage)
+
+
+def _read_token(folder: Path) -> str | None:
+    """The token of a run's staging folder, or None when it cannot be read there."""
+    try:
+        return (folder / TOKEN_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _written_part(ray: Any, writer: Any, out: dict, actor: Any, actors: list, batch: list, hashes: dict,
+                  on_error: str, stage: Path, token: str, hnsw: dict | None) -> tuple[dict, dict | None, bool]:
+    """Have the worker holding batch ``out``'s vectors write them, numbered from the store's next chunk id:
+    ``(out, written, unreachable)``, ``written`` the part's description (for :func:`_stage`).
+
+    When the worker cannot reach the staging folder (``unreachable`` True), it hands the vectors over and they
+    go into ``out``'s Delta (``written`` None), as when workers do not write parts. When it no longer holds
+    them (it died since), the batch is run again, shipping its Delta (the same batch gives the same output).
+    """
+    from ray.exceptions import RayActorError, RayTaskError  # optional: ray
+
+    hold = out["held"]
+    try:
+        w = ray.get(actor.write.remote(hold, writer.store.n_slots, _worker_path(stage), token, hnsw))
+    except (RayActorError, RayTaskError):
+        w = {"lost": True}
+    if "views" in w:
+        return out, w, False
+    if w.get("unreachable"):
+        try:
+            rows = ray.get(actor.take.remote(hold))
+        except (RayActorError, RayTaskError):
+            rows = None
+        if rows is not None:
+            for name, (ids, vecs) in rows.items():
+                out["delta"].vectors[name].update(ids=ids, rows=vecs)
+            return out, None, True
+    exc: BaseException | None = None
+    for a in [actor] + [x for x in actors if x is not actor]:
+        try:
+            return ray.get(a.run.remote(batch, hashes, on_error)), None, bool(w.get("unreachable"))
+        except RayActorError as e:
+            exc = e
+    raise MomokaError(f"no Ray worker is left to index again the batch whose vectors were lost: {exc}")
+
+
+def _stage(writer: Any, out: dict, written: dict) -> None:
+    """Adopt the part a worker wrote for batch ``out`` (already applied): each view's vectors are staged for
+    the commit that follows. Its ids must be the chunk ids the batch's documents got."""
+    store = writer.store
+    got = [c for d in out["delta"].doc_ids for c in store.documents[d].chunk_ids]
+    for name, v in written["views"].items():
+        ids = np.asarray(v["ids"], np.int64)
+        if got != list(range(got[0] if got else 0, (got[0] if got else 0) + len(got))) or not set(ids.tolist()) <= set(got):
+            raise MomokaError(f"internal error: a Ray worker numbered the vectors of view {name!r} {ids[:5].tolist()} "
+                              f"..., not as the store numbered the batch's chunks {got[:5]} ...")
+        store.vector_view(name).stage(written["folder"], ids, v["records"])
