@@ -269,7 +269,7 @@ def test_worker_restarted_before_writing_runs_the_batch_again(cluster, corpus, r
 
     def lose_first(ray_, writer, out, actor, *rest):
         if not dropped:
-            dropped.append(ray_.get(actor.take.remote(out["held"])))
+            dropped.append(ray_.get(actor.take.options(concurrency_group="io").remote(out["held"])))
         return real(ray_, writer, out, actor, *rest)
 
     monkeypatch.setattr(distributed, "_written_part", lose_first)

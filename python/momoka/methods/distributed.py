@@ -71,6 +71,8 @@ ENV_WRITE_PARTS = "MOMOKA_RAY_WRITE_PARTS"
 #: The file of a run's staging folder holding the run's token: a worker that reads it there shares the
 #: driver's filesystem.
 TOKEN_FILE = "driver.token"
+#: The workers' concurrency group of write() and take(), apart from run()'s.
+IO = "io"
 
 
 def require_ray():
@@ -123,9 +125,9 @@ class Worker:
         delta = self.indexer.run(list(docs), hashes, on_error, skipped)
         out = {"delta": delta, "settings": self.indexer.settings(), "skipped": skipped,
                "embedded": int(counts.embedded), "seconds": time.perf_counter() - t0}
-        if hold is not None and not delta.stored:  # (a batch of new documents: its chunks are numbered in order)
-            rows = {name: (np.asarray(e["ids"], np.int64), e["rows"]) for name, e in delta.vectors.items()
-                    if e["rows"] is not None and len(e["ids"])}
+        rows = {name: (np.asarray(e["ids"], np.int64), e["rows"]) for name, e in delta.vectors.items()
+                if e["rows"] is not None and len(e["ids"])}
+        if hold is not None and rows and not delta.stored:  # (new documents: their chunks are numbered in order)
             order = [int(c) for cs in delta.chunks for c, _ in cs]
             specs = {name: {k: e.get(k) for k in ("embedder", "dtype", "source")} for name, e in delta.vectors.items()}
             delta.vectors = {name: {**e, "ids": [], "rows": None} for name, e in delta.vectors.items()}
@@ -273,8 +275,9 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
         llm_concurrency = settings.get_int(ENV_LLM_CONCURRENCY)
     chunker, emb, comps = _shippable(writer)
     limiter = ray.remote(num_cpus=0)(Limiter).remote(llm_concurrency)
+    # a batch's write() and take() run in their own thread ("io"), beside the next batch's run()
     actor_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
-                           max_concurrency=2)(Worker)  # a batch's write() runs beside the next batch's run()
+                           concurrency_groups={IO: 1})(Worker)
     template = store_template(writer.store)
     actors = [actor_cls.remote(template, chunker, emb, comps, limiter) for _ in range(n_workers)]
     # Workers write their batches' vectors into the store's staging folder when the driver commits as it
@@ -411,14 +414,15 @@ def _written_part(ray: Any, writer: Any, out: dict, actor: Any, actors: list, ba
 
     hold = out["held"]
     try:
-        w = ray.get(actor.write.remote(hold, writer.store.n_slots, _worker_path(stage), token, hnsw))
+        w = ray.get(actor.write.options(concurrency_group=IO).remote(hold, writer.store.n_slots, _worker_path(stage),
+                                                                     token, hnsw))
     except (RayActorError, RayTaskError):
         w = {"lost": True}
     if "views" in w:
         return out, w, False
     if w.get("unreachable"):
         try:
-            rows = ray.get(actor.take.remote(hold))
+            rows = ray.get(actor.take.options(concurrency_group=IO).remote(hold))
         except (RayActorError, RayTaskError):
             rows = None
         if rows is not None:
