@@ -8,21 +8,35 @@ Who does what:
   single-process path runs -- which indexes it into an in-memory scratch store shaped like the
   real one and returns its :class:`~momoka.store.delta.Delta`: the documents with their metadata,
   the chunks, every vector view's rows, the texts given to every BM25 view, relation rows and
-  node-table rows. The worker ships it back with the components' settings.
-- **The driver** (the process calling :meth:`Index.add`) reads and parses the files (so workers
-  need no shared filesystem), skips documents already committed, hands out batches and is the
-  single writer: it applies the outputs to the real store in submission order
-  (:meth:`IndexWriter.apply <momoka.methods.index_writer.IndexWriter.apply>`, which maps the scratch store's chunk and node ids onto new global ids, so
-  the store is the one a single-process run builds, ids included) and commits every ``commit_docs``
-  documents or ``commit_seconds`` seconds: a commit writes one segment holding only the new
-  batches, so the driver's commit costs the batch, not the store. A killed driver loses only what
-  was not committed; rerunning the same command skips the committed documents (their content
-  hash matches), so they are never chunked or embedded again.
+  node-table rows. The worker ships it back with the components' settings, **without the vector
+  rows**, which it keeps: when the driver reaches the batch it tells the worker the chunk id the
+  batch starts at, and the worker writes every view's part of the batch (ids, rows, HNSW graph,
+  :func:`momoka.store.vectors.write_part`) into a folder of the store's staging folder
+  (``STORE/staging/run-*/``, written under a temporary name, fsynced, then renamed) and returns
+  the file names, sizes and checksums.
+- **The driver** (the process calling :meth:`Index.add`) reads and parses the files, skips documents
+  already committed, hands out batches and is the single writer: it applies the outputs to the real
+  store in submission order (:meth:`IndexWriter.apply <momoka.methods.index_writer.IndexWriter.apply>`,
+  which maps the scratch store's chunk and node ids onto new global ids, so the store is the one a
+  single-process run builds, ids included), stages the part the worker wrote
+  (:meth:`VectorView.stage <momoka.store.vectors.VectorView.stage>`) and commits: the commit moves the
+  part's files into its new segment (a rename: no vector passes through the driver) and records the
+  worker's checksums. A segment holds one part of a view, so the driver commits after every batch a
+  worker wrote (otherwise every ``commit_docs`` documents or ``commit_seconds`` seconds). A killed
+  driver loses only what was not committed; rerunning the same command skips the committed documents
+  (their content hash matches), so they are never chunked or embedded again. What a run leaves in
+  the staging folder is removed at its end, and by the next writer that takes the store's lock.
+- **No shared filesystem**: a worker that cannot read the run's token file in the staging folder (the
+  store is not on a filesystem it shares with the driver) writes nothing; the driver then takes the
+  vectors from it into the Delta, as with ``MOMOKA_RAY_WRITE_PARTS=0``, and warns once. Without
+  commits (``commit=False``) or with ``MOMOKA_RAY_WRITE_PARTS=0`` the workers ship their vectors.
 - **A killed worker**: its actor is restarted by Ray (``max_restarts``) and the batch retried
   (``max_task_retries``); a batch whose retries run out is reported in ``index.report.failed``
   (with ``on_error="skip"``) or raises :class:`~momoka.errors.MomokaError` after committing every
-  batch before it (``on_error="raise"``). The store stays consistent either way: only the driver
-  writes it.
+  batch before it (``on_error="raise"``). A worker that dies after running a batch and before writing
+  its vectors no longer holds them: the batch runs again (the same batch gives the same output), its
+  Delta shipped. A worker killed while writing leaves a temporary folder that nothing adopts. The
+  store stays consistent either way: only the driver commits, and only parts whose files are complete.
 - **LLM-bound stages** (LLM titles, LLM chunking, LLM referees) keep one concurrency limit over
   all workers: one :class:`Limiter` actor hands out ``llm_concurrency`` slots, and every worker
   installs it with :func:`momoka.llm.base.set_request_limiter`, so each request holds a slot of
