@@ -11,7 +11,12 @@ mark, ``peak_build``, without what the process held before the build started). T
 same chunk ids and texts, vectors bit for bit, and the same top 5 of 200 passages used as queries for the
 dense, BM25 and hybrid retrievers.
 
+``--baseline DIR`` adds a build by another copy of momoka (``DIR`` on ``PYTHONPATH``, e.g. the ``python/``
+folder of an earlier commit, exported with ``git archive COMMIT python | tar -x -C /tmp/base`` and the compiled
+core copied beside it): how the driver fared before (its workers then ship their vectors).
+
 Run:  PYTHONPATH=python python bench/micro/bench_ray_driver_memory.py [--passages 20000] [--workers 2] [--no-local]
+      [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -81,7 +86,9 @@ def build(mode: str, n: int, workers: int, store: str) -> None:
     ix.close()
     dt = time.perf_counter() - t
     done.set()
-    print(json.dumps({"mode": mode, "seconds": dt, "rss_before": before, "peak_build": peak[0],
+    import momoka
+
+    print(json.dumps({"mode": mode, "momoka": str(Path(momoka.__file__).parent), "seconds": dt, "rss_before": before, "peak_build": peak[0],
                       "hwm": _status("VmHWM"), "timing": ix.report.timing}))
 
 
@@ -126,18 +133,21 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=20_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-local", action="store_true", help="skip the single-process build")
+    ap.add_argument("--baseline", help="PYTHONPATH of another momoka copy to build with too (mode 'baseline')")
     ap.add_argument("--build", nargs=2, metavar=("MODE", "STORE"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.build:
         build(a.build[0], a.passages, a.workers, a.build[1])
         return
-    modes = ["ray-ship", "ray-write"] + ([] if a.no_local else ["local"])
+    modes = (["baseline"] if a.baseline else []) + ["ray-ship", "ray-write"] + ([] if a.no_local else ["local"])
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         stores = {m: str(Path(tmp) / m) for m in modes}
         for m in modes:
+            env = dict(os.environ, PYTHONPATH=a.baseline) if m == "baseline" else None
             r = subprocess.run([sys.executable, str(HERE), "--passages", str(a.passages), "--workers", str(a.workers),
-                                "--build", m, stores[m]], capture_output=True, text=True, check=False)
+                                "--build", "ray-ship" if m == "baseline" else m, stores[m]], capture_output=True,
+                               text=True, check=False, env=env)
             lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
             if r.returncode or not lines:
                 sys.exit(f"{m} failed:\n{r.stderr[-3000:]}")
@@ -146,11 +156,16 @@ def main() -> None:
         bad = compare(stores)
     mib = 1 / 2**20
     print(f"\n{a.passages} passages, {a.workers} Ray workers; load average {os.getloadavg()} on {os.cpu_count()} CPUs")
-    print("| build | seconds | driver peak RSS (MiB) | RSS before the build (MiB) | build's own growth (MiB) |")
-    print("|---|---|---|---|---|")
+    print("| build | seconds | driver peak RSS (MiB) | RSS before the build (MiB) | build's own growth (MiB) | "
+          "writer apply+commit s |")
+    print("|---|---|---|---|---|---|")
     for m, r in rows.items():
+        tm = r.get("timing") or {}
+        w = f"{tm['apply_s'] + tm['commit_s']:.1f}" if tm else ""
         print(f"| {m} | {r['seconds']:.1f} | {r['hwm'] * mib:.0f} | {r['rss_before'] * mib:.0f} | "
-              f"{(r['peak_build'] - r['rss_before']) * mib:.0f} |")
+              f"{(r['peak_build'] - r['rss_before']) * mib:.0f} | {w} |")
+    if a.baseline:
+        print(f"baseline: {rows['baseline']['momoka']}")
     print("stores equal" if not bad else "DIFFERENCES:\n" + "\n".join(bad))
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
-from ._blocks import BlockCheck
+from ._blocks import BlockCheck, file_record
 from ._io import check_native_write, fsync_file, write_npy
 from .artifact import Artifact, Part, StoreWarning, write_tombstones
 
@@ -767,8 +767,6 @@ def write_part(folder: str | os.PathLike, name: str, info: dict, ids: Sequence[i
     Another process (a Ray worker) writes it: ``ids`` must already be numbered as the adopting store numbers
     its chunks.
     """
-    from ._blocks import file_record  # noqa: PLC0415 - only the writers of staged parts need it
-
     view = VectorView(None, name, embedder=info["embedder"], dtype=info.get("dtype", "float32"),
                       source=info.get("source"), hnsw=hnsw)
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)

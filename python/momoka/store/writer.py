@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -681,8 +682,6 @@ class StoreWriter(ArtifactWriter, Store, role="writer"):
         self.ensure_writable()
         if self.path is None:
             raise StoreError("an in-memory store has no staging folder; save it first")
-        import tempfile  # noqa: PLC0415 - only distributed builds stage parts
-
         root = self.path / STAGING
         root.mkdir(exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="run-", dir=root))
