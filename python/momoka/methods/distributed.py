@@ -376,7 +376,7 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
                 t_c = time.perf_counter()
                 # while workers write parts, every batch is committed: a part is adopted only by a view without
                 # unsaved rows (a batch shipped meanwhile, e.g. run again, must not wait for the next count)
-                commits.added(len(report.added), now=stage is not None and not unreachable)
+                commits.added(len(report.added), now=stage is not None)
                 t_e = time.perf_counter()
                 report.skipped.extend(out["skipped"])
                 report.embedded += int(out["embedded"])
