@@ -255,6 +255,37 @@ def test_worker_killed_mid_run(cluster, corpus, reference, tmp_path):
     ix.close()
 
 
+def test_tasks_of_several_batches_equal_single_process(cluster, corpus, reference, tmp_path, monkeypatch):
+    """Tried: batches of one document (as the reference's) grouped into one task of all three (a task is up to
+    commit_docs documents while workers write parts; the slice is too small for the default grouping, so
+    the grouping thresholds are lowered): the worker runs the three batches, ships one Delta and writes one
+    part, committed as one segment; the store equals the single-process build (vectors of both views, titles,
+    the top 5 of the dense, BM25 and hybrid retrievers)."""
+    from momoka.methods import distributed
+
+    monkeypatch.setenv("MOMOKA_RAY_WRITE_PARTS", "1")
+    monkeypatch.setattr(distributed, "ADD_BATCH", 1)
+    monkeypatch.setattr(distributed, "TASKS_PER_WORKER", 0.25)
+    adopted = _count_adopted(monkeypatch)
+    folder, questions = corpus
+    ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
+                            commit_docs=N_DOCS, progress=False)
+    assert ix.report.failed == [] and len(ix.report.added) == N_DOCS
+    assert ix.report.embedded == 2 * ref_chunks(reference)
+    assert adopted == [["raw", "titled"]]
+    seg = ix.store.segments[-1]  # the one task's segment holds every chunk
+    assert (seg["base"], seg["end"]) == (0, ref_chunks(reference))
+    ix.close()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s")
+    assert_same_store(ix, reference)
+    for r in ("dense", "bm25", "hybrid"):
+        for g, w in zip(ix.search_batch(questions, k=5, retriever=r), reference.search_batch(questions, k=5,
+                                                                                               retriever=r)):
+            assert [it.spans for it in g] == [it.spans for it in w], r
+    ix.close()
+
+
 def test_worker_restarted_before_writing_runs_the_batch_again(cluster, corpus, reference, tmp_path, monkeypatch):
     """Tried: the first batch's vectors taken out of its worker before the driver asks it to write them (as
     when the worker dies and is restarted between running a batch and writing it): the worker answers that

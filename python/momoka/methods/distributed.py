@@ -85,6 +85,8 @@ ENV_WRITE_PARTS = "MOMOKA_RAY_WRITE_PARTS"
 #: The file of a run's staging folder holding the run's token: a worker that reads it there shares the
 #: driver's filesystem.
 TOKEN_FILE = "driver.token"
+#: While workers write parts, tasks of several batches are made only while each worker still gets this many.
+TASKS_PER_WORKER = 4
 #: The workers' concurrency group of write() and take(), apart from run()'s.
 IO = "io"
 
@@ -126,9 +128,13 @@ class Worker:
         """The worker's process id."""
         return os.getpid()
 
-    def run(self, docs: list, hashes: dict, on_error: str, hold: int | None = None) -> dict:
+    def run(self, docs: list, hashes: dict, on_error: str, hold: int | None = None, step: int | None = None) -> dict:
         """Chunk, embed, enrich and relate ``docs`` (:meth:`Indexer.run <momoka.methods.indexer.Indexer.run>`):
         the batch's Delta, the components' settings, what was skipped and the texts embedded.
+
+        ``step``: run the documents in batches of ``step`` (the single-process path's batches, so the vectors
+        are the same bit for bit) and ship one Delta of them all, numbered as the driver numbers them when it
+        applies them one after the other.
 
         ``hold``: the batch's number; its vectors stay here (the Delta ships without their rows, ``"held"``
         says so) until :meth:`write` writes them into the store's staging folder, numbered as the driver
@@ -136,7 +142,10 @@ class Worker:
         t0 = time.perf_counter()
         counts = self.indexer.embedding.report = Report()  # texts embedded, counted as the single-process path does
         skipped: list = []
-        delta = self.indexer.run(list(docs), hashes, on_error, skipped)
+        docs = list(docs)
+        step = step or len(docs) or 1
+        deltas = [self.indexer.run(docs[i : i + step], hashes, on_error, skipped) for i in range(0, len(docs), step)]
+        delta = deltas[0] if len(deltas) == 1 else _combined(self.template, deltas)
         out = {"delta": delta, "settings": self.indexer.settings(), "skipped": skipped,
                "embedded": int(counts.embedded), "seconds": time.perf_counter() - t0}
         rows = {name: (np.asarray(e["ids"], np.int64), e["rows"]) for name, e in delta.vectors.items()
@@ -308,6 +317,13 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
         # per forward pass, so a chunk's vector depends on the texts embedded with it; the same batches
         # give the same vectors, bit for bit.
         batch = max(1, min(ADD_BATCH, writer.commit_docs))
+    # While workers write parts, a task is up to commit_docs documents (whole batches, at least
+    # TASKS_PER_WORKER tasks per worker): its part is one segment, as one commit of the single-process path.
+    per_task = 1
+    if stage is not None:
+        per_task = max(1, min(writer.commit_docs // batch, int(len(docs) / (batch * TASKS_PER_WORKER * n_workers))))
+    step = batch if per_task > 1 else None
+    batch *= per_task
     batches = [docs[i : i + batch] for i in range(0, len(docs), batch)]
     hashes_of = [{d.doc_id: hashes.get(d.doc_id) for d in b} for b in batches]
     pending: dict[Any, tuple[int, Any]] = {}
@@ -322,7 +338,8 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
                 while idle and nxt_submit < len(batches) and err is None and nxt_submit - nxt_apply < 4 * n_workers:
                     a = idle.pop()
                     hold = nxt_submit if stage is not None and not unreachable else None
-                    pending[a.run.remote(batches[nxt_submit], hashes_of[nxt_submit], on_error, hold)] = (nxt_submit, a)
+                    pending[a.run.remote(batches[nxt_submit], hashes_of[nxt_submit], on_error, hold, step)] = (
+                        nxt_submit, a)
                     nxt_submit += 1
                 if nxt_apply not in results:
                     if not pending:
@@ -364,7 +381,7 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
                 written = None
                 if out.get("held") is not None:
                     out, written, lost_reach = _written_part(ray, writer, out, a, actors, b, h, on_error, stage,
-                                                             token, hnsw)
+                                                             token, hnsw, step)
                     if lost_reach and not unreachable:
                         unreachable = True
                         warnings.warn(f"a Ray worker cannot reach the store's staging folder {stage} (the store is "
@@ -404,6 +421,17 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
         raise err
 
 
+def _combined(template: dict, deltas: list) -> Any:
+    """One Delta of several batches' Deltas: applied in order to a scratch store (renumbered as the driver
+    would apply them one after the other), then read back."""
+    from ..store.delta import Delta, apply_delta  # start-up: momoka.store.delta
+
+    st = scratch_store(template)
+    for d in deltas:
+        apply_delta(st, d)
+    return Delta.of_store(st)
+
+
 def _worker_path(stage: Path) -> str:
     """The staging folder as the workers are told it (the driver's path: workers must share its filesystem)."""
     return str(stage)
@@ -418,7 +446,8 @@ def _read_token(folder: Path) -> str | None:
 
 
 def _written_part(ray: Any, writer: Any, out: dict, actor: Any, actors: list, batch: list, hashes: dict,
-                  on_error: str, stage: Path, token: str, hnsw: dict | None) -> tuple[dict, dict | None, bool]:
+                  on_error: str, stage: Path, token: str, hnsw: dict | None,
+                  step: int | None = None) -> tuple[dict, dict | None, bool]:
     """Have the worker holding batch ``out``'s vectors write them, numbered from the store's next chunk id:
     ``(out, written, unreachable)``, ``written`` the part's description (for :func:`_stage`).
 
@@ -448,7 +477,7 @@ def _written_part(ray: Any, writer: Any, out: dict, actor: Any, actors: list, ba
     exc: BaseException | None = None
     for a in [actor] + [x for x in actors if x is not actor]:
         try:
-            return ray.get(a.run.remote(batch, hashes, on_error)), None, bool(w.get("unreachable"))
+            return ray.get(a.run.remote(batch, hashes, on_error, None, step)), None, bool(w.get("unreachable"))
         except RayActorError as e:
             exc = e
     raise MomokaError(f"no Ray worker is left to index again the batch whose vectors were lost: {exc}")
