@@ -21,8 +21,10 @@ Who does what:
   single-process run builds, ids included), stages the part the worker wrote
   (:meth:`VectorView.stage <momoka.store.vectors.VectorView.stage>`) and commits: the commit moves the
   part's files into its new segment (a rename: no vector passes through the driver) and records the
-  worker's checksums. A segment holds one part of a view, so while workers write parts the driver
-  commits after every batch (otherwise every ``commit_docs`` documents or ``commit_seconds`` seconds). A killed
+  worker's checksums. A segment holds one part of a view, so while workers write parts a task is up to
+  ``commit_docs`` documents (whole batches of the single-process path, run one after the other and shipped
+  as one Delta) and the driver commits after every task, as the single-process path commits; otherwise a
+  task is one batch, committed every ``commit_docs`` documents or ``commit_seconds`` seconds. A killed
   driver loses only what was not committed; rerunning the same command skips the committed documents
   (their content hash matches), so they are never chunked or embedded again. What a run leaves in
   the staging folder is removed at its end, and by the next writer that takes the store's lock.
