@@ -279,8 +279,11 @@ def add_with_ray(writer: Any, docs: list, hashes: dict, *, on_error: str, commit
     :class:`~momoka.methods.index_writer.IndexWriter`) in order.
 
     Called by :meth:`Index.add` with ``engine="ray"`` (the documents are parsed and checked there).
-    A task is ``batch`` documents (default: the single-process path's batches, ``min(32, commit_docs)``,
-    so both paths give the same store; a smaller ``commit_docs`` gives more, smaller tasks).
+    A batch is ``batch`` documents (default: the single-process path's batches, ``min(32, commit_docs)``,
+    so both paths give the same store; a smaller ``commit_docs`` gives more, smaller batches). A task is
+    one batch, or, while workers write their vectors into the store (``$MOMOKA_RAY_WRITE_PARTS``, with
+    commits), up to ``commit_docs`` documents of whole batches while every worker still gets
+    :data:`TASKS_PER_WORKER` tasks; the driver then commits after every task (one segment each).
     Fills ``writer.report``: ``added``, ``skipped``, ``failed`` (doc ids whose batch failed after
     every retry), ``embedded`` (texts embedded by the workers) and ``timing`` (the writer's seconds
     applying outputs, ``apply_s``, and committing, ``commit_s``; the workers' seconds, ``worker_s``).
