@@ -116,6 +116,9 @@ SETTINGS: dict[str, Setting] = _table(
             minimum=0, maximum=1),
     Setting("MOMOKA_LLM_GLOBAL_CONCURRENCY", "int", 16, "LLM requests in flight over all workers of a "
             "distributed (Ray) build", "momoka.methods.distributed", minimum=1),
+    Setting("MOMOKA_RAY_WRITE_PARTS", "flag", True, "Ray workers write their batches' vectors into the store's "
+            "staging folder, which the driver adopts (off: they ship the vectors to the driver)",
+            "momoka.methods.distributed"),
     # indexing and the store
     Setting("MOMOKA_COMMIT_DOCS", "int", 256, "documents an `add(..., commit=True)` indexes between two saved "
             "generations", "momoka.methods.index_writer", minimum=1),

@@ -98,16 +98,39 @@ def assert_same_store(ix, ref, views=("raw", "titled")):
         assert ix.store.documents[d].sha256 == ref.store.documents[d].sha256
 
 
-def test_ray_build_equals_single_process(cluster, corpus, reference, tmp_path):
+def _count_adopted(monkeypatch) -> list:
+    """Record each part the driver adopts from a worker (the views it stages) instead of receiving vectors."""
+    from momoka.methods import distributed
+
+    adopted: list = []
+    real = distributed._stage
+
+    def spy(writer, out, written):
+        adopted.append(sorted(written["views"]))
+        return real(writer, out, written)
+
+    monkeypatch.setattr(distributed, "_stage", spy)
+    return adopted
+
+
+@pytest.mark.parametrize("write_parts", ["1", "0"])
+def test_ray_build_equals_single_process(cluster, corpus, reference, tmp_path, monkeypatch, write_parts):
     """Tried: the slice built with engine="ray" (2 workers, a commit every document) and the title
-    enricher; chunks, vectors of both views, titles and the results of 20 SQuAD questions for the
-    dense, BM25 and hybrid retrievers must equal the single-process build's."""
+    enricher, the workers writing their vectors into the store's staging folder (the driver adopts one
+    part per batch, both views in it, and receives no vector) and, with MOMOKA_RAY_WRITE_PARTS=0, shipping
+    them to the driver; chunks, vectors of both views, titles and the results of 20 SQuAD questions for
+    the dense, BM25 and hybrid retrievers must equal the single-process build's, and no staging folder
+    is left."""
+    monkeypatch.setenv("MOMOKA_RAY_WRITE_PARTS", write_parts)
+    adopted = _count_adopted(monkeypatch)
     folder, questions = corpus
     ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
                             commit_docs=1, progress=False)
     assert ix.report.failed == [] and len(ix.report.added) == N_DOCS
     assert ix.report.embedded == 2 * ref_chunks(reference)  # raw + titled, each chunk once
+    assert adopted == ([["raw", "titled"]] * N_DOCS if write_parts == "1" else [])
     ix.close()
+    assert not (tmp_path / "s" / "staging").exists()
     assert verify_store(tmp_path / "s")["damaged"] == []
     ix = momoka.Index.open(tmp_path / "s")
     assert_same_store(ix, reference)
@@ -225,10 +248,143 @@ def test_worker_killed_mid_run(cluster, corpus, reference, tmp_path):
     assert again, "the killed worker's batch did not run again in another worker"
     assert ix.report.failed == [] and sorted(ix.report.added) == sorted(reference.corpus.doc_ids)
     ix.close()
+    assert not (tmp_path / "s" / "staging").exists()
     assert verify_store(tmp_path / "s")["damaged"] == []
     ix = momoka.Index.open(tmp_path / "s", components={"killhook": KillHook(str(pids))})
     assert_same_store(ix, reference, views=("raw",))
     ix.close()
+
+
+def test_tasks_of_several_batches_equal_single_process(cluster, corpus, reference, tmp_path, monkeypatch):
+    """Tried: batches of one document (as the reference's) grouped into one task of all three (a task is up to
+    commit_docs documents while workers write parts; the slice is too small for the default grouping, so
+    the grouping thresholds are lowered): the worker runs the three batches, ships one Delta and writes one
+    part, committed as one segment; the store equals the single-process build (vectors of both views, titles,
+    the top 5 of the dense, BM25 and hybrid retrievers)."""
+    from momoka.methods import distributed
+
+    monkeypatch.setenv("MOMOKA_RAY_WRITE_PARTS", "1")
+    monkeypatch.setattr(distributed, "ADD_BATCH", 1)
+    monkeypatch.setattr(distributed, "TASKS_PER_WORKER", 0.25)
+    adopted = _count_adopted(monkeypatch)
+    folder, questions = corpus
+    ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
+                            commit_docs=N_DOCS, progress=False)
+    assert ix.report.failed == [] and len(ix.report.added) == N_DOCS
+    assert ix.report.embedded == 2 * ref_chunks(reference)
+    assert adopted == [["raw", "titled"]]
+    seg = ix.store.segments[-1]  # the one task's segment holds every chunk
+    assert (seg["base"], seg["end"]) == (0, ref_chunks(reference))
+    ix.close()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s")
+    assert_same_store(ix, reference)
+    for r in ("dense", "bm25", "hybrid"):
+        for g, w in zip(ix.search_batch(questions, k=5, retriever=r), reference.search_batch(questions, k=5,
+                                                                                               retriever=r)):
+            assert [it.spans for it in g] == [it.spans for it in w], r
+    ix.close()
+
+
+def test_worker_restarted_before_writing_runs_the_batch_again(cluster, corpus, reference, tmp_path, monkeypatch):
+    """Tried: the first batch's vectors taken out of its worker before the driver asks it to write them (as
+    when the worker dies and is restarted between running a batch and writing it): the worker answers that
+    it no longer holds them, the batch runs again and ships its Delta, the others are written by their
+    workers. The store verifies and equals the single-process build; nothing is left in staging."""
+    from momoka.methods import distributed
+
+    monkeypatch.setenv("MOMOKA_RAY_WRITE_PARTS", "1")
+    adopted = _count_adopted(monkeypatch)
+    real = distributed._written_part
+    dropped: list = []
+
+    def lose_first(ray_, writer, out, actor, *rest):
+        if not dropped:
+            dropped.append(ray_.get(actor.take.options(concurrency_group="io").remote(out["held"])))
+        return real(ray_, writer, out, actor, *rest)
+
+    monkeypatch.setattr(distributed, "_written_part", lose_first)
+    folder, _ = corpus
+    ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
+                            commit_docs=1, progress=False)
+    assert dropped and dropped[0] is not None and len(adopted) == N_DOCS - 1
+    assert ix.report.failed == [] and len(ix.report.added) == N_DOCS
+    ix.close()
+    assert not (tmp_path / "s" / "staging").exists()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s")
+    assert_same_store(ix, reference)
+    ix.close()
+
+
+def test_store_out_of_the_workers_reach_falls_back_with_a_warning(cluster, corpus, reference, tmp_path, monkeypatch):
+    """Tried: the workers told a staging path that is not the driver's (as a worker on another node without
+    the store's filesystem sees it: the run's token file is not there). Each worker refuses to write there;
+    the driver warns once (UserWarning naming the staging folder), takes the vectors from the workers as the
+    Delta path does, and the store equals the single-process build."""
+    from momoka.methods import distributed
+
+    monkeypatch.setenv("MOMOKA_RAY_WRITE_PARTS", "1")
+    adopted = _count_adopted(monkeypatch)
+    elsewhere = tmp_path / "another-node"
+    monkeypatch.setattr(distributed, "_worker_path", lambda stage: str(elsewhere / stage.name))
+    folder, _ = corpus
+    with pytest.warns(UserWarning, match="cannot reach the store's staging folder") as rec:
+        ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], engine="ray", workers=2,
+                                commit_docs=1, progress=False)
+    assert len([w for w in rec if "staging folder" in str(w.message)]) == 1
+    assert adopted == [] and not elsewhere.exists()
+    assert ix.report.failed == [] and len(ix.report.added) == N_DOCS
+    assert ix.report.embedded == 2 * ref_chunks(reference)
+    ix.close()
+    assert not (tmp_path / "s" / "staging").exists()
+    assert verify_store(tmp_path / "s")["damaged"] == []
+    ix = momoka.Index.open(tmp_path / "s")
+    assert_same_store(ix, reference)
+    ix.close()
+
+
+def test_worker_killed_while_writing_leaves_nothing_adopted(corpus, reference, tmp_path, monkeypatch):
+    """Tried in this process (the worker class without Ray): a worker that dies after writing part of a batch's
+    files (the second view's write raises) leaves only its temporary folder, no folder a driver could adopt;
+    the store's writer, opened again, removes the staging folder, and the store is unchanged and verifies.
+    A write whose folder's token is not the run's is refused (no shared filesystem)."""
+    from momoka.methods import distributed
+    from momoka.methods.indexer import store_template
+    from momoka.store import vectors
+    from momoka.store.store import Store
+
+    folder, _ = corpus
+    ix = momoka.Index.build([folder], store=tmp_path / "s", enrich=["title"], commit_docs=1, progress=False)
+    gen = ix.store.manifest["generation"]
+    stage = ix.store.staging()
+    (stage / distributed.TOKEN_FILE).write_text("tok")
+    worker = distributed.Worker(store_template(ix.store))
+    from momoka.methods.sources import to_document
+
+    doc = to_document({"doc_id": "extra", "text": "A short passage about rivers and the sea. " * 20})
+    out = worker.run([doc], {}, "raise", hold=7)
+    assert out["held"] == 7 and all(e["rows"] is None for e in out["delta"].vectors.values())
+    assert worker.write(7, ix.store.n_slots, str(stage), "not-the-token", None) == {"unreachable": True}
+    real, calls = vectors.write_part, []
+
+    def dies_on_second(*a, **k):
+        calls.append(a[1])
+        if len(calls) == 2:
+            raise SystemExit("killed")
+        return real(*a, **k)
+
+    monkeypatch.setattr(vectors, "write_part", dies_on_second)
+    with pytest.raises(SystemExit):
+        worker.write(7, ix.store.n_slots, str(stage), "tok", None)
+    left = sorted(p.name for p in stage.iterdir() if p.name != distributed.TOKEN_FILE)
+    assert len(left) == 1 and left[0].startswith("b000007.tmp-")  # a temporary folder only: nothing complete
+    ix.close()
+    w = Store.open(tmp_path / "s", writable=True)
+    assert not (tmp_path / "s" / "staging").exists()
+    assert w.manifest["generation"] == gen and "extra" not in w.documents
+    w.close()
+    assert verify_store(tmp_path / "s")["damaged"] == []
 
 
 class Poison:

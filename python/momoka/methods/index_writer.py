@@ -65,13 +65,14 @@ class Commits:
         self.enabled = bool(enabled) and writer.store.path is not None
         self._done, self._since, self._t = 0, 0, time.monotonic()
 
-    def added(self, total: int) -> None:
-        """``total`` documents are in the store so far: commit when enough time or documents have passed."""
+    def added(self, total: int, now: bool = False) -> None:
+        """``total`` documents are in the store so far: commit when enough time or documents have passed
+        (``now``: commit anyway, e.g. after adopting a part a Ray worker wrote: a segment holds one)."""
         self._since += total - self._done
         self._done = total
         w = self.writer
-        if self.enabled and self._since and (self._since >= w.commit_docs
-                                            or time.monotonic() - self._t >= w.commit_seconds):
+        if self.enabled and (now or self._since) and (now or self._since >= w.commit_docs
+                                                      or time.monotonic() - self._t >= w.commit_seconds):
             w.store.save()
             self._since, self._t = 0, time.monotonic()
 

@@ -185,7 +185,7 @@ class Index:
             if not isinstance(sources, (str, os.PathLike)):
                 sources = list(sources)  # read twice: a sample for the language, then all of it
             embedder = language_default_embedder(sources, encoding=encoding, follow_links=follow_links)
-        emb = make_embedder(embedder)
+        emb = make_embedder(embedder, deferred=engine == "ray")  # a Ray driver embeds nothing: loaded on first use
         params = chunker_params(chunker, size, extra_chunker_params, embedder=emb, headers=bool(headers))
         check_share(llm_max_failed)
         chunker_obj, chunker_info = resolve_chunker(chunker, params, emb)

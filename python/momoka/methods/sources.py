@@ -60,13 +60,13 @@ def embedder_info(embedder: Any) -> dict:
     return {"model_id": str(embedder.model_id), "checksum": str(embedder.checksum), "dim": int(embedder.dim)}
 
 
-def make_embedder(embedder: Any):
-    """The embedder an index is built with: None, ``"default"`` or a registry model id (loaded), or an object
-    with ``.embed/.dim/.model_id/.checksum`` (checked)."""
+def make_embedder(embedder: Any, deferred: bool = False):
+    """The embedder an index is built with: None, ``"default"`` or a registry model id (loaded; ``deferred``:
+    on first use, see :func:`load_embedder`), or an object with ``.embed/.dim/.model_id/.checksum`` (checked)."""
     if embedder is None:
         return None
     if isinstance(embedder, str):
-        return load_embedder(None if embedder == "default" else embedder)
+        return load_embedder(None if embedder == "default" else embedder, deferred)
     embedder_info(embedder)  # validates the interface
     return embedder
 
@@ -143,10 +143,16 @@ def language_default_embedder(sources: Any, *, encoding: str | None = None, foll
     return "default"
 
 
-def load_embedder(model_id: str | None = None):
-    """The registry's embedder ``model_id`` (None: the default), installed on first use."""
+def load_embedder(model_id: str | None = None, deferred: bool = False):
+    """The registry's embedder ``model_id`` (None: the default), installed on first use; ``deferred``: a
+    :class:`~momoka.models.embedder.DeferredEmbedder`, which loads the model on its first use (the driver of
+    a Ray build records the embedder and embeds nothing)."""
     from ..models import Embedder  # start-up: momoka.models
 
+    if deferred:
+        from ..models.embedder import DeferredEmbedder  # start-up: momoka.models
+
+        return DeferredEmbedder(model_id)
     return Embedder.default() if model_id is None else Embedder.from_registry(model_id)
 
 

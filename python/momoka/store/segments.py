@@ -43,6 +43,8 @@ MERGE_FACTOR: int = settings.default("MOMOKA_MERGE_FACTOR")
 DOCS = "documents"
 DOCS_FILE = "documents.jsonl"
 DOCS_DELETED = "documents.deleted.json"
+#: The folder of a store where other processes (Ray workers) write parts its writer adopts (never read by readers).
+STAGING = "staging"
 
 
 def merge_factor() -> int:

@@ -74,7 +74,7 @@ from ._blocks import file_record
 from ._io import jsonl, write_file
 from .artifact import Part
 from .documents import TrackedMeta
-from .segments import DOCS, DOCS_DELETED, DOCS_FILE
+from .segments import DOCS, DOCS_DELETED, DOCS_FILE, STAGING
 from .spec import PipelineSpec
 from ._lease import Lease
 from ._manifest import (FORMAT_NAME, RAW_VIEW, FORMAT_VERSION, LOCK, MANIFEST, check_embedder, embedder_of,
@@ -108,8 +108,9 @@ _ATTEMPTS = 8
 
 
 def _leftover(name: str) -> bool:
-    """Files a writer leaves in a store directory before its first manifest: the lock, generations, segments."""
-    return name == LOCK or ".tmp-" in name or bool(re.fullmatch(r"(gen|seg)-\d{6}", name))
+    """Files a writer leaves in a store directory before its first manifest: the lock, generations, segments,
+    staged parts."""
+    return name in (LOCK, STAGING) or ".tmp-" in name or bool(re.fullmatch(r"(gen|seg)-\d{6}", name))
 
 
 #: The classes :meth:`Store.create` and :meth:`Store.open` return: ``"reader"`` (:class:`~momoka.store.snapshot.Snapshot`)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..errors import ConfigError, InputError, StoreCorruptedError, StoreError
-from ._blocks import BlockCheck
+from ._blocks import BlockCheck, file_record
 from ._io import check_native_write, fsync_file, write_npy
 from .artifact import Artifact, Part, StoreWarning, write_tombstones
 
@@ -166,6 +166,15 @@ class _VPart:
         self.n = need
 
 
+class _Staged:
+    """A part of a view written by another process, waiting in ``folder`` for the next save."""
+
+    __slots__ = ("folder", "ids", "records")
+
+    def __init__(self, folder: Path, ids: np.ndarray, records: dict[str, dict]):
+        self.folder, self.ids, self.records = folder, ids, records
+
+
 class VectorView(Artifact):
     """A dense view: vectors by chunk id, in one part per segment plus the unsaved ones.
 
@@ -189,6 +198,8 @@ class VectorView(Artifact):
         self._where_r = np.zeros(0, dtype=np.int64)  # ... and its row there
         self._deleted: set[int] = set()  # vectors of saved parts deleted since the last save
         self._n = 0
+        self._staged: _Staged | None = None  # a part written by another process, adopted by the next save
+        self._moved: dict[str, dict] = {}  # records of the staged files the last write_delta moved in
 
     @property
     def info(self) -> dict:
@@ -205,29 +216,33 @@ class VectorView(Artifact):
         """Read every segment's ids and tombstones; rows are memory-mapped, graphs read on first search."""
         graphs = {p.part.segment: p.graph for p in self._parts if p.part is not None and p.graph is not None}
         Artifact.set_parts(self, parts)
-        f_ids, f_rows, f_del, _ = self._files()
         self._parts, self._where_p, self._where_r, self._n = [], np.zeros(0, np.int32), np.zeros(0, np.int64), 0
         self._deleted = set()
         for part in parts:
-            try:
-                if part.has(f_del):
-                    part.check_whole(f_del, self._what())
-                    self._drop(np.load(part.folder / f_del, allow_pickle=False).astype(np.int64))
-                if part.has(f_ids):
-                    part.check_whole(f_ids, self._what())
-                    ids = np.load(part.folder / f_ids, allow_pickle=False).astype(np.int64)
-                    rows = np.load(part.folder / f_rows, mmap_mode="r", allow_pickle=False)
-                    srt = np.sort(ids)  # (np.unique would import numpy.ma: 20 ms of every CLI query)
-                    if (rows.ndim != 2 or rows.shape != (len(ids), self.dim) or rows.dtype != DTYPES[self.dtype]
-                            or (len(ids) and srt[0] < 0) or bool((srt[1:] == srt[:-1]).any())):
-                        raise ValueError(f"rows {rows.shape} {rows.dtype} for {len(ids)} ids, dim {self.dim} {self.dtype}")
-                    vp = _VPart(ids, rows, part, part.check(f_rows, self._what()))
-                    vp.graph = graphs.get(part.segment)
-                    self._place(vp)
-            except FileNotFoundError:
-                raise
-            except (OSError, ValueError) as exc:
-                raise StoreCorruptedError(f"store {part.folder}: vector view {self.name!r} is corrupted: {exc}") from None
+            self._load_part(part, graphs.get(part.segment))
+
+    def _load_part(self, part: Part, graph=None) -> None:
+        """Apply one segment's tombstones and place its rows (memory-mapped) as the newest part."""
+        f_ids, f_rows, f_del, _ = self._files()
+        try:
+            if part.has(f_del):
+                part.check_whole(f_del, self._what())
+                self._drop(np.load(part.folder / f_del, allow_pickle=False).astype(np.int64))
+            if part.has(f_ids):
+                part.check_whole(f_ids, self._what())
+                ids = np.load(part.folder / f_ids, allow_pickle=False).astype(np.int64)
+                rows = np.load(part.folder / f_rows, mmap_mode="r", allow_pickle=False)
+                srt = np.sort(ids)  # (np.unique would import numpy.ma: 20 ms of every CLI query)
+                if (rows.ndim != 2 or rows.shape != (len(ids), self.dim) or rows.dtype != DTYPES[self.dtype]
+                        or (len(ids) and srt[0] < 0) or bool((srt[1:] == srt[:-1]).any())):
+                    raise ValueError(f"rows {rows.shape} {rows.dtype} for {len(ids)} ids, dim {self.dim} {self.dtype}")
+                vp = _VPart(ids, rows, part, part.check(f_rows, self._what()))
+                vp.graph = graph
+                self._place(vp)
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise StoreCorruptedError(f"store {part.folder}: vector view {self.name!r} is corrupted: {exc}") from None
 
     def _ensure(self, n: int) -> None:
         if n > len(self._where_p):
@@ -557,6 +572,9 @@ class VectorView(Artifact):
             raise InputError(f"vector view {self.name!r}: vectors must be finite")
         if len(ids) == 0:
             return
+        if self._staged is not None:
+            raise StoreError(f"vector view {self.name!r} has a part written by another process waiting for the "
+                             "next save; save before adding vectors")
         self._changing()
         tail = self._tail()
         pi = len(self._parts) - 1
@@ -586,7 +604,47 @@ class VectorView(Artifact):
     # -- saving --------------------------------------------------------------
 
     def has_delta(self) -> bool:
-        return bool(self._deleted) or bool(self._parts and self._parts[-1].part is None and self._parts[-1].n)
+        return (bool(self._deleted) or bool(self._parts and self._parts[-1].part is None and self._parts[-1].n)
+                or self._staged is not None)
+
+    def stage(self, folder: str | os.PathLike, ids: Sequence[int], records: dict[str, dict]) -> None:
+        """Adopt a part another process wrote (:func:`write_part`, e.g. a Ray worker): the files ``records``
+        names (``{rel: {"bytes", "sha256", "blocks"}}``) in ``folder``, holding the vectors of chunk ``ids``
+        (already numbered as this store numbers them). The next save moves the files into its segment (no row
+        is read) and records them; until then the ids have no vector here. ``folder`` must be on the store's
+        file system. Refused when the view has unsaved rows or another staged part (a segment holds one part of
+        a view), for ids that are not live chunks or already have a vector, and for files whose size differs
+        from their record."""
+        self._changing()
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if self._staged is not None or (self._parts and self._parts[-1].part is None and self._parts[-1].n):
+            raise StoreError(f"vector view {self.name!r} has unsaved vectors; save before adopting a written part")
+        if len(np.unique(ids)) != len(ids):
+            raise InputError("duplicate chunk ids in a staged part")
+        if self._store is not None:
+            dead = [int(c) for c in ids if int(c) not in self._store.chunks]
+            if dead:
+                raise InputError(f"vector view {self.name!r}: no live chunk with id(s) {dead[:10]}")
+        if self.has(ids).any():
+            raise InputError(f"vector view {self.name!r} already has vectors for chunk id(s) "
+                             f"{ids[self.has(ids)][:10].tolist()}")
+        folder = Path(folder)
+        f_ids, f_rows, _, f_graph = self._files()
+        if len(ids) and not {f_ids, f_rows} <= set(records):
+            raise StoreError(f"vector view {self.name!r}: a staged part needs {f_ids} and {f_rows}")
+        for rel, rec in records.items():
+            if rel not in (f_ids, f_rows, f_graph):
+                raise StoreError(f"vector view {self.name!r}: {rel} is not a file of its parts")
+            p = folder / rel
+            if not p.is_file() or p.stat().st_size != int(rec.get("bytes", -1)):
+                raise StoreError(f"vector view {self.name!r}: staged file {p} is missing or not as written")
+        if not len(ids):
+            return
+        self._staged = _Staged(folder, ids, {rel: dict(rec) for rel, rec in records.items()})
+
+    def written_records(self) -> dict[str, dict]:
+        """The records of the files the last :meth:`write_delta` moved in from a staged part (not read again)."""
+        return dict(self._moved)
 
     def _write_part(self, folder: Path, ids: np.ndarray, rows: np.ndarray, deleted, graph=None) -> list[str]:
         f_ids, f_rows, f_del, f_graph = self._files()
@@ -607,6 +665,15 @@ class VectorView(Artifact):
         return files + write_tombstones(folder, f_del, deleted)
 
     def write_delta(self, folder: Path) -> list[str]:
+        self._moved = {}
+        if self._staged is not None:  # a part another process wrote: its files move into the segment
+            st = self._staged
+            for rel, rec in st.records.items():
+                dst = Path(folder) / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(st.folder / rel, dst)
+                self._moved[rel] = rec
+            return list(st.records) + write_tombstones(folder, self._files()[2], self._deleted)
         ids, rows, graph = np.zeros(0, np.int64), None, None
         if self._parts and self._parts[-1].part is None:
             pi = len(self._parts) - 1
@@ -645,6 +712,16 @@ class VectorView(Artifact):
         f_ids = self._files()[0]
         held = [p for p in parts if p.has(f_ids)]
         saved = [vp for vp in self._parts if vp.part is not None]
+        if self._staged is not None:  # the staged part was saved: read its ids, memory-map its rows
+            self._staged = None
+            if [p.segment for p in held[:-1]] == [vp.part.segment for vp in saved] and held:
+                Artifact.set_parts(self, parts)
+                for vp, p in zip(saved, held):
+                    vp.part = p
+                self._load_part(held[-1])
+            else:
+                self.load_parts(parts)
+            return
         tail = self._parts[-1] if self._parts and self._parts[-1].part is None else None
         old = [vp.part.segment for vp in saved]
         names = [p.segment for p in held]
@@ -678,3 +755,22 @@ class VectorView(Artifact):
 
     def describe(self) -> dict:
         return {"embedder": dict(self.embedder), "dim": self.dim, "dtype": self.dtype, "rows": self.n_rows}
+
+
+def write_part(folder: str | os.PathLike, name: str, info: dict, ids: Sequence[int], rows: np.ndarray,
+               hnsw: dict | None = None) -> dict[str, dict]:
+    """Write the part of vector view ``name`` holding ``rows`` for chunk ``ids`` into ``folder``, as a save writes
+    it (ids, rows, and the HNSW graph of a part of at least :data:`GRAPH_ROWS` vectors, labels = ``ids``), for a
+    store that adopts it with :meth:`VectorView.stage`; returns ``{rel: record}`` of the files (fsynced).
+
+    ``info``: the view's ``{"embedder", "dtype", "source"}`` (a :class:`~momoka.store.delta.Delta`'s entry).
+    Another process (a Ray worker) writes it: ``ids`` must already be numbered as the adopting store numbers
+    its chunks.
+    """
+    view = VectorView(None, name, embedder=info["embedder"], dtype=info.get("dtype", "float32"),
+                      source=info.get("source"), hnsw=hnsw)
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if len(ids) and (rows is None or np.asarray(rows).shape != (len(ids), view.dim)):
+        raise InputError(f"vector view {name!r}: rows must have shape ({len(ids)}, {view.dim})")
+    rels = view._write_part(Path(folder), ids, np.asarray(rows) if len(ids) else None, ())
+    return {rel: file_record(Path(folder) / rel) for rel in rels}

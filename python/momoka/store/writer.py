@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -36,7 +37,7 @@ from ._manifest import FORMAT_NAME, FORMAT_VERSION, LOCK, MANIFEST, _Lock, manif
 from ._merger import Merger, MergeJob
 from .delta import apply_delta, check_delta
 from .documents import DocEntry
-from .segments import DOCS, MergePolicy, SegmentStats, merge_background, segment_name
+from .segments import DOCS, STAGING, MergePolicy, SegmentStats, merge_background, segment_name
 from .snapshot import Snapshot
 from .store import Store, _leftover, _manifest_bytes, _momoka_version, _now
 from .artifact import StoreWarning
@@ -192,6 +193,7 @@ class StoreWriter(ArtifactWriter, Store, role="writer"):
             art._store = writer
         writer._track()
         writer._clean_leftovers()
+        writer._clean_staging()
         return writer
 
     def refresh(self) -> StoreWriter:
@@ -209,6 +211,7 @@ class StoreWriter(ArtifactWriter, Store, role="writer"):
         lock = _Lock(self.path / LOCK)
         lock.acquire()
         self._lock = lock
+        self._clean_staging()  # parts written for a writer that is gone (we hold the lock: none is running)
         if (self.path / MANIFEST).exists():  # a crashed writer's temporary files go now, not at our first save
             self._clean_leftovers()  # (a first build that never committed is handled, and told, by create)
 
@@ -405,7 +408,8 @@ class StoreWriter(ArtifactWriter, Store, role="writer"):
                     written.append(art)
                     rels = art.write_delta(sdir)
                     if rels:
-                        parts[art.key] = {rel: file_record(sdir / rel) for rel in rels}
+                        known = art.written_records() if hasattr(art, "written_records") else {}
+                        parts[art.key] = {rel: known.get(rel) or file_record(sdir / rel) for rel in rels}
             segments.append({"name": sname, "level": 0, "base": self.chunks._saved, "end": self.n_slots,
                              "parts": parts})
             new = (sname, sdir)
@@ -669,6 +673,23 @@ class StoreWriter(ArtifactWriter, Store, role="writer"):
         for p in self.path.iterdir():
             if ".tmp-" in p.name and p != running:
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+    def staging(self) -> Path:
+        """A new, empty folder under ``STORE/staging/`` where other processes (Ray workers) write parts that this
+        writer adopts (:meth:`VectorView.stage <momoka.store.vectors.VectorView.stage>`: the next save moves
+        them into its segment). It is on the store's file system, so adopting a part is a rename. Whatever is
+        left in it is deleted when the writer lock is next taken (a killed run's parts are never adopted)."""
+        self.ensure_writable()
+        if self.path is None:
+            raise StoreError("an in-memory store has no staging folder; save it first")
+        root = self.path / STAGING
+        root.mkdir(exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="run-", dir=root))
+
+    def _clean_staging(self) -> None:
+        """Remove ``STORE/staging/``: parts written for an earlier writer and never adopted."""
+        if self.path is not None:
+            shutil.rmtree(self.path / STAGING, ignore_errors=True)
 
     def _clean_old(self, keep: set) -> None:
         """Delete the generations not in ``keep`` that no reader leases (leased ones go at a later save).
