@@ -48,14 +48,16 @@ def test_the_package_itself_uses_no_old_name():
 
     root = pathlib.Path(importlib.import_module("momoka").__file__).parent
     aliases = {root / "index" / "__init__.py", root / "search" / "__init__.py", root / "models" / "registry.py",
-               root / "methods" / "registry.py", root / "_deprecated.py"}
+               root / "methods" / "registry.py", root / "_deprecated.py", root / "chunking" / "context.py",
+               root / "methods" / "context.py"}
     for p in root.rglob("*.py"):
         if p in aliases:
             continue
         text = p.read_text(encoding="utf-8")
         for old in ("momoka.index", "momoka.search", "from .index", "from ..index", "from ...index",
                     "from ..search", "from ...search", "models.registry", "models import registry",
-                    "methods.registry", "methods import registry"):
+                    "methods.registry", "methods import registry", "chunking.context", "methods.context",
+                    "chunking._engine", "mcts.engine", "from .context import", "from ..context import"):
             assert old not in text.replace("from .indexer", "").replace("from .index_writer", ""), (p, old)
 
 

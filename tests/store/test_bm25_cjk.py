@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from momoka import Index, _core
-from momoka.chunking.context import indexed_text
+from momoka.chunking.headers import indexed_text
 from momoka.errors import ConfigError, StoreError
 from momoka.store import BM25
 from momoka.store.bm25 import ENGLISH_STOPWORDS, tokenize

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from momoka.chunking.context import with_header
+from momoka.chunking.headers import with_header
 
 from momoka import Index
 from momoka.store import Store

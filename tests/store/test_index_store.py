@@ -8,7 +8,7 @@ import momoka
 import numpy as np
 import pytest
 
-from momoka.chunking.context import with_header
+from momoka.chunking.headers import with_header
 from momoka.errors import (
     ConfigError,
     EmptyInputError,

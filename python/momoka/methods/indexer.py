@@ -2,7 +2,7 @@
 
 A batch runs, per document: the chunker; the raw views (the embedder's vectors of the chunk
 texts as vector view ``"raw"``, and BM25 view ``"raw"``); then each enricher and each relator,
-given a :class:`~momoka.methods.context.Batch`. All of it is written into a scratch in-memory
+given a :class:`~momoka.methods.corpus.Batch`. All of it is written into a scratch in-memory
 store shaped like the index's (:func:`store_template`, :func:`scratch_store`), never into the
 index's store: the scratch store's contents are the batch's Delta, which
 :meth:`StoreWriter.apply <momoka.store.writer.StoreWriter.apply>` then adds to the index's store
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import registry
-from ..chunking.context import context_headers, headed, indexed_text
+from ..chunking.headers import context_headers, headed, indexed_text
 from ..errors import ConfigError, InputError, MomokaError, StoreError
 from ..progress import Progress
 from ..store._kinds import ARTIFACT_KINDS
@@ -36,7 +36,7 @@ from ..store.spec import PipelineSpec
 from ..store.store import RAW_VIEW, Store, check_embedder
 from ..text.model import Chunk, with_tails
 from .base import DEFAULT_CHUNKER
-from .context import Batch
+from .corpus import Batch
 from .fallbacks import set_record
 from .sources import embedder_info, jsonable, load_embedder, resolve_chunker
 

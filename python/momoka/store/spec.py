@@ -113,7 +113,7 @@ class PipelineSpec:
 
     def view(self, chunker: dict | None = None) -> dict:
         """A copy as a plain dict with ``chunker`` (default: the spec's), ``enrich`` and ``relate`` always there
-        (what :attr:`Corpus.pipeline <momoka.methods.context.Corpus.pipeline>` shows; changing it changes nothing)."""
+        (what :attr:`Corpus.pipeline <momoka.methods.corpus.Corpus.pipeline>` shows; changing it changes nothing)."""
         out = self.to_dict()
         out.setdefault("chunker", copy.deepcopy(chunker))
         for kind in COMPONENT_KINDS:
