@@ -52,6 +52,7 @@ class Scripted:
     ("[2]\nAnna Holm", "Anna Holm"),                 # the first line with words
     ("in 1986 [1]\nThe lighthouse was automated then.", "in 1986"),
     ("  [1]  ", ""),
+    ('"not in the passages"', "not in the passages"),
 ])
 def test_short_answer_is_the_first_line_with_words_without_markers(reply, text):
     assert short_answer(reply) == text

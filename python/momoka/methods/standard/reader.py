@@ -44,8 +44,9 @@ NOT_IN_PASSAGES = "not in the passages"
 #: its words instead (:func:`overlap_citations`).
 SHORT_PROMPT = (
     "Answer the question using only the passages. Give only the answer: the shortest span of words copied "
-    "from the passages that answers it, usually one to five words. No sentence, no explanation. If the "
-    f"passages do not contain the answer, reply: {NOT_IN_PASSAGES}"
+    "exactly from the passages that answers it, usually one to five words. No sentence, no explanation. For "
+    "a why or how question, copy the phrase that gives the reason or the way. Reply "
+    f'"{NOT_IN_PASSAGES}" only if no passage gives the answer.'
 )
 #: The last line of the user message in the short style.
 SHORT_CUE = "Answer:"
@@ -140,9 +141,9 @@ def says_not_in_passages(reply: str) -> bool:
 
 def short_answer(reply: str) -> str:
     """The answer of a reply in the short style: its first line that has words once the ``[n]`` markers and a
-    leading ``Answer:`` are removed, without trailing punctuation ("" when none has words)."""
+    leading ``Answer:`` are removed, without surrounding punctuation or double quotes ("" when none has words)."""
     for line in reply.splitlines():
-        text = " ".join(_CITE.sub(" ", _LEAD.sub("", line)).split()).strip(" .,;:")
+        text = " ".join(_CITE.sub(" ", _LEAD.sub("", line)).split()).strip(" .,;:\"\u201c\u201d")
         if _WORD.search(text):
             return text
     return ""
