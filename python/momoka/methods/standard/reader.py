@@ -178,8 +178,9 @@ class LLMReader:
             before the cut to the model's window.
         max_tokens: most tokens of the answer.
         style: ``"short"`` (the default): the model is asked for the shortest words of the passages that
-            answer (:data:`SHORT_PROMPT`), then ``[n]``; ``Answer.text`` is those words without the
-            markers (the first line that has any), the markers become ``Answer.citations``.
+            answer (:data:`SHORT_PROMPT`, no ``[n]`` asked for); ``Answer.text`` is those words (the
+            first line that has any, ``[n]`` markers removed); the citations are the passages its
+            markers name if it wrote any, else those holding its words (:func:`overlap_citations`).
             ``"sentence"``: the model answers in sentences citing ``[n]`` after each
             (:data:`SYSTEM_PROMPT`); ``Answer.text`` is the whole reply, markers included.
             In both, a reply that says the passages do not hold the answer
