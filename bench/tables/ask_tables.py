@@ -9,15 +9,21 @@ the same passages to
   (SQuAD-normalised containment, :func:`momoka.eval.metrics.contains_answer`);
   also within its top 3 sentences;
 * the ``local`` reader (SmolLM2-135M, or the model ``MOMOKA_LLM_LOCAL_MODEL`` names; greedy,
-  128 tokens at most, no response cache): exact match and token F1 (:mod:`momoka.eval.metrics`), and the same
-  containment of a gold answer in its answer, on the first ``--gen-limit``
-  questions (the generator takes seconds per question on a CPU).
+  128 tokens at most, no response cache, answer style ``--style``, default ``short``): exact match and
+  token F1 (:mod:`momoka.eval.metrics`), the same containment of a gold answer in its answer, and the share
+  of answers saying the passages do not hold the answer (``Answer.no_answer``), on the first
+  ``--gen-limit`` questions (the generator takes seconds per question on a CPU).
+
+``--wrong-article`` retrieves each question's passages from the other documents only (never its own
+article), so the answer is missing from the passages (the share where it is not is printed as the
+ceiling): the ``no_answer`` share then measures how often the reader says so.
 
 Also printed: the share of questions whose passages contain a gold answer at
 all (the ceiling of both). Each figure is a mean over n questions with a 95 %
 percentile-bootstrap interval (2,000 resamples).
 
-Run:  PYTHONPATH=python python bench/tables/ask_tables.py [--limit 300] [--gen-limit 30] [--store DIR] [--out FILE.json]
+Run:  PYTHONPATH=python python bench/tables/ask_tables.py [--limit 300] [--gen-limit 30] [--style short|sentence]
+      [--wrong-article] [--store DIR] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -54,6 +60,10 @@ def main() -> int:
     ap.add_argument("--gen-limit", type=int, default=30, help="questions the local generator answers (default 30)")
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"context characters (default {DEFAULT_BUDGET})")
     ap.add_argument("--retriever", default="hybrid", help="retriever (default hybrid)")
+    ap.add_argument("--style", default="short", choices=("short", "sentence"),
+                    help="the local reader's answer style (default short)")
+    ap.add_argument("--wrong-article", action="store_true",
+                    help="retrieve each question's passages from the other documents only")
     ap.add_argument("--store", type=Path, default=None, help="store to reuse or build (default: a temporary one)")
     ap.add_argument("--out", type=Path, default=None, help="write per-question records and the summary as JSON")
     a = ap.parse_args()
@@ -68,11 +78,14 @@ def main() -> int:
         print(f"store: {len(ix)} documents ({time.perf_counter() - t0:.1f} s to open or build); "
               f"{len(questions)} questions; retriever {a.retriever}, budget {a.budget} characters")
         evidence = EvidenceReader(ix.corpus.embedder, max_context_chars=a.budget)
-        gen = LLMReader(LocalClient(cache=False, progress=False), max_context_chars=a.budget) if a.gen_limit else None
+        gen = (LLMReader(LocalClient(cache=False, progress=False), max_context_chars=a.budget, style=a.style)
+               if a.gen_limit else None)
+        doc_ids = sorted({d.doc_id for d in ds.documents})
         recs = []
         gen_wall = gen_cpu = 0.0
         for i, q in enumerate(questions):
-            res = ix.search(q.question, retriever=a.retriever, budget=a.budget)
+            others = [d for d in doc_ids if d != q.doc_id] if a.wrong_article else None
+            res = ix.search(q.question, retriever=a.retriever, budget=a.budget, doc_ids=others)
             ans = evidence.answer(q.question, res)
             rec = {"qid": q.qid, "question": q.question, "answers": list(q.answers),
                    "in_context": contains_answer(" ".join(c.text for c in ans.context), q.answers),
@@ -86,7 +99,7 @@ def main() -> int:
                 gen_wall += time.perf_counter() - w
                 gen_cpu += time.process_time() - c
                 rec.update({"generated": g.text, "em": exact_match(g.text, q.answers), "f1": token_f1(g.text, q.answers),
-                            "gen_contains": contains_answer(g.text, q.answers)})
+                            "gen_contains": contains_answer(g.text, q.answers), "no_answer": float(g.no_answer)})
                 print(f"  generator {i + 1}/{min(a.gen_limit, len(questions))}: {gen_wall / (i + 1):.1f} s wall, "
                       f"{gen_cpu / (i + 1):.1f} s CPU per question", flush=True)
             recs.append(rec)
@@ -104,11 +117,16 @@ def main() -> int:
         print(_fmt(f"local generator ({gen.llm.model}): exact match", [r["em"] for r in g]))
         print(_fmt("local generator: token F1", [r["f1"] for r in g]))
         print(_fmt("local generator: answer contains a gold answer", [r["gen_contains"] for r in g]))
-        print(f"generator time: {gen_wall / len(g):.2f} s wall, {gen_cpu / len(g):.2f} s CPU per question "
+        print(_fmt("local generator: says the passages lack the answer", [r["no_answer"] for r in g]))
+        for label, keep in (("  ... where the passages contain a gold answer", True), ("  ... where they do not", False)):
+            part = [r["no_answer"] for r in g if bool(r["in_context"]) is keep]
+            if part:
+                print(_fmt(label, part))
+        print(f"generator ({gen.llm.model}, style {a.style}{', wrong article' if a.wrong_article else ''}) time: {gen_wall / len(g):.2f} s wall, {gen_cpu / len(g):.2f} s CPU per question "
               f"(load average {os.getloadavg()[0]:.2f})")
     if a.out:
         a.out.write_text(json.dumps({"records": recs, "data": str(data), "budget": a.budget,
-                                     "retriever": a.retriever}, indent=1, ensure_ascii=False) + "\n")
+                                     "retriever": a.retriever, "style": a.style, "wrong_article": a.wrong_article}, indent=1, ensure_ascii=False) + "\n")
         print(f"saved {a.out}")
     return 0
 

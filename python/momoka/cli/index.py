@@ -498,7 +498,9 @@ def _ask(args: argparse.Namespace) -> int:
         mark = "*" if c.number in cited else " "
         snippet = " ".join(c.text.split())
         print(f"{mark}[{c.number}] {cite(c)}  {snippet[:160]}{' ...' if len(snippet) > 160 else ''}")
-    if ans.cited_by == "overlap":
+    if ans.no_answer:
+        say("the model found no answer in the passages (a larger --budget or another --retriever may help)")
+    elif ans.cited_by == "overlap":
         say("the answer named no passage; * marks the passages holding most of its words")
     elif not ans.citations:
         say("the answer cites no passage")

@@ -319,6 +319,8 @@ class Answer:
     ``cited_by`` says how the citations were found: ``"model"`` (the answer's
     own ``[n]`` markers), ``"overlap"`` (the answer named none, so the passages
     holding most of its words are cited), ``"none"``, or ``"evidence"``.
+    ``no_answer`` is true when the model said the passages do not hold the
+    answer (then ``citations`` is empty).
 
     ``kind`` is ``"generated"`` (a model wrote ``text``) or ``"evidence"`` (no
     model wrote anything: ``text`` is the best sentence quoted from a document,
@@ -333,10 +335,11 @@ class Answer:
     usage: dict = field(default_factory=dict, compare=False, hash=False)
     cited_by: str = "model"
     kind: str = "generated"
+    no_answer: bool = False
 
     def to_dict(self) -> dict:
         return {"question": self.question, "kind": self.kind, "answer": self.text, "model": self.model,
-                "cited_by": self.cited_by,
+                "cited_by": self.cited_by, "no_answer": self.no_answer,
                 "citations": [c.to_dict() for c in self.citations],
                 "context": [c.to_dict() for c in self.context], "usage": dict(self.usage)}
 

@@ -453,7 +453,7 @@ class JerrReader(LLMReader):
 
     def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128,
                  max_preamble_chars: int = 1000):
-        super().__init__(llm, max_context_chars=max_context_chars, max_tokens=max_tokens)
+        super().__init__(llm, max_context_chars=max_context_chars, max_tokens=max_tokens, style="sentence")
         self.max_preamble_chars = int(max_preamble_chars)
         self._pre = ""
 

@@ -32,12 +32,37 @@ from .._backend import endpoint_of
 from ..base import DEFAULT_BUDGET, Answer, Citation, Result, check_budget
 from ...registry import create, register
 
-#: The reader's instructions (system message).
+#: The reader's instructions (system message) for answers in sentences (``style="sentence"``).
 SYSTEM_PROMPT = (
     "Answer the question using only the numbered passages. Be brief. After each statement, cite the "
     "passages it comes from as [n]. If the passages do not contain the answer, say so."
 )
+#: What the reader asks the model to reply when the passages do not hold the answer (``style="short"``).
+NOT_IN_PASSAGES = "not in the passages"
+#: The reader's instructions (system message) for short answers (``style="short"``, the default). No ``[n]``
+#: is asked for: small models asked for one often write only the marker; the answer's passages are found by
+#: its words instead (:func:`overlap_citations`).
+SHORT_PROMPT = (
+    "Answer the question using only the passages. Give only the answer: the shortest span of words copied "
+    "exactly from the passages that answers it, usually one to five words. No sentence, no explanation. For "
+    "a why or how question, copy the phrase that gives the reason or the way. Reply "
+    f'"{NOT_IN_PASSAGES}" only if no passage gives the answer.'
+)
+#: The last line of the user message in the short style.
+SHORT_CUE = "Answer:"
+#: The answer styles of :class:`LLMReader`.
+STYLES = ("short", "sentence")
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+#: Replies that say the passages do not hold the answer (matched on the lower-cased reply).
+_NOT_FOUND = re.compile(
+    r"\bnot (?:\w+ )?(?:in|found in|contained in|mentioned in|given in|stated in|provided in|present in) the "
+    r"(?:given |provided |numbered )?(?:passages?|context|text)\b"
+    r"|\b(?:passages?|context|text) (?:do|does) not (?:contain|mention|say|state|provide|include|specify|give)\b"
+    r"|\b(?:passages?|context|text) (?:contains?|provides?|gives?|mentions?) no (?:information|answer|mention)\b"
+    r"|\bno (?:information|answer|mention) (?:in|from) the (?:given |provided |numbered )?(?:passages?|context|text)\b"
+    r"|\bcannot be (?:answered|found|determined) (?:from|in|with|based on)\b"
+    r"|^\s*(?:unanswerable|not answerable|unknown)\W*$")
+_LEAD = re.compile(r"^\s*(?:answer\s*:\s*)", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 #: A passage is cited by overlap when it holds at least this share of the answer's content words.
 OVERLAP_SHARE = 0.5
@@ -108,6 +133,22 @@ def _cut(context: list[Citation], chars: int) -> list[Citation]:
     return out
 
 
+def says_not_in_passages(reply: str) -> bool:
+    """Whether ``reply`` says the passages do not hold the answer ("not in the passages", "the passages do not
+    mention ...", "cannot be answered from ...", "unanswerable"; case-insensitive)."""
+    return bool(_NOT_FOUND.search(reply.lower()))
+
+
+def short_answer(reply: str) -> str:
+    """The answer of a reply in the short style: its first line that has words once the ``[n]`` markers and a
+    leading ``Answer:`` are removed, without surrounding punctuation or double quotes ("" when none has words)."""
+    for line in reply.splitlines():
+        text = " ".join(_CITE.sub(" ", _LEAD.sub("", line)).split()).strip(" .,;:\"\u201c\u201d")
+        if _WORD.search(text):
+            return text
+    return ""
+
+
 def overlap_citations(answer: str, context: list[Citation], share: float = OVERLAP_SHARE) -> list[Citation]:
     """The passages holding at least ``share`` of the answer's content words, best first (at most 2).
 
@@ -136,16 +177,29 @@ class LLMReader:
             at least the first one, cut at this length; ``None``: every passage),
             before the cut to the model's window.
         max_tokens: most tokens of the answer.
+        style: ``"short"`` (the default): the model is asked for the shortest words of the passages that
+            answer (:data:`SHORT_PROMPT`, no ``[n]`` asked for); ``Answer.text`` is those words (the
+            first line that has any, ``[n]`` markers removed); the citations are the passages its
+            markers name if it wrote any, else those holding its words (:func:`overlap_citations`).
+            ``"sentence"``: the model answers in sentences citing ``[n]`` after each
+            (:data:`SYSTEM_PROMPT`); ``Answer.text`` is the whole reply, markers included.
+            In both, a reply that says the passages do not hold the answer
+            (:func:`says_not_in_passages`) and cites none gives ``Answer.no_answer == True``
+            and no citations.
     """
 
     name = "llm"
 
-    def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128):
+    def __init__(self, llm: Any = None, *, max_context_chars: int | None = DEFAULT_BUDGET, max_tokens: int = 128,
+                 style: str = "short"):
         check_budget(max_context_chars, name="max_context_chars", optional=True)
         max_tokens = check_int(max_tokens, "max_tokens", minimum=1)
+        if style not in STYLES:
+            raise InputError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
         self._llm = llm
         self.max_context_chars = max_context_chars
         self.max_tokens = max_tokens
+        self.style = style
 
     @property
     def llm(self):
@@ -211,8 +265,11 @@ class LLMReader:
     def messages(self, question: str, context: list[Citation]) -> list[dict]:
         """The chat messages for ``question`` over ``context``."""
         passages = "\n\n".join(f"[{c.number}] ({c.doc_id}) {' '.join(c.text.split())}" for c in context)
-        return [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": f"Passages:\n{passages}\n\nQuestion: {question}\nAnswer:"}]
+        if self.style == "sentence":
+            return [{"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": f"Passages:\n{passages}\n\nQuestion: {question}\nAnswer:"}]
+        return [{"role": "system", "content": SHORT_PROMPT},
+                {"role": "user", "content": f"Passages:\n{passages}\n\nQuestion: {question}\n{SHORT_CUE}"}]
 
     def answer(self, question: str, result: Result) -> Answer:
         """Answer ``question`` from ``result``; citations are the passages the answer names by number."""
@@ -222,21 +279,26 @@ class LLMReader:
         if not context:
             raise InputError("nothing was retrieved to answer from")
         context = self.fit_window(question, context)
-        text = self.llm.complete(self.messages(question, context), max_tokens=self.max_tokens, temperature=0)
-        text = (text or "").strip()
+        reply = self.llm.complete(self.messages(question, context), max_tokens=self.max_tokens, temperature=0)
+        reply = (reply or "").strip()
+        text = short_answer(reply) if self.style == "short" else reply
         cited: list[int] = []
-        for m in _CITE.finditer(text):
+        for m in _CITE.finditer(reply):
             for n in m.group(1).split(","):
                 n = int(n)
                 if 1 <= n <= len(context) and n not in cited:
                     cited.append(n)
         citations = [context[n - 1] for n in cited]
         cited_by = "model"
-        if not citations:
+        no_answer = not citations and says_not_in_passages(text)
+        if not citations and not no_answer:
             citations = overlap_citations(text, context)
             cited_by = "overlap" if citations else "none"
+        elif no_answer:
+            cited_by = "none"
         return Answer(question, text, tuple(citations), tuple(context),
-                      model=getattr(self.llm, "model", None) or type(self.llm).__name__, cited_by=cited_by)
+                      model=getattr(self.llm, "model", None) or type(self.llm).__name__, cited_by=cited_by,
+                      no_answer=no_answer)
 
 
 @register("reader", "llm", summary="answer with the OpenAI-compatible endpoint if one is set (--llm-url, "
