@@ -394,3 +394,32 @@ def test_mentions_equal_a_per_title_reference():
     for _ in range(300):
         text = " ".join(rng.choice(words + titles) for _ in range(rng.randint(1, 30)))
         assert table.mentions(text) == _mentions_reference(text, sorted(linkable, key=order.get)), text
+
+
+def test_hybrid_named_documents_of_one_chunk_each(tmp_path):
+    """A corpus of pages of one chunk each: the named pages come first, as searching each part within its page
+    finds them, and the parts are neither embedded nor ranked (each page's ranking is its one chunk)."""
+    import momoka
+    from tests.store.conftest import HashEmbedder
+
+    docs = [{"doc_id": "a", "title": "Awolnation", "text": "Awolnation is a band formed in 2010 in Los Angeles."},
+            {"doc_id": "f", "title": "Foo Fighters", "text": "Foo Fighters is a rock band formed in Seattle in 1994."},
+            {"doc_id": "g", "title": "Green Day", "text": "Green Day is a band formed in 1987 in California."},
+            {"doc_id": "h", "title": "Hole", "text": "Hole was a band formed in Los Angeles in 1989, a rock band."}]
+    q = "Which band formed first, Awolnation or Foo Fighters?"
+    emb = HashEmbedder()
+    with momoka.Index.build(docs, store=tmp_path / "s", embedder=emb, progress=False) as ix:
+        assert all(len(ix.store.chunk_ids_of([d["doc_id"]])) == 1 for d in docs)
+        want = _named_first(ix, q, (("Foo Fighters", ["a"]), ("Awolnation", ["f"])), k=4)
+        embedded: list[str] = []
+        calls = ix.corpus.embed_queries
+
+        def counting(queries, **kw):
+            embedded.extend(queries)
+            return calls(queries, **kw)
+
+        ix.corpus.embed_queries = counting
+        got = ix.search(q, k=4, retriever="hybrid", named_documents=1)
+        assert [h.chunk_id for h in got] == want
+        assert [h.doc_id for h in got[:2]] == ["a", "f"]
+        assert embedded == [q]  # the question alone: no part was embedded

@@ -249,7 +249,8 @@ class HybridRetriever(StoreRetriever):
             return self.bm25.rank_batch(queries, k, allowed)
         parts = self._named_parts(queries, allowed) if self.named_documents > 0 else None
         vecs = sub_vecs = None
-        if parts and getattr(self.index.embedder_for(self.dense.view), "batch_independent", False):
+        ranks_parts = parts is not None and any(len(ids) > 1 for ids in parts[1])  # (see _named)
+        if ranks_parts and getattr(self.index.embedder_for(self.dense.view), "batch_independent", False):
             # one embedding call for the questions and the parts of them that name documents (the vectors
             # are those of separate calls: this embedder's vectors depend on their text alone)
             both = self.index.embed_queries(list(queries) + parts[0], view=self.dense.view)
@@ -294,8 +295,14 @@ class HybridRetriever(StoreRetriever):
         """Each ranking with, first, the best chunks of each document its query names by title
         (``named_documents``; ``parts`` from :meth:`_named_parts`, ``sub_vecs`` their vectors if embedded)."""
         subs, sub_allowed, owner = parts
+        if all(len(ids) == 1 for ids in sub_allowed):
+            # every named document is one chunk (a corpus of pages or passages): each part's ranking is that
+            # chunk, as ranking it would find, without embedding or ranking the parts
+            part_rankings = [[(ids[0], 0.0)] for ids in sub_allowed]
+        else:
+            part_rankings = self._rank(subs, self.named_documents, sub_allowed, sub_vecs)
         parts_of: dict[int, list[list[tuple[int, float]]]] = {}
-        for i, r in zip(owner, self._rank(subs, self.named_documents, sub_allowed, sub_vecs)):
+        for i, r in zip(owner, part_rankings):
             parts_of.setdefault(i, []).append(r)
         out = list(ranked)
         for i, lists in parts_of.items():
